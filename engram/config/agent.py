@@ -1,0 +1,110 @@
+"""`agent.config.json`: Wunderland's memory, storage and rag sections, personality and mood."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from engram.config import defaults as d
+from engram.config.base import ConfigModel
+
+AGENT_CONFIG_FILE_NAME = "agent.config.json"
+
+Trait = Field(0.5, ge=0.0, le=1.0)
+
+
+class InfiniteContext(ConfigModel):
+    enabled: bool = True
+    strategy: Literal["sliding", "hierarchical", "hybrid"] = "sliding"
+    compaction_threshold: float = Field(d.COMPACTION_THRESHOLD, gt=0.0, le=1.0)
+    preserve_recent_turns: int = Field(d.PRESERVE_RECENT_TURNS, ge=0)
+    transparency_level: Literal["full", "summary", "none"] = "full"
+    max_summary_chain_tokens: int = Field(d.MAX_SUMMARY_CHAIN_TOKENS, gt=0)
+    target_compression_ratio: float = Field(d.TARGET_COMPRESSION_RATIO, gt=1.0)
+    # The model's context window the threshold is a fraction of.
+    context_window_tokens: int = Field(200_000, gt=0)
+
+
+class ObserverSettings(ConfigModel):
+    activation_tokens: int = Field(d.OBSERVER_ACTIVATION_TOKENS, gt=0)
+
+
+class ReflectorSettings(ConfigModel):
+    activation_tokens: int = Field(d.REFLECTOR_ACTIVATION_TOKENS, gt=0)
+
+
+class WorkingMemorySettings(ConfigModel):
+    capacity: int = Field(d.WORKING_MEMORY_SLOTS, ge=d.WORKING_MEMORY_MIN_SLOTS, le=d.WORKING_MEMORY_MAX_SLOTS)
+
+
+class EncodingSettings(ConfigModel):
+    flashbulb_threshold: float = Field(d.FLASHBULB_THRESHOLD, ge=0.0, le=1.0)
+
+
+class DecaySettings(ConfigModel):
+    prune_threshold: float = Field(d.PRUNE_STRENGTH, ge=0.0, le=1.0)
+    recency_half_life_hours: float = Field(d.RECENCY_HALF_LIFE_HOURS, gt=0.0)
+
+
+class ConsolidationSettings(ConfigModel):
+    interval_hours: float = Field(d.CONSOLIDATION_INTERVAL_HOURS, gt=0.0)
+
+
+class MemorySection(ConfigModel):
+    infinite_context: InfiniteContext = InfiniteContext()
+    observer: ObserverSettings = ObserverSettings()
+    reflector: ReflectorSettings = ReflectorSettings()
+    working_memory: WorkingMemorySettings = WorkingMemorySettings()
+    encoding: EncodingSettings = EncodingSettings()
+    decay: DecaySettings = DecaySettings()
+    consolidation: ConsolidationSettings = ConsolidationSettings()
+
+
+class AutoIngest(ConfigModel):
+    enabled: bool = True
+    importance_threshold: float = Field(d.AUTO_INGEST_IMPORTANCE, ge=0.0, le=1.0)
+    max_per_turn: int = Field(d.AUTO_INGEST_MAX_PER_TURN, ge=0)
+    deduplication_threshold: float = Field(d.DEDUP_SIMILARITY, ge=0.0, le=1.0)
+
+
+class StorageSection(ConfigModel):
+    auto_ingest: AutoIngest = AutoIngest()
+
+
+class Hyde(ConfigModel):
+    enabled: bool = True
+    initial_threshold: float = Field(d.HYDE_INITIAL_THRESHOLD, ge=0.0, le=1.0)
+    min_threshold: float = Field(d.HYDE_MIN_THRESHOLD, ge=0.0, le=1.0)
+    adaptive_threshold: bool = True
+
+
+class RagSection(ConfigModel):
+    hyde: Hyde = Hyde()
+
+
+class Personality(ConfigModel):
+    """HEXACO traits in [0, 1]; above 0.6 counts as high."""
+
+    honesty: float = Trait
+    emotionality: float = Trait
+    extraversion: float = Trait
+    agreeableness: float = Trait
+    conscientiousness: float = Trait
+    openness: float = Trait
+
+
+class Mood(ConfigModel):
+    """PAD mood in [-1, 1]: the baseline the agent returns to."""
+
+    valence: float = Field(0.0, ge=-1.0, le=1.0)
+    arousal: float = Field(0.0, ge=-1.0, le=1.0)
+    dominance: float = Field(0.0, ge=-1.0, le=1.0)
+
+
+class AgentConfig(ConfigModel):
+    memory: MemorySection = MemorySection()
+    storage: StorageSection = StorageSection()
+    rag: RagSection = RagSection()
+    personality: Personality = Personality()
+    mood: Mood = Mood()

@@ -1,0 +1,62 @@
+"""JSON with comments, as the WilmerAI guide writes its settings file (`//` and `/* */`)."""
+
+from __future__ import annotations
+
+import json
+
+
+class JsoncError(ValueError):
+    def __init__(self, source: str, line: int, column: int, reason: str):
+        super().__init__(f"{source}:{line}:{column}: {reason}")
+        self.source, self.line, self.column, self.reason = source, line, column, reason
+
+
+def strip_comments(text: str) -> str:
+    """`text` with comments replaced by spaces (newlines kept, so positions stay right)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+            i += 1
+        elif c == '"':
+            in_string = True
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end == -1 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end == -1:
+                line = text.count("\n", 0, i) + 1
+                raise JsoncError("<text>", line, i - text.rfind("\n", 0, i), "unterminated /* comment")
+            chunk = text[i : end + 2]
+            out.append("".join(ch if ch == "\n" else " " for ch in chunk))
+            i = end + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def loads(text: str, source: str = "<text>"):
+    """Parse JSON that may contain `//` and `/* */` comments; errors name line and column."""
+    try:
+        cleaned = strip_comments(text)
+    except JsoncError as exc:
+        raise JsoncError(source, exc.line, exc.column, exc.reason) from None
+    try:
+        return json.loads(cleaned)
+    except json.JSONDecodeError as exc:
+        raise JsoncError(source, exc.lineno, exc.colno, exc.msg) from None

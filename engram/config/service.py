@@ -1,0 +1,54 @@
+"""The service configuration: where engram keeps its data, how it runs, and its limits.
+
+Read from `<home>/engram.json` when present; `ENGRAM_HOME` and `RAY_ADDRESS` override.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+
+from engram.config.base import ConfigModel
+from engram.config.llm import EmbedderConfig, LlmConfig
+from engram.config.loader import load
+
+SERVICE_FILE_NAME = "engram.json"
+
+
+class RaySettings(ConfigModel):
+    address: str | None = None  # None: start a local Ray instance (the embedded default)
+    namespace: str = "engram"
+    num_cpus: int | None = None
+
+
+class Limits(ConfigModel):
+    max_message_chars: int = Field(100_000, gt=0)
+    max_payload_bytes: int = Field(1 << 20, gt=0)
+    max_batch_events: int = Field(20_000, gt=0)
+    max_pending_calls: int = Field(64, gt=0)
+
+
+class ServiceConfig(ConfigModel):
+    home: Path = Path("~/.engram")
+    shards: int = Field(1, ge=1, le=1024)
+    llm: LlmConfig = LlmConfig()
+    embedder: EmbedderConfig = EmbedderConfig()
+    ray: RaySettings = RaySettings()
+    limits: Limits = Limits()
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("ENGRAM_HOME") or "~/.engram").expanduser()
+
+
+def load_service_config(home: str | Path | None = None) -> ServiceConfig:
+    """The configuration of the engram home `home` (default: $ENGRAM_HOME or ~/.engram)."""
+    home_path = Path(home).expanduser() if home is not None else default_home()
+    path = home_path / SERVICE_FILE_NAME
+    cfg = load(ServiceConfig, path) if path.exists() else ServiceConfig()
+    updates: dict = {"home": home_path.resolve()}
+    if os.environ.get("RAY_ADDRESS"):
+        updates["ray"] = cfg.ray.model_copy(update={"address": os.environ["RAY_ADDRESS"]})
+    return cfg.model_copy(update=updates)

@@ -1,0 +1,71 @@
+"""What an event is: a frozen msgspec Struct with a stable tag and a schema version.
+
+Every concrete event type subclasses `Event` with an explicit tag:
+
+    class MessageAppended(Event, tag="MessageAppended"):
+        SCHEMA_VERSION: ClassVar[int] = 1
+        ...
+
+Tags are stored in the log and must never change. New fields get defaults; renames and
+type changes bump SCHEMA_VERSION and register an upcaster (see `upcasters.py`).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every event type."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    @classmethod
+    def tag(cls) -> str:
+        return cls.__struct_config__.tag  # type: ignore[return-value]
+
+
+class UnknownEventType(KeyError):
+    pass
+
+
+_registry: dict[str, type[Event]] = {}
+_seen_classes = 0
+
+
+def _walk(cls: type) -> list[type]:
+    out = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_walk(sub))
+    return out
+
+
+def registry() -> dict[str, type[Event]]:
+    """Every event type by tag. Built from the subclasses of Event; duplicate tags are an error."""
+    global _seen_classes
+    classes = _walk(Event)
+    if len(classes) != _seen_classes:
+        found: dict[str, type[Event]] = {}
+        for cls in classes:
+            tag = cls.__struct_config__.tag
+            if tag is None:
+                continue  # an abstract intermediate class
+            if not isinstance(tag, str):
+                raise TypeError(f"{cls.__name__}: event tags must be explicit strings")
+            if tag in found and found[tag] is not cls:
+                raise TypeError(f"event tag {tag!r} used by both {found[tag].__name__} and {cls.__name__}")
+            found[tag] = cls
+        _registry.clear()
+        _registry.update(found)
+        _seen_classes = len(classes)
+    return _registry
+
+
+def event_class(tag: str) -> type[Event]:
+    try:
+        return registry()[tag]
+    except KeyError:
+        raise UnknownEventType(f"unknown event type {tag!r}") from None

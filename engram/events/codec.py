@@ -1,0 +1,37 @@
+"""Encoding events to the log's JSON payloads and decoding them back (with upcasting).
+
+One encoder and one decoder per type, created once and reused.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from engram.events.base import Event, event_class
+from engram.events.upcasters import upcast
+
+_encoder = msgspec.json.Encoder()
+_decoders: dict[type, msgspec.json.Decoder] = {}
+_json = msgspec.json.Decoder()
+
+
+def encode(event: Event) -> str:
+    """The JSON payload of `event` (it carries its own `type` tag too)."""
+    return _encoder.encode(event).decode()
+
+
+def decode(event_type: str, schema_version: int, payload: str | bytes) -> Event:
+    cls = event_class(event_type)
+    if schema_version == cls.SCHEMA_VERSION:
+        dec = _decoders.get(cls)
+        if dec is None:
+            dec = _decoders[cls] = msgspec.json.Decoder(cls)
+        return dec.decode(payload)
+    if schema_version > cls.SCHEMA_VERSION:
+        raise ValueError(
+            f"{event_type} payload has schema v{schema_version}, newer than this engram knows (v{cls.SCHEMA_VERSION})"
+        )
+    data = _json.decode(payload)
+    data = upcast(event_type, data, schema_version, cls.SCHEMA_VERSION)
+    data["type"] = event_type
+    return msgspec.convert(data, cls)

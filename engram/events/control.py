@@ -1,0 +1,49 @@
+"""Control events: settings, time, generations, forgetting."""
+
+from __future__ import annotations
+
+from engram.events.base import Event
+
+
+class SettingsChanged(Event, tag="SettingsChanged"):
+    """The settings a policy must use from here on, recorded so replay and regeneration agree.
+
+    `scope` is "discussion" (the WilmerAI settings file) or "agent" (agent.config.json);
+    `settings` holds the validated file content with its user-facing keys.
+    """
+
+    scope: str
+    name: str
+    settings: dict
+    content_hash: str
+
+
+class ClockTick(Event, tag="ClockTick"):
+    """Periodic work is driven by these, so that replay reproduces it (ts = the tick time)."""
+
+    interval_s: int
+    reason: str = "interval"
+
+
+class GenerationStarted(Event, tag="GenerationStarted"):
+    """Regeneration: memories of `generation` supersede older ones; old events stay in the log."""
+
+    generation: int
+    reason: str
+    settings: dict | None = None
+
+
+class DiscussionForgotten(Event, tag="DiscussionForgotten"):
+    discussion_id: str
+    reason: str = ""
+
+
+class AgentForgotten(Event, tag="AgentForgotten"):
+    agent_id: str
+    reason: str = ""
+
+
+class Purged(Event, tag="Purged"):
+    """What an erased event's row holds after a purge: its payload is gone from the log file."""
+
+    original_type: str
