@@ -1,0 +1,1 @@
+"""The `engram` command line: one module per command, each with `register(subparsers)`."""

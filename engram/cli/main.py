@@ -1,0 +1,64 @@
+"""Entry point of the `engram` command.
+
+Each command lives in its own module of this package and exposes
+`register(subparsers) -> None`, which adds its parser and sets `func(args) -> int`.
+Exit codes: 0 success, 1 failure, 2 bad input (invalid id, malformed file, bad settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Command modules, in the order `engram --help` lists them.
+COMMANDS = [
+    "demo",
+    "ingest",
+    "sql",
+    "status",
+    "replay",
+    "embed",
+]
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed without a traceback, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="engram", description="Long-term memory for AI agents.")
+    parser.add_argument("--home", help="engram home directory (default: $ENGRAM_HOME or ~/.engram)")
+    parser.add_argument("--address", help="Ray cluster address to join (default: $RAY_ADDRESS, else start locally)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"engram.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"engram.cli.{name}":
+                continue  # a command whose module is not part of this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from engram.config.errors import ConfigError
+    from engram.ids import InvalidIdError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, InvalidIdError, ConfigError) as exc:
+        print(f"engram: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
