@@ -101,6 +101,7 @@ class EventStore:
         path: str | Path,
         *,
         shard: int = 0,
+        read_only: bool = False,
         max_batch_events: int = 20_000,
         max_payload_bytes: int = 1 << 20,
         clock: Callable[[], float] = time.time,
@@ -110,10 +111,12 @@ class EventStore:
         self.max_batch_events = max_batch_events
         self.max_payload_bytes = max_payload_bytes
         self._clock = clock
-        if self.path != ":memory:":
+        self.read_only = read_only
+        if self.path != ":memory:" and not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._con = duckdb.connect(self.path)
-        self._con.execute(SCHEMA)
+        self._con = duckdb.connect(self.path, read_only=read_only)
+        if not read_only:
+            self._con.execute(SCHEMA)
         # Readers get their own cursors, made from this one under a lock: a DuckDB connection
         # must not be used by two threads at once, and the writer's is busy during commits.
         self._reader_base = self._con.cursor()
@@ -154,6 +157,8 @@ class EventStore:
         """Append several writes as one unit: all are committed, or none and an AppendError is raised."""
         if self._closed:
             raise AppendError("the event store is closed")
+        if self.read_only:
+            raise AppendError(f"{self.path} is open read-only")
         pending = _Pending(writes)
         with self._cond:
             self._queue.append(pending)
@@ -405,6 +410,20 @@ class EventStore:
         with self._reader_lock:
             return self._reader_base.cursor()
 
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection of its own to this shard's database instance (for co-hosted projections)."""
+        return self._cursor()
+
+    def detach(self, alias: str) -> None:
+        with self._reader_lock:
+            self._reader_base.execute(f"DETACH {alias}")
+
+    def attach(self, path: str | Path, alias: str) -> None:
+        """Attach another database file to this instance, so SQL can join it with the log."""
+        quoted = str(path).replace("'", "''")
+        with self._reader_lock:
+            self._reader_base.execute(f"ATTACH '{quoted}' AS {alias}")
+
     def _record(self, row: tuple) -> Recorded:
         seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
         return Recorded(
@@ -479,7 +498,8 @@ class EventStore:
                 self._cond.wait()
             self._closed = True
         try:
-            self._con.execute("CHECKPOINT")
+            if not self.read_only:
+                self._con.execute("CHECKPOINT")
         finally:
             self._reader_base.close()
             self._con.close()

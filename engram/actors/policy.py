@@ -1,0 +1,69 @@
+"""The policy actor: hosts a group of policies for one shard (one pool member) and keeps them
+caught up with the log by long-polling the shard actor."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import ray
+
+from engram.config.service import ServiceConfig
+from engram.home import Home
+from engram.policies.base import PolicyContext
+from engram.policies.host import PolicyHost
+from engram.policies.registry import policy_classes
+from engram.services import build_services
+
+log = logging.getLogger(__name__)
+
+# How long one long-poll for new events waits at the shard before looping.
+POLL_TIMEOUT_S = 1.0
+
+
+@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=4)
+class PolicyActor:
+    def __init__(self, config_json: dict, shard_actor_name: str, shard: int, specs: list[str], member: int, members: int):
+        config = ServiceConfig.model_validate(config_json)
+        home = Home(config.home, config.shards)
+        self.shard_handle = ray.get_actor(shard_actor_name)
+        services = build_services(config)
+        ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members)
+        policies = [cls(ctx) for cls in policy_classes(specs)]
+        self.host = PolicyHost(
+            policies,
+            read=lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw)),
+            append=lambda writes: ray.get(self.shard_handle.append_many.remote(writes)),
+            head=lambda: ray.get(self.shard_handle.head.remote()),
+            state_dir=home.root / "state",
+        )
+        self._lock = threading.Lock()  # one pump at a time: a logical actor's mailbox is serial
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self._lock:
+                    n = self.host.pump()
+                if n == 0:
+                    ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S))
+            except Exception:
+                log.exception("policy loop failed; retrying")
+                self._stop.wait(1.0)
+
+    def drain(self) -> int:
+        """Handle everything in the log now (synchronously); returns events read."""
+        with self._lock:
+            return self.host.run_until_caught_up()
+
+    def status(self) -> dict:
+        return {"positions": self.host.positions(), "errors": dict(self.host.errors)}
+
+    def close(self) -> bool:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        with self._lock:
+            self.host.save()
+        return True

@@ -1,0 +1,66 @@
+"""The EventStore actor: one per shard, the only writer of the shard's DuckDB files."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import ray
+
+from engram.events.envelope import Appended, Recorded, Write
+from engram.shard import ShardHost
+
+# Concurrent appends run on the actor's threads, where EventStore's group commit gathers them.
+SHARD_ACTOR_CONCURRENCY = 64
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class ShardActor:
+    """Thin shell: every method delegates to ShardHost.
+
+    A restart re-runs the constructor, which reopens the log and resumes the projections
+    from their recorded positions. Appends are not retried automatically (they are not
+    idempotent without event ids); reads are.
+    """
+
+    def __init__(self, log_path: str, projections_dir: str, shard: int, max_batch_events: int, max_payload_bytes: int):
+        self.host = ShardHost(
+            log_path,
+            projections_dir,
+            shard=shard,
+            max_batch_events=max_batch_events,
+            max_payload_bytes=max_payload_bytes,
+        )
+
+    def append_many(self, writes: Sequence[Write]) -> list[Appended]:
+        return self.host.append_many(writes)
+
+    def read(self, after: int = 0, **kwargs) -> list[Recorded]:
+        return self.host.read(after, **kwargs)
+
+    def head(self) -> int:
+        return self.host.head()
+
+    def wait(self, seq: int, timeout: float | None = None) -> bool:
+        return self.host.wait(seq, timeout)
+
+    def wait_projections(self, seq: int, timeout: float | None = 30.0) -> bool:
+        return self.host.wait_projections(seq, timeout)
+
+    def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        return self.host.query(sql, params)
+
+    def status(self) -> dict:
+        return self.host.status()
+
+    def replay_into(self, out_dir: str, to_seq: int | None = None, until_us: int | None = None) -> dict:
+        return self.host.replay_into(out_dir, to_seq=to_seq, until_us=until_us)
+
+    def verify_replay(self) -> list[str]:
+        return self.host.verify_replay()
+
+    def rebuild(self) -> dict:
+        return self.host.rebuild()
+
+    def close(self) -> bool:
+        self.host.close()
+        return True

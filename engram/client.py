@@ -1,0 +1,129 @@
+"""The Python API of engram: append to the log and read it back, through the shard actors.
+
+    with Engram.open() as mem:                      # embedded: starts local Ray
+        mem.append_messages("default", "trip-planning", [IncomingMessage(...)])
+        mem.sql("SELECT role, content FROM messages")
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Sequence
+
+import ray
+
+from engram.actors.runtime import Runtime
+from engram.config.service import ServiceConfig, load_service_config
+from engram.events.envelope import Appended, Write
+from engram.events.shards import shard_of
+from engram.ids import validate_agent
+from engram.ingest.messages import IncomingMessage, discussion_write
+
+
+class Engram:
+    def __init__(self, config: ServiceConfig, runtime: Runtime):
+        self.config = config
+        self.runtime = runtime
+
+    @classmethod
+    def open(cls, home: str | Path | None = None, *, address: str | None = None) -> "Engram":
+        config = load_service_config(home)
+        return cls(config, Runtime(config, address=address).start())
+
+    # ------------------------------------------------------------------ writing
+
+    def shard_of(self, agent: str) -> int:
+        return shard_of(validate_agent(agent), self.config.shards)
+
+    def append(self, writes: Sequence[Write]) -> list[Appended]:
+        """Append writes; those of one shard commit together, all or nothing."""
+        by_shard: dict[int, list[int]] = defaultdict(list)
+        for i, w in enumerate(writes):
+            by_shard[self.shard_of(w.agent)].append(i)
+        refs = {s: self.runtime.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
+        results: list[Appended | None] = [None] * len(writes)
+        for s, ref in refs.items():
+            for i, res in zip(by_shard[s], ray.get(ref)):
+                results[i] = res
+        return results  # type: ignore[return-value]
+
+    def append_messages(self, agent: str, discussion: str, messages: list[IncomingMessage]) -> Appended | None:
+        write = discussion_write(agent, discussion, messages, max_message_chars=self.config.limits.max_message_chars)
+        return self.append([write])[0] if write else None
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, agent: str, after: int = 0, **filters):
+        return ray.get(self.runtime.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters))
+
+    def heads(self) -> dict[int, int]:
+        shards = self.runtime.shards()
+        return dict(enumerate(ray.get([s.head.remote() for s in shards])))
+
+    def wait_projections(self, timeout: float = 120.0) -> bool:
+        """Wait until every shard's projections have folded everything appended so far."""
+        shards = self.runtime.shards()
+        heads = ray.get([s.head.remote() for s in shards])
+        return all(ray.get([s.wait_projections.remote(h, timeout) for s, h in zip(shards, heads)]))
+
+    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        """Run SQL over the log and projections. With several shards, each shard runs the query
+        on its own data and the rows are concatenated (aggregates are per shard then)."""
+        shards = self.runtime.shards()
+        results = ray.get([s.query.remote(query, params) for s in shards])
+        names = results[0][0]
+        rows = [row for _, shard_rows in results for row in shard_rows]
+        return names, rows
+
+    def status(self) -> list[dict]:
+        """Per shard: head, projection positions, consumer (policy) positions, lag, event counts."""
+        shards = ray.get([s.status.remote() for s in self.runtime.shards()])
+        policies = self.runtime.policies()
+        reports = ray.get([h.status.remote() for h in policies.values()])
+        for (group, shard, member), rep in zip(policies, reports):
+            shards[shard].setdefault("consumers", {}).update(rep["positions"])
+            if rep["errors"]:
+                shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
+        return shards
+
+    def wait_idle(self, timeout: float = 600.0, on_progress=None) -> bool:
+        """Wait until every projection and policy has handled the whole log, and nothing new came.
+
+        Policies append events (summaries, observations…), so the log may grow while waiting;
+        idle means two consecutive looks with the same heads and every consumer at its head.
+        """
+        deadline = time.monotonic() + timeout
+        previous = None
+        while time.monotonic() < deadline:
+            status = self.status()
+            heads = [st["head"] for st in status]
+            positions = [
+                min(list(st["projections"].values()) + list(st.get("consumers", {}).values()), default=st["head"])
+                for st in status
+            ]
+            if on_progress:
+                on_progress(sum(min(p, h) for p, h in zip(positions, heads)), sum(heads))
+            if all(p >= h for p, h in zip(positions, heads)):
+                if heads == previous:
+                    return True
+                previous = heads
+                continue
+            previous = None
+            time.sleep(0.1)
+        return False
+
+    def close(self) -> None:
+        self.runtime.close()
+
+    def __enter__(self) -> "Engram":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def now_us() -> int:
+    """Wall-clock time for messages that arrive without one (the shell's job, never a projection's)."""
+    return int(time.time() * 1_000_000)

@@ -1,0 +1,1 @@
+"""Getting conversations into the log: message preparation and input file formats."""

@@ -1,0 +1,1 @@
+"""Policies: consumers that react to events by deciding on new events (recorded in the log)."""

@@ -1,0 +1,105 @@
+"""Driving policies over one shard's log: read new events, let each policy decide, append.
+
+Plain class; `engram.actors.policy` runs it in a Ray actor with a long-poll loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Sequence
+
+from engram.events.envelope import Appended, Recorded, Write
+from engram.policies.base import Policy
+from engram.projections.base import atomic_write
+
+log = logging.getLogger(__name__)
+
+
+class PolicyHost:
+    def __init__(
+        self,
+        policies: Sequence[Policy],
+        *,
+        read: Callable[..., list[Recorded]],
+        append: Callable[[list[Write]], list[Appended]],
+        head: Callable[[], int],
+        state_dir: Path | None,
+        batch: int = 5_000,
+    ):
+        self.policies = list(policies)
+        self._read = read
+        self._append = append
+        self._head = head
+        self.state_dir = state_dir
+        self.batch = batch
+        self.errors: dict[str, str] = {}
+        for p in self.policies:
+            path = self._snapshot_path(p)
+            if path is not None and path.exists():
+                p.load_snapshot(path.read_bytes())
+
+    def _snapshot_path(self, p: Policy) -> Path | None:
+        if self.state_dir is None:
+            return None
+        return self.state_dir / f"{p.name}.shard-{p.ctx.shard:03d}.member-{p.ctx.member:03d}.pickle"
+
+    @property
+    def position(self) -> int:
+        return min((p.position for p in self.policies), default=0)
+
+    def _interests(self) -> list[str] | None:
+        kinds: set[str] = set()
+        for p in self.policies:
+            if p.interests is None:
+                return None
+            kinds |= p.interests
+        return sorted(kinds)
+
+    def pump(self) -> int:
+        """Handle one batch of new events; returns how many events were read (0 when caught up)."""
+        after = self.position
+        head = self._head()
+        if head <= after:
+            return 0
+        chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
+        # A short chunk means everything up to `head` was read: events of no interest count as seen.
+        reached = head if len(chunk) < self.batch else chunk[-1].seq
+        if not chunk:
+            for p in self.policies:
+                p.position = max(p.position, reached)
+            self.save()
+            return 0
+        for p in self.policies:
+            todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
+            if todo:
+                try:
+                    writes = p.handle(todo)
+                except Exception as exc:  # one failing policy must not stop the others; it retries later
+                    log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
+                    self.errors[p.name] = repr(exc)
+                    continue
+                if writes:
+                    self._append(writes)
+                self.errors.pop(p.name, None)
+            p.position = max(p.position, reached)
+        self.save()
+        return len(chunk)
+
+    def run_until_caught_up(self, max_rounds: int = 1_000_000) -> int:
+        total = 0
+        for _ in range(max_rounds):
+            n = self.pump()
+            if n == 0:
+                break
+            total += n
+        return total
+
+    def save(self) -> None:
+        for p in self.policies:
+            path = self._snapshot_path(p)
+            if path is not None:
+                atomic_write(path, p.snapshot())
+
+    def positions(self) -> dict[str, int]:
+        return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}

@@ -1,0 +1,23 @@
+"""The policies engram runs, grouped into Ray actors.
+
+Each group is hosted by `members` actors per shard; with several members, a policy hosts
+the logical actors (e.g. one Summarizer per discussion) that consistent hashing places on
+its member (`engram.actors.pool.owner`). Add a policy by adding it to a group here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from engram.policies.base import Policy
+
+# group name -> (members per shard, ["module:Class", ...])
+GROUPS: dict[str, tuple[int, list[str]]] = {}
+
+
+def policy_classes(specs: list[str]) -> list[type[Policy]]:
+    out = []
+    for spec in specs:
+        module, _, name = spec.partition(":")
+        out.append(getattr(importlib.import_module(module), name))
+    return out

@@ -1,0 +1,152 @@
+"""What a projection is: a pure fold of events into a read model that can be rebuilt.
+
+A projection applies events in seq order and records the position it has applied up to
+*with* its state, so a restart resumes exactly once:
+
+- `TableProjection`: rows in the shard's projection database; rows and position are
+  written in one transaction.
+- `FileProjection`: files under the projections directory, written atomically; the
+  position is written after them, and each file carries the seq it reflects so that
+  re-applying an event after a crash changes nothing.
+
+A projection never reads the wall clock and never calls an LLM; everything it needs is in
+the events (and, for embeddings, in the content-addressed cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Iterable
+
+import duckdb
+
+from engram.events.envelope import Recorded
+from engram.home import ProjectionPaths
+
+
+@dataclass
+class ProjectionContext:
+    """What a projection is given by whoever hosts it (the live runner or replay)."""
+
+    shard: int
+    paths: ProjectionPaths
+    db: duckdb.DuckDBPyConnection  # the shard's projection database (one writer: the host)
+    services: dict[str, Any] = field(default_factory=dict)  # e.g. "embedder"
+
+
+class Projection(ABC):
+    name: ClassVar[str]
+    # Event types this projection reads; None means all. The runner skips the rest.
+    interests: ClassVar[frozenset[str] | None] = None
+
+    def __init__(self, ctx: ProjectionContext):
+        self.ctx = ctx
+        self.position = 0
+
+    def wants(self, rec: Recorded) -> bool:
+        return self.interests is None or rec.type in self.interests
+
+    @abstractmethod
+    def apply(self, rec: Recorded) -> None:
+        """Fold one event into the state (only called for seq > position)."""
+
+    def apply_batch(self, batch: list[Recorded]) -> None:
+        """Fold a batch; override to batch expensive work such as embedding."""
+        for rec in batch:
+            if rec.seq > self.position and self.wants(rec):
+                self.apply(rec)
+        if batch:
+            self.position = max(self.position, batch[-1].seq)
+
+    @abstractmethod
+    def checkpoint(self) -> None:
+        """Persist state and position together."""
+
+    def close(self) -> None:
+        pass
+
+
+POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (projection VARCHAR PRIMARY KEY, position BIGINT NOT NULL)"
+
+
+class TableProjection(Projection):
+    """A projection into tables of the shard's projection database.
+
+    Subclasses create their tables in `create()`, keep changes in memory in `apply`, and write
+    them in `flush(con)`; the position is written in the same transaction.
+    """
+
+    def __init__(self, ctx: ProjectionContext):
+        super().__init__(ctx)
+        db = ctx.db
+        db.execute(POSITIONS_DDL)
+        self.create(db)
+        row = db.execute("SELECT position FROM projection_positions WHERE projection = ?", [self.name]).fetchone()
+        self.position = row[0] if row else 0
+        self.load(db)
+
+    @abstractmethod
+    def create(self, db: duckdb.DuckDBPyConnection) -> None: ...
+
+    def load(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Restore in-memory state from the tables (after a restart)."""
+
+    @abstractmethod
+    def flush(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Write pending changes (inside the checkpoint's transaction)."""
+
+    def checkpoint(self) -> None:
+        db = self.ctx.db
+        db.execute("BEGIN TRANSACTION")
+        try:
+            self.flush(db)
+            db.execute(
+                "INSERT OR REPLACE INTO projection_positions VALUES (?, ?)", [self.name, self.position]
+            )
+            db.execute("COMMIT")
+        except Exception:
+            db.execute("ROLLBACK")
+            raise
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class FileProjection(Projection):
+    """A projection into files; subclasses write their dirty files in `write_files()`."""
+
+    def __init__(self, ctx: ProjectionContext):
+        super().__init__(ctx)
+        self._position_path = ctx.paths.position_file(self.name, ctx.shard)
+        if self._position_path.exists():
+            self.position = json.loads(self._position_path.read_text())["position"]
+        self.load()
+
+    def load(self) -> None:
+        """Restore in-memory state from the files (after a restart)."""
+
+    @abstractmethod
+    def write_files(self) -> None: ...
+
+    def checkpoint(self) -> None:
+        self.write_files()
+        atomic_write(self._position_path, json.dumps({"position": self.position}).encode())
+
+
+def jsonl(records: Iterable[dict]) -> bytes:
+    """Canonical JSON Lines: sorted keys, no spaces, UTF-8; identical input gives identical bytes."""
+    return b"".join(
+        json.dumps(r, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode() + b"\n" for r in records
+    )

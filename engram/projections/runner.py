@@ -1,0 +1,52 @@
+"""Catching projections up with the log, in batches, from the lowest position among them."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from engram.events.envelope import Recorded
+from engram.projections.base import Projection
+
+
+class ProjectionRunner:
+    def __init__(self, projections: Sequence[Projection], read: Callable[..., list[Recorded]], *, batch: int = 20_000):
+        self.projections = list(projections)
+        self._read = read
+        self.batch = batch
+
+    @property
+    def position(self) -> int:
+        return min((p.position for p in self.projections), default=0)
+
+    def catch_up(self, *, to_seq: int | None = None, until_us: int | None = None, checkpoint_every: int = 200_000) -> int:
+        """Apply every event after the lowest position (up to `to_seq`, and with ts <= `until_us`).
+
+        Returns the number of events read. State and positions are checkpointed at the end and
+        every `checkpoint_every` events, so a long replay can be interrupted and resumed.
+        """
+        after = self.position
+        read = since_checkpoint = 0
+        while True:
+            chunk = self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
+            if not chunk:
+                break
+            for proj in self.projections:
+                todo = chunk if chunk[0].seq > proj.position else [r for r in chunk if r.seq > proj.position]
+                if todo:
+                    proj.apply_batch(todo)
+            after = chunk[-1].seq
+            read += len(chunk)
+            since_checkpoint += len(chunk)
+            if since_checkpoint >= checkpoint_every:
+                self.checkpoint()
+                since_checkpoint = 0
+        self.checkpoint()
+        return read
+
+    def checkpoint(self) -> None:
+        for proj in self.projections:
+            proj.checkpoint()
+
+    def close(self) -> None:
+        for proj in self.projections:
+            proj.close()

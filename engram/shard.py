@@ -1,0 +1,242 @@
+"""A shard: its event log and the projections folded from it, in one process.
+
+DuckDB allows one writer per file, so the process that owns a shard's log also owns the
+shard's projection database (attached to the same DuckDB instance, so SQL can join the log
+with the projections). Projections are caught up by a background thread: appends never
+wait for them, and `wait_projections(seq)` gives read-your-writes when a caller needs it.
+
+This is a plain class; `engram.actors.shard` wraps it in a Ray actor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import duckdb
+
+from engram.events.envelope import Appended, Recorded, Write
+from engram.events.store import EventStore
+from engram.home import ProjectionPaths
+from engram.projections.base import ProjectionContext
+from engram.projections.compare import differences
+from engram.projections.registry import build_projections
+from engram.projections.runner import ProjectionRunner
+from engram import sqlviews
+
+log = logging.getLogger(__name__)
+
+# How long the projection thread lets appends accumulate before folding them: folding
+# in batches keeps the checkpoint cost per event small under load.
+PROJECTION_LINGER_S = 0.02
+
+
+class ShardHost:
+    def __init__(
+        self,
+        log_path: str | Path,
+        projections_dir: str | Path,
+        *,
+        shard: int = 0,
+        services: dict[str, Any] | None = None,
+        max_batch_events: int = 20_000,
+        max_payload_bytes: int = 1 << 20,
+        background: bool = True,
+    ):
+        self.shard = shard
+        self.store = EventStore(
+            log_path, shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes
+        )
+        self.paths = ProjectionPaths(projections_dir)
+        self.services = services or {}
+        self.background = background
+        self._proj_cond = threading.Condition()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._open_projections()
+
+    def _open_projections(self) -> None:
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        self.store.attach(self.paths.shard_db(self.shard), "proj")
+        db = self.store.cursor()
+        db.execute("USE proj")
+        self._ctx = ProjectionContext(shard=self.shard, paths=self.paths, db=db, services=self.services)
+        self.runner = ProjectionRunner(build_projections(self._ctx), self.store.read)
+        self._stop = threading.Event()
+        if self.background:
+            self._thread = threading.Thread(target=self._fold_loop, name=f"projections-{self.shard}", daemon=True)
+            self._thread.start()
+
+    def _close_projections(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        try:
+            self.catch_up()
+        finally:
+            self.runner.close()
+            self._ctx.db.close()
+            self.store.detach("proj")
+
+    # --------------------------------------------------------------- the log
+
+    def append_many(self, writes: Sequence[Write]) -> list[Appended]:
+        return self.store.append_many(writes)
+
+    def read(self, after: int = 0, **kwargs) -> list[Recorded]:
+        return self.store.read(after, **kwargs)
+
+    def head(self) -> int:
+        return self.store.head()
+
+    def wait(self, seq: int, timeout: float | None = None) -> bool:
+        return self.store.wait(seq, timeout)
+
+    # --------------------------------------------------------------- projections
+
+    def _fold_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.store.wait(self.runner.position + 1, timeout=0.2):
+                continue
+            time.sleep(PROJECTION_LINGER_S)
+            try:
+                self.catch_up()
+            except BaseException as exc:  # keep the log serving; report the failure in status
+                log.exception("projection fold failed on shard %s", self.shard)
+                self._error = exc
+                self._stop.wait(1.0)
+
+    def catch_up(self) -> int:
+        """Fold everything appended so far (also used directly when there is no thread)."""
+        with self._proj_cond:
+            n = self.runner.catch_up()
+            self._error = None
+            self._proj_cond.notify_all()
+            return n
+
+    def projection_position(self) -> int:
+        return self.runner.position
+
+    def wait_projections(self, seq: int, timeout: float | None = 30.0) -> bool:
+        """Block until every projection has folded `seq` (read-your-writes for projections)."""
+        if self._thread is None:
+            self.catch_up()
+            return self.runner.position >= seq
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._proj_cond:
+            while self.runner.position < min(seq, self.store.head()):
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._proj_cond.wait(min(0.1, remaining) if remaining is not None else 0.1)
+        return True
+
+    # --------------------------------------------------------------- SQL and status
+
+    def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
+        """Run SQL with engram's views (events, messages, projections) on this shard."""
+        cur = self.store.cursor()
+        try:
+            catalog = cur.execute("SELECT current_database()").fetchone()[0]
+            sqlviews.create_log_views(cur, {self.shard: f'"{catalog}".main.events'})
+            sqlviews.create_projection_views(cur, {self.shard: "proj"}, self.paths)
+            res = cur.execute(sql, params or [])
+            names = [d[0] for d in res.description] if res.description else []
+            return names, res.fetchall()
+        finally:
+            cur.close()
+
+    def status(self) -> dict:
+        names, rows = self.store.query("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
+        return {
+            "shard": self.shard,
+            "head": self.store.head(),
+            "streams": len(self.store.streams()),
+            "projections": {p.name: p.position for p in self.runner.projections},
+            "projection_lag": self.store.head() - self.runner.position,
+            "projection_error": None if self._error is None else repr(self._error),
+            "events_by_type": dict(rows),
+        }
+
+    # --------------------------------------------------------------- replay
+
+    def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None) -> dict:
+        """Rebuild every projection of this shard from position 0 into `out_dir`. No LLM is called."""
+        paths = ProjectionPaths(out_dir)
+        paths.root.mkdir(parents=True, exist_ok=True)
+        db = duckdb.connect(str(paths.shard_db(self.shard)))
+        started = time.perf_counter()
+        try:
+            ctx = ProjectionContext(shard=self.shard, paths=paths, db=db, services=self.services)
+            runner = ProjectionRunner(build_projections(ctx), self.store.read)
+            try:
+                events = runner.catch_up(to_seq=to_seq, until_us=until_us)
+            finally:
+                runner.close()
+        finally:
+            db.close()
+        seconds = time.perf_counter() - started
+        return {"shard": self.shard, "events": events, "seconds": round(seconds, 3), "out": str(paths.root)}
+
+    def rebuild(self) -> dict:
+        """Replay this shard's projections from scratch and swap them in for the live ones."""
+        tmp = self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        report = self.replay_into(tmp)
+        self._close_projections()
+        try:
+            for old in self._outputs(self.paths):
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
+            for new in self._outputs(ProjectionPaths(tmp)):
+                target = self.paths.root / new.relative_to(tmp)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(new, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            self._open_projections()
+        report["out"] = str(self.paths.root)
+        return report
+
+    def verify_replay(self) -> list[str]:
+        """Replay into a scratch directory and compare with the live projections.
+
+        Returns the differences (none means replay reproduces the live state exactly: files byte
+        for byte, tables row for row). Live projections pause while they are compared.
+        """
+        scratch = Path(tempfile.mkdtemp(prefix=f"engram-verify-{self.shard:03d}-"))
+        try:
+            self.replay_into(scratch)
+            self._close_projections()
+            try:
+                within = sorted(
+                    {p.relative_to(self.paths.root) for p in self._outputs(self.paths)}
+                    | {p.relative_to(scratch) for p in self._outputs(ProjectionPaths(scratch))}
+                )
+                return differences(self.paths.root, scratch, within)
+            finally:
+                self._open_projections()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _outputs(self, paths: ProjectionPaths) -> list[Path]:
+        """What this shard's projections own inside `paths`: its database, positions and agent folders."""
+        db = paths.shard_db(self.shard)
+        found = [p for p in (db, db.with_name(db.name + ".wal")) if p.exists()]
+        found += sorted((paths.root / "_positions").glob(f"*.shard-{self.shard:03d}.json"))
+        agents = {agent for _, agent in self.store.streams().values()}
+        found += [paths.agent_dir(a) for a in sorted(agents) if paths.agent_dir(a).exists()]
+        return found
+
+    def close(self) -> None:
+        try:
+            self._close_projections()
+        finally:
+            self.store.close()
