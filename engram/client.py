@@ -26,6 +26,7 @@ class Engram:
     def __init__(self, config: ServiceConfig, runtime: Runtime):
         self.config = config
         self.runtime = runtime
+        self._synced: set[str] = set()  # agents whose settings files were checked this session
 
     @classmethod
     def open(cls, home: str | Path | None = None, *, address: str | None = None) -> "Engram":
@@ -50,8 +51,26 @@ class Engram:
         return results  # type: ignore[return-value]
 
     def append_messages(self, agent: str, discussion: str, messages: list[IncomingMessage]) -> Appended | None:
+        self.sync_settings(agent)
         write = discussion_write(agent, discussion, messages, max_message_chars=self.config.limits.max_message_chars)
         return self.append([write])[0] if write else None
+
+    def sync_settings(self, agent: str, ts_us: int | None = None) -> int:
+        """Record the agent's settings files in the log if they changed since last recorded.
+
+        Event time of the record: `ts_us` (e.g. the first message it governs), else now.
+        Returns the number of SettingsChanged events appended.
+        """
+        from engram.settings import SettingsView, agent_stream, sync_writes
+
+        if agent in self._synced:
+            return 0
+        view = SettingsView()
+        for rec in self.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):
+            view.apply(rec)
+        writes = sync_writes(self.runtime.home, agent, view.recorded_hashes(agent), ts_us or now_us())
+        self._synced.add(agent)
+        return sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
 
     # ------------------------------------------------------------------ reading
 

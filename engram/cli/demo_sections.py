@@ -34,6 +34,7 @@ def ingest(demo) -> None:
         discussion_write(demo.agent, c.discussion, c.messages, max_message_chars=demo.config.limits.max_message_chars)
         for c in convs
     ]
+    demo.mem.sync_settings(demo.agent, ts_us=min(e.ts_us for w in writes if w for e in w.events))
     results = demo.mem.append([w for w in writes if w])
     for w, r in zip(writes, results):
         print(f"$ engram ingest {demo.sample.name} --agent {demo.agent}")

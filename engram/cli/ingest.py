@@ -51,6 +51,9 @@ def run(args) -> int:
         return 0
     with open_engram(args, config) as mem:
         started = time.perf_counter()
+        first_ts = min(e.ts_us for _, w in writes for e in w.events)
+        if mem.sync_settings(args.agent, ts_us=first_ts):
+            print(f"settings recorded in the log for agent {args.agent} (files under {config.home})")
         for path in args.files:
             file_writes = [w for p, w in writes if p == path]
             results = mem.append(file_writes)

@@ -1,0 +1,107 @@
+"""Settings as recorded events: policies use the settings the log says were in force.
+
+A settings file on disk is read by the shell (CLI, API) and, when its content differs from
+what the log last recorded, appended as `SettingsChanged`. Policies fold those events with
+`SettingsView`, so replay and regeneration see exactly the settings that were used.
+
+Streams: agent-wide settings go to `agent:<agent>`; a discussion's own settings (e.g.
+`engram regenerate --settings FILE`) go to the discussion's stream and override them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from engram.config.agent import AgentConfig
+from engram.config.discussion import DiscussionSettings
+from engram.config.loader import load, parse
+from engram.events.control import SettingsChanged
+from engram.events.envelope import NewEvent, Recorded, Write
+from engram.home import Home
+from engram.ids import validate_agent
+
+SCOPE_DISCUSSION = "discussion"  # WilmerAI: _DiscussionId-MemoryFile-Workflow-Settings.json
+SCOPE_AGENT = "agent"  # Wunderland: agent.config.json
+
+_MODELS = {SCOPE_DISCUSSION: DiscussionSettings, SCOPE_AGENT: AgentConfig}
+
+
+def agent_stream(agent: str) -> str:
+    return f"agent:{validate_agent(agent)}"
+
+
+def content_hash(settings: dict) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def settings_event(scope: str, name: str, model) -> SettingsChanged:
+    data = model.to_json_dict()
+    return SettingsChanged(scope=scope, name=name, settings=data, content_hash=content_hash(data))
+
+
+def current_files(home: Home, agent: str) -> dict[str, SettingsChanged]:
+    """The settings files in force for `agent` now (defaults where a file is absent), validated."""
+    out = {}
+    disc_path = home.settings_path
+    disc = load(DiscussionSettings, disc_path) if disc_path.exists() else DiscussionSettings()
+    out[SCOPE_DISCUSSION] = settings_event(SCOPE_DISCUSSION, disc_path.name, disc)
+    agent_path = home.agent_config_path(agent)
+    cfg = load(AgentConfig, agent_path) if agent_path.exists() else AgentConfig()
+    out[SCOPE_AGENT] = settings_event(SCOPE_AGENT, agent_path.name, cfg)
+    return out
+
+
+def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int) -> list[Write]:
+    """SettingsChanged writes for each scope whose file content differs from `recorded` (scope -> hash)."""
+    events = [
+        NewEvent(event=ev, ts_us=ts_us, event_id=f"settings:{scope}:{ev.content_hash}:{recorded.get(scope, '-')}")
+        for scope, ev in current_files(home, agent).items()
+        if recorded.get(scope) != ev.content_hash
+    ]
+    return [Write(stream=agent_stream(agent), agent=agent, events=tuple(events))] if events else []
+
+
+def discussion_settings_event(path: str | Path) -> SettingsChanged:
+    """A settings file given explicitly (e.g. for regeneration), validated."""
+    path = Path(path)
+    return settings_event(SCOPE_DISCUSSION, path.name, load(DiscussionSettings, path))
+
+
+class SettingsView:
+    """Fold of SettingsChanged events: the settings in force for each agent and discussion."""
+
+    interests = frozenset({"SettingsChanged"})
+
+    def __init__(self):
+        self._agent: dict[tuple[str, str], SettingsChanged] = {}
+        self._discussion: dict[tuple[str, str], SettingsChanged] = {}
+
+    def apply(self, rec: Recorded) -> None:
+        ev = rec.event
+        if not isinstance(ev, SettingsChanged):
+            return
+        if rec.stream.startswith("agent:"):
+            self._agent[(rec.agent, ev.scope)] = ev
+        else:
+            self._discussion[(rec.stream, ev.scope)] = ev
+
+    def recorded_hashes(self, agent: str) -> dict[str, str]:
+        return {scope: ev.content_hash for (a, scope), ev in self._agent.items() if a == agent}
+
+    def discussion_settings(self, agent: str, discussion: str | None = None) -> DiscussionSettings:
+        ev = (discussion and self._discussion.get((discussion, SCOPE_DISCUSSION))) or self._agent.get(
+            (agent, SCOPE_DISCUSSION)
+        )
+        return parse(DiscussionSettings, ev.settings, ev.name) if ev else DiscussionSettings()
+
+    def agent_config(self, agent: str) -> AgentConfig:
+        ev = self._agent.get((agent, SCOPE_AGENT))
+        return parse(AgentConfig, ev.settings, ev.name) if ev else AgentConfig()
+
+    def state(self) -> tuple[dict, dict]:
+        return self._agent, self._discussion
+
+    def restore(self, state: tuple[dict, dict]) -> None:
+        self._agent, self._discussion = state
