@@ -1,0 +1,1 @@
+"""Evaluation helpers shared by the benchmarks (and tested like the rest of engram)."""

@@ -1,0 +1,1 @@
+"""Search structures shared by discussion memory and cognitive memory: HNSW and BM25."""

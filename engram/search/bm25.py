@@ -1,0 +1,102 @@
+"""BM25 keyword ranking: the keyword half of hybrid search, and the raw-turn baseline."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+
+# Okapi BM25 constants (Robertson & Zaragoza): term-frequency saturation and length normalisation.
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# Function words carry no topic; dropping them keeps keyword scores about content.
+STOPWORDS = frozenset(
+    """a an and are as at be been but by did do does for from had has have he her hers him his how i if in into is it
+    its me my of on or our she so than that the their them then there these they this to too was we were what when
+    where which who whom why will with would you your yours about after again all am any because before being
+    both can could each few further here just more most no nor not now only other out over own same should some such
+    up very s t don""".split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens without stopwords; a light suffix strip so 'paints' finds 'painting'."""
+    out = []
+    for tok in _TOKEN.findall(text.lower()):
+        tok = tok.replace("'s", "")
+        if tok in STOPWORDS or not tok:
+            continue
+        out.append(stem(tok))
+    return out
+
+
+def stem(tok: str) -> str:
+    for suffix in ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s"):
+        if len(tok) > len(suffix) + 2 and tok.endswith(suffix):
+            base = tok[: -len(suffix)]
+            return base + "y" if suffix in ("ies", "ied") else base
+    return tok
+
+
+class BM25:
+    """An incremental BM25 index over string ids."""
+
+    def __init__(self, k1: float = BM25_K1, b: float = BM25_B):
+        self.k1, self.b = k1, b
+        self._postings: dict[str, dict[str, int]] = defaultdict(dict)
+        self._lengths: dict[str, int] = {}
+        self._total = 0
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def add(self, key: str, text: str) -> None:
+        if key in self._lengths:
+            self.remove(key)
+        terms = Counter(tokenize(text))
+        for term, tf in terms.items():
+            self._postings[term][key] = tf
+        length = sum(terms.values())
+        self._lengths[key] = length
+        self._total += length
+
+    def remove(self, key: str) -> None:
+        length = self._lengths.pop(key, None)
+        if length is None:
+            return
+        self._total -= length
+        for term in list(self._postings):
+            if self._postings[term].pop(key, None) is not None and not self._postings[term]:
+                del self._postings[term]
+
+    def search(self, query_terms: list[str], k: int) -> list[tuple[str, float]]:
+        """Top-k ids for the (already tokenised) terms, OR semantics, best first; ties by id."""
+        n = len(self._lengths)
+        if n == 0 or k <= 0:
+            return []
+        avg = self._total / n or 1.0
+        scores: dict[str, float] = defaultdict(float)
+        for term in set(query_terms):
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for key, tf in posting.items():
+                norm = tf + self.k1 * (1 - self.b + self.b * self._lengths[key] / avg)
+                scores[key] += idf * tf * (self.k1 + 1) / norm
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return ranked[:k]
+
+    def query(self, text: str, k: int) -> list[tuple[str, float]]:
+        return self.search(tokenize(text), k)
+
+
+def reciprocal_rank_fusion(rankings: list[list[str]], k: int, *, constant: int = 60) -> list[tuple[str, float]]:
+    """Fuse ranked id lists (Cormack et al. 2009: score = sum 1/(60 + rank))."""
+    scores: dict[str, float] = defaultdict(float)
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] += 1.0 / (constant + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
