@@ -83,6 +83,7 @@ class Runtime:
                 index,
                 limits.max_batch_events,
                 limits.max_payload_bytes,
+                self.config.model_dump(mode="json"),
             )
             self._shards[index] = handle
         return handle

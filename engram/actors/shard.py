@@ -22,13 +22,22 @@ class ShardActor:
     idempotent without event ids); reads are.
     """
 
-    def __init__(self, log_path: str, projections_dir: str, shard: int, max_batch_events: int, max_payload_bytes: int):
+    def __init__(
+        self, log_path: str, projections_dir: str, shard: int, max_batch_events: int, max_payload_bytes: int,
+        config_json: dict | None = None,
+    ):
+        from engram.config.service import ServiceConfig
+        from engram.services import build_services
+
+        # Projections get the same services as policies (e.g. the embedder the trace index needs).
+        services = build_services(ServiceConfig.model_validate(config_json)) if config_json else None
         self.host = ShardHost(
             log_path,
             projections_dir,
             shard=shard,
             max_batch_events=max_batch_events,
             max_payload_bytes=max_payload_bytes,
+            services=services,
         )
 
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:

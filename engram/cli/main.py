@@ -19,6 +19,10 @@ COMMANDS = [
     "status",
     "replay",
     "embed",
+    "recall",
+    "traces",
+    "working_memory",
+    "mood",
 ]
 
 

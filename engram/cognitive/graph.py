@@ -25,11 +25,15 @@ class Edge:
     strengthened: int = 0  # how many times it was strengthened after being added
 
 
+def _neighbour_map() -> defaultdict:
+    return defaultdict(set)
+
+
 class TraceGraph:
     def __init__(self) -> None:
         self.edges: dict[tuple[str, str, str], Edge] = {}
         # node -> neighbour -> keys of the edges between them
-        self._adj: dict[str, dict[str, set[tuple[str, str, str]]]] = defaultdict(lambda: defaultdict(set))
+        self._adj: dict[str, dict[str, set[tuple[str, str, str]]]] = defaultdict(_neighbour_map)
 
     def __len__(self) -> int:
         return len(self.edges)

@@ -25,6 +25,10 @@ Embed = Callable[[list[str]], np.ndarray]
 ENTITY_MEMORY = 16
 
 
+def _entity_queue() -> deque:
+    return deque(maxlen=ENTITY_MEMORY)
+
+
 def entity_key(name: str) -> str:
     return " ".join(name.lower().split())
 
@@ -35,29 +39,44 @@ class AgentMemory:
         self.dim = dim
         self.book = TraceBook(agent, track=track)
         self.index = index or HnswIndex(dim)
-        self.by_entity: dict[str, deque[str]] = defaultdict(lambda: deque(maxlen=ENTITY_MEMORY))
+        self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.index_seq = 0  # seq of the last event that changed the index
 
     def apply_batch(self, recs: Iterable[Recorded], embed: Embed) -> list[Applied]:
-        """Fold `recs` (in seq order); new traces are embedded in one call and indexed in order."""
-        results: list[tuple[Recorded, Applied]] = []
+        """Fold `recs` in seq order; new traces are embedded in one call, the index follows event by event."""
+        recs = list(recs)
+        texts = {
+            r.event.trace_id: r.event.content
+            for r in recs
+            if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
+        }
+        ids = list(texts)
+        vectors = dict(zip(ids, embed([texts[i] for i in ids]))) if ids else {}
+        out = []
         for rec in recs:
-            results.append((rec, self.book.apply(rec)))
-        added = [(rec, t) for rec, a in results for t in a.added]
-        vectors = embed([t.content for _, t in added]) if added else None
-        k = 0
-        for rec, a in results:
-            for t in a.added:
-                self._index_trace(t, vectors[k], rec.seq)
-                k += 1
-            for tid in a.removed:
+            applied = self.book.apply(rec)
+            for t in applied.added:
+                self._index_trace(t, vectors[t.trace_id], rec.seq)
+            for tid in applied.removed:
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
-            for tid in a.forgotten:
-                self._unlink(tid)
-        return [a for _, a in results]
+            if applied.forgotten:
+                for tid in applied.forgotten:
+                    self._unlink(tid)
+                self._rebuild_index(rec.seq)
+            out.append(applied)
+        return out
+
+    def _rebuild_index(self, seq: int) -> None:
+        """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
+        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
+        vectors = self.index.vectors(keep) if keep else None
+        self.index = HnswIndex(self.dim)
+        for k, tid in enumerate(keep):
+            self.index.add([tid], vectors[k : k + 1])
+        self.index_seq = seq
 
     def _index_trace(self, t: MemoryTrace, vector: np.ndarray, seq: int) -> None:
         if t.trace_id not in self.index:

@@ -69,15 +69,29 @@ class WorkingMemory:
                 evicted.append(Eviction(trace_id=s.trace_id, reason="decayed"))
         return evicted
 
-    def focus(self, trace_id: str, content: str) -> list[Eviction]:
-        """`trace_id` takes focus (enters, or is rehearsed if already in a slot)."""
+    def focus(self, trace_id: str, content: str, at_turn: int | None = None) -> list[Eviction]:
+        """`trace_id` takes focus (enters, or is rehearsed if already in a slot).
+
+        `at_turn`: the turn the focus belongs to, when it is learned later (a trace extracted from an
+        earlier message arrives after newer messages): it enters with the decay of the turns since,
+        and not at all if that leaves it below the floor.
+        """
+        late = max(0, self.turn - at_turn) if at_turn is not None else 0
         s = self._slots.get(trace_id)
         if s is not None:
-            s.activation = _r(min(1.0, s.activation + d.WM_REFOCUS_BOOST))
+            s.activation = _r(min(1.0, max(s.activation, s.activation + d.WM_REFOCUS_BOOST - late * d.WM_DECAY_PER_TURN)))
             s.rehearsals += 1
             return []
-        evicted = self._make_room(self.capacity - 1)
-        self._slots[trace_id] = _SlotState(trace_id, _r(d.WM_INITIAL_ACTIVATION), content, self.turn)
+        activation = _r(d.WM_INITIAL_ACTIVATION - late * d.WM_DECAY_PER_TURN)
+        if activation < d.WM_EVICTION_FLOOR:
+            return []
+        evicted = []
+        if len(self._slots) >= self.capacity:
+            weakest = min(self._slots.values(), key=lambda s: (s.activation, s.entered_turn, s.trace_id))
+            if weakest.activation > activation:
+                return []  # weaker than everything in focus: it never makes it in
+            evicted = self._make_room(self.capacity - 1)
+        self._slots[trace_id] = _SlotState(trace_id, activation, content, self.turn - late)
         return evicted
 
     def drop(self, trace_id: str, reason: str) -> Eviction | None:

@@ -86,6 +86,10 @@ class PolicyHost:
         self.save()
         return len(chunk)
 
+    def append(self, writes: list[Write]) -> list[Appended]:
+        """Append writes a policy produced outside `handle` (e.g. answering a call)."""
+        return self._append(writes)
+
     def run_until_caught_up(self, max_rounds: int = 1_000_000) -> int:
         total = 0
         for _ in range(max_rounds):

@@ -12,7 +12,18 @@ import importlib
 from engram.policies.base import Policy
 
 # group name -> (members per shard, ["module:Class", ...])
-GROUPS: dict[str, tuple[int, list[str]]] = {}
+GROUPS: dict[str, tuple[int, list[str]]] = {
+    "auto-ingest": (
+        1,
+        [
+            "engram.policies.auto_ingest:AutoIngest",
+            "engram.policies.tool_failures:ToolFailureLearner",
+            "engram.policies.mood:MoodTracker",
+        ],
+    ),
+    "working-memory": (2, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
+    "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
+}
 
 
 def policy_classes(specs: list[str]) -> list[type[Policy]]:
