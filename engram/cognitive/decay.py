@@ -54,7 +54,7 @@ def reinforce(trace: MemoryTrace, at_us: int) -> Reinforcement:
         * (1.0 + d.EMOTIONAL_CONSOLIDATION * trace.intensity)
         / (1.0 + d.STABILITY_GAIN_DIMINISH * trace.retrieval_count)
     )
-    interval = trace.interval_s * d.REINFORCEMENT_INTERVAL_GROWTH
+    interval = min(d.MAX_REINFORCEMENT_INTERVAL_S, trace.interval_s * d.REINFORCEMENT_INTERVAL_GROWTH)
     return Reinforcement(
         strength_before=current,
         encoding_strength=max(

@@ -124,6 +124,7 @@ def spread(
     max_depth: int = d.SPREAD_MAX_DEPTH,
     max_results: int = d.SPREAD_MAX_RESULTS,
     active: "callable | None" = None,
+    fan: bool = True,
 ) -> dict[str, float]:
     """Spreading activation, breadth-first from `seeds` (trace -> initial activation).
 
@@ -139,10 +140,11 @@ def spread(
         incoming: dict[str, float] = defaultdict(float)
         for node in sorted(frontier):
             a = frontier[node]
-            for nbr, w in graph.neighbours(node):
-                if active is not None and not active(nbr):
-                    continue
-                contribution = a * w * hop_decay
+            nbrs = [(n, w) for n, w in graph.neighbours(node) if active is None or active(n)]
+            # The fan effect (ACT-R): a node's activation is shared among its links, so hubs do not flood the graph.
+            share = 1.0 / max(1.0, sum(w for _, w in nbrs)) if fan else 1.0
+            for nbr, w in nbrs:
+                contribution = a * w * hop_decay * share
                 if contribution < floor:
                     continue
                 incoming[nbr] += contribution

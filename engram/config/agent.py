@@ -40,6 +40,8 @@ class WorkingMemorySettings(ConfigModel):
 
 class EncodingSettings(ConfigModel):
     flashbulb_threshold: float = Field(d.FLASHBULB_THRESHOLD, ge=0.0, le=1.0)
+    # Each user message becomes an episodic trace (AgentOS encodes every input), beside the facts auto-ingest keeps.
+    encode_messages: bool = True
 
 
 class DecaySettings(ConfigModel):

@@ -82,7 +82,7 @@ CONTENT_EMOTION_WEIGHT = 0.7
 #                                               / (1 + STABILITY_GAIN_DIMINISH · retrievals so far)
 #   difficulty = max(MIN_DIFFICULTY, 1 − min(1, S(t)))   (a weaker memory gains more)
 #   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + REINFORCEMENT_STRENGTH_BOOST)),  last access = t
-#   interval' = REINFORCEMENT_INTERVAL_GROWTH · interval,  next due = t + interval'
+#   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, REINFORCEMENT_INTERVAL_GROWTH · interval),  next due = t + interval'
 STABILITY_GAIN_BASE = 0.5
 STABILITY_GAIN_DIFFICULTY = 2.0
 MIN_DIFFICULTY = 0.1
@@ -91,6 +91,8 @@ EMOTIONAL_CONSOLIDATION = 0.3
 REINFORCEMENT_STRENGTH_BOOST = 0.1
 REINFORCED_STRENGTH_CAP = 1.0
 REINFORCEMENT_INTERVAL_GROWTH = 2.0
+# The interval stops doubling at one year: a memory reviewed yearly is as settled as review makes it.
+MAX_REINFORCEMENT_INTERVAL_S = 365 * 86_400.0
 # The decay sweep soft-deletes at most this many traces per run (the Consolidator's bound).
 DECAY_SWEEP_MAX_TRACES = 10_000
 
@@ -102,12 +104,14 @@ DECAY_SWEEP_MAX_TRACES = 10_000
 #   activation = spreading activation from the top seeds     (below)
 #   importance = the trace's own importance
 # Similarity leads: strength and recency say how alive a memory is, not whether it answers the query.
-RETRIEVAL_WEIGHT_STRENGTH = 0.10
-RETRIEVAL_WEIGHT_SIMILARITY = 0.55
+# Weights: similarity leads, association (graph activation) comes second, and the four "state" factors
+# (strength, recency, emotional congruence, importance) share the rest equally.
+RETRIEVAL_WEIGHT_STRENGTH = 0.05
+RETRIEVAL_WEIGHT_SIMILARITY = 0.65
 RETRIEVAL_WEIGHT_RECENCY = 0.05
 RETRIEVAL_WEIGHT_EMOTIONAL = 0.05
 RETRIEVAL_WEIGHT_ACTIVATION = 0.15
-RETRIEVAL_WEIGHT_IMPORTANCE = 0.10
+RETRIEVAL_WEIGHT_IMPORTANCE = 0.05
 RECALL_DEFAULT_LIMIT = 10
 # Candidates scored per query: this many nearest traces by cosine (at least 4 · limit), plus what spreading reaches.
 RECALL_CANDIDATE_POOL = 50
@@ -115,7 +119,8 @@ RECALL_CANDIDATE_POOL = 50
 WORKING_MEMORY_FOCUS_PER_RETRIEVAL = 3
 
 # Spreading activation (engram.cognitive.graph.spread): breadth-first from the SPREAD_SEEDS best candidates,
-# seed activation = their similarity; a neighbour receives activation · edge weight · SPREAD_HOP_DECAY per hop;
+# seed activation = their similarity; a neighbour receives activation · edge weight · SPREAD_HOP_DECAY / fan per hop,
+# fan = the sum of the sender's edge weights, at least 1 (ACT-R's fan effect: a hub's activation is spread thin);
 # contributions below SPREAD_FLOOR are skipped; received activation is summed and capped at SPREAD_CAP;
 # at most SPREAD_MAX_DEPTH hops and SPREAD_MAX_RESULTS activated traces.
 SPREAD_SEEDS = 5
@@ -163,6 +168,13 @@ MOOD_TRACKING_MIN_INTENSITY = 0.3
 # HyDE (engram.cognitive.hyde): start at HYDE_INITIAL_THRESHOLD, lower by HYDE_THRESHOLD_STEP per round
 # until a result clears it or HYDE_MIN_THRESHOLD is reached.
 HYDE_THRESHOLD_STEP = 0.1
+# Episodic traces of user messages (engram.policies.auto_ingest): importance is the highest importance of the
+# facts the message yielded (kept or not), else EPISODE_BASE_IMPORTANCE; content is cut at EPISODE_MAX_CHARS.
+EPISODE_BASE_IMPORTANCE = 0.3
+EPISODE_MAX_CHARS = 2_000
+# Auto-ingest asks the memory tasks for every fact of a turn (up to this many) and applies its rules itself,
+# so that what was skipped, and why, is recorded too.
+EXTRACT_MAX_FACTS = 32
 # Confidence of a trace by its source (provenance): what the user states, what the agent infers,
 # what a tool returned.
 USER_STATEMENT_CONFIDENCE = 0.8

@@ -34,6 +34,7 @@ class PolicyHost:
         self.state_dir = state_dir
         self.batch = batch
         self.errors: dict[str, str] = {}
+        self._saved: dict[str, bytes] = {}
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None and path.exists():
@@ -66,9 +67,10 @@ class PolicyHost:
         # A short chunk means everything up to `head` was read: events of no interest count as seen.
         reached = head if len(chunk) < self.batch else chunk[-1].seq
         if not chunk:
+            # Nothing of interest: positions move on in memory only. Re-reading such a range after a
+            # restart costs nothing, and it spares rewriting every snapshot whenever other events arrive.
             for p in self.policies:
                 p.position = max(p.position, reached)
-            self.save()
             return 0
         for p in self.policies:
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
@@ -103,7 +105,10 @@ class PolicyHost:
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
-                atomic_write(path, p.snapshot())
+                data = p.snapshot()
+                if self._saved.get(p.name) != data:  # an unchanged snapshot is not written (and fsynced) again
+                    atomic_write(path, data)
+                    self._saved[p.name] = data
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}

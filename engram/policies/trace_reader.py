@@ -126,6 +126,11 @@ class TraceReader(CognitivePolicy):
         """Owned agents and their active trace counts."""
         return {a: len(m.book.active()) for a, m in sorted(self.memories.items())}
 
-    def state(self):
-        # Writes in the outbox are not state: they are appended before the snapshot is taken.
-        return super().state()
+    def snapshot(self) -> bytes:
+        """Nothing to keep: after a restart the reader folds the log again (embeddings come from the cache).
+
+        Pickling every agent's index after each pump would put that cost on the read path.
+        """
+        import pickle
+
+        return pickle.dumps({"position": 0, "state": None})
