@@ -44,6 +44,12 @@ def parse_weights(items: list[str]) -> dict[str, float] | None:
             raise UsageError(f"--weight {item!r}: expected FACTOR=NUMBER") from None
         if not sep:
             raise UsageError(f"--weight {item!r}: expected FACTOR=NUMBER")
+    from engram.cognitive.scoring import DEFAULT_WEIGHTS, weights_with
+
+    try:
+        weights_with(DEFAULT_WEIGHTS, out)  # refuse unknown factors before anything starts
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     return out or None
 
 

@@ -130,8 +130,10 @@ def spread(
 
     Each hop, a node passes activation · edge weight · hop_decay to each neighbour; contributions
     below `floor` are skipped; what a node receives is summed and capped at `cap`. At most
-    `max_depth` hops. Returns the `max_results` most activated traces (seeds included when they
-    receive activation from another seed), activation in (0, cap].
+    `max_depth` hops; after the first, activation only moves outward (no echo back to where it came
+    from). With `fan`, a node's activation is divided among its links (the sum of their weights, at
+    least 1). Returns the `max_results` most activated traces (a seed is among them when another
+    seed links to it), activation in (0, cap].
     """
     received: dict[str, float] = {}
     frontier = {k: min(cap, v) for k, v in seeds.items() if v > 0}
@@ -144,6 +146,8 @@ def spread(
             # The fan effect (ACT-R): a node's activation is shared among its links, so hubs do not flood the graph.
             share = 1.0 / max(1.0, sum(w for _, w in nbrs)) if fan else 1.0
             for nbr, w in nbrs:
+                if depth > 1 and visited_at.get(nbr, depth) < depth:
+                    continue  # no echo: after the first hop, activation only moves outward
                 contribution = a * w * hop_decay * share
                 if contribution < floor:
                     continue
