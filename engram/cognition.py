@@ -90,6 +90,7 @@ class CognitiveMemory:
             validate_discussion(discussion)
         if not query.strip():
             raise ValueError("the query is empty")
+        self.mem.sync_settings(agent)  # personality and weights as agent.config.json says now
         head = ray.get(self.mem.runtime.shard(self.mem.shard_of(agent)).head.remote()) if fresh else None
         return ray.get(
             self.reader(agent).call.remote(

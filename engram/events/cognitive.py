@@ -48,6 +48,7 @@ class TraceRetrieved(Event, tag="TraceRetrieved"):
     trace_ids: tuple[str, ...]
     scores: tuple[float, ...] = ()
     discussion: str | None = None
+    hyde: str = ""  # the hypothetical memory HyDE searched with, when it was used
 
 
 class TraceReinforced(Event, tag="TraceReinforced"):

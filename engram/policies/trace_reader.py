@@ -10,7 +10,7 @@ the `TraceRetrieved` event it implies is queued and appended right after the ans
 from __future__ import annotations
 
 import threading
-import time
+import uuid
 
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad, ingest_rules
@@ -111,9 +111,10 @@ class TraceReader(CognitivePolicy):
             trace_ids=tuple(h.trace_id for h in result.hits),
             scores=tuple(round(h.score, 6) for h in result.hits),
             discussion=discussion,
+            hyde=result.hyde.text if result.hyde is not None else "",
         )
-        # A retrieval is unique by who asked what when; the counter separates identical calls in one instant.
-        event_id = f"recall:{self.ctx.member}:{now_us}:{time.monotonic_ns()}:{self._retrievals}"
+        # Each retrieval is its own event, even when the same question is asked twice in one instant.
+        event_id = f"recall:{uuid.uuid4().hex}"
         write = Write(
             stream=discussion or agent_stream(agent),
             agent=agent,
