@@ -1,0 +1,1 @@
+"""Ray actor shells; the logic they host lives in plain classes elsewhere."""
