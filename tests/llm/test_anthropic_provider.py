@@ -269,3 +269,29 @@ def test_a_route_to_an_endpoint_without_its_key_is_a_recorded_failure(fake_api):
     result = AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"}).hyde("Where is Caroline?")
     assert result.failed and "OTHER_KEY is not set" in result.llm.error
     assert fake_api.requests == []
+
+
+def test_token_usage_and_cost_per_agent_are_plain_sql_over_the_recorded_events(claude, fake_api, tmp_path):
+    from engram.events.discussion import ChunkSummarized
+    from engram.events.store import EventStore
+    from engram.llm.pricing import COST_PER_AGENT_SQL
+
+    store = EventStore(tmp_path / "log.duckdb")
+    fake_api.then(text="one", usage={"input_tokens": 1000, "output_tokens": 100})
+    fake_api.then(text="two", usage={"input_tokens": 3000, "output_tokens": 300})
+    fake_api.then(text="three", usage={"input_tokens": 500, "output_tokens": 50})
+    for agent, discussion in (("ann", "d1"), ("ann", "d2"), ("bob", "d3")):
+        result = claude.summarize_chunk(LINES)
+        event = ChunkSummarized(generation=0, first_seq=1, last_seq=3, message_ids=("D1:1",), token_count=40,
+                                summary=result.value, llm=result.llm)
+        store.append(discussion, [event], agent=agent, ts_us=MONDAY)
+    cols, rows = store.query(COST_PER_AGENT_SQL)
+    by_agent = {r[0]: dict(zip(cols, r)) for r in rows}
+    assert (by_agent["ann"]["calls"], by_agent["ann"]["input_tokens"], by_agent["ann"]["output_tokens"]) == (2, 4000, 400)
+    assert by_agent["ann"]["usd"] == pytest.approx((4000 * 2.0 + 400 * 10.0) / 1e6)
+    assert by_agent["bob"]["input_tokens"] == 500
+    # Reading the recorded summaries back (what replay does) asks the model nothing.
+    asked = len(fake_api.requests)
+    assert [r.event.summary for r in store.read(types=["ChunkSummarized"])] == ["one", "two", "three"]
+    assert len(fake_api.requests) == asked == 3
+    store.close()

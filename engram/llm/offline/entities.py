@@ -41,7 +41,8 @@ _PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "to", "near", "visit", "vis
 # Capitalised words that are never names on their own.
 _NOT_NAMES = frozenset(
     {"i", "i'm", "i've", "i'll", "i'd", "im", "ive", "god", "omg", "lol", "ok", "okay", "hey", "hi", "hello", "wow",
-     "yeah", "yes", "no", "oh", "thanks", "thank", "sure", "well", "so", "haha", "btw", "tbh", "mom", "dad"}
+     "yeah", "yes", "no", "oh", "thanks", "thank", "sure", "well", "so", "haha", "btw", "tbh", "mom", "dad",
+     "yesterday", "today", "tomorrow", "tonight"}
 )
 
 
@@ -85,6 +86,8 @@ def names(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None 
             j = k + 1
             while j < len(toks):
                 nxt = toks[j]
+                if nxt.lower() in _NOT_NAMES:
+                    break  # "Yesterday I ..." is no name
                 if nxt[:1].isalpha() and _is_capitalised(nxt):
                     run.append(nxt)
                     j += 1
@@ -109,14 +112,15 @@ def names(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None 
             sentence_initial = start == 0
             if sentence_initial and len(run) == 1 and first not in mid and first not in speaker_keys and not run[0].isupper():
                 continue
-            if len(run) == 1 and len(run[0]) == 1:
-                continue
+            if len(run) == 1 and (len(run[0]) == 1 or first in _TITLES):
+                continue  # "Dr" alone is a title; the name follows it
             name = " ".join(run).rstrip("'’").removesuffix("'s").removesuffix("’s")
             key = name.lower()
             if key in out:
                 continue
             prev = toks[start - 1].lower() if start > 0 else ""
-            if key in speaker_keys or prev.rstrip(".") in _TITLES:
+            title = toks[start - 2].lower() if prev == "." and start > 1 else prev
+            if key in speaker_keys or title in _TITLES:
                 kind = "person"
             elif prev in _PLACE_PREPOSITIONS:
                 kind = "place"

@@ -80,7 +80,8 @@ def observe(lines: Sequence[ChatLine], traits: Traits) -> tuple[ObservationNote,
     focused = {t for trait, (t, _) in OBSERVER_FOCUS.items() if traits.high(trait)}
     candidates: list[tuple[float, int, ObservationNote]] = []
     for u in units:
-        if u.chitchat or (u.question and not (u.cue["commitment"] or u.cue["correction"])):
+        # Questions ask rather than tell, unless they propose ("what if we...") or promise.
+        if u.chitchat or (u.question and not (u.cue["commitment"] or u.cue["correction"] or u.cue["creative"])):
             continue
         kind, score = note_type(u, weights)
         if score < k.MIN_NOTE_EVIDENCE:
