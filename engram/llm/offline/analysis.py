@@ -30,7 +30,7 @@ class Unit:
 
     __slots__ = (
         "index", "line", "seq", "ts_us", "message_id", "speaker", "text", "clean", "stems", "entities",
-        "has_number", "refers_to", "cue", "pad", "question", "chitchat", "tokens",
+        "has_number", "refers_to", "cue", "_pad", "question", "chitchat", "tokens",
     )
 
     def __init__(
@@ -50,14 +50,20 @@ class Unit:
         self.chitchat = len(words) < k.MIN_CONTENT_WORDS
         if self.chitchat:
             # No task ever uses chit-chat, so it is not analysed further (most of the cost is below).
-            self.entities, self.has_number, self.refers_to, self.cue, self.pad = (), False, None, _NO_CUES, Pad()
+            self.entities, self.has_number, self.refers_to, self.cue, self._pad = (), False, None, _NO_CUES, Pad()
         else:
             self.entities = tuple(extract(text, speakers, known, toks))
             self.has_number = any(e.kind == "number" for e in self.entities)
             self.refers_to = resolve(text, line.ts_us) if any(e.kind == "date" for e in self.entities) else None
             self.cue = cues.count_cues(text, cues.sentence_keys(words_of(normalise(text))))
-            self.pad = pad(text)
+            self._pad = None  # computed when a task asks: summaries never do
         self.tokens = estimate_tokens(text)
+
+    @property
+    def pad(self) -> Pad:
+        if self._pad is None:
+            self._pad = pad(self.text)
+        return self._pad
 
     def names(self, speaker_too: bool = False) -> list[str]:
         out = [e.text for e in self.entities if e.kind in ("person", "place", "name")]

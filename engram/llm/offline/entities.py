@@ -88,6 +88,8 @@ def names(
     mid = known if known is not None else capitals_after_first(sents)
     out: dict[str, Entity] = {}
     for toks in sents:
+        if not any(tok[:1].isupper() for tok in toks):
+            continue  # the usual case in chat: nothing capitalised, no name
         k = 0
         while k < len(toks):
             tok = toks[k]

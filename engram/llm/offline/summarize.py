@@ -82,6 +82,9 @@ def select(
     used = 0
     while heap:
         neg, i = heapq.heappop(heap)
+        # Rewriting never shortens a sentence ("I" becomes a name), so its clean text bounds its cost.
+        if used + len(by_index[i].clean) + len(separator) > budget_chars:
+            continue
         if i not in rendered:
             rendered[i] = render(by_index[i])
         cost = len(rendered[i]) + len(separator)
