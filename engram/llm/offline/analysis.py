@@ -9,7 +9,7 @@ from typing import Sequence
 
 from engram.llm.offline import cues
 from engram.llm.offline import tuning as k
-from engram.llm.offline.entities import Entity, capitals_after_first, extract, tokens
+from engram.llm.offline.entities import capitals_after_first, extract, tokens
 from engram.llm.offline.rewrite import trim_filler
 from engram.llm.offline.sentiment import Pad, pad
 from engram.llm.offline.text import content_words, normalise, sentences, stem
