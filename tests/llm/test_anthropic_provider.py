@@ -295,3 +295,49 @@ def test_token_usage_and_cost_per_agent_are_plain_sql_over_the_recorded_events(c
     assert [r.event.summary for r in store.read(types=["ChunkSummarized"])] == ["one", "two", "three"]
     assert len(fake_api.requests) == asked == 3
     store.close()
+
+
+CANNED = {
+    "summarize_chunk": "Caroline went to a support group.",
+    "merge_summary": "Caroline and Melanie talk about family and art.",
+    "extract_memory": json.dumps({"title": "Support group", "summary": "Caroline went to a support group.",
+                                  "entities": ["Caroline"], "key_phrases": ["support group"], "sentiment": "Positive",
+                                  "topics": ["Community"]}),
+    "observe": NOTES_JSON,
+    "reflect": json.dumps({"traces": [{"content": "Caroline hikes.", "trace_type": "semantic", "note_ids": ["obs-old"]}],
+                           "contradictions": []}),
+    "extract_facts": json.dumps({"facts": [{"category": "goal", "content": "Caroline wants to be a counselor.",
+                                            "importance": 0.7, "line": 3}]}),
+    "summarize_schema": "Caroline goes to a support group every week.",
+    "hyde": "Caroline went to the LGBTQ support group on 7 May 2023.",
+    "compact": json.dumps({"summary": "Caroline went to a support group.", "preserved_entities": ["Caroline"], "dropped": []}),
+}
+
+
+def _every_input():
+    from engram.llm import inputs as i
+
+    return [
+        i.SummarizeChunk(lines=LINES),
+        i.MergeSummary(previous_summary="old", new_memories=("new",)),
+        i.ExtractMemory(lines=LINES),
+        i.Observe(lines=LINES),
+        i.Reflect(notes=_notes()),
+        i.ExtractFacts(lines=LINES),
+        i.SummarizeSchema(members=("a", "b")),
+        i.Hyde(query="When did Caroline go?"),
+        i.Compact(lines=LINES, target_tokens=50),
+    ]
+
+
+def test_every_memory_task_runs_on_the_anthropic_provider(claude, fake_api):
+    inputs = _every_input()
+    assert sorted(t.task for t in inputs) == sorted(CANNED)
+    for task_input in inputs:
+        fake_api.then(text=CANNED[task_input.task])
+        result = claude.run(task_input)
+        assert not result.failed, (task_input.task, result.llm.error)
+        assert (result.llm.provider, result.llm.task) == ("anthropic", task_input.task)
+    fake_api.then(text=CANNED["extract_memory"])
+    memory = claude.run(inputs[2]).value
+    assert (memory.title, memory.sentiment, memory.topics) == ("Support group", "positive", ("community",))
