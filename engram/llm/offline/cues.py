@@ -68,6 +68,8 @@ KNOWLEDGE = re.compile(
     re.IGNORECASE,
 )
 QUESTION = re.compile(r"\?\s*$")
+# The speaker talking about themselves.
+FIRST_PERSON = re.compile(r"\b(?:I|I['’]m|I['’]ve|I['’]d|I['’]ll|me|my|myself|we|we['’]re|our|us)\b", re.IGNORECASE)
 # Pleasantries: stripped before counting a sentence's content words (see offline.scoring.is_chitchat).
 PLEASANTRY = re.compile(
     r"\b(?:good to see you|nice to (?:meet|see|hear from) you|see you(?: soon| later)?|talk (?:to you )?(?:soon|later)|"

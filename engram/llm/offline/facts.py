@@ -6,10 +6,10 @@ conscientiousness; emotional context needs openness or emotionality) and which a
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from engram.llm.focus import FOCUS_IMPORTANCE_BOOST, Traits, ingest_policy
+from engram.llm.offline import cues
 from engram.llm.offline import tuning as k
 from engram.llm.offline.analysis import Unit, analyse
 from engram.llm.offline.summarize import render_unit
@@ -21,7 +21,6 @@ _EMOTIONAL_INTENSITY = 0.5
 # Facts are observation-sized.
 _MAX_FACT_CHARS = k.MAX_NOTE_CHARS
 # A first-person statement with no cue still tells what is going on with the speaker: an episode.
-_FIRST_PERSON = re.compile(r"\b(?:I|I['’]m|I['’]ve|I['’]d|my|we|we['’]re|our)\b")
 _SITUATION_EVIDENCE = 0.5
 _SITUATION_MIN_WORDS = 3
 # ...but a cue-less statement is worth storing only with something concrete in it (a name, a time, a number, a feeling).
@@ -72,7 +71,7 @@ def extract_facts(
         for c in allowed:  # fixed order: ties go to the earlier category
             if ev[c] > score:
                 best, score = c, ev[c]
-        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and _FIRST_PERSON.search(u.text):
+        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and cues.FIRST_PERSON.search(u.text):
             best, score = "episodic", _SITUATION_EVIDENCE
         if not best:
             continue

@@ -38,7 +38,7 @@ _ME = re.compile(r"(?<![-'’])\b(?:me|myself|mine)\b(?![-'’])")  # not inside
 # Leading interjections and pleasantries that carry nothing worth remembering.
 # Pure interjections go whatever follows; praise words only when punctuation ends them ("Great!", not "Great idea").
 _FILLER = re.compile(
-    r"^(?:(?:hey|hi|hello|wow|oh|ah|aw+|haha|lol|omg|hmm|um|uh|yeah|yep|yes|no|nope|ok|okay|well|so|anyway|"
+    r"^(?:(?:hey|hi|hello|wow|whoa|woah|yay|ooh|oh|ah|aw+|haha|lol|omg|hmm|um|uh|yeah|yep|yes|no|nope|ok|okay|well|so|anyway|"
     r"by the way|btw)\b[\s,!.…-]*"
     r"|(?:thanks|thank you|sure|cool|great|awesome|nice|amazing|totally|absolutely|right)\s*[,!.…-]+\s*)+",
     re.IGNORECASE,
