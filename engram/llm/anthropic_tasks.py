@@ -121,7 +121,8 @@ class AnthropicTasks(MemoryTasks):
         return Prepared(task, endpoint_name, request, digest(endpoint.model, system, user))
 
     def repair_request(self, prepared: Prepared, answer: str, error: str) -> Request:
-        repair = render(self.templates.get("repair.prompt.txt"), {"Error": error})
+        template = "repair.prompt.txt" if SPECS[prepared.task].expects_json else "repair_text.prompt.txt"
+        repair = render(self.templates.get(template), {"Error": error})
         messages = prepared.request.messages + (("assistant", answer or "(empty)"), ("user", repair))
         return msgspec.structs.replace(prepared.request, messages=messages)
 

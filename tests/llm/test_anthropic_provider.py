@@ -341,3 +341,11 @@ def test_every_memory_task_runs_on_the_anthropic_provider(claude, fake_api):
     fake_api.then(text=CANNED["extract_memory"])
     memory = claude.run(inputs[2]).value
     assert (memory.title, memory.sentiment, memory.topics) == ("Support group", "positive", ("community",))
+
+
+def test_an_empty_text_answer_is_asked_for_again_as_text(claude, fake_api):
+    fake_api.then(text="   ").then(text="Caroline went to a support group.")
+    result = claude.summarize_chunk(LINES)
+    assert (result.value, result.llm.attempts) == ("Caroline went to a support group.", 2)
+    repair = fake_api.requests[1]["messages"][2]["content"]
+    assert "the answer is empty" in repair and "only the text asked for" in repair
