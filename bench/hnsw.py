@@ -36,6 +36,8 @@ POINTS_PER_SUBTOPIC = 50
 SUBTOPIC_SPREAD = 0.8
 NOISE = 1.0
 CHUNK = 50_000
+# engram's ef_search (HNSW_EF_SEARCH) first, then larger candidate lists: the recall/latency knob.
+EF_SWEEP = (HNSW_EF_SEARCH, 128, 256)
 
 
 def centres(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -86,20 +88,25 @@ def run_size(n: int, queries: int, threads: int, seed: int) -> dict:
         found = brute_force(data, q, K)
         exact_ms.append((time.perf_counter() - t) * 1000)
         exact.append({f"t{i}" for i, _ in found})
-    approx_ms, hits = [], 0
-    for q, truth in zip(qs, exact):
-        t = time.perf_counter()
-        found = index.search(q, K)
-        approx_ms.append((time.perf_counter() - t) * 1000)
-        hits += len(truth & {key for key, _ in found})
-    hnsw, brute = percentiles(approx_ms), percentiles(exact_ms)
+    sweep = {}
+    for ef in EF_SWEEP:
+        index.ef_search = ef
+        approx_ms, hits = [], 0
+        for q, truth in zip(qs, exact):
+            t = time.perf_counter()
+            found = index.search(q, K)
+            approx_ms.append((time.perf_counter() - t) * 1000)
+            hits += len(truth & {key for key, _ in found})
+        sweep[ef] = {"recall@10": round(hits / (K * queries), 4), **percentiles(approx_ms)}
+    hnsw, brute = sweep[HNSW_EF_SEARCH], percentiles(exact_ms)
     return {
         "traces": n,
         "queries": queries,
-        "recall@10": round(hits / (K * queries), 4),
-        "hnsw": hnsw,
+        "recall@10": hnsw["recall@10"],
+        "hnsw": {k: hnsw[k] for k in ("p50_ms", "p99_ms")},
         "brute_force": brute,
         "speedup_p50": round(brute["p50_ms"] / hnsw["p50_ms"], 1),
+        "ef_search_sweep": {str(ef): v for ef, v in sweep.items() if ef != HNSW_EF_SEARCH},
         "build_s": round(build_s, 1),
         "build_threads": threads,
     }

@@ -18,11 +18,12 @@ from typing import Mapping, Protocol
 import numpy as np
 
 from engram.cognitive.book import TraceBook
+from engram.cognitive.decay import strength_at
 from engram.cognitive.graph import spread
 from engram.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
 from engram.cognitive.model import MemoryTrace
 from engram.cognitive.personality import Pad
-from engram.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors
+from engram.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors, weights_with
 from engram.config import defaults as d
 
 
@@ -168,8 +169,6 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def _hit(rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int) -> RecallHit:
-    from engram.cognitive.decay import strength_at
-
     return RecallHit(
         rank=rank,
         trace_id=t.trace_id,
@@ -199,8 +198,7 @@ def limit_for(requested: int | None, default_limit: int, extra_results: int) -> 
 
 
 def override_weights(base: Factors, overrides: Mapping[str, float] | None) -> Factors:
-    from engram.cognitive.scoring import weights_with
-
+    """The configured weights with a call's overrides (any factor name or its config alias)."""
     return weights_with(base, overrides)
 
 
