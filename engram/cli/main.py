@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from engram.cli.errors import UsageError  # re-exported: command modules may import it from here
+
 # Command modules, in the order `engram --help` lists them.
 COMMANDS = [
     "demo",
@@ -18,12 +20,9 @@ COMMANDS = [
     "sql",
     "status",
     "replay",
+    "serve",
     "embed",
 ]
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed without a traceback, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -72,6 +72,9 @@ class ConcurrencyConflict(AppendError):
         )
         self.stream, self.expected, self.actual = stream, expected, actual
 
+    def __reduce__(self):  # so the error crosses process boundaries (Ray) intact
+        return (type(self), (self.stream, self.expected, self.actual))
+
 
 class StreamOwnershipError(AppendError):
     pass
