@@ -127,9 +127,9 @@ def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, mo
     commits = []
     original = store._insert
 
-    def counting_insert(rows):
-        commits.append(len(rows))
-        original(rows)
+    def counting_insert(table):
+        commits.append(table.num_rows)
+        original(table)
 
     monkeypatch.setattr(store, "_insert", counting_insert)
     errors = []
@@ -159,7 +159,7 @@ def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, mo
 def test_a_failing_commit_acknowledges_nobody_and_leaves_no_gap(store, monkeypatch):
     store.append_many([write("d1", range(2))])
 
-    def broken(rows):
+    def broken(table):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(store, "_insert", broken)
