@@ -21,6 +21,7 @@ COMMANDS = [
     "status",
     "replay",
     "serve",
+    "forget",
     "embed",
 ]
 

@@ -9,6 +9,7 @@ append commits at once.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -47,6 +48,9 @@ _SELECT = (
     "FROM events"
 )
 
+
+# Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
+FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")
 
 # How long a commit leader waits for other writers when appends are contended. A DuckDB
 # commit costs milliseconds, so a sub-millisecond wait that fills the batch pays for itself.
@@ -488,35 +492,42 @@ class EventStore:
 
     # ------------------------------------------------------------------ erasure
 
-    def purge_streams(self, streams: Sequence[str]) -> int:
-        """Replace the payloads of every event of `streams` with a `Purged` tombstone.
+    def purge_streams(self, streams: Sequence[str], *, keep_types: Sequence[str] = FORGET_MARKERS) -> int:
+        """Erase the content of `streams` and of everything caused by them, from the log table.
 
-        Positions stay gap-free; the content is gone from the table. `compact_file` then
-        rewrites the database file so the old bytes are not left on disk.
+        Every event of the streams, and every event whose causation chain leads back to one of
+        them (e.g. a memory derived from a message, in another stream), keeps its position but
+        its payload is replaced by a `Purged` tombstone naming only the original type. Events of
+        `keep_types` (the forget markers themselves) stay. `compact_database` then rewrites the
+        file so the old bytes do not linger in free blocks.
         """
-        from engram.events.control import Purged  # local: control imports nothing from here
-
         with self._cond:
             while self._committing:
                 self._cond.wait()
             self._committing = True
         try:
             con = self._con
-            types = con.execute(
-                "SELECT DISTINCT type FROM events WHERE stream IN (SELECT unnest(?)) AND type <> 'Purged'",
-                [list(streams)],
-            ).fetchall()
-            changed = 0
             con.execute("BEGIN TRANSACTION")
-            for (t,) in types:
-                payload = codec.encode(Purged(original_type=t))
-                res = con.execute(
-                    "UPDATE events SET type = 'Purged', schema_version = 1, payload = ?, event_id = NULL "
-                    "WHERE stream IN (SELECT unnest(?)) AND type = ?",
-                    [payload, list(streams), t],
-                ).fetchall()
-                changed += res[0][0] if res else 0
-            con.execute("COMMIT")
+            try:
+                changed = con.execute(
+                    """
+                    WITH RECURSIVE doomed(seq) AS (
+                        SELECT seq FROM events WHERE stream IN (SELECT unnest($streams))
+                        UNION
+                        SELECT e.seq FROM events e JOIN doomed d ON e.causation = d.seq
+                    )
+                    UPDATE events SET
+                        payload = '{"type":"Purged","original_type":"' || type || '"}',
+                        type = 'Purged', schema_version = 1, event_id = NULL
+                    WHERE seq IN (SELECT seq FROM doomed)
+                      AND type <> 'Purged' AND type NOT IN (SELECT unnest($keep))
+                    """,
+                    {"streams": list(streams), "keep": list(keep_types)},
+                ).fetchone()[0]
+                con.execute("COMMIT")
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
             for s in streams:
                 self._ids.pop(s, None)
             return changed
@@ -541,3 +552,26 @@ class EventStore:
         finally:
             self._reader_base.close()
             self._con.close()
+
+
+def compact_database(path: str | Path) -> None:
+    """Rewrite a closed DuckDB file table by table, so freed blocks (e.g. purged payloads)
+    are not carried over. The file is replaced atomically."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".compact")
+    tmp.unlink(missing_ok=True)
+    con = duckdb.connect()
+    try:
+        con.execute(f"ATTACH '{_quote(path)}' AS old (READ_ONLY)")
+        con.execute(f"ATTACH '{_quote(tmp)}' AS fresh")
+        con.execute("COPY FROM DATABASE old TO fresh")
+        con.execute("DETACH old")
+        con.execute("DETACH fresh")
+    finally:
+        con.close()
+    os.replace(tmp, path)
+    Path(str(path) + ".wal").unlink(missing_ok=True)
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")

@@ -181,10 +181,28 @@ def test_read_only_store_refuses_appends(tmp_path):
         ro.close()
 
 
-def test_purge_replaces_payloads_with_tombstones_and_keeps_positions(store):
+def test_purge_erases_a_stream_and_what_it_caused_but_keeps_positions(tmp_path):
+    from engram.events.control import DiscussionForgotten
+    from engram.events.envelope import NewEvent
+    from engram.events.messages import ToolCallFailed
+    from engram.events.store import compact_database
+
+    path = tmp_path / "log.duckdb"
+    store = EventStore(path)
     store.append_many([write("d1", range(3)), write("d2", range(3, 5))])
-    assert store.purge_streams(["d1"]) == 3
-    rows = store.query("SELECT seq, type, payload FROM events ORDER BY seq")[1]
-    assert [r[1] for r in rows] == ["Purged", "Purged", "Purged", "MessageAppended", "MessageAppended"]
-    assert all("message number" not in r[2] for r in rows[:3])
+    # A derived event in another stream, caused by message seq 2 of d1, and one caused by d2.
+    store.append("agent:a", [NewEvent(event=ToolCallFailed(tool="t", error="secret from d1"), ts_us=T0, causation=2)], agent="a")
+    store.append("agent:a", [NewEvent(event=ToolCallFailed(tool="t", error="from d2"), ts_us=T0, causation=4)], agent="a")
+    store.append("agent:a", [DiscussionForgotten(discussion_id="d1")], agent="a")
+    assert store.purge_streams(["d1"]) == 4
+    rows = store.query("SELECT seq, type FROM events ORDER BY seq")[1]
+    assert rows == [(1, "Purged"), (2, "Purged"), (3, "Purged"), (4, "MessageAppended"), (5, "MessageAppended"),
+                    (6, "Purged"), (7, "ToolCallFailed"), (8, "DiscussionForgotten")]
     assert [r.event.original_type for r in store.read(0, stream="d1")] == ["MessageAppended"] * 3
+    store.close()
+    compact_database(path)
+    assert b"message number 1" not in path.read_bytes() and b"secret from d1" not in path.read_bytes()
+    assert b"message number 4" in path.read_bytes()
+    store = EventStore(path)
+    assert store.head() == 8 and store.stream_version("d1") == 3
+    store.close()

@@ -145,3 +145,23 @@ def test_forgetting_a_discussion_drops_it_from_the_projection(tmp_path):
         assert host.query("SELECT discussion_id FROM discussions")[1] == [("d2",)]
     finally:
         host.close()
+
+
+def test_forget_erases_a_discussion_from_log_file_and_projections(tmp_path, with_transcript):
+    host = ShardHost(tmp_path / "log.duckdb", tmp_path / "live")
+    try:
+        host.append_many([write("d0", range(0, 3), agent="agent0"), write("d1", range(3, 6), agent="agent0")])
+        host.wait_projections(host.head())
+        assert (tmp_path / "live" / "agents" / "agent0" / "d0.transcript.jsonl").exists()
+        report = host.forget("agent0", "d0")
+        assert report["events_erased"] == 3
+        assert host.query("SELECT discussion_id FROM discussions")[1] == [("d1",)]
+        assert not (tmp_path / "live" / "agents" / "agent0" / "d0.transcript.jsonl").exists()
+        assert (tmp_path / "live" / "agents" / "agent0" / "d1.transcript.jsonl").exists()
+        assert host.verify_replay() == []
+        with pytest.raises(KeyError, match="has no discussion 'nope'"):
+            host.forget("agent0", "nope")
+    finally:
+        host.close()
+    assert b"message number 1" not in (tmp_path / "log.duckdb").read_bytes()
+    assert b"message number 4" in (tmp_path / "log.duckdb").read_bytes()
