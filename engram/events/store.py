@@ -426,7 +426,11 @@ class EventStore:
             rows = cur.execute(sql, args).fetchall()
         finally:
             cur.close()
-        return [self._record(r) for r in rows]
+        decode, shard = codec.decode, self.shard
+        return [
+            Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
+            for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
+        ]
 
     def iter_events(self, after: int = 0, *, to_seq: int | None = None, batch: int = 50_000, **filters) -> Iterator[Recorded]:
         """All matching events after `after`, read in batches."""
@@ -468,16 +472,9 @@ class EventStore:
 
     def _record(self, row: tuple) -> Recorded:
         seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
+        # Positional: this runs once per event on every replay.
         return Recorded(
-            seq=seq,
-            stream=stream,
-            stream_version=version,
-            agent=agent,
-            ts_us=ts_us,
-            event=codec.decode(type_, schema_version, payload),
-            causation=causation,
-            event_id=event_id,
-            shard=self.shard,
+            seq, stream, version, agent, ts_us, codec.decode(type_, schema_version, payload), causation, event_id, self.shard
         )
 
     def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
