@@ -77,6 +77,11 @@ class Runtime:
                     _refresh_ray_config()
                 ray.init(address=self.address, **kwargs)
             else:
+                # Ray's default for a new local instance, made explicit: token authentication on
+                # (the token lives in ~/.ray/auth_token), and no warning about it on every command.
+                if "RAY_AUTH_MODE" not in os.environ:
+                    os.environ["RAY_AUTH_MODE"] = "token"
+                    _refresh_ray_config()
                 ray.init(num_cpus=self.config.ray.num_cpus, include_dashboard=False, **kwargs)
                 self.started_ray = True
         return self
