@@ -1,0 +1,23 @@
+"""What an embedder is: a name (part of every index's metadata), a dimension, and `embed`."""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str  # the model name; vectors of different names never mix (cache keys and index metadata)
+    dim: int
+    is_fallback: bool  # True for the hashing embedder, which captures word overlap, not meaning
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 array of shape (len(texts), dim), each row L2-normalised (zero rows for empty input)."""
+        ...
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)

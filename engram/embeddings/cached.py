@@ -1,0 +1,48 @@
+"""`CachedEmbedder`: an embedder that computes only what the cache does not hold, and counts it."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import msgspec
+import numpy as np
+
+from engram.embeddings.base import Embedder
+from engram.embeddings.cache import EmbeddingCache, text_key
+
+
+class EmbedStats(msgspec.Struct):
+    calls: int = 0  # embed() calls
+    texts_requested: int = 0
+    texts_computed: int = 0  # texts the model actually ran on
+    cache_hits: int = 0  # distinct texts served from the cache
+
+
+class CachedEmbedder:
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache):
+        self.embedder = embedder
+        self.cache = cache
+        self.name = embedder.name
+        self.dim = embedder.dim
+        self.is_fallback = embedder.is_fallback
+        self.stats = EmbedStats()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.stats.calls += 1
+        self.stats.texts_requested += len(texts)
+        keys = [text_key(t) for t in texts]
+        first: dict[str, int] = {}
+        for row, key in enumerate(keys):
+            first.setdefault(key, row)  # a text repeated in one call is computed once
+        vectors = self.cache.get_many(self.name, list(first))
+        missing = [key for key in first if key not in vectors]
+        if missing:
+            computed = self.embedder.embed([texts[first[key]] for key in missing])
+            self.cache.put_many(self.name, missing, computed)
+            vectors.update(zip(missing, computed))
+            self.stats.texts_computed += len(missing)
+        self.stats.cache_hits += len(first) - len(missing)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, key in enumerate(keys):
+            out[row] = vectors[key]
+        return out

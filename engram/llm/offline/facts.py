@@ -1,0 +1,85 @@
+"""Offline auto-ingest: categorised facts from one turn, from lexical cues.
+
+The personality decides which categories exist at all (Wunderland: action items need
+conscientiousness; emotional context needs openness or emotionality) and which are boosted.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engram.llm.focus import FOCUS_IMPORTANCE_BOOST, Traits, ingest_policy
+from engram.llm.offline import tuning as k
+from engram.llm.offline.analysis import Unit, analyse
+from engram.llm.offline.summarize import render_unit
+from engram.llm.offline.text import clip_words
+from engram.llm.types import FACT_CATEGORIES, ChatLine, Fact
+
+# An emotion this intense is emotional context even without a feeling word.
+_EMOTIONAL_INTENSITY = 0.5
+# Facts are observation-sized.
+_MAX_FACT_CHARS = k.MAX_NOTE_CHARS
+
+
+def category_evidence(u: Unit) -> dict[str, float]:
+    names = sum(1 for e in u.entities if e.kind in ("person", "place", "name"))
+    emotional = float(u.cue["emotion_words"]) + (1.0 if u.pad.hits and u.pad.intensity >= _EMOTIONAL_INTENSITY else 0.0)
+    # Knowledge: general statements, or statements about named things with numbers or dates.
+    knowledge = float(u.cue["knowledge"]) + (0.5 if names and (u.has_number or u.refers_to) else 0.0)
+    return {
+        "user_preference": float(u.cue["preference"]),
+        "episodic": float(u.cue["episodic"]),
+        "goal": float(u.cue["goal"]),
+        "knowledge": knowledge,
+        "correction": 1.5 * u.cue["correction"],  # a correction outranks whatever it corrects
+        "action_item": float(u.cue["action_item"]),
+        "emotional_context": emotional,
+    }
+
+
+def fact_importance(u: Unit, category: str, boosted: tuple[str, ...]) -> float:
+    names = sum(1 for e in u.entities if e.kind in ("person", "place", "name"))
+    value = (
+        k.FACT_BASE_IMPORTANCE[category]
+        + k.ENTITY_IMPORTANCE * min(names, 3)
+        + (k.TIME_IMPORTANCE if u.refers_to else 0.0)
+        + (k.NUMBER_IMPORTANCE if u.has_number else 0.0)
+        + k.INTENSITY_IMPORTANCE * (u.pad.intensity if u.pad.hits else 0.0)
+        + (FOCUS_IMPORTANCE_BOOST if category in boosted else 0.0)
+    )
+    return round(min(1.0, max(0.0, value)), 3)
+
+
+def extract_facts(
+    lines: Sequence[ChatLine], traits: Traits, importance_threshold: float, max_per_turn: int
+) -> tuple[Fact, ...]:
+    policy = ingest_policy(traits)  # categories and boosts; threshold and limit come from the caller
+    allowed = [c for c in FACT_CATEGORIES if c in policy.categories]
+    found: list[tuple[float, int, Fact]] = []
+    seen: set[str] = set()
+    for u in analyse(lines):
+        if u.chitchat or u.question:
+            continue
+        ev = category_evidence(u)
+        best, score = "", 0.0
+        for c in allowed:  # fixed order: ties go to the earlier category
+            if ev[c] > score:
+                best, score = c, ev[c]
+        if not best:
+            continue
+        content = clip_words(render_unit(u), _MAX_FACT_CHARS)
+        if content in seen:
+            continue
+        seen.add(content)
+        fact = Fact(
+            category=best,
+            content=content,
+            importance=fact_importance(u, best, policy.boosted),
+            source_seq=u.seq,
+            entities=tuple(u.entity_texts()),
+            message_id=u.message_id,
+        )
+        if fact.importance >= importance_threshold:
+            found.append((fact.importance, u.index, fact))
+    found.sort(key=lambda f: (-f[0], f[1]))
+    return tuple(f for _, _, f in found[:max_per_turn])

@@ -1,0 +1,144 @@
+"""Resolve the time a sentence refers to ("next Friday", "yesterday", "8 May 2023") against its event time.
+
+Results are ISO-8601 dates; a reference only as precise as a month or a year gives "YYYY-MM" or
+"YYYY" (reduced-precision ISO 8601) rather than inventing a day.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+from engram.events.envelope import from_us
+from engram.llm.offline.entities import MONTHS, WEEKDAYS
+
+_MONTH_KEYS = {m[:3]: k + 1 for k, m in enumerate(MONTHS)}
+_WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a few": 3, "a couple of": 2}
+_UNIT_DAYS = {"day": 1, "week": 7}
+_DAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MON = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_PAST_WORDS = re.compile(r"\b(?:was|were|went|did|had|got|saw|met|took|made|gave|came|bought|ran|last|ago|yesterday|\w{3,}ed)\b", re.I)
+# Words ending in -ed that are not past tense.
+_NOT_PAST = frozenset({"need", "feed", "speed", "seed", "proceed", "indeed", "exceed", "succeed", "bed", "red", "shed", "bred"})
+
+
+def _is_past(text: str) -> bool:
+    return any(m.group(0).lower() not in _NOT_PAST for m in _PAST_WORDS.finditer(text))
+
+_RULES: list[tuple[str, re.Pattern]] = [
+    ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
+    ("day_month_year", re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{_MON},?\s+(\d{{4}})\b", re.I)),
+    ("month_day_year", re.compile(rf"\b{_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)),
+    ("day_month", re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{_MON}(?!\w)", re.I)),
+    ("month_day", re.compile(rf"\b{_MON}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)),
+    ("relative_day", re.compile(r"\b(yesterday|today|tonight|tomorrow)\b", re.I)),
+    ("ago", re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|a few|a couple of)\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    ("in_n", re.compile(r"\bin\s+(\d+|a|an|one|two|three|four|five|six|a few|a couple of)\s+(day|week|month|year)s?\b", re.I)),
+    ("shifted_weekday", re.compile(rf"\b(last|next|this|coming)\s+{_DAY}\b", re.I)),
+    ("shifted_period", re.compile(r"\b(last|next|this|coming)\s+(weekend|week|month|year)\b", re.I)),
+    ("month_year", re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)),
+    ("weekday", re.compile(rf"\b(?:on\s+)?{_DAY}\b", re.I)),
+]
+
+
+def _shift_months(d: date, months: int) -> date:
+    y, m = divmod(d.month - 1 + months, 12)
+    year, month = d.year + y, m + 1
+    for day in (d.day, 30, 29, 28):
+        try:
+            return date(year, month, day)
+        except ValueError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def _count(word: str) -> int:
+    w = word.lower()
+    return int(w) if w.isdigit() else _WORD_NUMBERS.get(w, 1)
+
+
+def _weekday_after(d: date, weekday: int, weeks_ahead: int) -> date:
+    """The `weekday` in the week `weeks_ahead` from d's week (Monday-based weeks)."""
+    monday = d - timedelta(days=d.weekday())
+    return monday + timedelta(days=7 * weeks_ahead + weekday)
+
+
+def _safe_date(y: int, m: int, dd: int) -> date | None:
+    try:
+        return date(y, m, dd)
+    except ValueError:
+        return None
+
+
+def _nearest_year(event: date, month: int, day: int, past: bool) -> date | None:
+    """A day-and-month without a year: this year's, or the neighbouring year's if tense says so."""
+    d = _safe_date(event.year, month, day)
+    if d is None:
+        return None
+    if past and d > event:
+        return _safe_date(event.year - 1, month, day)
+    if not past and d < event - timedelta(days=31):
+        return _safe_date(event.year + 1, month, day)
+    return d
+
+
+def resolve(text: str, ts_us: int) -> str | None:
+    """The ISO date `text` refers to, relative to its event time `ts_us`; None if it names no time."""
+    event = from_us(ts_us).date()
+    past = _is_past(text)
+    for kind, pattern in _RULES:
+        m = pattern.search(text)
+        if not m:
+            continue
+        g = m.groups()
+        if kind == "iso":
+            d = _safe_date(int(g[0]), int(g[1]), int(g[2]))
+        elif kind == "day_month_year":
+            d = _safe_date(int(g[2]), _MONTH_KEYS[g[1][:3].lower()], int(g[0]))
+        elif kind == "month_day_year":
+            d = _safe_date(int(g[2]), _MONTH_KEYS[g[0][:3].lower()], int(g[1]))
+        elif kind == "day_month":
+            d = _nearest_year(event, _MONTH_KEYS[g[1][:3].lower()], int(g[0]), past)
+        elif kind == "month_day":
+            d = _nearest_year(event, _MONTH_KEYS[g[0][:3].lower()], int(g[1]), past)
+        elif kind == "relative_day":
+            d = event + timedelta(days={"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[g[0].lower()])
+        elif kind in ("ago", "in_n"):
+            n, unit = _count(g[0]), g[1].lower()
+            n = -n if kind == "ago" else n
+            if unit in _UNIT_DAYS:
+                d = event + timedelta(days=n * _UNIT_DAYS[unit])
+            elif unit == "month":
+                return _shift_months(event, n).isoformat()[:7]
+            else:
+                return str(event.year + n)
+        elif kind == "shifted_weekday":
+            which, wd = g[0].lower(), WEEKDAYS.index(g[1].lower())
+            if which == "last":  # the most recent such day before the event
+                d = event - timedelta(days=(event.weekday() - wd) % 7 or 7)
+            elif which == "next":  # that day in the following week
+                d = _weekday_after(event, wd, 1)
+            else:  # this / coming: the next such day from the event on
+                d = event + timedelta(days=(wd - event.weekday()) % 7)
+        elif kind == "shifted_period":
+            which, unit = g[0].lower(), g[1].lower()
+            step = {"last": -1, "next": 1, "this": 0, "coming": 1}[which]
+            if unit == "weekend":
+                d = _weekday_after(event, 5, step)
+            elif unit == "week":
+                d = event + timedelta(days=7 * step)
+            elif unit == "month":
+                return _shift_months(event, step).isoformat()[:7]
+            else:
+                return str(event.year + step)
+        elif kind == "month_year":
+            return f"{int(g[1]):04d}-{_MONTH_KEYS[g[0][:3].lower()]:02d}"
+        else:  # a bare weekday: the previous one in past tense, else the coming one
+            wd = WEEKDAYS.index(g[0].lower())
+            if past:
+                d = event - timedelta(days=(event.weekday() - wd) % 7 or 7)
+            else:
+                d = event + timedelta(days=(wd - event.weekday()) % 7)
+        if d is not None:
+            return d.isoformat()
+    return None

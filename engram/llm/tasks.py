@@ -1,0 +1,133 @@
+"""The one interface of memory tasks that the rest of engram calls.
+
+A provider implements `run(task_input) -> Result`; the named methods below build the input
+struct and call it, so every provider offers the same signatures. Personality arguments take
+the config model `Personality` (or `Traits`, or None for a neutral personality).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+from engram.config import defaults as d
+from engram.config.agent import Personality
+from engram.events.background import ObservationNote
+from engram.llm import inputs as i
+from engram.llm.focus import Traits, ingest_policy, traits
+from engram.llm.types import ChatLine, Compaction, Fact, Reflection, Result, StructuredMemory, TraceBrief
+
+
+class MemoryTasks(ABC):
+    """Summaries, structured memories, observations, reflections, facts, schemas, HyDE, compaction."""
+
+    provider: str  # "anthropic" | "offline"
+
+    @abstractmethod
+    def run(self, task_input: i.TaskInput) -> Result:
+        """Run one task. Never raises for a failed LLM call: the result records the failure."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One line saying which provider and model answer (for `engram demo` and logs)."""
+
+    # ------------------------------------------------------------------ discussion memory (WilmerAI)
+
+    def summarize_chunk(
+        self,
+        lines: Sequence[ChatLine],
+        *,
+        max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
+        recent_memories: Sequence[str] = (),
+        all_memories: Sequence[str] = (),
+        chat_summary: str = "",
+        system_prompt: str | None = None,
+        prompt: str | None = None,
+    ) -> Result[str]:
+        return self.run(
+            i.SummarizeChunk(
+                lines=tuple(lines),
+                max_tokens=max_tokens,
+                recent_memories=tuple(recent_memories),
+                all_memories=tuple(all_memories),
+                chat_summary=chat_summary,
+                system_prompt=system_prompt,
+                prompt=prompt,
+            )
+        )
+
+    def merge_summary(
+        self,
+        previous_summary: str,
+        new_memories: Sequence[str],
+        *,
+        all_memories: Sequence[str] = (),
+        max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
+        system_prompt: str | None = None,
+        prompt: str | None = None,
+    ) -> Result[str]:
+        return self.run(
+            i.MergeSummary(
+                previous_summary=previous_summary,
+                new_memories=tuple(new_memories),
+                all_memories=tuple(all_memories),
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+                prompt=prompt,
+            )
+        )
+
+    def extract_memory(
+        self, lines: Sequence[ChatLine], *, max_tokens: int = d.VECTOR_MEMORY_MAX_RESPONSE_TOKENS
+    ) -> Result[StructuredMemory]:
+        return self.run(i.ExtractMemory(lines=tuple(lines), max_tokens=max_tokens))
+
+    # ------------------------------------------------------------------ cognitive memory (Wunderland)
+
+    def observe(
+        self, lines: Sequence[ChatLine], *, personality: Personality | Traits | None = None
+    ) -> Result[tuple[ObservationNote, ...]]:
+        return self.run(i.Observe(lines=tuple(lines), traits=traits(personality)))
+
+    def reflect(
+        self,
+        notes: Sequence[ObservationNote],
+        *,
+        existing: Sequence[TraceBrief] = (),
+        personality: Personality | Traits | None = None,
+    ) -> Result[Reflection]:
+        return self.run(i.Reflect(notes=tuple(notes), existing=tuple(existing), traits=traits(personality)))
+
+    def extract_facts(
+        self,
+        lines: Sequence[ChatLine],
+        *,
+        personality: Personality | Traits | None = None,
+        importance_threshold: float = d.AUTO_INGEST_IMPORTANCE,
+        max_per_turn: int = d.AUTO_INGEST_MAX_PER_TURN,
+    ) -> Result[tuple[Fact, ...]]:
+        """Facts worth storing from one turn. The personality adjusts the threshold and the limit
+        (Wunderland: high openness lowers one and raises the other) before the task applies them."""
+        t = traits(personality)
+        policy = ingest_policy(t, importance_threshold, max_per_turn)
+        return self.run(
+            i.ExtractFacts(
+                lines=tuple(lines),
+                traits=t,
+                importance_threshold=policy.importance_threshold,
+                max_per_turn=policy.max_per_turn,
+            )
+        )
+
+    def summarize_schema(
+        self, members: Sequence[str], *, max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS
+    ) -> Result[str]:
+        return self.run(i.SummarizeSchema(members=tuple(members), max_tokens=max_tokens))
+
+    def hyde(self, query: str, *, max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS) -> Result[str]:
+        return self.run(i.Hyde(query=query, max_tokens=max_tokens))
+
+    def compact(
+        self, lines: Sequence[ChatLine], *, target_tokens: int, previous_summary: str = ""
+    ) -> Result[Compaction]:
+        return self.run(i.Compact(lines=tuple(lines), target_tokens=target_tokens, previous_summary=previous_summary))
