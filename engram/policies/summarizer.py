@@ -1,0 +1,202 @@
+"""The Summarizer policy: hosts the per-discussion Summarizers placed on this pool member.
+
+Registered in `policies.registry.GROUPS["summarizer"]`: each shard has a pool of PolicyActors
+for it, and `actors.pool.owner(discussion, members)` places every discussion on one member, so
+a discussion's memory work is serial (one logical actor, one mailbox) while discussions spread
+over the pool. Every member folds the settings (`SettingsChanged`); only the owner of a
+discussion handles its events.
+
+Events are appended as work goes (`PolicyContext.append`): after each rolling-summary batch
+("save after each"), before the log is read back, when a batch of work took long, and at the
+end of each handled batch. Their ids are deterministic, so a batch handled again after a
+restart appends nothing twice.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram.actors.pool import owner
+from engram.discussion.chunking import Msg
+from engram.discussion.memory_workflows import MemoryWorkflowLibrary
+from engram.discussion.summarizer import (
+    HISTORY_TYPES,
+    DiscussionState,
+    DiscussionSummarizer,
+    recover_state,
+    to_msg,
+)
+from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
+from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
+from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import MessageAppended
+from engram.policies.base import Policy, PolicyContext
+from engram.settings import SettingsView
+
+# Append what was decided at least this often while a long batch is being worked through, so
+# that a slow LLM's finished memories are durable (and visible) before the whole batch is done.
+FLUSH_INTERVAL_S = 0.5
+
+
+class _Log:
+    """The Summarizer's reads of the log; pending appends are flushed first."""
+
+    def __init__(self, policy: "Summarizer"):
+        self.policy = policy
+
+    def _read(self, **kw) -> list[Recorded]:
+        self.policy.flush()
+        read = self.policy.ctx.read
+        if read is None:
+            raise RuntimeError("the Summarizer needs a host that can read the log (PolicyContext.read)")
+        return read(0 if "after" not in kw else kw.pop("after"), limit=None, **kw)
+
+    def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
+        return [to_msg(r) for r in self._read(after=after_seq, to_seq=to_seq, stream=discussion, types=["MessageAppended"])]
+
+    def chunk_memories(self, discussion: str, after_seq: int) -> list[Recorded]:
+        return self._read(after=after_seq, stream=discussion, types=["ChunkSummarized"])
+
+    def history(self, discussion: str, to_seq: int) -> list[Recorded]:
+        return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))
+
+
+class Summarizer(Policy):
+    name = "summarizer"
+    interests = frozenset(
+        {
+            "MessageAppended",
+            "SettingsChanged",
+            "GenerationStarted",
+            "SummaryUpdateRequested",
+            "RollingSummaryUpdated",
+            "DiscussionForgotten",
+            "AgentForgotten",
+        }
+    )
+
+    def __init__(self, ctx: PolicyContext):
+        super().__init__(ctx)
+        self.settings = SettingsView()
+        self.discussions: dict[str, DiscussionState] = {}
+        self._log = _Log(self)
+        self._tasks = None
+        self._embedder = None
+        self._workflows = None
+        self._queue: list[tuple[str, str, NewEvent]] = []  # (stream, agent, event) not yet appended
+        self._last_flush = time.monotonic()
+
+    # ------------------------------------------------------------------ services (lazy)
+
+    @property
+    def tasks(self):
+        if self._tasks is None:
+            self._tasks = self.ctx.services.get("tasks")
+            if self._tasks is None:
+                from engram.llm.factory import make_tasks
+
+                config = self.ctx.services.get("config")
+                self._tasks = make_tasks(config.llm if config is not None else None)
+        return self._tasks
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = self.ctx.services.get("embedder")
+            if self._embedder is None:
+                from engram.embeddings.factory import make_embedder
+
+                config = self.ctx.services.get("config")
+                self._embedder = make_embedder(config.embedder if config is not None else None)
+        return self._embedder
+
+    @property
+    def workflows(self) -> MemoryWorkflowLibrary:
+        if self._workflows is None:
+            self._workflows = MemoryWorkflowLibrary(self.ctx.home.root, self.tasks)
+        return self._workflows
+
+    # ------------------------------------------------------------------ handling
+
+    def mine(self, discussion: str) -> bool:
+        return owner(discussion, self.ctx.members) == self.ctx.member
+
+    def handle(self, batch: list[Recorded]) -> list[Write]:
+        for rec in batch:
+            ev = rec.event
+            if rec.type == "SettingsChanged":
+                self.settings.apply(rec)
+                continue
+            if isinstance(ev, AgentForgotten):
+                self.discussions = {k: v for k, v in self.discussions.items() if v.agent != ev.agent_id}
+                continue
+            if isinstance(ev, DiscussionForgotten):
+                self.discussions.pop(ev.discussion_id, None)
+                continue
+            if rec.stream.startswith("agent:") or not self.mine(rec.stream):
+                continue
+            actor = self._actor(rec)
+            if actor is None:
+                continue
+            settings = self.settings.discussion_settings(rec.agent, rec.stream)
+            emit = self._emitter(rec.stream, rec.agent)
+            if isinstance(ev, MessageAppended):
+                actor.on_message(rec, settings, emit)
+            elif isinstance(ev, GenerationStarted):
+                actor.on_generation(rec, settings, emit)
+            elif isinstance(ev, SummaryUpdateRequested):
+                actor.on_summary_request(rec, settings, emit, self.flush)
+            elif isinstance(ev, RollingSummaryUpdated):
+                actor.adopt_summary(rec)
+            if time.monotonic() - self._last_flush > FLUSH_INTERVAL_S:
+                self.flush()
+        self.flush()
+        return []
+
+    def _actor(self, rec: Recorded) -> DiscussionSummarizer | None:
+        state = self.discussions.get(rec.stream)
+        if state is None:
+            if isinstance(rec.event, RollingSummaryUpdated):
+                return None  # our own output from before a restart: nothing to adopt it into
+            if rec.stream_version > 1 and self.ctx.read is not None:
+                # The discussion has history this member never saw (no snapshot, or a pool resize
+                # moved it here): rebuild its state from what was recorded, without deciding again.
+                state = recover_state(rec.agent, rec.stream, self._log.history(rec.stream, rec.seq - 1))
+            else:
+                state = DiscussionState(rec.agent, rec.stream)
+            self.discussions[rec.stream] = state
+        return DiscussionSummarizer(state, tasks=self.tasks, embedder=self.embedder, log=self._log,
+                                    workflows=self.workflows)
+
+    def _emitter(self, stream: str, agent: str):
+        def emit(event: NewEvent) -> None:
+            self._queue.append((stream, agent, event))
+
+        return emit
+
+    def flush(self) -> None:
+        """Append every decided event now (in decision order, one all-or-nothing call)."""
+        self._last_flush = time.monotonic()
+        if not self._queue:
+            return
+        if self.ctx.append is None:
+            raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
+        writes: list[Write] = []
+        for stream, agent, event in self._queue:
+            if writes and writes[-1].stream == stream:
+                writes[-1] = Write(stream, agent, writes[-1].events + (event,))
+            else:
+                writes.append(Write(stream, agent, (event,)))
+        self._queue = []
+        self.ctx.append(writes)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def state(self) -> Any:
+        return {"settings": self.settings.state(), "discussions": self.discussions}
+
+    def restore(self, state: Any) -> None:
+        if state:
+            self.settings.restore(state["settings"])
+            self.discussions = state["discussions"]
