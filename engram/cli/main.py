@@ -19,6 +19,11 @@ COMMANDS = [
     "status",
     "replay",
     "embed",
+    "workflow",
+    "memories",
+    "summary",
+    "search",
+    "regenerate",
 ]
 
 

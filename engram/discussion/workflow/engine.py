@@ -188,6 +188,8 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
             mode=node.search_mode, embed=memory.embed, embedding_model=memory.embedding_model,
         )
         info = f"{len(result.hits)} result(s), {result.mode}" + "".join(f"; warning: {w}" for w in result.warnings)
+        if result.reason:
+            info += f"; {result.reason}"
         return result.output(), info
     if isinstance(node, (n.RecentMemorySummarizerTool, n.RecentMemory)):
         info = ""
