@@ -53,6 +53,9 @@ def discussion_memory(demo) -> None:
                                                                  message_id="demo-question-1")],
                              max_message_chars=demo.config.limits.max_message_chars)
     mem.append([write])
+    warm = time.perf_counter()
+    memory.embed(["warm up"])  # a server loads the query embedder once, at start
+    print(f"(query embedder {memory.embedding_model} loaded in {(time.perf_counter() - warm) * 1000:.0f} ms, as a server does at start)")
     print(f"\na new user turn arrives: {question!r}")
     print(f"$ engram workflow run {path.name} --discussion {discussion} --messages turn.jsonl")
     print("  nodes: " + " -> ".join(f"{n.kind}" for n in workflow.nodes))
