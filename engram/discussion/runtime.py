@@ -189,7 +189,9 @@ class LocalEngine:
                 return
 
     def close(self) -> None:
-        self.shard.close()
+        if not getattr(self, "_closed", False):
+            self._closed = True
+            self.shard.close()
 
     def __enter__(self) -> "LocalEngine":
         return self

@@ -24,7 +24,7 @@ from engram.discussion import search as vsearch
 from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, read_memories, read_summary
 from engram.discussion.vectors import VectorStore
 from engram.discussion.workflow import nodes as n
-from engram.discussion.workflow.parse import CHAT_COUNTS, REFERENCE, Workflow, output_names
+from engram.discussion.workflow.parse import CHAT_COUNTS, REFERENCE, Workflow, node_id, output_names
 from engram.discussion.workflow.responder import ChatMessage, Responder
 from engram.home import ProjectionPaths
 
@@ -138,7 +138,7 @@ def _choose_response(out: WorkflowRun, front: list[n.Node]) -> None:
 def _run_node(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node, *, background: bool) -> None:
     started = time.perf_counter()
     output, info, *llm = _execute(out, ctx, index, node)
-    result = NodeResult(index, node.label(), node.kind, output, info, time.perf_counter() - started, background,
+    result = NodeResult(index, node_id(node, index), node.kind, output, info, time.perf_counter() - started, background,
                         llm[0] if llm else None)
     out.results.append(result)
     for name in output_names(node, index):
