@@ -22,6 +22,18 @@ from engram.home import Home, ProjectionPaths
 from engram.ids import validate_agent, validate_discussion
 
 SUMMARIZER_GROUP = "summarizer"
+# One onnxruntime thread per embedding process: one short text gains nothing from intra-op
+# parallelism, and on busy cores (Ray actors beside us) a second thread makes calls wait for
+# each other. Measured on the 2-core target under load: query p99 13-16 ms with one thread,
+# 135-158 ms with two. Parallelism comes from processes, not from threads inside one.
+EMBEDDER_THREADS = 1
+
+
+def single_threaded(embedder_config):
+    """The embedder configuration with one onnxruntime thread (see EMBEDDER_THREADS)."""
+    from engram.config.llm import EmbedderConfig
+
+    return (embedder_config or EmbedderConfig()).model_copy(update={"threads": EMBEDDER_THREADS})
 
 
 def now_us() -> int:
@@ -58,6 +70,10 @@ class MemoryFiles:
             self._stores[discussion] = cached
         return cached[1]
 
+    def missing_files(self, discussion: str, expected: dict[str, bool]) -> list[Path]:
+        """Files the projections say exist (`expected`: suffix -> exists) but that are not on disk."""
+        return [self.path(discussion, s) for s, should in expected.items() if should and not self.path(discussion, s).exists()]
+
     def counts(self, discussion: str) -> dict[str, int]:
         store = self.open_store(discussion)
         summary = read_summary(self.path(discussion, SUMMARY_SUFFIX))
@@ -73,7 +89,7 @@ class MemoryFiles:
         if self._embedder is None:
             from engram.embeddings.factory import make_embedder
 
-            self._embedder = make_embedder(self._embedder_config)
+            self._embedder = make_embedder(single_threaded(self._embedder_config))
         return self._embedder
 
     def embed(self, texts: list[str]):
@@ -92,6 +108,18 @@ def describe_change(before: dict[str, int], after: dict[str, int]) -> str:
     if after["absorbed"] != before["absorbed"]:
         parts.append(f"rolling summary now covers {after['absorbed']} chunk memories")
     return "; ".join(parts)
+
+
+EXPECTED_SQL = """
+SELECT
+  coalesce((SELECT any_value(created) FROM discussion_memory_files WHERE discussion_id = $1), false),
+  coalesce((SELECT count(*) > 0 FROM discussion_summaries WHERE discussion_id = $1), false),
+  coalesce((SELECT any_value(created) FROM vector_memory_stores WHERE discussion_id = $1), false)
+"""
+
+
+def expected_files(row) -> dict[str, bool]:
+    return dict(zip((MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX), (bool(x) for x in row)))
 
 
 def summary_request(node: str, *, min_memories_per_summary: int, loop_if_memories_exceed: int,
@@ -132,14 +160,26 @@ class EngramMemory(MemoryFiles):
     def ensure_memories(self, discussion: str) -> str:
         before = self.counts(discussion)
         self.drain(discussion)
-        return describe_change(before, self.counts(discussion))
+        return self.heal(discussion) + describe_change(before, self.counts(discussion))
 
     def request_summary(self, discussion: str, node: str, **params) -> str:
         before = self.counts(discussion)
         event = summary_request(node, **params)
         self.mem.append([Write(discussion, self.agent, (NewEvent(event, now_us(), _request_id()),))])
         self.drain(discussion)
-        return describe_change(before, self.counts(discussion))
+        return self.heal(discussion) + describe_change(before, self.counts(discussion))
+
+    def heal(self, discussion: str) -> str:
+        """Files deleted by hand come back from the log (no LLM call) when a creator node runs."""
+        from engram.discussion.rebuild import rebuild_discussion
+
+        _, rows = self.mem.sql(EXPECTED_SQL, [discussion])
+        missing = self.missing_files(discussion, expected_files(rows[0])) if rows else []
+        if not missing:
+            return ""
+        records = self.mem.read(self.agent, stream=discussion, limit=None)
+        rebuild_discussion(records, self.paths, self.agent, discussion, only_missing=True)
+        return f"restored from the log: {', '.join(p.name for p in missing)}; "
 
 
 class LocalEngine:
@@ -210,11 +250,22 @@ class LocalMemory(MemoryFiles):
     def ensure_memories(self, discussion: str) -> str:
         before = self.counts(discussion)
         self.engine.settle()
-        return describe_change(before, self.counts(discussion))
+        return self.heal(discussion) + describe_change(before, self.counts(discussion))
 
     def request_summary(self, discussion: str, node: str, **params) -> str:
         before = self.counts(discussion)
         event = summary_request(node, **params)
         self.engine.append([Write(validate_discussion(discussion), self.agent, (NewEvent(event, now_us(), _request_id()),))])
         self.engine.settle()
-        return describe_change(before, self.counts(discussion))
+        return self.heal(discussion) + describe_change(before, self.counts(discussion))
+
+    def heal(self, discussion: str) -> str:
+        from engram.discussion.rebuild import rebuild_discussion
+
+        _, rows = self.engine.shard.query(EXPECTED_SQL, [discussion])
+        missing = self.missing_files(discussion, expected_files(rows[0])) if rows else []
+        if not missing:
+            return ""
+        records = self.engine.shard.read(0, limit=None, stream=discussion)
+        rebuild_discussion(records, self.paths, self.agent, discussion, only_missing=True)
+        return f"restored from the log: {', '.join(p.name for p in missing)}; "

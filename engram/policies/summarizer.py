@@ -105,10 +105,11 @@ class Summarizer(Policy):
         if self._embedder is None:
             self._embedder = self.ctx.services.get("embedder")
             if self._embedder is None:
+                from engram.discussion.runtime import single_threaded
                 from engram.embeddings.factory import make_embedder
 
                 config = self.ctx.services.get("config")
-                self._embedder = make_embedder(config.embedder if config is not None else None)
+                self._embedder = make_embedder(single_threaded(config.embedder if config is not None else None))
         return self._embedder
 
     @property

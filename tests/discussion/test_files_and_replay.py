@@ -105,3 +105,16 @@ def test_engram_sql_sees_the_memories_of_every_discussion(remembered):
     assert rows == [("kept", 5), ("other", 1)]
     _, vec = remembered.shard.query("SELECT count(*), any_value(len(embedding)) FROM vector_memories")
     assert vec == [(6, 384)]
+
+
+def test_a_creator_node_finds_deleted_files_and_restores_them_from_the_log(remembered):
+    from engram.discussion.workflow import RunContext, parse, run
+
+    live = files(remembered)
+    saved = {s: p.read_bytes() for s, p in live.items()}
+    for p in live.values():
+        p.unlink()
+    out = run(parse([{"type": "QualityMemory"}], "w.json"), RunContext(discussion="kept", memory=LocalMemory(remembered, AGENT)))
+    assert out.results[0].info.startswith("restored from the log: kept_memories.jsonl, kept_summary.jsonl, kept_vector_memory.db")
+    assert live[MEMORIES_SUFFIX].read_bytes() == saved[MEMORIES_SUFFIX]
+    assert live[SUMMARY_SUFFIX].read_bytes() == saved[SUMMARY_SUFFIX]
