@@ -50,11 +50,11 @@ class EmbeddingCache:
         with self._lock:
             self._con.register("wanted_keys", wanted)
             try:
-                found = self._con.execute(
+                found = self._con.sql(
                     "SELECT e.key, e.dim, e.vector FROM embeddings e "
                     "JOIN (SELECT DISTINCT key FROM wanted_keys) w ON e.key = w.key WHERE e.model = ?",
-                    [model],
-                ).fetch_arrow_table()
+                    params=[model],
+                ).to_arrow_table()
             finally:
                 self._con.unregister("wanted_keys")
         if found.num_rows == 0:

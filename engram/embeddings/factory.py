@@ -28,11 +28,16 @@ def _warn_fallback_once() -> None:
         log.warning(FALLBACK_WARNING)
 
 
-def make_embedder(config: EmbedderConfig | None = None) -> Embedder:
+def make_embedder(
+    config: EmbedderConfig | None = None, *, files: tuple[Path, Path] | None | str = "installed"
+) -> Embedder:
+    """The embedder `config` asks for. `files`: the model's (tokenizer, graph) files; "installed"
+    looks them up in the installed packages, None means they are missing."""
     config = config or EmbedderConfig()
     if config.name == "hashing":
         return HashingEmbedder()
-    files = model_files()
+    if files == "installed":
+        files = model_files()
     if files is not None:
         return MiniLmEmbedder(batch_size=config.batch_size, threads=config.threads, files=files)
     if config.name == "minilm":

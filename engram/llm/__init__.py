@@ -6,6 +6,7 @@
 """
 
 from engram.llm.factory import describe_providers, make_tasks, select_provider
+from engram.llm.offline.provider import OfflineTasks
 from engram.llm.tasks import MemoryTasks
 from engram.llm.types import (
     ChatLine,
@@ -19,7 +20,27 @@ from engram.llm.types import (
     TraceCandidate,
 )
 
+# The anthropic SDK takes about a second to import: these load on first use.
+_LAZY = {
+    "AnthropicTasks": "engram.llm.anthropic_tasks",
+    "BatchRunner": "engram.llm.batches",
+    "EventLogJournal": "engram.llm.batches",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'engram.llm' has no attribute {name!r}")
+
+
 __all__ = [
+    "AnthropicTasks",
+    "BatchRunner",
+    "EventLogJournal",
+    "OfflineTasks",
     "ChatLine",
     "Compaction",
     "Contradiction",

@@ -121,7 +121,8 @@ class AnthropicTasks(MemoryTasks):
         return Prepared(task, endpoint_name, request, digest(endpoint.model, system, user))
 
     def repair_request(self, prepared: Prepared, answer: str, error: str) -> Request:
-        repair = render(self.templates.get("repair.prompt.txt"), {"Error": error})
+        template = "repair.prompt.txt" if SPECS[prepared.task].expects_json else "repair_text.prompt.txt"
+        repair = render(self.templates.get(template), {"Error": error})
         messages = prepared.request.messages + (("assistant", answer or "(empty)"), ("user", repair))
         return msgspec.structs.replace(prepared.request, messages=messages)
 
@@ -129,12 +130,11 @@ class AnthropicTasks(MemoryTasks):
 
     def run(self, task_input: i.TaskInput) -> Result:
         start = self.clock()
+        prepared = self.prepare(task_input)
         try:
-            prepared = self.prepare(task_input)
-            client = self.client(prepared.endpoint_name)
-            completion, attempts = client.create(prepared.request)
+            completion, attempts = self.client(prepared.endpoint_name).create(prepared.request)
         except CallFailed as failed:
-            return self.failure(task_input, None, failed.error, failed.attempts, start)
+            return self.failure(task_input, prepared, failed.error, failed.attempts, start)
         return self.finish(task_input, prepared, completion, attempts, start)
 
     def finish(
@@ -171,7 +171,7 @@ class AnthropicTasks(MemoryTasks):
     def failure(
         self,
         task_input: i.TaskInput,
-        prepared: Prepared | None,
+        prepared: Prepared,
         error: str,
         attempts: int,
         start: float,
@@ -179,9 +179,6 @@ class AnthropicTasks(MemoryTasks):
         batch_id: str | None = None,
     ) -> Result:
         """A recorded failure: the offline heuristic's value, labelled, with the error."""
-        if prepared is None:
-            endpoint_name, endpoint, _, _ = self.route(task_input.task)
-            prepared = Prepared(task_input.task, endpoint_name, Request(model=endpoint.model, system="", messages=(), max_tokens=1), "")
         llm = self.provenance(prepared, usage or _Usage(), attempts, start, error=error, batch_id=batch_id)
         return Result(value=offline_compute(task_input), llm=llm)
 

@@ -40,7 +40,9 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     def params(self) -> dict[str, Any]:
         system_block: dict[str, Any] = {"type": "text", "text": self.system}
         if self.cache_system:
-            # The system prompt of a task never changes between calls: cache it.
+            # The system prompt of a task never changes between calls: cache it. The API caches
+            # only prefixes above a model-dependent minimum (512-4096 tokens); shorter prompts,
+            # like the shipped defaults, are sent normally and billed at the base rate.
             system_block["cache_control"] = {"type": "ephemeral"}
         out: dict[str, Any] = {
             "model": self.model,

@@ -13,7 +13,6 @@ from typing import Mapping
 
 from engram.config.errors import ConfigError
 from engram.config.llm import LlmConfig
-from engram.llm.anthropic_tasks import AnthropicTasks
 from engram.llm.offline.provider import OfflineTasks
 from engram.llm.tasks import MemoryTasks
 
@@ -38,6 +37,8 @@ def make_tasks(config: LlmConfig | None = None, env: Mapping[str, str] | None = 
     """The memory-task provider that `config` selects (see the module docstring)."""
     config = config or LlmConfig()
     if select_provider(config, env) == "anthropic":
+        from engram.llm.anthropic_tasks import AnthropicTasks  # the SDK takes a second to import
+
         return AnthropicTasks(config, env=env)
     return OfflineTasks()
 
@@ -49,7 +50,7 @@ def describe_providers(service_config, env: Mapping[str, str] | None = None) -> 
     config: LlmConfig = service_config.llm
     provider = select_provider(config, env)
     if provider == "anthropic":
-        llm = AnthropicTasks(config, env=env).describe()
+        llm = make_tasks(config, env).describe()
     else:
         llm = OfflineTasks().describe()
         default = config.endpoints["default"]

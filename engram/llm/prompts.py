@@ -2,7 +2,8 @@
 WilmerAI's placeholders.
 
 Each task has `<task>.system.txt` (stable: it is the prompt-cached part) and `<task>.prompt.txt`
-(the user message). Placeholders are replaced literally wherever they appear:
+(the user message); `repair.prompt.txt` and `repair_text.prompt.txt` ask once more after an
+unusable answer. Placeholders are replaced literally wherever they appear:
 
     [TextChunk]          the messages of the task (transcript)
     [Memory_file]        recent chunk memories          [Full_Memory_file]  all chunk memories

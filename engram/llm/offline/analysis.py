@@ -9,14 +9,17 @@ from typing import Sequence
 
 from engram.llm.offline import cues
 from engram.llm.offline import tuning as k
-from engram.llm.offline.entities import Entity, extract, mid_sentence_capitals
+from engram.llm.offline.entities import capitals_after_first, extract, tokens
 from engram.llm.offline.rewrite import trim_filler
 from engram.llm.offline.sentiment import Pad, pad
-from engram.llm.offline.text import content_words, sentences, stem
+from engram.llm.offline.text import content_words, normalise, sentences, stem
+from engram.llm.offline.text import words as words_of
 from engram.llm.offline.timeref import resolve
 from engram.llm.types import ChatLine
 from engram.tokens import estimate_tokens
 
+
+_NO_CUES = {name: 0 for name in cues.CUES}
 
 # The role of texts that are memories already (summaries, notes, traces), not messages.
 MEMORY_ROLE = "memory"
@@ -27,10 +30,12 @@ class Unit:
 
     __slots__ = (
         "index", "line", "seq", "ts_us", "message_id", "speaker", "text", "clean", "stems", "entities",
-        "has_number", "refers_to", "cue", "pad", "question", "chitchat", "tokens",
+        "has_number", "refers_to", "cue", "_pad", "question", "chitchat", "tokens",
     )
 
-    def __init__(self, index: int, line: ChatLine, text: str, known: frozenset[str], speakers: tuple[str, ...]):
+    def __init__(
+        self, index: int, line: ChatLine, text: str, toks: list[str], known: frozenset[str], speakers: tuple[str, ...]
+    ):
         self.index = index
         self.line = line
         self.seq = line.seq
@@ -41,24 +46,24 @@ class Unit:
         self.clean = trim_filler(text)
         words = content_words(cues.PLEASANTRY.sub(" ", self.clean))
         self.stems = tuple(stem(w) for w in words)
-        self.entities: tuple[Entity, ...] = tuple(extract(text, speakers, known))
-        self.has_number = any(e.kind == "number" for e in self.entities)
-        self.refers_to = resolve(text, line.ts_us) if any(e.kind == "date" for e in self.entities) else None
-        self.cue = {
-            "commitment": cues.count(cues.COMMITMENT, text),
-            "preference": cues.count(cues.PREFERENCE, text),
-            "creative": cues.count(cues.CREATIVE, text),
-            "correction": cues.count(cues.CORRECTION, text),
-            "emotion_words": cues.count(cues.EMOTION_WORDS, text),
-            "goal": cues.count(cues.GOAL, text),
-            "action_item": cues.count(cues.ACTION_ITEM, text),
-            "episodic": cues.count(cues.EPISODIC, text),
-            "knowledge": cues.count(cues.KNOWLEDGE, text),
-        }
-        self.pad: Pad = pad(text)
         self.question = bool(cues.QUESTION.search(text))
         self.chitchat = len(words) < k.MIN_CONTENT_WORDS
+        if self.chitchat:
+            # No task ever uses chit-chat, so it is not analysed further (most of the cost is below).
+            self.entities, self.has_number, self.refers_to, self.cue, self._pad = (), False, None, _NO_CUES, Pad()
+        else:
+            self.entities = tuple(extract(text, speakers, known, toks))
+            self.has_number = any(e.kind == "number" for e in self.entities)
+            self.refers_to = resolve(text, line.ts_us) if any(e.kind == "date" for e in self.entities) else None
+            self.cue = cues.count_cues(text, cues.sentence_keys(words_of(normalise(text))))
+            self._pad = None  # computed when a task asks: summaries never do
         self.tokens = estimate_tokens(text)
+
+    @property
+    def pad(self) -> Pad:
+        if self._pad is None:
+            self._pad = pad(self.text)
+        return self._pad
 
     def names(self, speaker_too: bool = False) -> list[str]:
         out = [e.text for e in self.entities if e.kind in ("person", "place", "name")]
@@ -77,12 +82,9 @@ class Unit:
 def analyse(lines: Sequence[ChatLine]) -> list[Unit]:
     """The sentences of `lines` in order, analysed."""
     speakers = tuple(dict.fromkeys(line.speaker for line in lines))
-    known = mid_sentence_capitals("\n".join(line.content for line in lines))
-    units: list[Unit] = []
-    for line in lines:
-        for text in sentences(line.content):
-            units.append(Unit(len(units), line, text, known, speakers))
-    return units
+    split = [(line, text, tokens(text)) for line in lines for text in sentences(line.content)]
+    known = capitals_after_first(toks for _, _, toks in split)
+    return [Unit(n, line, text, toks, known, speakers) for n, (line, text, toks) in enumerate(split)]
 
 
 def text_units(texts: Sequence[str], first_seq: int = 0) -> list[Unit]:

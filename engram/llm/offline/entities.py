@@ -33,6 +33,13 @@ DATE_PATTERNS = re.compile(
 )
 # Numbers with optional currency, decimals, percent and magnitude (dates are matched first).
 NUMBER_PATTERN = re.compile(r"(?<![\w-])[$€£]?\d+(?:[.,:]\d+)*(?:\s?%|k\b|K\b|m\b|M\b)?(?![\w-])")
+_DIGIT = re.compile(r"\d")
+_LOWER_WORD = re.compile(r"[a-z]+")
+# Words without which no date expression (other than digits) can match.
+_DATE_WORDS = frozenset(
+    MONTHS + WEEKDAYS + [m[:3] for m in MONTHS] + ["sept", "tues", "thurs"]
+    + "yesterday today tonight tomorrow ago week weekend month year summer winter spring fall autumn".split()
+)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|\S")
 # Lower-case words allowed inside a capitalised run ("Bank of America", "Leonardo da Vinci").
 _CONNECTORS = frozenset({"of", "de", "da", "del", "van", "von", "la", "le", "du"})
@@ -41,7 +48,8 @@ _PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "to", "near", "visit", "vis
 # Capitalised words that are never names on their own.
 _NOT_NAMES = frozenset(
     {"i", "i'm", "i've", "i'll", "i'd", "im", "ive", "god", "omg", "lol", "ok", "okay", "hey", "hi", "hello", "wow",
-     "yeah", "yes", "no", "oh", "thanks", "thank", "sure", "well", "so", "haha", "btw", "tbh", "mom", "dad"}
+     "yeah", "yes", "no", "oh", "thanks", "thank", "sure", "well", "so", "haha", "btw", "tbh", "mom", "dad",
+     "yesterday", "today", "tomorrow", "tonight"}
 )
 
 
@@ -50,31 +58,38 @@ class Entity(NamedTuple):
     kind: str  # person | place | name | date | number
 
 
-def mid_sentence_capitals(text: str) -> frozenset[str]:
-    """Lower-cased words that `text` capitalises somewhere other than at a sentence start."""
-    seen: set[str] = set()
-    for s in sentences(text):
-        toks = _TOKEN.findall(s)
-        for tok in toks[1:]:
-            if tok[:1].isupper():
-                seen.add(tok.lower())
-    return frozenset(seen)
-
-
 def _is_capitalised(tok: str) -> bool:
     return tok[:1].isupper() and (tok[1:2].islower() or tok[1:2] in ("", "'", "’") or tok.isupper())
 
 
-def names(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None = None) -> list[Entity]:
+def tokens(sentence: str) -> list[str]:
+    """The tokens `names` reads: words and single punctuation marks."""
+    return _TOKEN.findall(sentence)
+
+
+def capitals_after_first(token_lists: Iterable[list[str]]) -> frozenset[str]:
+    """Lower-cased tokens capitalised anywhere but first in their sentence."""
+    return frozenset(tok.lower() for toks in token_lists for tok in toks[1:] if tok[:1].isupper())
+
+
+def names(
+    text: str,
+    speakers: Iterable[str] = (),
+    known: frozenset[str] | None = None,
+    sentence_tokens: list[str] | None = None,
+) -> list[Entity]:
     """Capitalised runs of `text` that look like names, in order of first appearance.
 
     `known`: words capitalised mid-sentence in the surrounding document (default: in `text`).
+    `sentence_tokens`: `text` is one sentence and these are its `tokens` (saves splitting it again).
     """
     speaker_keys = {s.lower() for s in speakers}
-    sents = [_TOKEN.findall(s) for s in sentences(text)]
-    mid = known if known is not None else mid_sentence_capitals(text)
+    sents = [sentence_tokens] if sentence_tokens is not None else [_TOKEN.findall(s) for s in sentences(text)]
+    mid = known if known is not None else capitals_after_first(sents)
     out: dict[str, Entity] = {}
     for toks in sents:
+        if not any(tok[:1].isupper() for tok in toks):
+            continue  # the usual case in chat: nothing capitalised, no name
         k = 0
         while k < len(toks):
             tok = toks[k]
@@ -85,6 +100,8 @@ def names(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None 
             j = k + 1
             while j < len(toks):
                 nxt = toks[j]
+                if nxt.lower() in _NOT_NAMES:
+                    break  # "Yesterday I ..." is no name
                 if nxt[:1].isalpha() and _is_capitalised(nxt):
                     run.append(nxt)
                     j += 1
@@ -109,14 +126,15 @@ def names(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None 
             sentence_initial = start == 0
             if sentence_initial and len(run) == 1 and first not in mid and first not in speaker_keys and not run[0].isupper():
                 continue
-            if len(run) == 1 and len(run[0]) == 1:
-                continue
+            if len(run) == 1 and (len(run[0]) == 1 or first in _TITLES):
+                continue  # "Dr" alone is a title; the name follows it
             name = " ".join(run).rstrip("'’").removesuffix("'s").removesuffix("’s")
             key = name.lower()
             if key in out:
                 continue
             prev = toks[start - 1].lower() if start > 0 else ""
-            if key in speaker_keys or prev.rstrip(".") in _TITLES:
+            title = toks[start - 2].lower() if prev == "." and start > 1 else prev
+            if key in speaker_keys or title in _TITLES:
                 kind = "person"
             elif prev in _PLACE_PREPOSITIONS:
                 kind = "place"
@@ -126,24 +144,43 @@ def names(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None 
     return list(out.values())
 
 
+def dates_and_numbers(text: str) -> tuple[list[str], list[str]]:
+    """Date mentions and numbers of `text` (digits inside a date are not numbers)."""
+    dates: dict[str, str] = {}
+    spans = []
+    has_digit = _DIGIT.search(text) is not None
+    # The date expression is long; run it only where a digit or a time word could match.
+    if has_digit or not _DATE_WORDS.isdisjoint(_LOWER_WORD.findall(text.lower())):
+        for m in DATE_PATTERNS.finditer(text):
+            dates.setdefault(m.group(0).lower(), m.group(0))
+            spans.append(m.span())
+    nums: dict[str, str] = {}
+    if has_digit:
+        masked = text
+        for a, b in reversed(spans):
+            masked = masked[:a] + " " * (b - a) + masked[b:]
+        for m in NUMBER_PATTERN.finditer(masked):
+            nums.setdefault(m.group(0), m.group(0).strip())
+    return list(dates.values()), list(nums.values())
+
+
 def date_mentions(text: str) -> list[str]:
-    seen: dict[str, str] = {}
-    for m in DATE_PATTERNS.finditer(text):
-        seen.setdefault(m.group(0).lower(), m.group(0))
-    return list(seen.values())
+    return dates_and_numbers(text)[0]
 
 
 def numbers(text: str) -> list[str]:
-    masked = DATE_PATTERNS.sub(" ", text)
-    seen: dict[str, str] = {}
-    for m in NUMBER_PATTERN.finditer(masked):
-        seen.setdefault(m.group(0), m.group(0).strip())
-    return list(seen.values())
+    return dates_and_numbers(text)[1]
 
 
-def extract(text: str, speakers: Iterable[str] = (), known: frozenset[str] | None = None) -> list[Entity]:
+def extract(
+    text: str,
+    speakers: Iterable[str] = (),
+    known: frozenset[str] | None = None,
+    sentence_tokens: list[str] | None = None,
+) -> list[Entity]:
     """Names, places, dates and numbers of `text`, each once, names first."""
-    found = names(text, speakers, known)
-    found += [Entity(x, "date") for x in date_mentions(text)]
-    found += [Entity(x, "number") for x in numbers(text)]
+    found = names(text, speakers, known, sentence_tokens)
+    dates, nums = dates_and_numbers(text)
+    found += [Entity(x, "date") for x in dates]
+    found += [Entity(x, "number") for x in nums]
     return found

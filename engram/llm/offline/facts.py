@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from engram.llm.focus import FOCUS_IMPORTANCE_BOOST, Traits, ingest_policy
+from engram.llm.offline import cues
 from engram.llm.offline import tuning as k
 from engram.llm.offline.analysis import Unit, analyse
 from engram.llm.offline.summarize import render_unit
@@ -19,6 +20,11 @@ from engram.llm.types import FACT_CATEGORIES, ChatLine, Fact
 _EMOTIONAL_INTENSITY = 0.5
 # Facts are observation-sized.
 _MAX_FACT_CHARS = k.MAX_NOTE_CHARS
+# A first-person statement with no cue still tells what is going on with the speaker: an episode.
+_SITUATION_EVIDENCE = 0.5
+_SITUATION_MIN_WORDS = 3
+# ...but a cue-less statement is worth storing only with something concrete in it (a name, a time, a number, a feeling).
+_SITUATION_IMPORTANCE_PENALTY = 0.1
 
 
 def category_evidence(u: Unit) -> dict[str, float]:
@@ -65,16 +71,21 @@ def extract_facts(
         for c in allowed:  # fixed order: ties go to the earlier category
             if ev[c] > score:
                 best, score = c, ev[c]
+        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and cues.FIRST_PERSON.search(u.text):
+            best, score = "episodic", _SITUATION_EVIDENCE
         if not best:
             continue
         content = clip_words(render_unit(u), _MAX_FACT_CHARS)
         if content in seen:
             continue
         seen.add(content)
+        importance = fact_importance(u, best, policy.boosted)
+        if score == _SITUATION_EVIDENCE and not any(ev.values()):
+            importance = round(max(0.0, importance - _SITUATION_IMPORTANCE_PENALTY), 3)
         fact = Fact(
             category=best,
             content=content,
-            importance=fact_importance(u, best, policy.boosted),
+            importance=importance,
             source_seq=u.seq,
             entities=tuple(u.entity_texts()),
             message_id=u.message_id,

@@ -13,6 +13,7 @@ from typing import Sequence
 from engram.events.background import ObservationNote
 from engram.llm.focus import FOCUS_IMPORTANCE_BOOST, OBSERVER_FOCUS, Traits, observation_weights
 from engram.llm.hashing import note_id
+from engram.llm.offline import cues
 from engram.llm.offline import tuning as k
 from engram.llm.offline.analysis import Unit, analyse
 from engram.llm.offline.summarize import render_unit
@@ -29,11 +30,16 @@ _FACT_EVENT = 0.2
 _EMOTION_WORD = 0.3
 # Creative vocabulary ("art", "story") is common in chat, so one creative word counts for less.
 _CREATIVE_WORD = 0.5
+# Praise of someone else ("your store looks great!") is the speaker being kind, not feeling much:
+# emotion without a first-person word or a feeling word counts half.
+_OTHERS_EMOTION = 0.5
 
 
 def evidence(u: Unit) -> dict[str, float]:
     names = sum(1 for e in u.entities if e.kind in ("person", "place", "name"))
     emotional = (u.pad.intensity if u.pad.hits else 0.0) + _EMOTION_WORD * u.cue["emotion_words"]
+    if not u.cue["emotion_words"] and not cues.FIRST_PERSON.search(u.text):
+        emotional *= _OTHERS_EMOTION
     factual = (
         _FACT_BASE
         + _FACT_PER_NAME * min(names, 2)
@@ -80,7 +86,8 @@ def observe(lines: Sequence[ChatLine], traits: Traits) -> tuple[ObservationNote,
     focused = {t for trait, (t, _) in OBSERVER_FOCUS.items() if traits.high(trait)}
     candidates: list[tuple[float, int, ObservationNote]] = []
     for u in units:
-        if u.chitchat or (u.question and not (u.cue["commitment"] or u.cue["correction"])):
+        # Questions ask rather than tell, unless they propose ("what if we...") or promise.
+        if u.chitchat or (u.question and not (u.cue["commitment"] or u.cue["correction"] or u.cue["creative"])):
             continue
         kind, score = note_type(u, weights)
         if score < k.MIN_NOTE_EVIDENCE:

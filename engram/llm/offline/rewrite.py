@@ -33,12 +33,13 @@ _I_AUX = re.compile(r"\b(?:I['’]m|I am|I['’]ve|I have|I['’]ll|I['’]d|I w
                     r"I will|I would|I could|I should|I might|I must|I haven['’]t|I wasn['’]t|I won['’]t)\b")
 _I_VERB = re.compile(r"\bI\s+(?:(really|also|just|still|totally|definitely|absolutely|always|usually|often|never|sometimes)\s+)?([a-z]+)\b")
 _I = re.compile(r"\bI\b")
-_MY = re.compile(r"\b(?:my|My)\b")
-_ME = re.compile(r"\b(?:me|myself|mine)\b")
+_MY = re.compile(r"(?<![-'’])\b(?:my|My)\b(?![-'’])")
+_ME = re.compile(r"(?<![-'’])\b(?:me|myself|mine)\b(?![-'’])")  # not inside "me-time"
 # Leading interjections and pleasantries that carry nothing worth remembering.
 # Pure interjections go whatever follows; praise words only when punctuation ends them ("Great!", not "Great idea").
 _FILLER = re.compile(
-    r"^(?:(?:hey|hi|hello|wow|oh|ah|aw+|haha|lol|omg|hmm|um|uh|yeah|yep|yes|no|nope|ok|okay|well|so)\b[\s,!.…-]*"
+    r"^(?:(?:hey|hi|hello|wow|whoa|woah|yay|ooh|oh|ah|aw+|haha|lol|omg|hmm|um|uh|yeah|yep|yes|no|nope|ok|okay|well|so|anyway|"
+    r"by the way|btw)\b[\s,!.…-]*"
     r"|(?:thanks|thank you|sure|cool|great|awesome|nice|amazing|totally|absolutely|right)\s*[,!.…-]+\s*)+",
     re.IGNORECASE,
 )

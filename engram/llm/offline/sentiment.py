@@ -80,7 +80,7 @@ def _clamp(x: float) -> float:
 
 def pad(text: str) -> Pad:
     """The mean PAD of the lexicon words in `text`, with negation, intensifiers and exclamation marks."""
-    toks = [normalise(w) for w in words(text)]
+    toks = words(normalise(text))
     v = a = dm = 0.0
     hits = 0
     for k, tok in enumerate(toks):

@@ -57,7 +57,7 @@ def extract_memory(lines: Sequence[ChatLine], max_tokens: int) -> StructuredMemo
     counts: dict[str, int] = {}
     first: dict[str, str] = {}
     for u in units:
-        for e in u.entity_texts(speaker_too=False):
+        for e in u.entity_texts(speaker_too=True):
             key = e.lower()
             counts[key] = counts.get(key, 0) + 1
             first.setdefault(key, e)

@@ -64,7 +64,7 @@ def select(
             freq[s] = freq.get(s, 0.0) + 1.0
     top = max(freq.values())
     prob = {s: c / top for s, c in freq.items()}
-    rendered = {u.index: render(u) for u in candidates}
+    rendered: dict[int, str] = {}  # rendered when first considered: most sentences never are
     base = {u.index: static_bonus(u) for u in candidates}
     factor = {
         u.index: (k.QUESTION_FACTOR if u.question else 1.0) * (weight(u) if weight else 1.0) for u in candidates
@@ -82,6 +82,11 @@ def select(
     used = 0
     while heap:
         neg, i = heapq.heappop(heap)
+        # Rewriting never shortens a sentence ("I" becomes a name), so its clean text bounds its cost.
+        if used + len(by_index[i].clean) + len(separator) > budget_chars:
+            continue
+        if i not in rendered:
+            rendered[i] = render(by_index[i])
         cost = len(rendered[i]) + len(separator)
         if used + cost > budget_chars:
             continue  # does not fit; a shorter sentence still may

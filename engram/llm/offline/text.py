@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Sentence ends at . ! ? … (plus closing quotes/brackets) before whitespace, or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\s*\n+\s*")
+# The pattern starts with a character class, which lets the regex engine skip ahead quickly.
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|\n")
 # Abbreviations after which a period does not end a sentence.
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e approx dept inc ltd co no fig jan feb mar apr jun jul aug sep sept oct nov dec".split()
@@ -33,7 +35,17 @@ STOPWORDS = frozenset(
 
 def sentences(text: str) -> list[str]:
     """`text` split into sentences (abbreviations such as "Dr." do not end one)."""
-    parts = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]
+    parts: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        end = m.end() if m.group(0) != "\n" else m.start()
+        piece = text[start:end].strip()
+        if piece:
+            parts.append(piece)
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
     out: list[str] = []
     for part in parts:
         if out:
@@ -50,10 +62,13 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def normalise(word: str) -> str:
-    return word.lower().replace("’", "'")
+def normalise(text: str) -> str:
+    """Lower case, with typographic apostrophes made plain (so "I’m" and "I'm" are one word)."""
+    low = text.lower()
+    return low.replace("’", "'") if "’" in low else low
 
 
+@lru_cache(maxsize=1 << 16)  # pure and hot: chat reuses a small vocabulary
 def stem(word: str) -> str:
     """A crude suffix stripper: enough to match "paints"/"painted"/"painting" to one key."""
     w = normalise(word)
@@ -70,7 +85,7 @@ def stem(word: str) -> str:
 
 def content_words(text: str) -> list[str]:
     """Lower-cased words of `text` that carry content (no stopwords, no one- or two-letter words)."""
-    return [w for w in (normalise(x) for x in _WORD.findall(text)) if len(w) > 2 and w not in STOPWORDS]
+    return [w for w in _WORD.findall(normalise(text)) if len(w) > 2 and w not in STOPWORDS]
 
 
 def content_stems(text: str) -> list[str]:

@@ -38,6 +38,7 @@ _RULES: list[tuple[str, re.Pattern]] = [
     ("shifted_period", re.compile(r"\b(last|next|this|coming)\s+(weekend|week|month|year)\b", re.I)),
     ("month_year", re.compile(rf"\b{_MON}\s+(\d{{4}})\b", re.I)),
     ("weekday", re.compile(rf"\b(?:on\s+)?{_DAY}\b", re.I)),
+    ("year", re.compile(r"\b((?:19|20)\d{2})\b")),
 ]
 
 
@@ -133,6 +134,8 @@ def resolve(text: str, ts_us: int) -> str | None:
                 return str(event.year + step)
         elif kind == "month_year":
             return f"{int(g[1]):04d}-{_MONTH_KEYS[g[0][:3].lower()]:02d}"
+        elif kind == "year":
+            return g[0]
         else:  # a bare weekday: the previous one in past tense, else the coming one
             wd = WEEKDAYS.index(g[0].lower())
             if past:

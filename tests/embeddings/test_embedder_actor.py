@@ -1,0 +1,34 @@
+"""The Embedder actor on a real local Ray instance (one small integration test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    if started:
+        ray.shutdown()
+
+
+@pytest.mark.ray
+def test_the_actor_embeds_batches_and_serves_repeats_from_its_cache(ray_local, tmp_path):
+    from engram.actors.embedder import EmbedderActor
+
+    actor = EmbedderActor.remote(str(tmp_path), {"name": "auto"})
+    texts = ["the cat sat on the mat", "a cat was sitting on a rug", "quarterly tax filing deadline"]
+    first = ray.get(actor.embed.remote(texts))
+    again = ray.get(actor.embed.remote(texts))
+    assert ray.get(actor.info.remote()) == {"name": "all-MiniLM-L6-v2-onnx-int8", "dim": 384, "is_fallback": False}
+    assert first.shape == (3, 384) and first.dtype == np.float32 and np.array_equal(first, again)
+    assert first[0] @ first[1] > first[0] @ first[2]
+    assert ray.get(actor.stats.remote()) == {"calls": 2, "texts_requested": 6, "texts_computed": 3, "cache_hits": 3}
+    assert (tmp_path / "cache" / "embeddings.duckdb").exists()
+    ray.kill(actor)

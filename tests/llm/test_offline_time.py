@@ -1,0 +1,34 @@
+"""Time references resolved against the event time of their message (never the wall clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.llm.offline.timeref import resolve
+
+MONDAY = 1_683_554_160_000_000  # 2023-05-08 13:56 UTC
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("I went to a support group yesterday.", "2023-05-07"),
+        ("Let's meet tomorrow.", "2023-05-09"),
+        ("See you next Friday!", "2023-05-19"),  # the Friday of the following week
+        ("This Friday we hike.", "2023-05-12"),
+        ("Last Friday I painted.", "2023-05-05"),
+        ("I did it on Sunday.", "2023-05-07"),  # past tense: the Sunday before
+        ("We meet on Sunday.", "2023-05-14"),  # otherwise the coming one
+        ("Two weeks ago we met.", "2023-04-24"),
+        ("The race is in 3 days.", "2023-05-11"),
+        ("It happened on 8 May, 2023.", "2023-05-08"),
+        ("My birthday is May 20.", "2023-05-20"),
+        ("I moved there last month.", "2023-04"),  # only as precise as the text
+        ("We will go in June 2024.", "2024-06"),
+        ("Last year I ran a marathon.", "2022"),
+        ("She moved to Boston in 2019.", "2019"),
+        ("I need to rest.", None),
+    ],
+)
+def test_relative_and_absolute_dates_resolve_to_iso(text, expected):
+    assert resolve(text, MONDAY) == expected
