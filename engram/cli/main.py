@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from engram.cli.errors import UsageError  # re-exported: command modules may import it from here
+
 # Command modules, in the order `engram --help` lists them.
 COMMANDS = [
     "demo",
@@ -18,6 +20,8 @@ COMMANDS = [
     "sql",
     "status",
     "replay",
+    "serve",
+    "forget",
     "embed",
     "workflow",
     "memories",
@@ -25,10 +29,6 @@ COMMANDS = [
     "search",
     "regenerate",
 ]
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed without a traceback, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

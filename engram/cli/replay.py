@@ -9,7 +9,7 @@ from pathlib import Path
 import ray
 
 from engram.cli.common import config_from, open_engram
-from engram.cli.main import UsageError
+from engram.cli.errors import UsageError
 from engram.events.envelope import to_us
 
 

@@ -5,6 +5,7 @@ Plain class; `engram.actors.policy` runs it in a Ray actor with a long-poll loop
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Callable, Sequence
@@ -100,6 +101,10 @@ class PolicyHost:
             path = self._snapshot_path(p)
             if path is not None:
                 atomic_write(path, p.snapshot())
+                # Beside it, the position alone, for `engram status` without unpickling anything.
+                atomic_write(path.with_suffix(".position.json"), json.dumps(
+                    {"policy": p.name, "shard": p.ctx.shard, "member": p.ctx.member, "members": p.ctx.members,
+                     "position": p.position}).encode())
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}
