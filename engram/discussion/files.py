@@ -28,10 +28,15 @@ class DiscussionNotFound(LookupError):
     pass
 
 
+def chunk_memory_id(ev: ChunkSummarized) -> str:
+    """The memory's id (derived the Summarizer's way when a producer recorded none)."""
+    return ev.memory_id or f"g{ev.generation}-m{ev.first_seq}-{ev.last_seq}"
+
+
 def memory_line(rec: Recorded, ev: ChunkSummarized) -> dict:
     """A line of `<id>_memories.jsonl`: the summary and the messages it was made from."""
     line = {
-        "memory_id": ev.memory_id,
+        "memory_id": chunk_memory_id(ev),
         "generation": ev.generation,
         "summary": ev.summary,
         "first_seq": ev.first_seq,

@@ -26,6 +26,7 @@ from typing import Callable, Protocol, Sequence
 from engram.config import defaults as d
 from engram.config.discussion import DEFAULT_PROMPT, DEFAULT_SYSTEM_PROMPT, DiscussionSettings
 from engram.discussion.chunking import Chunk, Msg, Thresholds, memory_check
+from engram.discussion.files import chunk_memory_id
 from engram.discussion.rolling import MergePolicy, plan_merges
 from engram.discussion.vectors import encode_vector
 from engram.events.control import GenerationStarted
@@ -125,7 +126,7 @@ def recover_state(agent: str, discussion: str, history: Sequence[Recorded]) -> D
         elif isinstance(ev, ChunkSummarized):
             st.memories.marker = max(st.memories.marker, ev.last_seq)
             st.memories.chunks += 1
-            chunk_seqs[ev.memory_id] = rec.seq
+            chunk_seqs[chunk_memory_id(ev)] = rec.seq
             st.recent = (st.recent + [ev.summary])[-d.MAX_SUMMARY_CHUNKS_FROM_FILE:]
         elif isinstance(ev, VectorMemoryStored):
             if ev.last_seq > st.vectors.marker:
@@ -212,16 +213,17 @@ class DiscussionSummarizer:
                 system_prompt=ev.system_prompt, prompt=ev.prompt,
             )
             last = batch[-1].event
+            last_id = chunk_memory_id(last)
             st.summary.absorbed += len(batch)
             event = RollingSummaryUpdated(
-                generation=st.generation, summary=result.value, absorbed_through=last.memory_id,
+                generation=st.generation, summary=result.value, absorbed_through=last_id,
                 absorbed_through_seq=last.last_seq, memories_merged=len(batch),
-                memories_absorbed=st.summary.absorbed, merged_memory_ids=tuple(r.event.memory_id for r in batch),
+                memories_absorbed=st.summary.absorbed, merged_memory_ids=tuple(chunk_memory_id(r.event) for r in batch),
                 llm=result.llm, node=ev.node,
             )
-            emit(NewEvent(event, rec.ts_us, f"summary:g{st.generation}:{last.memory_id}", rec.seq))
+            emit(NewEvent(event, rec.ts_us, f"summary:g{st.generation}:{last_id}", rec.seq))
             st.summary.text = result.value
-            st.summary.absorbed_through, st.summary.absorbed_through_seq = last.memory_id, last.last_seq
+            st.summary.absorbed_through, st.summary.absorbed_through_seq = last_id, last.last_seq
             st.summary.cursor = batch[-1].seq
             flush()  # save after each batch
 

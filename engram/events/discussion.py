@@ -37,17 +37,19 @@ class ChunkSummarized(Event, tag="ChunkSummarized"):
     """One chronological chunk memory: a line of `<id>_memories.jsonl`."""
 
     generation: int
-    memory_id: str
     first_seq: int  # seq of the first source message
     last_seq: int  # seq of the last source message
     message_ids: tuple[str, ...]  # every source message, in order
     token_count: int  # estimated tokens of the source messages
-    first_ts_us: int
-    last_ts_us: int
     summary: str
-    mode: str  # standard | consolidation
-    trigger: str  # tokens | messages | both: which threshold closed the chunk
     llm: LlmCall
+    # The Summarizer always sets these; the defaults let other producers (and tests of the LLM
+    # layer) record a chunk memory with the fields above only.
+    memory_id: str = ""
+    first_ts_us: int = 0
+    last_ts_us: int = 0
+    mode: str = MODE_STANDARD  # standard | consolidation
+    trigger: str = ""  # tokens | messages | both: which threshold closed the chunk
     workflow: str | None = None  # "<fileMemoryWorkflowName>@<content hash>" when a workflow wrote it
     workflow_error: str | None = None  # why the named workflow was not used (the built-in prompt was)
 

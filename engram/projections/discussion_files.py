@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import duckdb
 
-from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, memory_line, summary_line
+from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
 from engram.events.discussion import STORE_MEMORIES, ChunkSummarized, RollingSummaryUpdated
 from engram.events.envelope import Recorded
 from engram.projections.base import atomic_write
@@ -63,14 +63,15 @@ class DiscussionFiles(PerDiscussionProjection):
         ev = rec.event
         d = rec.stream
         if isinstance(ev, ChunkSummarized):
-            if not meta.created or (d, ev.memory_id) in self._known:
+            memory_id = chunk_memory_id(ev)
+            if not meta.created or (d, memory_id) in self._known:
                 return False
             line = canonical(memory_line(rec, ev))
             self._memories.append(
-                (d, meta.agent, ev.generation, meta.count, ev.memory_id, rec.seq, ev.first_seq, ev.last_seq,
+                (d, meta.agent, ev.generation, meta.count, memory_id, rec.seq, ev.first_seq, ev.last_seq,
                  len(ev.message_ids), ev.token_count, ev.summary, line)
             )
-            self._known.add((d, ev.memory_id))
+            self._known.add((d, memory_id))
             meta.count += 1
             return True
         if isinstance(ev, RollingSummaryUpdated):
