@@ -24,6 +24,8 @@ from engram.embeddings import make_embedder
 DEFAULT_PATH = Path("/work/shared/data/locomo/locomo-dev.json")
 WARMUP_TEXTS = 16
 QUERIES = 200
+SWEEP_BATCH_SIZES = (8, 16, 32, 64)
+SWEEP_TEXTS = 256
 
 
 def texts_from(path: Path, n: int) -> tuple[list[str], str]:
@@ -61,11 +63,21 @@ def main() -> dict:
     embedder.embed(texts)
     batched_s, batched_cpu_s = time.perf_counter() - start, time.process_time() - start_cpu
 
-    latencies = []
+    latencies, cpu_latencies = [], []
     for query in texts[:QUERIES]:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         embedder.embed([query])
         latencies.append((time.perf_counter() - t) * 1000)
+        cpu_latencies.append((time.process_time() - c) * 1000)
+
+    # Batch size against CPU time per text (CPU time is what contention on a shared machine distorts least).
+    sweep = {}
+    for size in SWEEP_BATCH_SIZES:
+        embedder.batch_size = size
+        c = time.process_time()
+        embedder.embed(texts[:SWEEP_TEXTS])
+        sweep[str(size)] = round((time.process_time() - c) / SWEEP_TEXTS * 1000, 3)
+    embedder.batch_size = config.batch_size
 
     return {
         "benchmark": "embed",
@@ -77,9 +89,11 @@ def main() -> dict:
         "mean_chars_per_text": round(sum(map(len, texts)) / max(1, len(texts)), 1),
         "batch_size": config.batch_size,
         "batched_texts_per_s": round(len(texts) / batched_s, 1),
-        "batched_cpu_seconds": round(batched_cpu_s, 3),
+        "batched_texts_per_cpu_s": round(len(texts) / batched_cpu_s, 1),
         "single_query_p50_ms": round(statistics.median(latencies), 3),
         "single_query_p95_ms": round(pct(latencies, 0.95), 3),
+        "single_query_cpu_p50_ms": round(statistics.median(cpu_latencies), 3),
+        "cpu_ms_per_text_by_batch_size": sweep,
         "cpus": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }

@@ -54,7 +54,7 @@ class MiniLmEmbedder:
     dim = DIM
     is_fallback = False
 
-    def __init__(self, batch_size: int = 64, threads: int | None = None, files: tuple[Path, Path] | None = None):
+    def __init__(self, batch_size: int = 16, threads: int | None = None, files: tuple[Path, Path] | None = None):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
