@@ -14,7 +14,9 @@ restart appends nothing twice.
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engram.actors.pool import owner
@@ -37,6 +39,8 @@ from engram.settings import SettingsView
 # Append what was decided at least this often while a long batch is being worked through, so
 # that a slow LLM's finished memories are durable (and visible) before the whole batch is done.
 FLUSH_INTERVAL_S = 0.5
+# Discussions a member works on at once when the LLM is remote (their calls wait on the network).
+PARALLEL_DISCUSSIONS = 4
 
 
 class _Log:
@@ -86,6 +90,8 @@ class Summarizer(Policy):
         self._workflows = None
         self._queue: list[tuple[str, str, NewEvent]] = []  # (stream, agent, event) not yet appended
         self._last_flush = time.monotonic()
+        self._lock = threading.RLock()  # the queue and the appends, shared by the mailbox threads
+        self._parallel: int | None = None
 
     # ------------------------------------------------------------------ services (lazy)
 
@@ -124,23 +130,58 @@ class Summarizer(Policy):
         return owner(discussion, self.ctx.members) == self.ctx.member
 
     def handle(self, batch: list[Recorded]) -> list[Write]:
+        # First, in log order: settings, forgetting, and each discussion's mailbox (every event
+        # with the settings in force at its position).
+        mailboxes: dict[str, tuple[DiscussionSummarizer, list[tuple[Recorded, object]]]] = {}
         for rec in batch:
             ev = rec.event
             if rec.type == "SettingsChanged":
                 self.settings.apply(rec)
                 continue
-            if isinstance(ev, AgentForgotten):
-                self.discussions = {k: v for k, v in self.discussions.items() if v.agent != ev.agent_id}
-                continue
-            if isinstance(ev, DiscussionForgotten):
-                self.discussions.pop(ev.discussion_id, None)
+            if isinstance(ev, (AgentForgotten, DiscussionForgotten)):
+                gone = ([ev.discussion_id] if isinstance(ev, DiscussionForgotten)
+                        else [d for d, st in self.discussions.items() if st.agent == ev.agent_id])
+                for d in gone:
+                    self.discussions.pop(d, None)
+                    mailboxes.pop(d, None)
                 continue
             if rec.stream.startswith("agent:") or not self.mine(rec.stream):
                 continue
-            actor = self._actor(rec)
-            if actor is None:
-                continue
-            settings = self.settings.discussion_settings(rec.agent, rec.stream)
+            box = mailboxes.get(rec.stream)
+            if box is None:
+                actor = self._actor(rec)
+                if actor is None:
+                    continue
+                box = mailboxes[rec.stream] = (actor, [])
+            box[1].append((rec, self.settings.discussion_settings(rec.agent, rec.stream)))
+        # Then the mailboxes: each one in order, by one thread at a time (serial per discussion);
+        # different discussions in parallel when the LLM is remote (I/O-bound).
+        boxes = list(mailboxes.values())
+        if self.parallel > 1 and len(boxes) > 1:
+            with ThreadPoolExecutor(min(self.parallel, len(boxes)), thread_name_prefix="summarizer") as pool:
+                for _ in pool.map(lambda box: self._work(*box), boxes):
+                    pass
+        else:
+            for box in boxes:
+                self._work(*box)
+        self.flush()
+        return []
+
+    @property
+    def parallel(self) -> int:
+        """Discussions worked on at once: one with the offline heuristic (CPU-bound in Python,
+        threads would only take turns), PARALLEL_DISCUSSIONS with a remote LLM."""
+        if self._parallel is None:
+            self._parallel = 1 if getattr(self.tasks, "provider", "offline") == "offline" else PARALLEL_DISCUSSIONS
+        return self._parallel
+
+    @parallel.setter
+    def parallel(self, value: int) -> None:
+        self._parallel = value
+
+    def _work(self, actor: DiscussionSummarizer, mailbox: list[tuple[Recorded, object]]) -> None:
+        for rec, settings in mailbox:
+            ev = rec.event
             emit = self._emitter(rec.stream, rec.agent)
             if isinstance(ev, MessageAppended):
                 actor.on_message(rec, settings, emit)
@@ -152,8 +193,6 @@ class Summarizer(Policy):
                 actor.adopt_summary(rec)
             if time.monotonic() - self._last_flush > FLUSH_INTERVAL_S:
                 self.flush()
-        self.flush()
-        return []
 
     def _actor(self, rec: Recorded) -> DiscussionSummarizer | None:
         state = self.discussions.get(rec.stream)
@@ -172,25 +211,27 @@ class Summarizer(Policy):
 
     def _emitter(self, stream: str, agent: str):
         def emit(event: NewEvent) -> None:
-            self._queue.append((stream, agent, event))
+            with self._lock:
+                self._queue.append((stream, agent, event))
 
         return emit
 
     def flush(self) -> None:
-        """Append every decided event now (in decision order, one all-or-nothing call)."""
-        self._last_flush = time.monotonic()
-        if not self._queue:
-            return
-        if self.ctx.append is None:
-            raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
-        writes: list[Write] = []
-        for stream, agent, event in self._queue:
-            if writes and writes[-1].stream == stream:
-                writes[-1] = Write(stream, agent, writes[-1].events + (event,))
-            else:
-                writes.append(Write(stream, agent, (event,)))
-        self._queue = []
-        self.ctx.append(writes)
+        """Append every decided event now (in decision order per discussion, one all-or-nothing call)."""
+        with self._lock:
+            self._last_flush = time.monotonic()
+            if not self._queue:
+                return
+            if self.ctx.append is None:
+                raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
+            writes: list[Write] = []
+            for stream, agent, event in self._queue:
+                if writes and writes[-1].stream == stream:
+                    writes[-1] = Write(stream, agent, writes[-1].events + (event,))
+                else:
+                    writes.append(Write(stream, agent, (event,)))
+            self._queue = []
+            self.ctx.append(writes)
 
     # ------------------------------------------------------------------ snapshots
 

@@ -198,3 +198,22 @@ def test_memory_workflow_writes_the_chunk_memory_and_a_missing_one_falls_back_on
     assert line["workflow"].startswith("my-file-memory-workflow@")
     vec = [e.event for e in events(engine, "wf", "VectorMemoryStored")][0]
     assert vec.workflow is None and "no-such-workflow" in vec.workflow_error and vec.title
+
+
+def test_discussions_worked_in_parallel_get_the_same_memories_as_one_by_one(engine, tmp_path):
+    from engram.discussion.runtime import LocalEngine
+
+    engine.summarizer.parallel = 3
+    for d in ("p1", "p2", "p3"):
+        ingest(engine, d, messages(14, tokens=30), settle=False)
+    engine.settle()
+    serial_home = tmp_path / "serial"
+    serial_home.mkdir()
+    with LocalEngine(serial_home) as serial:
+        assert serial.summarizer.parallel == 1  # the offline heuristic is CPU-bound: one at a time
+        for d in ("p1", "p2", "p3"):
+            ingest(serial, d, messages(14, tokens=30), settle=False)
+        serial.settle()
+        for d in ("p1", "p2", "p3"):
+            strip = lambda lines: [(m["memory_id"], m["message_ids"], m["summary"]) for m in lines]
+            assert strip(memories_of(engine, d)) == strip(memories_of(serial, d)) and memories_of(engine, d)
