@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -167,6 +168,9 @@ def main() -> int:
             "recall_at_10_margin": round(hybrid["recall@10"] - baseline["recall@10"], 1),
             "tokens_at_10_ratio_vs_bm25": round(hybrid["tokens@10"] / max(baseline["tokens@10"], 1e-9), 2),
             "published_dragon_reference": locomo.PUBLISHED_DRAGON,
+            # Latency and throughput depend on what else runs on the machine's cores.
+            "cpus": os.cpu_count(),
+            "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
         }
         print(json.dumps(report, indent=1))
         return 0

@@ -9,6 +9,7 @@ discussion had a rolling summary, it is rebuilt from the new memories.
 
 from __future__ import annotations
 
+import sys
 import time
 
 from engram.cli.common import config_from, open_engram
@@ -64,7 +65,7 @@ def run(args) -> int:
         started = time.perf_counter()
         mem.append([Write(discussion, agent, tuple(events))])
         memory = EngramMemory(mem, agent)
-        memory.drain(discussion)
+        failed = memory.drain(discussion)
         counts = memory.counts(discussion)
         seconds = time.perf_counter() - started
     print(f"discussion {discussion!r} (agent {agent!r}): generation {new} supersedes generation {generation}"
@@ -73,4 +74,7 @@ def run(args) -> int:
           f"(consolidation mode: only the token threshold)"
           + (f"; rolling summary rebuilt over {counts['absorbed']} of them" if had_summary else ""))
     print(f"  the old generation's events stay in the log; done in {seconds:.1f}s")
+    if failed:
+        print(f"warning: {failed.rstrip('; ')}", file=sys.stderr)
+        return 1
     return 0

@@ -145,8 +145,9 @@ class EngramMemory(MemoryFiles):
                          mem.config.embedder)
         self.mem = mem
 
-    def drain(self, discussion: str) -> None:
-        """The Summarizer owning `discussion` has handled the whole log; projections show it."""
+    def drain(self, discussion: str) -> str:
+        """The Summarizer owning `discussion` has handled the whole log; projections show it.
+        Returns a line about a failure of the Summarizer (empty when it succeeded)."""
         import ray
 
         from engram.policies.registry import GROUPS
@@ -156,18 +157,20 @@ class EngramMemory(MemoryFiles):
         handle = self.mem.runtime.policies()[(SUMMARIZER_GROUP, shard, owner(validate_discussion(discussion), members))]
         ray.get(handle.drain.remote())
         self.mem.wait_projections()
+        error = ray.get(handle.status.remote())["errors"].get("summarizer")
+        return f"the Summarizer failed and will retry: {error}; " if error else ""
 
     def ensure_memories(self, discussion: str) -> str:
         before = self.counts(discussion)
-        self.drain(discussion)
-        return self.heal(discussion) + describe_change(before, self.counts(discussion))
+        failed = self.drain(discussion)
+        return failed + self.heal(discussion) + describe_change(before, self.counts(discussion))
 
     def request_summary(self, discussion: str, node: str, **params) -> str:
         before = self.counts(discussion)
         event = summary_request(node, **params)
         self.mem.append([Write(discussion, self.agent, (NewEvent(event, now_us(), _request_id()),))])
-        self.drain(discussion)
-        return self.heal(discussion) + describe_change(before, self.counts(discussion))
+        failed = self.drain(discussion)
+        return failed + self.heal(discussion) + describe_change(before, self.counts(discussion))
 
     def heal(self, discussion: str) -> str:
         """Files deleted by hand come back from the log (no LLM call) when a creator node runs."""

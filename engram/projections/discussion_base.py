@@ -69,7 +69,7 @@ class PerDiscussionProjection(TableProjection):
         ).fetchall():
             self.meta[d] = DiscussionMeta(agent, gen, created, count, last)
             if any(not p.exists() for p in self.expected_files(d, self.meta[d])):
-                self._dirty.add(d)  # a file was deleted while we were down: render it again
+                self.render(db, d, self.meta[d])  # a file was deleted while we were down: render it again
 
     # ------------------------------------------------------------------ folding
 
