@@ -43,6 +43,8 @@ def replay_discussion(args, config) -> int:
     if args.out or args.as_of:
         raise UsageError("--discussion rebuilds the discussion's live files; it takes no --out or --as-of")
     validate_discussion(args.discussion)
+    # What exists now: opening the shard may already render missing files from its tables.
+    before = set((projection_paths(config).root / "agents").glob(f"*/Public/{args.discussion}_*"))
     with open_engram(args, config) as mem:
         agent = log_agent(mem, args.discussion, args.agent)
         mem.wait_projections()
@@ -50,10 +52,14 @@ def replay_discussion(args, config) -> int:
         records = mem.read(agent, stream=args.discussion, limit=None)
         reports = rebuild_discussion(records, projection_paths(config), agent, args.discussion, dry_run=args.verify)
         seconds = time.perf_counter() - started
+    for r in reports:
+        if r.status == "identical" and r.path not in before:
+            r.status = "restored"
     differs = [r for r in reports if r.status in ("replaced", "restored", "removed")]
     for r in reports:
         word = {"replaced": "differs from the log" if args.verify else "rebuilt (it differed)",
-                "restored": "missing" if args.verify else "restored (it was missing)",
+                "restored": "was missing (restored from the projection tables as the shard opened)" if args.verify
+                else "restored (it was missing)",
                 "removed": "should not exist" if args.verify else "removed (the log has no such file)",
                 "identical": "identical to the log's", "absent": "absent (nothing in the log for it)",
                 "untouched": "left as it is", "differs": "differs"}[r.status]
