@@ -26,7 +26,7 @@ def test_ray_address_comes_from_the_environment(monkeypatch, tmp_path):
 def test_engram_json_sets_shards_llm_embedder_and_limits(tmp_path):
     (tmp_path / "engram.json").write_text(json.dumps({
         "shards": 4,
-        "llm": {"provider": "offline", "endpoints": {"fast": {"model": "claude-haiku-4-5"}}},
+        "llm": {"provider": "offline", "endpoints": {"default": {}, "fast": {"model": "claude-haiku-4-5"}}},
         "embedder": {"name": "hashing"},
         "limits": {"maxMessageChars": 5000},
     }))
