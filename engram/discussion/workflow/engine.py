@@ -189,7 +189,7 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
         )
         info = f"{len(result.hits)} result(s), {result.mode}" + "".join(f"; warning: {w}" for w in result.warnings)
         if result.reason:
-            info += f"; {result.reason}"
+            info += "; no match" if result.reason == vsearch.NO_MATCH else "; no memories yet"
         return result.output(), info
     if isinstance(node, (n.RecentMemorySummarizerTool, n.RecentMemory)):
         info = ""
