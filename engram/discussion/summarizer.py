@@ -97,10 +97,31 @@ class DiscussionState:
     vectors: StoreState = field(default_factory=StoreState)
     summary: SummaryState = field(default_factory=SummaryState)
     recent: list[str] = field(default_factory=list)  # the latest chunk memories (context for the next one)
+    # Events up to this seq were already decided on, as the log shows: they are not decided again.
+    decided_through: int = 0
 
 
-HISTORY_TYPES = ("MessageAppended", "GenerationStarted", "MemoryFileCreated", "ChunkSummarized",
-                 "VectorMemoryStored", "RollingSummaryUpdated")
+# What the Summarizer itself appends (each with the seq of its cause as `causation`).
+OWN_TYPES = ("MemoryFileCreated", "ChunkSummarized", "VectorMemoryStored", "RollingSummaryUpdated")
+HISTORY_TYPES = ("MessageAppended", "GenerationStarted", *OWN_TYPES)
+
+
+def state_from_log(agent: str, discussion: str, history: Sequence[Recorded], first_seq: int) -> DiscussionState:
+    """The state to resume `discussion` with, when the first event this host sees of it is `first_seq`.
+
+    `history`: the discussion's events in the log now (HISTORY_TYPES, in seq order). Whatever the
+    log shows was decided already (the Summarizer's own events, up to their latest cause) is
+    adopted, not decided again: no LLM call is repeated after a restart without a snapshot, a
+    pool resize, or a batch handled a second time.
+    """
+    decided = max(((r.causation or 0) for r in history if r.type in OWN_TYPES), default=0)
+    through = max(decided, first_seq - 1)
+    known = [r for r in history if ((r.causation or 0) if r.type in OWN_TYPES else r.seq) <= through]
+    if not known:
+        return DiscussionState(agent, discussion)
+    state = recover_state(agent, discussion, known)
+    state.decided_through = decided
+    return state
 
 
 def recover_state(agent: str, discussion: str, history: Sequence[Recorded]) -> DiscussionState:
@@ -173,6 +194,8 @@ class DiscussionSummarizer:
     # ------------------------------------------------------------------ events
 
     def on_message(self, rec: Recorded, settings: DiscussionSettings, emit: Emit) -> None:
+        if rec.seq <= self.state.decided_through:
+            return
         st = self.state
         msg = to_msg(rec)
         st.message_count += 1
@@ -186,7 +209,7 @@ class DiscussionSummarizer:
         ev = rec.event
         assert isinstance(ev, GenerationStarted)
         st = self.state
-        if ev.generation <= st.generation:
+        if ev.generation <= st.generation or rec.seq <= st.decided_through:
             return
         st.generation = ev.generation
         st.memories, st.vectors, st.summary, st.recent = StoreState(pending=None), StoreState(pending=None), SummaryState(), []
@@ -199,6 +222,8 @@ class DiscussionSummarizer:
         ev = rec.event
         assert isinstance(ev, SummaryUpdateRequested)
         st = self.state
+        if rec.seq <= st.decided_through:
+            return
         waiting = [
             r for r in self.log.chunk_memories(st.discussion, st.summary.cursor)
             if r.event.generation == st.generation

@@ -26,7 +26,7 @@ from engram.discussion.summarizer import (
     HISTORY_TYPES,
     DiscussionState,
     DiscussionSummarizer,
-    recover_state,
+    state_from_log,
     to_msg,
 )
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
@@ -62,7 +62,7 @@ class _Log:
     def chunk_memories(self, discussion: str, after_seq: int) -> list[Recorded]:
         return self._read(after=after_seq, stream=discussion, types=["ChunkSummarized"])
 
-    def history(self, discussion: str, to_seq: int) -> list[Recorded]:
+    def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
         return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))
 
 
@@ -199,10 +199,10 @@ class Summarizer(Policy):
         if state is None:
             if isinstance(rec.event, RollingSummaryUpdated):
                 return None  # our own output from before a restart: nothing to adopt it into
-            if rec.stream_version > 1 and self.ctx.read is not None:
-                # The discussion has history this member never saw (no snapshot, or a pool resize
-                # moved it here): rebuild its state from what was recorded, without deciding again.
-                state = recover_state(rec.agent, rec.stream, self._log.history(rec.stream, rec.seq - 1))
+            if self.ctx.read is not None:
+                # The log may hold history of this discussion that this member never handled, or
+                # decisions it made before a restart that lost its snapshot: resume from the log.
+                state = state_from_log(rec.agent, rec.stream, self._log.history(rec.stream), rec.seq)
             else:
                 state = DiscussionState(rec.agent, rec.stream)
             self.discussions[rec.stream] = state

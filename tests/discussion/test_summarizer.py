@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX, read_memories, read_summary
 from engram.discussion.runtime import LocalMemory
 from engram.events.control import GenerationStarted
@@ -217,3 +219,19 @@ def test_discussions_worked_in_parallel_get_the_same_memories_as_one_by_one(engi
         for d in ("p1", "p2", "p3"):
             strip = lambda lines: [(m["memory_id"], m["message_ids"], m["summary"]) for m in lines]
             assert strip(memories_of(engine, d)) == strip(memories_of(serial, d)) and memories_of(engine, d)
+
+
+def test_a_summarizer_that_lost_its_snapshot_adopts_recorded_decisions_without_calling_the_llm(engine, monkeypatch):
+    from engram.policies.summarizer import Summarizer
+
+    ingest(engine, "lost", messages(30))
+    LocalMemory(engine, AGENT).request_summary("lost", "chatSummarySummarizer", min_memories_per_summary=1,
+                                               loop_if_memories_exceed=3)
+    count = len(engine.shard.read(0, limit=None))
+    restarted = Summarizer(engine.summarizer.ctx)  # position 0, no state: the whole log again
+    restarted._tasks = engine.summarizer.tasks
+    monkeypatch.setattr(type(restarted._tasks), "run", lambda *a: pytest.fail("an LLM call was repeated"))
+    restarted.handle(engine.shard.read(0, limit=None))
+    assert len(engine.shard.read(0, limit=None)) == count
+    state = restarted.discussions["lost"]
+    assert state.memories.chunks == 5 and state.summary.absorbed == 5 and state.message_count == 30
