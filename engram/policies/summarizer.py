@@ -22,13 +22,8 @@ from typing import Any
 from engram.actors.pool import owner
 from engram.discussion.chunking import Msg
 from engram.discussion.memory_workflows import MemoryWorkflowLibrary
-from engram.discussion.summarizer import (
-    HISTORY_TYPES,
-    DiscussionState,
-    DiscussionSummarizer,
-    state_from_log,
-    to_msg,
-)
+from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log
+from engram.discussion.summarizer import DiscussionSummarizer, to_msg
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
