@@ -18,5 +18,5 @@ def build_services(config: ServiceConfig) -> dict[str, Any]:
     except ImportError:
         pass
     else:
-        services["tasks"] = make_tasks(config)
+        services["tasks"] = make_tasks(config.llm)
     return services

@@ -128,10 +128,10 @@ class ShardHost:
         """Block until every projection has folded `seq` (read-your-writes for projections)."""
         if self._thread is None:
             self.catch_up()
-            return self.runner.position >= seq
+            return self.runner.durable_position >= seq
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._proj_cond:
-            while self.runner.position < min(seq, self.store.head()):
+            while self.runner.durable_position < min(seq, self.store.head()):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -159,8 +159,8 @@ class ShardHost:
             "shard": self.shard,
             "head": self.store.head(),
             "streams": len(self.store.streams()),
-            "projections": {p.name: p.position for p in self.runner.projections},
-            "projection_lag": self.store.head() - self.runner.position,
+            "projections": dict(self.runner.checkpointed),
+            "projection_lag": self.store.head() - self.runner.durable_position,
             "projection_error": None if self._error is None else repr(self._error),
             "events_by_type": dict(rows),
         }

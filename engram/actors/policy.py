@@ -30,12 +30,15 @@ class PolicyActor:
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
         services = build_services(config)
-        ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members)
+        read = lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw))
+        append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
+        ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
+                            read=read, append=append)
         policies = [cls(ctx) for cls in policy_classes(specs)]
         self.host = PolicyHost(
             policies,
-            read=lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw)),
-            append=lambda writes: ray.get(self.shard_handle.append_many.remote(writes)),
+            read=read,
+            append=append,
             head=lambda: ray.get(self.shard_handle.head.remote()),
             state_dir=home.root / "state",
         )

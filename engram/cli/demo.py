@@ -22,6 +22,7 @@ SECTIONS = [
     "engram.cli.demo_sections:ingest",
     "engram.cli.demo_sections:log_sql",
     "engram.cli.demo_sections:status",
+    "engram.cli.demo_discussion:discussion_memory",
     "engram.cli.demo_sections:replay",
 ]
 

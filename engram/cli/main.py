@@ -23,6 +23,11 @@ COMMANDS = [
     "serve",
     "forget",
     "embed",
+    "workflow",
+    "memories",
+    "summary",
+    "search",
+    "regenerate",
 ]
 
 
