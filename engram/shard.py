@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import duckdb
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.events.store import EventStore
+from engram.events.store import EventStore, compact_database
 from engram.home import ProjectionPaths
 from engram.projections.base import ProjectionContext
 from engram.projections.compare import differences
@@ -50,9 +50,9 @@ class ShardHost:
         background: bool = True,
     ):
         self.shard = shard
-        self.store = EventStore(
-            log_path, shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes
-        )
+        self.log_path = Path(log_path)
+        self._store_options = dict(shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes)
+        self.store = EventStore(self.log_path, **self._store_options)
         self.paths = ProjectionPaths(projections_dir)
         self.services = services or {}
         self.background = background
@@ -128,10 +128,10 @@ class ShardHost:
         """Block until every projection has folded `seq` (read-your-writes for projections)."""
         if self._thread is None:
             self.catch_up()
-            return self.runner.position >= seq
+            return self.runner.durable_position >= seq
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._proj_cond:
-            while self.runner.position < min(seq, self.store.head()):
+            while self.runner.durable_position < min(seq, self.store.head()):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -159,8 +159,8 @@ class ShardHost:
             "shard": self.shard,
             "head": self.store.head(),
             "streams": len(self.store.streams()),
-            "projections": {p.name: p.position for p in self.runner.projections},
-            "projection_lag": self.store.head() - self.runner.position,
+            "projections": dict(self.runner.checkpointed),
+            "projection_lag": self.store.head() - self.runner.durable_position,
             "projection_error": None if self._error is None else repr(self._error),
             "events_by_type": dict(rows),
         }
@@ -204,6 +204,32 @@ class ShardHost:
             self._open_projections()
         report["out"] = str(self.paths.root)
         return report
+
+    # --------------------------------------------------------------- forgetting
+
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
+        """Forget a discussion (or a whole agent): record it, erase the content from the log file,
+        and rebuild the projections so nothing of it is left in them either."""
+        from engram.events.control import AgentForgotten, DiscussionForgotten
+        from engram.settings import agent_stream
+
+        owned = {s for s, (_, a) in self.store.streams().items() if a == agent}
+        if discussion is not None:
+            if discussion not in owned:
+                raise KeyError(f"agent {agent!r} has no discussion {discussion!r}")
+            marker, streams = DiscussionForgotten(discussion_id=discussion, reason=reason), [discussion]
+        else:
+            marker, streams = AgentForgotten(agent_id=agent, reason=reason), sorted(owned)
+        appended = self.store.append(agent_stream(agent), [marker], agent=agent)
+        self.wait_projections(appended.seqs[-1])
+        purged = self.store.purge_streams(streams)
+        self._close_projections()
+        self.store.close()
+        compact_database(self.log_path)
+        self.store = EventStore(self.log_path, **self._store_options)
+        self._open_projections()
+        self.rebuild()
+        return {"forgotten": discussion or agent, "streams": streams, "events_erased": purged, "marker_seq": appended.seqs[-1]}
 
     def verify_replay(self) -> list[str]:
         """Replay into a scratch directory and compare with the live projections.

@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 
 # How long one long-poll for new events waits at the shard before looping.
 POLL_TIMEOUT_S = 1.0
+# Longest wait between retries of a failing policy.
+MAX_BACKOFF_S = 30.0
 
 
 @ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=4)
@@ -28,12 +30,15 @@ class PolicyActor:
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
         services = build_services(config)
-        ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members)
+        read = lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw))
+        append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
+        ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
+                            read=read, append=append)
         policies = [cls(ctx) for cls in policy_classes(specs)]
         self.host = PolicyHost(
             policies,
-            read=lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw)),
-            append=lambda writes: ray.get(self.shard_handle.append_many.remote(writes)),
+            read=read,
+            append=append,
             head=lambda: ray.get(self.shard_handle.head.remote()),
             state_dir=home.root / "state",
         )
@@ -45,10 +50,17 @@ class PolicyActor:
         self._thread.start()
 
     def _loop(self) -> None:
+        backoff = 0.0
         while not self._stop.is_set():
             try:
                 with self._lock:
                     n = self.host.pump()
+                if self.host.errors:
+                    # A failing policy (e.g. an unreachable LLM) is retried, but not in a hot loop.
+                    backoff = min(MAX_BACKOFF_S, max(0.5, backoff * 2))
+                    self._stop.wait(backoff)
+                    continue
+                backoff = 0.0
                 if n == 0:
                     ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S))
             except Exception:

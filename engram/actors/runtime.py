@@ -24,8 +24,8 @@ from engram.home import Home
 INSTANCE_FILE = "instance.json"
 
 
-def running_instance(home: Home) -> str | None:
-    """The Ray address of a live `engram serve` for this home, if any."""
+def instance_info(home: Home) -> dict | None:
+    """What a live `engram serve` of this home recorded (address, pid, auth mode), if one runs."""
     path = home.root / INSTANCE_FILE
     if not path.exists():
         return None
@@ -34,7 +34,20 @@ def running_instance(home: Home) -> str | None:
         os.kill(int(info["pid"]), 0)
     except (OSError, ValueError, KeyError):
         return None
-    return info.get("address")
+    return info
+
+
+def running_instance(home: Home) -> str | None:
+    """The Ray address of a live `engram serve` for this home, if any."""
+    info = instance_info(home)
+    return info.get("address") if info else None
+
+
+def _refresh_ray_config() -> None:
+    """Make this process's Ray config see RAY_AUTH_MODE set after `import ray` (read at import)."""
+    from ray._raylet import Config
+
+    Config.initialize("")
 
 
 class Runtime:
@@ -57,8 +70,18 @@ class Runtime:
         if not ray.is_initialized():
             kwargs = dict(namespace=self.config.ray.namespace, log_to_driver=False, logging_level=logging.WARNING)
             if self.address:
+                info = instance_info(self.home)
+                if info and info.get("address") == self.address and info.get("auth_mode"):
+                    # The served instance's Ray uses token auth; the token is in ~/.ray/auth_token.
+                    os.environ.setdefault("RAY_AUTH_MODE", info["auth_mode"])
+                    _refresh_ray_config()
                 ray.init(address=self.address, **kwargs)
             else:
+                # Ray's default for a new local instance, made explicit: token authentication on
+                # (the token lives in ~/.ray/auth_token), and no warning about it on every command.
+                if "RAY_AUTH_MODE" not in os.environ:
+                    os.environ["RAY_AUTH_MODE"] = "token"
+                    _refresh_ray_config()
                 ray.init(num_cpus=self.config.ray.num_cpus, include_dashboard=False, **kwargs)
                 self.started_ray = True
         return self
@@ -140,5 +163,6 @@ class Runtime:
 
 def write_instance_file(home: Home, address: str) -> Path:
     path = home.root / INSTANCE_FILE
-    path.write_text(json.dumps({"address": address, "pid": os.getpid()}) + "\n")
+    info = {"address": address, "pid": os.getpid(), "auth_mode": os.environ.get("RAY_AUTH_MODE")}
+    path.write_text(json.dumps(info) + "\n")
     return path

@@ -64,6 +64,12 @@ class ShardActor:
     def replay_into(self, out_dir: str, to_seq: int | None = None, until_us: int | None = None) -> dict:
         return self.host.replay_into(out_dir, to_seq=to_seq, until_us=until_us)
 
+    def forget(self, agent: str, discussion: str | None = None, reason: str = "") -> dict:
+        return self.host.forget(agent, discussion, reason=reason)
+
+    def streams(self) -> dict[str, tuple[int, str]]:
+        return self.host.store.streams()
+
     def verify_replay(self) -> list[str]:
         return self.host.verify_replay()
 

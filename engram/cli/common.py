@@ -26,7 +26,7 @@ def joined_address(args, config: ServiceConfig) -> str | None:
 
 
 def open_engram(args, config: ServiceConfig | None = None):
-    from engram.cli.main import UsageError
+    from engram.cli.errors import UsageError
     from engram.client import Engram
     from engram.actors.runtime import Runtime
 

@@ -23,6 +23,7 @@ SECTIONS = [
     "engram.cli.demo_sections:log_sql",
     "engram.cli.demo_cognitive:cognitive",
     "engram.cli.demo_sections:status",
+    "engram.cli.demo_discussion:discussion_memory",
     "engram.cli.demo_sections:replay",
 ]
 

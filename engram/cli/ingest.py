@@ -6,7 +6,7 @@ import sys
 import time
 
 from engram.cli.common import Progress, config_from, open_engram
-from engram.cli.main import UsageError
+from engram.cli.errors import UsageError
 
 
 def register(sub) -> None:

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from engram.cli.errors import UsageError  # re-exported: command modules may import it from here
+
 # Command modules, in the order `engram --help` lists them.
 COMMANDS = [
     "demo",
@@ -18,16 +20,19 @@ COMMANDS = [
     "sql",
     "status",
     "replay",
+    "serve",
+    "forget",
     "embed",
+    "workflow",
+    "memories",
+    "summary",
+    "search",
+    "regenerate",
     "recall",
     "traces",
     "working_memory",
     "mood",
 ]
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed without a traceback, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ from pathlib import Path
 import ray
 
 from engram.cli.common import config_from, open_engram
-from engram.cli.main import UsageError
+from engram.cli.errors import UsageError
 from engram.events.envelope import to_us
 
 
@@ -19,6 +19,7 @@ def register(sub) -> None:
     p.add_argument("--as-of", help="replay up to a position (SEQ) or an event time (ISO-8601)")
     p.add_argument("--agent", help="with --as-of SEQ on several shards: the agent whose shard SEQ refers to")
     p.add_argument("--verify", action="store_true", help="replay into scratch space and compare with the live projections")
+    p.add_argument("--discussion", metavar="ID", help="rebuild only this discussion's three memory files (with --verify: compare them)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -38,6 +39,10 @@ def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
 
 def run(args) -> int:
     config = config_from(args)
+    if args.discussion:
+        from engram.cli.discussion_support import replay_discussion
+
+        return replay_discussion(args, config)
     to_seq, until_us = parse_as_of(args.as_of)
     if to_seq is not None and config.shards > 1 and not args.agent:
         raise UsageError("positions are per shard: with several shards, give --agent with --as-of SEQ, or use a time")

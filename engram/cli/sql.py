@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from engram.cli.common import config_from, joined_address, open_engram, print_rows, readonly_session
-from engram.cli.main import UsageError
+from engram.cli.errors import UsageError
 
 
 def register(sub) -> None:

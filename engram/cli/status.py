@@ -49,6 +49,13 @@ def offline_status(config) -> list[dict]:
                 positions[cls.name] = json.loads(pos_file.read_text())["position"]
         entry["projections"] = positions
         entry["projection_lag"] = entry["head"] - min(positions.values(), default=entry["head"])
+        consumers = {}
+        for pos_file in sorted((home.root / "state").glob(f"*.shard-{shard:03d}.*.position.json")):
+            info = json.loads(pos_file.read_text())
+            name = info["policy"] if info["members"] == 1 else f"{info['policy']}#{info['member']}"
+            consumers[name] = info["position"]
+        if consumers:
+            entry["consumers"] = consumers
         out.append(entry)
     return out
 

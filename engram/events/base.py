@@ -48,20 +48,26 @@ def registry() -> dict[str, type[Event]]:
     global _seen_classes
     classes = _walk(Event)
     if len(classes) != _seen_classes:
-        found: dict[str, type[Event]] = {}
-        for cls in classes:
-            tag = cls.__struct_config__.tag
-            if tag is None:
-                continue  # an abstract intermediate class
-            if not isinstance(tag, str):
-                raise TypeError(f"{cls.__name__}: event tags must be explicit strings")
-            if tag in found and found[tag] is not cls:
-                raise TypeError(f"event tag {tag!r} used by both {found[tag].__name__} and {cls.__name__}")
-            found[tag] = cls
+        found = index_by_tag(classes)
         _registry.clear()
         _registry.update(found)
         _seen_classes = len(classes)
     return _registry
+
+
+def index_by_tag(classes: list[type]) -> dict[str, type]:
+    """Classes by their explicit string tag; two classes with one tag is an error."""
+    found: dict[str, type] = {}
+    for cls in classes:
+        tag = cls.__struct_config__.tag
+        if tag is None:
+            continue  # an abstract intermediate class
+        if not isinstance(tag, str):
+            raise TypeError(f"{cls.__name__}: event tags must be explicit strings")
+        if tag in found and found[tag] is not cls:
+            raise TypeError(f"event tag {tag!r} used by both {found[tag].__name__} and {cls.__name__}")
+        found[tag] = cls
+    return found
 
 
 def event_class(tag: str) -> type[Event]:

@@ -20,12 +20,19 @@ def encode(event: Event) -> str:
     return _encoder.encode(event).decode()
 
 
+_current: dict[tuple[str, int], msgspec.json.Decoder] = {}  # hot path: (type, version) -> decoder
+
+
 def decode(event_type: str, schema_version: int, payload: str | bytes) -> Event:
+    dec = _current.get((event_type, schema_version))
+    if dec is not None:
+        return dec.decode(payload)
     cls = event_class(event_type)
     if schema_version == cls.SCHEMA_VERSION:
         dec = _decoders.get(cls)
         if dec is None:
             dec = _decoders[cls] = msgspec.json.Decoder(cls)
+        _current[(event_type, schema_version)] = dec
         return dec.decode(payload)
     if schema_version > cls.SCHEMA_VERSION:
         raise ValueError(

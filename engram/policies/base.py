@@ -15,9 +15,9 @@ from __future__ import annotations
 import pickle
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
-from engram.events.envelope import Recorded, Write
+from engram.events.envelope import Appended, Recorded, Write
 from engram.home import Home
 
 
@@ -28,6 +28,10 @@ class PolicyContext:
     services: dict[str, Any] = field(default_factory=dict)  # e.g. "tasks" (memory tasks), "embedder"
     member: int = 0  # index of this host within its pool
     members: int = 1  # pool size; logical actors are placed by consistent hashing
+    # The shard's log, for policies that read history back (e.g. a regeneration re-reads a
+    # discussion) or save long work as they go (appends need deterministic event ids).
+    read: Callable[..., list[Recorded]] | None = None
+    append: Callable[[list[Write]], list[Appended]] | None = None
 
 
 class Policy(ABC):

@@ -5,6 +5,7 @@ Plain class; `engram.actors.policy` runs it in a Ray actor with a long-poll loop
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Callable, Sequence
@@ -109,6 +110,13 @@ class PolicyHost:
                 if self._saved.get(p.name) != data:  # an unchanged snapshot is not written (and fsynced) again
                     atomic_write(path, data)
                     self._saved[p.name] = data
+                # Beside it, the position alone, for `engram status` without unpickling anything.
+                position = json.dumps(
+                    {"policy": p.name, "shard": p.ctx.shard, "member": p.ctx.member, "members": p.ctx.members,
+                     "position": p.position}).encode()
+                if self._saved.get(f"{p.name}#position") != position:
+                    atomic_write(path.with_suffix(".position.json"), position)
+                    self._saved[f"{p.name}#position"] = position
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}

@@ -13,6 +13,8 @@ from engram.policies.base import Policy
 
 # group name -> (members per shard, ["module:Class", ...])
 GROUPS: dict[str, tuple[int, list[str]]] = {
+    # One Summarizer per discussion (a logical actor), hosted by a pool of two actors per shard.
+    "summarizer": (2, ["engram.policies.summarizer:Summarizer"]),
     "auto-ingest": (
         1,
         [

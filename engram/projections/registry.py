@@ -12,6 +12,8 @@ from engram.projections.base import Projection, ProjectionContext
 
 PROJECTIONS: list[str] = [
     "engram.projections.discussions:DiscussionIndex",
+    "engram.projections.discussion_files:DiscussionFiles",
+    "engram.projections.vector_memory:VectorMemory",
     "engram.projections.traces:TraceProjection",
     "engram.projections.working_memory:WorkingMemoryProjection",
 ]

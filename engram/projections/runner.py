@@ -13,6 +13,9 @@ class ProjectionRunner:
         self.projections = list(projections)
         self._read = read
         self.batch = batch
+        # Positions as of the last checkpoint: what readers of the outputs can rely on (a
+        # projection's `position` moves while it folds, before its files or rows are written).
+        self.checkpointed: dict[str, int] = {p.name: p.position for p in self.projections}
 
     @property
     def position(self) -> int:
@@ -43,9 +46,14 @@ class ProjectionRunner:
         self.checkpoint()
         return read
 
+    @property
+    def durable_position(self) -> int:
+        return min(self.checkpointed.values(), default=0)
+
     def checkpoint(self) -> None:
         for proj in self.projections:
             proj.checkpoint()
+        self.checkpointed = {p.name: p.position for p in self.projections}
 
     def close(self) -> None:
         for proj in self.projections:

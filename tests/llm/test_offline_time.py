@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from datetime import datetime, timezone
+
+from engram.events.envelope import to_us
 from engram.llm.offline.timeref import resolve
 
 MONDAY = 1_683_554_160_000_000  # 2023-05-08 13:56 UTC
@@ -32,3 +35,23 @@ MONDAY = 1_683_554_160_000_000  # 2023-05-08 13:56 UTC
 )
 def test_relative_and_absolute_dates_resolve_to_iso(text, expected):
     assert resolve(text, MONDAY) == expected
+
+
+def test_a_day_and_month_take_the_nearest_year_even_when_a_participle_looks_like_past_tense():
+    from engram.llm.offline.timeref import resolve
+
+    march_2 = to_us(datetime(2026, 3, 2, 9, 15, tzinfo=timezone.utc))
+    assert resolve("I'm building an app called Acme, and it's due on March 9.", march_2) == "2026-03-09"
+    assert resolve("We met on June 10 at the conference.", march_2) == "2025-06-10"
+    assert resolve("The launch is on June 10.", march_2) == "2026-06-10"
+    jan_3 = to_us(datetime(2026, 1, 3, tzinfo=timezone.utc))
+    assert resolve("I went to Paris on December 28.", jan_3) == "2025-12-28"
+
+
+def test_an_anaphoric_continuation_stays_with_its_lead_sentence():
+    from engram.llm.offline.analysis import joined_sentences
+
+    assert joined_sentences("Correction: the deadline moved. It's March 12 now, not March 9. Dark mode too.") == [
+        "Correction: the deadline moved. It's March 12 now, not March 9.",
+        "Dark mode too.",
+    ]

@@ -5,6 +5,8 @@ Every offline task works on these units, so the analysis (the costly part) runs 
 
 from __future__ import annotations
 
+import re
+
 from typing import Sequence
 
 from engram.llm.offline import cues
@@ -79,10 +81,28 @@ class Unit:
         return list(dict.fromkeys(out))
 
 
+# A sentence that opens with one of these leans on the one before ("The deadline moved. It's
+# March 12 now."): kept together, the pair says what neither says alone.
+_ANAPHORIC_OPENING = re.compile(r"^(?:it|it's|that|that's|this|they|they're|he|she|which)\b", re.I)
+# Only short lead sentences take their continuation, so units stay sentence-sized.
+_SHORT_LEAD_WORDS = 12
+
+
+def joined_sentences(text: str) -> list[str]:
+    """Sentences of `text`, with an anaphoric continuation joined to its short lead sentence."""
+    out: list[str] = []
+    for sentence in sentences(text):
+        if out and _ANAPHORIC_OPENING.match(sentence) and len(out[-1].split()) <= _SHORT_LEAD_WORDS:
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
 def analyse(lines: Sequence[ChatLine]) -> list[Unit]:
     """The sentences of `lines` in order, analysed."""
     speakers = tuple(dict.fromkeys(line.speaker for line in lines))
-    split = [(line, text, tokens(text)) for line in lines for text in sentences(line.content)]
+    split = [(line, text, tokens(text)) for line in lines for text in joined_sentences(line.content)]
     known = capitals_after_first(toks for _, _, toks in split)
     return [Unit(n, line, text, toks, known, speakers) for n, (line, text, toks) in enumerate(split)]
 

@@ -71,16 +71,23 @@ def _safe_date(y: int, m: int, dd: int) -> date | None:
         return None
 
 
+# Tense detection is lexical and errs ("an app called Acme, due on March 9" reads as past), so a
+# past-tense sentence keeps a date this close ahead; only a date further ahead moves back a year.
+_PAST_TENSE_SLACK = timedelta(days=14)
+
+
 def _nearest_year(event: date, month: int, day: int, past: bool) -> date | None:
-    """A day-and-month without a year: this year's, or the neighbouring year's if tense says so."""
-    d = _safe_date(event.year, month, day)
-    if d is None:
+    """A day-and-month without a year: the candidate nearest the event (previous, this or next
+    year), except that in a past-tense sentence a date well ahead means last year's."""
+    candidates = [d for d in (_safe_date(event.year + k, month, day) for k in (-1, 0, 1)) if d is not None]
+    if not candidates:
         return None
-    if past and d > event:
-        return _safe_date(event.year - 1, month, day)
-    if not past and d < event - timedelta(days=31):
-        return _safe_date(event.year + 1, month, day)
-    return d
+    nearest = min(candidates, key=lambda d: (abs((d - event).days), d))
+    if past and nearest > event + _PAST_TENSE_SLACK:
+        earlier = [d for d in candidates if d <= event]
+        if earlier:
+            return max(earlier)
+    return nearest
 
 
 def resolve(text: str, ts_us: int) -> str | None:

@@ -1,0 +1,46 @@
+"""`engram forget`: erase a discussion or an agent — from the projections and from the log file."""
+
+from __future__ import annotations
+
+import json
+
+import ray
+
+from engram.cli.common import config_from, open_engram
+from engram.cli.errors import UsageError
+from engram.ids import validate_agent, validate_discussion
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "forget",
+        help="erase a discussion or an agent (log payloads purged, projections rebuilt)",
+        description="Appends DiscussionForgotten/AgentForgotten, replaces the payloads of every event of the "
+        "discussion (and of every event caused by them) with tombstones, rewrites the log file so the old bytes "
+        "are gone, and rebuilds the projections. Positions stay gap-free. This cannot be undone.",
+    )
+    p.add_argument("--agent", required=True)
+    p.add_argument("--discussion", help="forget only this discussion (default: the whole agent)")
+    p.add_argument("--reason", default="")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    agent = validate_agent(args.agent)
+    discussion = validate_discussion(args.discussion) if args.discussion else None
+    what = f"discussion {discussion!r} of agent {agent!r}" if discussion else f"everything of agent {agent!r}"
+    if not args.yes:
+        answer = input(f"erase {what} from the log and projections? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing erased")
+            return 1
+    config = config_from(args)
+    with open_engram(args, config) as mem:
+        shard = mem.runtime.shard(mem.shard_of(agent))
+        try:
+            report = ray.get(shard.forget.remote(agent, discussion, args.reason))
+        except KeyError as exc:
+            raise UsageError(str(exc).strip("\"'")) from None
+    print(json.dumps(report))
+    return 0

@@ -1,0 +1,66 @@
+"""Memory workflows: `fileMemoryWorkflowName` / `vectorMemoryWorkflowName` name a workflow that
+writes a chunk memory (a text) or the structured JSON of vector memories instead of the built-in prompt.
+
+Such a workflow lives in `<home>/workflows/<name>.json` and may hold `Standard` nodes only (it
+runs inside the Summarizer, where no memory node can run). Its inputs, as WilmerAI passes them:
+
+    {agent1Input}  [TextChunk]          the chunk's messages as a transcript
+    {agent2Input}  [Memory_file]        the latest chunk memories (file memories only)
+    {agent3Input}  [Full_Memory_file]   every chunk memory so far (file memories only)
+    {agent4Input}  [Chat_Summary]       the rolling summary (file memories only)
+
+Its response (see `workflow.engine`) is the memory. A workflow that cannot be used (missing,
+invalid, or, for vector memories, an answer that is not the JSON asked for) is not fatal: the
+built-in prompt makes the memory and the event records why the workflow was not used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engram.discussion.summarizer import WorkflowOutcome
+from engram.discussion.workflow import engine
+from engram.discussion.workflow.nodes import Standard
+from engram.discussion.workflow.parse import WorkflowError, load, workflow_path
+from engram.discussion.workflow.responder import ChatMessage, Responder
+from engram.ids import InvalidIdError
+
+INPUT_ORDER = ("TextChunk", "Memory_file", "Full_Memory_file", "Chat_Summary")
+
+
+class MemoryWorkflowLibrary:
+    def __init__(self, home_root: Path, tasks):
+        self.home_root = Path(home_root)
+        self.responder = Responder(tasks)
+
+    def run(self, name: str, inputs: dict[str, str]) -> WorkflowOutcome:
+        try:
+            path = workflow_path(self.home_root, name)
+        except InvalidIdError as exc:
+            return WorkflowOutcome(None, None, f"workflow name: {exc}")
+        if not path.exists():
+            return WorkflowOutcome(None, None, f"workflow {name!r} not found at {path}")
+        try:
+            workflow = load(path, inputs=len(INPUT_ORDER))
+        except WorkflowError as exc:
+            return WorkflowOutcome(None, None, str(exc))
+        tag = f"{name}@{workflow.content_hash}"
+        others = sorted({node.kind for node in workflow.nodes if not isinstance(node, Standard)})
+        if others:
+            return WorkflowOutcome(None, tag, f"{path}: a memory workflow may only hold Standard nodes, not {', '.join(others)}")
+        values = [inputs.get(key, "") for key in INPUT_ORDER]
+        ctx = engine.RunContext(
+            discussion=None,
+            messages=[ChatMessage(role="user", content=inputs.get("TextChunk", ""))],
+            responder=self.responder,
+            inputs=values,
+            bracket_inputs=dict(zip(INPUT_ORDER, values)),
+        )
+        try:
+            result = engine.run(workflow, ctx)
+        except Exception as exc:  # a failing LLM node: recorded, and the built-in prompt is used
+            return WorkflowOutcome(None, tag, f"workflow {name!r} failed: {exc}")
+        llm = next((r.llm for r in reversed(result.results) if r.llm is not None), None)
+        if not result.response.strip():
+            return WorkflowOutcome(None, tag, f"workflow {name!r} produced no output", llm)
+        return WorkflowOutcome(result.response, tag, None, llm)

@@ -1,0 +1,255 @@
+"""Running a workflow: nodes in order, each node's output available to later nodes.
+
+Readers (RecentMemorySummarizerTool, GetCurrentSummaryFromFile, VectorMemorySearch, and
+FullChatSummary with `isManualConfig`) read the projection files as they are: they never wait
+for memory creation. Creators (QualityMemory, RecentMemory, FullChatSummary,
+chatSummarySummarizer) hand their work to the discussion's Summarizer and wait for it: the
+Summarizer is serial per discussion, so two memory jobs for one discussion never run at once,
+and there is no lock to expire. After a `WorkflowLock` node the rest of the workflow runs in a
+background thread and `run` returns at once with the response.
+
+The response is the output of the node marked `returnToUser`, else of the last node before the
+lock (or of the last node) that produced any output.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from engram.config import defaults as d
+from engram.discussion import search as vsearch
+from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, read_memories, read_summary
+from engram.discussion.vectors import VectorStore
+from engram.discussion.workflow import nodes as n
+from engram.discussion.workflow.parse import CHAT_COUNTS, REFERENCE, Workflow, node_id, output_names
+from engram.discussion.workflow.responder import ChatMessage, Responder
+from engram.home import ProjectionPaths
+
+NO_MEMORIES = "No memories have been generated yet"
+NO_SUMMARY = "No chat summary has been generated yet"
+
+
+class MemoryAccess(Protocol):
+    """What memory nodes need from engram (implemented over the Ray runtime, or in process)."""
+
+    agent: str
+    paths: ProjectionPaths
+
+    def ensure_memories(self, discussion: str) -> str:
+        """Wait until the Summarizer has handled every message so far and the files show it;
+        returns a line saying what changed."""
+        ...
+
+    def request_summary(self, discussion: str, node: str, *, min_memories_per_summary: int,
+                        loop_if_memories_exceed: int, system_prompt: str | None = None,
+                        prompt: str | None = None, max_response_size_in_tokens: int | None = None) -> str:
+        """Ask the Summarizer to merge new chunk memories into the rolling summary, and wait."""
+        ...
+
+    def open_store(self, discussion: str) -> VectorStore | None: ...
+
+    def embed(self, texts: list[str]):
+        ...
+
+    embedding_model: str | None
+
+
+class NodeFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class NodeResult:
+    index: int
+    id: str
+    kind: str
+    output: str
+    info: str = ""
+    seconds: float = 0.0
+    background: bool = False
+    llm: object | None = None  # the LlmCall of a Standard node
+
+
+@dataclass
+class RunContext:
+    discussion: str | None
+    messages: Sequence[ChatMessage] = ()
+    memory: MemoryAccess | None = None
+    responder: Responder | None = None
+    inputs: Sequence[str] = ()  # {agent<N>Input}
+    bracket_inputs: dict[str, str] = field(default_factory=dict)  # [TextChunk] … in memory workflows
+
+
+@dataclass
+class WorkflowRun:
+    workflow: Workflow
+    results: list[NodeResult] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)
+    response: str = ""
+    response_node: str | None = None
+    response_seconds: float = 0.0
+    background: threading.Thread | None = None
+    background_error: BaseException | None = None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the nodes after the WorkflowLock; True when they are done (raises their error)."""
+        if self.background is not None:
+            self.background.join(timeout)
+            if self.background.is_alive():
+                return False
+        if self.background_error is not None:
+            raise self.background_error
+        return True
+
+
+def run(workflow: Workflow, ctx: RunContext) -> WorkflowRun:
+    started = time.perf_counter()
+    out = WorkflowRun(workflow)
+    nodes = list(workflow.nodes)
+    lock = next((i for i, node in enumerate(nodes) if isinstance(node, n.WorkflowLock)), None)
+    front = nodes if lock is None else nodes[: lock + 1]
+    for i, node in enumerate(front):
+        _run_node(out, ctx, i, node, background=False)
+    _choose_response(out, front)
+    out.response_seconds = time.perf_counter() - started
+    if lock is not None and lock + 1 < len(nodes):
+        def rest() -> None:
+            try:
+                for i in range(lock + 1, len(nodes)):
+                    _run_node(out, ctx, i, nodes[i], background=True)
+            except BaseException as exc:  # reported by wait()
+                out.background_error = exc
+
+        out.background = threading.Thread(target=rest, name="workflow-after-lock", daemon=True)
+        out.background.start()
+    return out
+
+
+def _choose_response(out: WorkflowRun, front: list[n.Node]) -> None:
+    marked = [r for r, node in zip(out.results, front) if isinstance(node, n.Standard) and node.return_to_user]
+    candidates = marked or [r for r in reversed(out.results) if r.output]
+    if candidates:
+        out.response, out.response_node = candidates[0].output, candidates[0].id
+
+
+def _run_node(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node, *, background: bool) -> None:
+    started = time.perf_counter()
+    output, info, *llm = _execute(out, ctx, index, node)
+    result = NodeResult(index, node_id(node, index), node.kind, output, info, time.perf_counter() - started, background,
+                        llm[0] if llm else None)
+    out.results.append(result)
+    for name in output_names(node, index):
+        out.outputs[name] = output
+
+
+def render(text: str, out: WorkflowRun, ctx: RunContext) -> str:
+    """`text` with every known `{name}` replaced (unknown braces are left as they are)."""
+    values = dict(out.outputs)
+    values["discussion_id"] = ctx.discussion or ""
+    user = [m.content for m in ctx.messages if m.role == "user"]
+    for word, count in CHAT_COUNTS.items():
+        values[f"chat_user_prompt_last_{word}"] = "\n".join(user[-count:])
+    for i, value in enumerate(ctx.inputs, start=1):
+        values[f"agent{i}Input"] = value
+    text = REFERENCE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+    for name, value in ctx.bracket_inputs.items():
+        text = text.replace(f"[{name}]", value)
+    return text
+
+
+def _need(ctx: RunContext, node: n.Node) -> MemoryAccess:
+    if ctx.memory is None:
+        raise NodeFailed(f"{node.kind} node {node.label()!r} needs engram's memory runtime, which this run does not have")
+    return ctx.memory
+
+
+def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tuple:
+    d_id = ctx.discussion
+    if isinstance(node, n.WorkflowLock):
+        return "", "the rest of the workflow runs in the background"
+    if isinstance(node, n.Standard):
+        if ctx.responder is None:
+            raise NodeFailed(f"Standard node {node.label()!r}: no LLM is configured for this run")
+        reply = ctx.responder.respond(
+            system_prompt=render(node.system_prompt, out, ctx), prompt=render(node.prompt, out, ctx),
+            conversation=ctx.messages, max_tokens=node.max_response_size_in_tokens,
+        )
+        info = f"{reply.llm.provider}/{reply.llm.model}" + (f" (error: {reply.llm.error})" if reply.llm.error else "")
+        return reply.text, info, reply.llm
+    if isinstance(node, n.VectorMemorySearch):
+        if d_id is None:
+            return vsearch.NO_DISCUSSION, "no discussion id"
+        memory = _need(ctx, node)
+        result = vsearch.search(
+            memory.open_store(d_id), render(node.input, out, ctx), discussion=d_id, limit=node.limit,
+            mode=node.search_mode, embed=memory.embed, embedding_model=memory.embedding_model,
+        )
+        info = f"{len(result.hits)} result(s), {result.mode}" + "".join(f"; warning: {w}" for w in result.warnings)
+        if result.reason:
+            info += "; no match" if result.reason == vsearch.NO_MATCH else "; no memories yet"
+        return result.output(), info
+    if isinstance(node, (n.RecentMemorySummarizerTool, n.RecentMemory)):
+        info = ""
+        if d_id is None:
+            return _recent_turns(ctx.messages, node), "no discussion id: recent messages instead of memories"
+        memory = _need(ctx, node)
+        if isinstance(node, n.RecentMemory):
+            info = memory.ensure_memories(d_id)
+        return _recent_memories(memory, d_id, node), info
+    if isinstance(node, n.GetCurrentSummaryFromFile):
+        if d_id is None:
+            return NO_SUMMARY, "no discussion id"
+        return _summary(_need(ctx, node), d_id), ""
+    if isinstance(node, n.FullChatSummary):
+        if d_id is None:
+            return NO_SUMMARY, "no discussion id"
+        memory = _need(ctx, node)
+        info = ""
+        if not node.is_manual_config:
+            info = memory.request_summary(
+                d_id, node.kind, min_memories_per_summary=1, loop_if_memories_exceed=d.LOOP_IF_MEMORIES_EXCEED
+            )
+        return _summary(memory, d_id), info
+    if isinstance(node, n.ChatSummarySummarizer):
+        if d_id is None:
+            return NO_SUMMARY, "no discussion id"
+        memory = _need(ctx, node)
+        info = memory.request_summary(
+            d_id, node.kind, min_memories_per_summary=node.min_memories_per_summary,
+            loop_if_memories_exceed=node.loop_if_memories_exceed, system_prompt=node.system_prompt,
+            prompt=node.prompt, max_response_size_in_tokens=node.max_response_size_in_tokens,
+        )
+        return _summary(memory, d_id), info
+    if isinstance(node, n.QualityMemory):
+        if d_id is None:
+            return "", "no discussion id: nothing is remembered"
+        return "", _need(ctx, node).ensure_memories(d_id)
+    raise NodeFailed(f"node type {node.kind} cannot run here")
+
+
+def _recent_memories(memory: MemoryAccess, discussion: str, node: n.RecentMemorySummarizerTool) -> str:
+    lines = read_memories(memory.paths.discussion_file(memory.agent, discussion, MEMORIES_SUFFIX)) or []
+    if not lines:
+        return NO_MEMORIES
+    summaries = [line["summary"] for line in lines]
+    wanted = node.max_summary_chunks_from_file or d.MAX_SUMMARY_CHUNKS_FROM_FILE  # WilmerAI: 0 means 3
+    if wanted != -1:
+        summaries = summaries[-wanted:]
+    return node.custom_delimiter.join(summaries)
+
+
+def _recent_turns(messages: Sequence[ChatMessage], node: n.RecentMemorySummarizerTool) -> str:
+    turns = list(messages)
+    if node.lookback_start:
+        turns = turns[: -node.lookback_start]
+    if node.max_turns_to_pull:
+        turns = turns[-node.max_turns_to_pull:]
+    return node.custom_delimiter.join(f"{m.name or m.role.capitalize()}: {m.content}" for m in turns)
+
+
+def _summary(memory: MemoryAccess, discussion: str) -> str:
+    record = read_summary(memory.paths.discussion_file(memory.agent, discussion, SUMMARY_SUFFIX))
+    return record["summary"] if record else NO_SUMMARY

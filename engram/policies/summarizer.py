@@ -1,0 +1,239 @@
+"""The Summarizer policy: hosts the per-discussion Summarizers placed on this pool member.
+
+Registered in `policies.registry.GROUPS["summarizer"]`: each shard has a pool of PolicyActors
+for it, and `actors.pool.owner(discussion, members)` places every discussion on one member, so
+a discussion's memory work is serial (one logical actor, one mailbox) while discussions spread
+over the pool. Every member folds the settings (`SettingsChanged`); only the owner of a
+discussion handles its events.
+
+Events are appended as work goes (`PolicyContext.append`): after each rolling-summary batch
+("save after each"), before the log is read back, when a batch of work took long, and at the
+end of each handled batch. Their ids are deterministic, so a batch handled again after a
+restart appends nothing twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from engram.actors.pool import owner
+from engram.discussion.chunking import Msg
+from engram.discussion.memory_workflows import MemoryWorkflowLibrary
+from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log
+from engram.discussion.summarizer import DiscussionSummarizer, to_msg
+from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
+from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
+from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import MessageAppended
+from engram.policies.base import Policy, PolicyContext
+from engram.settings import SettingsView
+
+# Append what was decided at least this often while a long batch is being worked through, so
+# that a slow LLM's finished memories are durable (and visible) before the whole batch is done.
+FLUSH_INTERVAL_S = 0.5
+# Discussions a member works on at once when the LLM is remote (their calls wait on the network).
+PARALLEL_DISCUSSIONS = 4
+
+
+class _Log:
+    """The Summarizer's reads of the log; pending appends are flushed first."""
+
+    def __init__(self, policy: "Summarizer"):
+        self.policy = policy
+
+    def _read(self, **kw) -> list[Recorded]:
+        self.policy.flush()
+        read = self.policy.ctx.read
+        if read is None:
+            raise RuntimeError("the Summarizer needs a host that can read the log (PolicyContext.read)")
+        return read(0 if "after" not in kw else kw.pop("after"), limit=None, **kw)
+
+    def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
+        return [to_msg(r) for r in self._read(after=after_seq, to_seq=to_seq, stream=discussion, types=["MessageAppended"])]
+
+    def chunk_memories(self, discussion: str, after_seq: int) -> list[Recorded]:
+        return self._read(after=after_seq, stream=discussion, types=["ChunkSummarized"])
+
+    def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
+        return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))
+
+
+class Summarizer(Policy):
+    name = "summarizer"
+    interests = frozenset(
+        {
+            "MessageAppended",
+            "SettingsChanged",
+            "GenerationStarted",
+            "SummaryUpdateRequested",
+            "RollingSummaryUpdated",
+            "DiscussionForgotten",
+            "AgentForgotten",
+        }
+    )
+
+    def __init__(self, ctx: PolicyContext):
+        super().__init__(ctx)
+        self.settings = SettingsView()
+        self.discussions: dict[str, DiscussionState] = {}
+        self._log = _Log(self)
+        self._tasks = None
+        self._embedder = None
+        self._workflows = None
+        self._queue: list[tuple[str, str, NewEvent]] = []  # (stream, agent, event) not yet appended
+        self._last_flush = time.monotonic()
+        self._lock = threading.RLock()  # the queue and the appends, shared by the mailbox threads
+        self._parallel: int | None = None
+
+    # ------------------------------------------------------------------ services (lazy)
+
+    @property
+    def tasks(self):
+        if self._tasks is None:
+            self._tasks = self.ctx.services.get("tasks")
+            if self._tasks is None:
+                from engram.llm.factory import make_tasks
+
+                config = self.ctx.services.get("config")
+                self._tasks = make_tasks(config.llm if config is not None else None)
+        return self._tasks
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = self.ctx.services.get("embedder")
+            if self._embedder is None:
+                from engram.discussion.runtime import single_threaded
+                from engram.embeddings.factory import make_embedder
+
+                config = self.ctx.services.get("config")
+                self._embedder = make_embedder(single_threaded(config.embedder if config is not None else None))
+        return self._embedder
+
+    @property
+    def workflows(self) -> MemoryWorkflowLibrary:
+        if self._workflows is None:
+            self._workflows = MemoryWorkflowLibrary(self.ctx.home.root, self.tasks)
+        return self._workflows
+
+    # ------------------------------------------------------------------ handling
+
+    def mine(self, discussion: str) -> bool:
+        return owner(discussion, self.ctx.members) == self.ctx.member
+
+    def handle(self, batch: list[Recorded]) -> list[Write]:
+        # First, in log order: settings, forgetting, and each discussion's mailbox (every event
+        # with the settings in force at its position).
+        mailboxes: dict[str, tuple[DiscussionSummarizer, list[tuple[Recorded, object]]]] = {}
+        for rec in batch:
+            ev = rec.event
+            if rec.type == "SettingsChanged":
+                self.settings.apply(rec)
+                continue
+            if isinstance(ev, (AgentForgotten, DiscussionForgotten)):
+                gone = ([ev.discussion_id] if isinstance(ev, DiscussionForgotten)
+                        else [d for d, st in self.discussions.items() if st.agent == ev.agent_id])
+                for d in gone:
+                    self.discussions.pop(d, None)
+                    mailboxes.pop(d, None)
+                continue
+            if rec.stream.startswith("agent:") or not self.mine(rec.stream):
+                continue
+            box = mailboxes.get(rec.stream)
+            if box is None:
+                actor = self._actor(rec)
+                if actor is None:
+                    continue
+                box = mailboxes[rec.stream] = (actor, [])
+            box[1].append((rec, self.settings.discussion_settings(rec.agent, rec.stream)))
+        # Then the mailboxes: each one in order, by one thread at a time (serial per discussion);
+        # different discussions in parallel when the LLM is remote (I/O-bound).
+        boxes = list(mailboxes.values())
+        if self.parallel > 1 and len(boxes) > 1:
+            with ThreadPoolExecutor(min(self.parallel, len(boxes)), thread_name_prefix="summarizer") as pool:
+                for _ in pool.map(lambda box: self._work(*box), boxes):
+                    pass
+        else:
+            for box in boxes:
+                self._work(*box)
+        self.flush()
+        return []
+
+    @property
+    def parallel(self) -> int:
+        """Discussions worked on at once: one with the offline heuristic (CPU-bound in Python,
+        threads would only take turns), PARALLEL_DISCUSSIONS with a remote LLM."""
+        if self._parallel is None:
+            self._parallel = 1 if getattr(self.tasks, "provider", "offline") == "offline" else PARALLEL_DISCUSSIONS
+        return self._parallel
+
+    @parallel.setter
+    def parallel(self, value: int) -> None:
+        self._parallel = value
+
+    def _work(self, actor: DiscussionSummarizer, mailbox: list[tuple[Recorded, object]]) -> None:
+        for rec, settings in mailbox:
+            ev = rec.event
+            emit = self._emitter(rec.stream, rec.agent)
+            if isinstance(ev, MessageAppended):
+                actor.on_message(rec, settings, emit)
+            elif isinstance(ev, GenerationStarted):
+                actor.on_generation(rec, settings, emit)
+            elif isinstance(ev, SummaryUpdateRequested):
+                actor.on_summary_request(rec, settings, emit, self.flush)
+            elif isinstance(ev, RollingSummaryUpdated):
+                actor.adopt_summary(rec)
+            if time.monotonic() - self._last_flush > FLUSH_INTERVAL_S:
+                self.flush()
+
+    def _actor(self, rec: Recorded) -> DiscussionSummarizer | None:
+        state = self.discussions.get(rec.stream)
+        if state is None:
+            if isinstance(rec.event, RollingSummaryUpdated):
+                return None  # our own output from before a restart: nothing to adopt it into
+            if self.ctx.read is not None:
+                # The log may hold history of this discussion that this member never handled, or
+                # decisions it made before a restart that lost its snapshot: resume from the log.
+                state = state_from_log(rec.agent, rec.stream, self._log.history(rec.stream), rec.seq)
+            else:
+                state = DiscussionState(rec.agent, rec.stream)
+            self.discussions[rec.stream] = state
+        return DiscussionSummarizer(state, tasks=self.tasks, embedder=self.embedder, log=self._log,
+                                    workflows=self.workflows)
+
+    def _emitter(self, stream: str, agent: str):
+        def emit(event: NewEvent) -> None:
+            with self._lock:
+                self._queue.append((stream, agent, event))
+
+        return emit
+
+    def flush(self) -> None:
+        """Append every decided event now (in decision order per discussion, one all-or-nothing call)."""
+        with self._lock:
+            self._last_flush = time.monotonic()
+            if not self._queue:
+                return
+            if self.ctx.append is None:
+                raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
+            writes: list[Write] = []
+            for stream, agent, event in self._queue:
+                if writes and writes[-1].stream == stream:
+                    writes[-1] = Write(stream, agent, writes[-1].events + (event,))
+                else:
+                    writes.append(Write(stream, agent, (event,)))
+            self._queue = []
+            self.ctx.append(writes)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def state(self) -> Any:
+        return {"settings": self.settings.state(), "discussions": self.discussions}
+
+    def restore(self, state: Any) -> None:
+        if state:
+            self.settings.restore(state["settings"])
+            self.discussions = state["discussions"]

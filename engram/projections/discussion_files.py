@@ -1,0 +1,124 @@
+"""`<id>_memories.jsonl` and `<id>_summary.jsonl`: folded from the Summarizer's events.
+
+Tables (for `engram sql`, across discussions):
+    discussion_memories       one row per chunk memory of the current generation (and its file line)
+    discussion_summaries      the current rolling summary of each discussion
+    discussion_memory_files   per discussion: generation, whether the memory file exists, count
+
+The memory file exists from the `MemoryFileCreated` of its generation on (empty until the first
+chunk memory), exactly as WilmerAI creates it at the first memory check.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import duckdb
+
+from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
+from engram.events.discussion import STORE_MEMORIES, ChunkSummarized, RollingSummaryUpdated
+from engram.events.envelope import Recorded
+from engram.projections.base import atomic_write
+from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
+
+
+def canonical(record: dict) -> str:
+    """One JSON line, canonical (sorted keys, no spaces), as `projections.base.jsonl` writes it."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+class DiscussionFiles(PerDiscussionProjection):
+    name = "discussion_files"
+    store = STORE_MEMORIES
+    meta_table = "discussion_memory_files"
+    rows_table = "discussion_memories"
+    tables: ClassVar[tuple[str, ...]] = ("discussion_memories", "discussion_summaries", "discussion_memory_files")
+    interests = PerDiscussionProjection.control_types | {"ChunkSummarized", "RollingSummaryUpdated"}
+
+    def create_tables(self, db: duckdb.DuckDBPyConnection) -> None:
+        db.execute(
+            """CREATE TABLE IF NOT EXISTS discussion_memories (
+                discussion_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
+                ordinal INTEGER NOT NULL, memory_id VARCHAR NOT NULL, created_seq BIGINT NOT NULL,
+                first_seq BIGINT NOT NULL, last_seq BIGINT NOT NULL, message_count INTEGER NOT NULL,
+                token_count INTEGER NOT NULL, summary VARCHAR NOT NULL, line VARCHAR NOT NULL,
+                PRIMARY KEY (discussion_id, memory_id))"""
+        )
+        db.execute(
+            """CREATE TABLE IF NOT EXISTS discussion_summaries (
+                discussion_id VARCHAR PRIMARY KEY, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
+                updated_seq BIGINT NOT NULL, absorbed_through VARCHAR NOT NULL, memories_absorbed INTEGER NOT NULL,
+                summary VARCHAR NOT NULL, line VARCHAR NOT NULL)"""
+        )
+        self._memories: list[tuple] = []
+        self._summaries: dict[str, tuple] = {}
+        self._known: set[tuple[str, str]] = set()  # (discussion, memory_id) buffered since the last flush
+
+    def extra_tables(self) -> tuple[str, ...]:
+        return ("discussion_summaries",)
+
+    def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
+        ev = rec.event
+        d = rec.stream
+        if isinstance(ev, ChunkSummarized):
+            memory_id = chunk_memory_id(ev)
+            if not meta.created or (d, memory_id) in self._known:
+                return False
+            line = canonical(memory_line(rec, ev))
+            self._memories.append(
+                (d, meta.agent, ev.generation, meta.count, memory_id, rec.seq, ev.first_seq, ev.last_seq,
+                 len(ev.message_ids), ev.token_count, ev.summary, line)
+            )
+            self._known.add((d, memory_id))
+            meta.count += 1
+            return True
+        if isinstance(ev, RollingSummaryUpdated):
+            line = canonical(summary_line(rec, ev))
+            self._summaries[d] = (d, meta.agent, ev.generation, rec.seq, ev.absorbed_through,
+                                  ev.memories_absorbed, ev.summary, line)
+            return True
+        return False
+
+    def on_reset(self, discussion: str) -> None:
+        self._memories = [r for r in self._memories if r[0] != discussion]
+        self._summaries.pop(discussion, None)
+        self._known = {k for k in self._known if k[0] != discussion}
+
+    def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
+        if self._memories:
+            db.executemany("INSERT INTO discussion_memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._memories)
+        if self._summaries:
+            db.execute("DELETE FROM discussion_summaries WHERE discussion_id IN (SELECT unnest(?))", [sorted(self._summaries)])
+            db.executemany("INSERT INTO discussion_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", list(self._summaries.values()))
+        self._memories, self._summaries, self._known = [], {}, set()
+
+    def _path(self, agent: str, discussion: str, suffix: str) -> Path:
+        return self.ctx.paths.discussion_file(agent, discussion, suffix)
+
+    def files_of(self, agent: str, discussion: str) -> list[Path]:
+        return [self._path(agent, discussion, MEMORIES_SUFFIX), self._path(agent, discussion, SUMMARY_SUFFIX)]
+
+    def expected_files(self, discussion: str, meta: DiscussionMeta) -> list[Path]:
+        out = [self._path(meta.agent, discussion, MEMORIES_SUFFIX)] if meta.created else []
+        row = self.ctx.db.execute(
+            "SELECT 1 FROM discussion_summaries WHERE discussion_id = ?", [discussion]
+        ).fetchone()
+        return out + ([self._path(meta.agent, discussion, SUMMARY_SUFFIX)] if row else [])
+
+    def render(self, db: duckdb.DuckDBPyConnection, discussion: str, meta: DiscussionMeta) -> None:
+        memories = self._path(meta.agent, discussion, MEMORIES_SUFFIX)
+        if meta.created:
+            lines = db.execute(
+                "SELECT line FROM discussion_memories WHERE discussion_id = ? ORDER BY ordinal", [discussion]
+            ).fetchall()
+            atomic_write(memories, "".join(line + "\n" for (line,) in lines).encode())
+        else:
+            memories.unlink(missing_ok=True)
+        summary = self._path(meta.agent, discussion, SUMMARY_SUFFIX)
+        row = db.execute("SELECT line FROM discussion_summaries WHERE discussion_id = ?", [discussion]).fetchone()
+        if row:
+            atomic_write(summary, (row[0] + "\n").encode())
+        else:
+            summary.unlink(missing_ok=True)

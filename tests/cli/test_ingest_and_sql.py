@@ -1,0 +1,89 @@
+"""The CLI as a user types it: ingest, then SQL in a new process; bad input fails cleanly."""
+
+import json
+
+import pytest
+
+from tests.cli.helpers import SAMPLE, engram
+
+pytestmark = pytest.mark.ray
+
+
+def test_ingest_then_sql_in_a_new_process_sees_what_was_ingested(home_dir, tmp_path):
+    done = engram(home_dir, "ingest", str(SAMPLE), "--agent", "priya-bot")
+    assert done.returncode == 0, done.stderr
+    assert "45 new message(s), 0 already recorded, discussion(s): acme-dashboard" in done.stdout
+
+    out = engram(home_dir, "sql", "SELECT count(*) AS n, min(ts) AS first FROM messages", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [{"n": 45, "first": "2026-03-02T09:15:00+00:00"}]
+
+    csv = engram(home_dir, "sql", "SELECT discussion_id, agent, messages FROM discussions", "--csv")
+    assert csv.stdout.splitlines() == ["discussion_id,agent,messages", "acme-dashboard,priya-bot,45"]
+
+    status = engram(home_dir, "status", "--json")
+    shard = json.loads(status.stdout)["shards"][0]
+    assert shard["projection_lag"] == 0
+    # 45 messages + 2 settings records; the Summarizer adds the discussion's memories (18 with the defaults).
+    assert {k: shard["events_by_type"][k] for k in ("MessageAppended", "SettingsChanged")} == {"MessageAppended": 45, "SettingsChanged": 2}
+    assert shard["head"] == sum(shard["events_by_type"].values())
+
+    # Re-ingesting the same file appends nothing.
+    again = engram(home_dir, "ingest", str(SAMPLE), "--agent", "priya-bot", "--no-wait")
+    assert "0 new message(s), 45 already recorded" in again.stdout
+
+    out = tmp_path / "replayed"
+    rep = engram(home_dir, "replay", "--out", str(out), "--as-of", "2026-03-04T23:00:00Z")
+    assert rep.returncode == 0, rep.stderr
+    first_two_sessions = engram(home_dir, "sql", "SELECT count(*) FROM messages WHERE ts <= TIMESTAMPTZ '2026-03-04 23:00:00+00'", "--csv")
+    assert first_two_sessions.stdout.splitlines()[1] == "25"
+    import duckdb
+
+    con = duckdb.connect(str(out / "shard-000.duckdb"), read_only=True)
+    assert con.execute("SELECT messages FROM discussions").fetchall() == [(25,)]
+
+
+def count_events(home_dir) -> int:
+    res = engram(home_dir, "sql", "SELECT count(*) FROM events", "--csv")
+    return int(res.stdout.splitlines()[1])
+
+
+def test_invalid_agent_id_exits_2_and_appends_nothing(home_dir):
+    res = engram(home_dir, "ingest", str(SAMPLE), "--agent", "../../etc")
+    assert res.returncode == 2
+    assert "agent id '../../etc' contains a path separator" in res.stderr
+    assert count_events(home_dir) == 0
+
+
+def test_invalid_discussion_tag_exits_2(home_dir, tmp_path):
+    bad = tmp_path / "chat.json"
+    bad.write_text(json.dumps([{"role": "user", "content": "[DiscussionId]a/../b[/DiscussionId] hi"}]))
+    res = engram(home_dir, "ingest", str(bad))
+    assert res.returncode == 2 and "contains a path separator" in res.stderr
+
+
+def test_a_malformed_file_is_rejected_whole_with_line_and_reason(home_dir, tmp_path):
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"role": "user", "content": "fine"}\n{"role": "user", "content": "oops}\n')
+    res = engram(home_dir, "ingest", str(SAMPLE), str(bad))
+    assert res.returncode == 2
+    assert f"{bad}:2:" in res.stderr and "nothing of" in res.stderr
+    assert count_events(home_dir) == 0
+
+
+def test_an_oversized_message_is_rejected_by_name(home_dir, tmp_path):
+    (home_dir / "engram.json").write_text('{"limits": {"maxMessageChars": 50}}')
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"role": "user", "content": "short"}\n' + json.dumps({"role": "user", "content": "x" * 80, "message_id": "huge"}) + "\n")
+    res = engram(home_dir, "ingest", str(big), "--discussion", "d1")
+    assert res.returncode == 2
+    assert "message 2 (huge): 80 characters, over the limit of 50" in res.stderr
+    assert count_events(home_dir) == 0
+
+
+def test_a_typo_in_the_settings_file_stops_ingest_with_the_closest_key(home_dir):
+    (home_dir / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text('{"lookbackStartTurns": 2}')
+    res = engram(home_dir, "ingest", str(SAMPLE))
+    assert res.returncode == 2
+    assert "unknown key 'lookbackStartTurns'; did you mean 'lookbackStartTurn'?" in res.stderr
+    assert count_events(home_dir) == 0

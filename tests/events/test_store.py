@@ -1,0 +1,224 @@
+"""The EventStore: gap-free positions, optimistic concurrency, idempotent appends, group commit, reads."""
+
+import threading
+
+import pytest
+
+from engram.events.envelope import NewEvent, Write
+from engram.events.messages import MessageAppended
+from engram.events.store import (
+    AppendError,
+    ConcurrencyConflict,
+    EventStore,
+    PayloadTooLarge,
+    StreamOwnershipError,
+)
+from tests.events.helpers import T0, msg, write
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = EventStore(tmp_path / "log.duckdb")
+    yield s
+    s.close()
+
+
+def test_positions_are_gap_free_and_stream_versions_count_per_stream(store):
+    store.append_many([write("d1", range(3)), write("d2", range(3, 5))])
+    store.append_many([write("d1", range(5, 6))])
+    rows = store.query("SELECT seq, stream, stream_version FROM events ORDER BY seq")[1]
+    assert rows == [(1, "d1", 1), (2, "d1", 2), (3, "d1", 3), (4, "d2", 1), (5, "d2", 2), (6, "d1", 4)]
+    assert store.head() == 6
+
+
+def test_expected_version_conflict_names_stream_and_versions_and_appends_nothing(store):
+    store.append_many([write("d1", range(2))])
+    with pytest.raises(ConcurrencyConflict, match=r"stream 'd1': expected version 1, but the stream is at version 2"):
+        store.append_many([write("d1", range(2, 4), expected=1)])
+    assert store.head() == 2
+    store.append_many([write("d1", range(2, 4), expected=2)])
+    assert store.stream_version("d1") == 4
+
+
+def test_expected_version_zero_means_a_new_stream(store):
+    store.append_many([write("d1", range(1), expected=0)])
+    with pytest.raises(ConcurrencyConflict):
+        store.append_many([write("d1", range(1, 2), expected=0)])
+
+
+def test_a_retried_append_returns_the_original_seqs_and_adds_nothing(store):
+    first = store.append_many([write("d1", range(3))])[0]
+    again = store.append_many([write("d1", range(3))])[0]
+    assert again.seqs == first.seqs == (1, 2, 3)
+    assert again.duplicates == 3
+    assert store.query("SELECT count(*) FROM events")[1] == [(3,)]
+
+
+def test_idempotency_survives_a_restart(tmp_path):
+    path = tmp_path / "log.duckdb"
+    s = EventStore(path)
+    s.append_many([write("d1", range(3))])
+    s.close()
+    s = EventStore(path)
+    try:
+        res = s.append_many([write("d1", range(2, 5))])[0]
+        assert res.seqs == (3, 4, 5) and res.duplicates == 1
+        assert s.head() == 5
+    finally:
+        s.close()
+
+
+def test_a_unit_with_one_bad_write_appends_nothing_of_the_unit(store):
+    store.append_many([write("d1", range(1))])
+    with pytest.raises(ConcurrencyConflict):
+        store.append_many([write("d2", range(10, 12)), write("d1", range(1, 2), expected=5)])
+    assert store.head() == 1
+    assert store.stream_version("d2") == 0
+
+
+def test_a_stream_belongs_to_one_agent(store):
+    store.append_many([write("d1", range(1), agent="alice")])
+    with pytest.raises(StreamOwnershipError, match="belongs to agent 'alice', not 'bob'"):
+        store.append_many([write("d1", range(1, 2), agent="bob")])
+
+
+def test_oversized_payload_is_rejected_by_name(tmp_path):
+    s = EventStore(tmp_path / "log.duckdb", max_payload_bytes=200)
+    try:
+        with pytest.raises(PayloadTooLarge, match="MessageAppended for stream 'd1' is .* bytes; the limit is 200"):
+            s.append("d1", [msg(1, "x" * 500)], agent="a")
+        assert s.head() == 0
+    finally:
+        s.close()
+
+
+def test_reads_by_position_stream_type_agent_and_time(store):
+    store.append_many([write("d1", range(5), agent="a"), write("d2", range(5, 8), agent="b")])
+    assert [r.seq for r in store.read(3)] == [4, 5, 6, 7, 8]
+    assert [r.seq for r in store.read(0, limit=2)] == [1, 2]
+    assert [r.seq for r in store.read(0, to_seq=2)] == [1, 2]
+    assert [r.event.message_id for r in store.read(0, stream="d2")] == ["m5", "m6", "m7"]
+    assert [r.seq for r in store.read(0, agent="b")] == [6, 7, 8]
+    assert store.read(0, types=["ClockTick"]) == []
+    assert len(store.read(0, types=["MessageAppended"])) == 8
+    # ts of message i is T0 + i seconds
+    assert [r.seq for r in store.read(0, since_us=T0 + 2_000_000, until_us=T0 + 4_000_000)] == [3, 4, 5]
+    rec = store.read(0, limit=1)[0]
+    assert rec.ts_us == T0 and rec.ts.isoformat() == "2023-11-14T22:13:20+00:00"
+    assert [r.stream_version for r in store.read_stream("d1", from_version=4)] == [4, 5]
+
+
+def test_iter_events_reads_everything_in_batches(store):
+    store.append_many([write("d1", range(25))])
+    assert [r.seq for r in store.iter_events(0, batch=7)] == list(range(1, 26))
+
+
+def test_wait_gives_read_your_writes_across_threads(store):
+    results = []
+    waiter = threading.Thread(target=lambda: results.append(store.wait(3, timeout=5)))
+    waiter.start()
+    store.append_many([write("d1", range(3))])
+    waiter.join()
+    assert results == [True]
+    assert store.wait(99, timeout=0.05) is False
+
+
+def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, monkeypatch):
+    commits = []
+    original = store._insert
+
+    def counting_insert(segments):
+        commits.append(sum(len(fresh) for _, fresh, _, _ in segments))
+        original(segments)
+
+    monkeypatch.setattr(store, "_insert", counting_insert)
+    errors = []
+
+    def writer(w: int):
+        try:
+            for i in range(50):
+                store.append(f"s{w}", [msg(w * 1000 + i)], agent="a")
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert store.head() == 400 and sum(commits) == 400
+    assert store.query("SELECT count(DISTINCT seq), min(seq), max(seq) FROM events")[1] == [(400, 1, 400)]
+    # Each writer's events stay in its own order with consecutive stream versions.
+    for w in range(8):
+        versions = [r.stream_version for r in store.read(0, stream=f"s{w}", limit=None)]
+        assert versions == list(range(1, 51))
+    assert len(commits) < 400  # some appends shared a commit
+
+
+def test_a_failing_commit_acknowledges_nobody_and_leaves_no_gap(store, monkeypatch):
+    store.append_many([write("d1", range(2))])
+
+    def broken(segments):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "_insert", broken)
+    with pytest.raises(AppendError, match="commit failed: disk full"):
+        store.append_many([write("d1", range(2, 4))])
+    monkeypatch.undo()
+    res = store.append_many([write("d1", range(2, 4))])[0]
+    assert res.seqs == (3, 4)
+
+
+def test_read_only_store_refuses_appends(tmp_path):
+    path = tmp_path / "log.duckdb"
+    EventStore(path).close()
+    ro = EventStore(path, read_only=True)
+    try:
+        with pytest.raises(AppendError, match="read-only"):
+            ro.append("d1", [msg(1)], agent="a")
+    finally:
+        ro.close()
+
+
+def test_purge_erases_a_stream_and_what_it_caused_but_keeps_positions(tmp_path):
+    from engram.events.control import DiscussionForgotten
+    from engram.events.envelope import NewEvent
+    from engram.events.messages import ToolCallFailed
+    from engram.events.store import compact_database
+
+    path = tmp_path / "log.duckdb"
+    store = EventStore(path)
+    store.append_many([write("d1", range(3)), write("d2", range(3, 5))])
+    # A derived event in another stream, caused by message seq 2 of d1, and one caused by d2.
+    store.append("agent:a", [NewEvent(event=ToolCallFailed(tool="t", error="secret from d1"), ts_us=T0, causation=2)], agent="a")
+    store.append("agent:a", [NewEvent(event=ToolCallFailed(tool="t", error="from d2"), ts_us=T0, causation=4)], agent="a")
+    store.append("agent:a", [DiscussionForgotten(discussion_id="d1")], agent="a")
+    assert store.purge_streams(["d1"]) == 4
+    rows = store.query("SELECT seq, type FROM events ORDER BY seq")[1]
+    assert rows == [(1, "Purged"), (2, "Purged"), (3, "Purged"), (4, "MessageAppended"), (5, "MessageAppended"),
+                    (6, "Purged"), (7, "ToolCallFailed"), (8, "DiscussionForgotten")]
+    assert [r.event.original_type for r in store.read(0, stream="d1")] == ["MessageAppended"] * 3
+    store.close()
+    compact_database(path)
+    assert b"message number 1" not in path.read_bytes() and b"secret from d1" not in path.read_bytes()
+    assert b"message number 4" in path.read_bytes()
+    store = EventStore(path)
+    assert store.head() == 8 and store.stream_version("d1") == 3
+    store.close()
+
+
+def test_small_and_large_commits_store_the_same_rows(tmp_path):
+    from engram.events.store import SMALL_COMMIT_ROWS
+
+    small, large = EventStore(tmp_path / "small.duckdb"), EventStore(tmp_path / "large.duckdb")
+    try:
+        n = SMALL_COMMIT_ROWS + 10
+        for i in range(n):  # one event per commit: the VALUES path
+            small.append_many([write("d1", range(i, i + 1))])
+        large.append_many([write("d1", range(n))])  # one commit: the Arrow path
+        cols = "seq, stream, stream_version, type, schema_version, ts, agent, causation, event_id, payload"
+        assert small.query(f"SELECT {cols} FROM events ORDER BY seq")[1] == large.query(f"SELECT {cols} FROM events ORDER BY seq")[1]
+    finally:
+        small.close()
+        large.close()

@@ -1,0 +1,106 @@
+"""Policies: decisions appended with deterministic ids, snapshots, exactly-once effect after a restart."""
+
+import json
+
+from engram.events.envelope import NewEvent, Write
+from engram.events.messages import ToolCallFailed
+from engram.home import Home
+from engram.policies.base import Policy, PolicyContext
+from engram.policies.host import PolicyHost
+from engram.shard import ShardHost
+from tests.events.helpers import write
+
+
+class EveryThirdMessage(Policy):
+    """Test policy: after every third message of a stream, record a (fake) tool failure event."""
+
+    name = "every-third"
+    interests = frozenset({"MessageAppended"})
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.counts: dict[str, int] = {}
+
+    def handle(self, batch):
+        out = []
+        for rec in batch:
+            n = self.counts[rec.stream] = self.counts.get(rec.stream, 0) + 1
+            if n % 3 == 0:
+                out.append(Write(stream=f"agent:{rec.agent}", agent=rec.agent, events=(
+                    NewEvent(event=ToolCallFailed(tool="count", error=f"{rec.stream}:{n}"), ts_us=rec.ts_us,
+                             event_id=f"every-third:{rec.seq}", causation=rec.seq),)))
+        return out
+
+    def state(self):
+        return self.counts
+
+    def restore(self, state):
+        self.counts = state
+
+
+def make_host(shard: ShardHost, home: Home) -> PolicyHost:
+    policy = EveryThirdMessage(PolicyContext(shard=0, home=home))
+    return PolicyHost([policy], read=shard.read, append=shard.append_many, head=shard.head, state_dir=home.root / "state")
+
+
+def decisions(shard: ShardHost) -> list[str]:
+    return [r.event.error for r in shard.read(0, types=["ToolCallFailed"], limit=None)]
+
+
+def test_a_policy_appends_its_decisions_and_records_its_position(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(7))])
+        host = make_host(shard, home)
+        host.run_until_caught_up()
+        assert decisions(shard) == ["d1:3", "d1:6"]
+        assert host.position == shard.head()  # its own decisions (of no interest) count as seen
+        sidecar = json.loads((home.root / "state" / "every-third.shard-000.member-000.position.json").read_text())
+        assert sidecar["position"] == shard.head()
+        caused = [r.causation for r in shard.read(0, types=["ToolCallFailed"], limit=None)]
+        assert caused == [3, 6]
+    finally:
+        shard.close()
+
+
+def test_after_a_crash_rehandled_events_append_nothing_twice(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(3))])
+        host = make_host(shard, home)
+        host.run_until_caught_up()
+        snapshot = (home.root / "state" / "every-third.shard-000.member-000.pickle").read_bytes()
+        shard.append_many([write("d1", range(3, 6))])
+        host.run_until_caught_up()
+        assert decisions(shard) == ["d1:3", "d1:6"]
+        # Crash: the snapshot on disk is the older one; the restarted host handles 4..6 again.
+        (home.root / "state" / "every-third.shard-000.member-000.pickle").write_bytes(snapshot)
+        restarted = make_host(shard, home)
+        restarted.run_until_caught_up()
+        assert decisions(shard) == ["d1:3", "d1:6"]
+        shard.append_many([write("d1", range(6, 9))])
+        restarted.run_until_caught_up()
+        assert decisions(shard) == ["d1:3", "d1:6", "d1:9"]
+    finally:
+        shard.close()
+
+
+def test_a_failing_policy_retries_later_without_losing_events(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(3))])
+        host = make_host(shard, home)
+        policy = host.policies[0]
+        original = policy.handle
+        policy.handle = lambda batch: (_ for _ in ()).throw(RuntimeError("LLM unreachable"))
+        host.pump()
+        assert host.errors == {"every-third": "RuntimeError('LLM unreachable')"}
+        assert policy.position == 0
+        policy.handle = original
+        host.run_until_caught_up()
+        assert decisions(shard) == ["d1:3"] and host.errors == {}
+    finally:
+        shard.close()
