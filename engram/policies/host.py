@@ -68,10 +68,11 @@ class PolicyHost:
         # A short chunk means everything up to `head` was read: events of no interest count as seen.
         reached = head if len(chunk) < self.batch else chunk[-1].seq
         if not chunk:
-            # Nothing of interest: positions move on in memory only. Re-reading such a range after a
-            # restart costs nothing, and it spares rewriting every snapshot whenever other events arrive.
+            # Nothing of interest: only the positions move (their small sidecars are written; the
+            # snapshots, which can be large, are not rewritten whenever other events arrive).
             for p in self.policies:
                 p.position = max(p.position, reached)
+            self.save(snapshots=False)
             return 0
         for p in self.policies:
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
@@ -102,12 +103,12 @@ class PolicyHost:
             total += n
         return total
 
-    def save(self) -> None:
+    def save(self, snapshots: bool = True) -> None:
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
-                data = p.snapshot()
-                if self._saved.get(p.name) != data:  # an unchanged snapshot is not written (and fsynced) again
+                data = p.snapshot() if snapshots else None
+                if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
                     atomic_write(path, data)
                     self._saved[p.name] = data
                 # Beside it, the position alone, for `engram status` without unpickling anything.
