@@ -124,10 +124,12 @@ def expected_files(row) -> dict[str, bool]:
 
 def summary_request(node: str, *, min_memories_per_summary: int, loop_if_memories_exceed: int,
                     system_prompt: str | None = None, prompt: str | None = None,
-                    max_response_size_in_tokens: int | None = None) -> SummaryUpdateRequested:
+                    max_response_size_in_tokens: int | None = None, endpoint_name: str | None = None,
+                    preset: str | None = None) -> SummaryUpdateRequested:
     return SummaryUpdateRequested(
         node=node, min_memories_per_summary=min_memories_per_summary, loop_if_memories_exceed=loop_if_memories_exceed,
         system_prompt=system_prompt, prompt=prompt, max_response_size_in_tokens=max_response_size_in_tokens,
+        endpoint_name=endpoint_name, preset=preset,
     )
 
 
@@ -221,7 +223,7 @@ class LocalEngine:
         view = SettingsView()
         for rec in self.shard.read(0, limit=None, stream=agent_stream(agent), types=["SettingsChanged"]):
             view.apply(rec)
-        writes = sync_writes(self.home, agent, view.recorded_hashes(agent), ts_us or now_us())
+        writes = sync_writes(self.home, agent, view.recorded_hashes(agent), ts_us or now_us(), self.config.llm)
         return sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
 
     def settle(self) -> None:

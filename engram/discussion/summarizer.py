@@ -58,9 +58,11 @@ class MemoryLog(Protocol):
 
 
 class MemoryWorkflows(Protocol):
-    """Runs the workflow a setting names (`fileMemoryWorkflowName`, `vectorMemoryWorkflowName`)."""
+    """Runs the workflow a setting names (`fileMemoryWorkflowName`, `vectorMemoryWorkflowName`);
+    its Standard nodes that name no endpoint/preset use `endpoint_name`/`preset`."""
 
-    def run(self, name: str, inputs: dict[str, str]) -> "WorkflowOutcome": ...
+    def run(self, name: str, inputs: dict[str, str], *, endpoint_name: str | None = None,
+            preset: str | None = None) -> "WorkflowOutcome": ...
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ class DiscussionSummarizer:
             result = self.tasks.merge_summary(
                 st.summary.text, [r.event.summary for r in batch], max_tokens=max_tokens,
                 system_prompt=ev.system_prompt, prompt=ev.prompt,
+                endpoint_name=ev.endpoint_name or settings.endpoint_name, preset=ev.preset or settings.preset,
             )
             last = batch[-1].event
             last_id = chunk_memory_id(last)
@@ -209,7 +212,7 @@ class DiscussionSummarizer:
                 "Memory_file": "\n".join(st.recent),
                 "Full_Memory_file": "\n".join(everything),
                 "Chat_Summary": st.summary.text,
-            })
+            }, endpoint_name=s.endpoint_name, preset=s.preset)
         if outcome is not None and outcome.text is not None and outcome.llm is not None:
             summary, llm = outcome.text, outcome.llm
         else:
@@ -219,6 +222,7 @@ class DiscussionSummarizer:
                 # The settings' own prompts when the user wrote some; engram's template otherwise.
                 system_prompt=None if s.system_prompt == DEFAULT_SYSTEM_PROMPT else s.system_prompt,
                 prompt=None if s.prompt == DEFAULT_PROMPT else s.prompt,
+                endpoint_name=s.endpoint_name, preset=s.preset,
             )
             summary, llm = result.value, result.llm
         event = ChunkSummarized(
@@ -236,8 +240,12 @@ class DiscussionSummarizer:
         base = f"g{st.generation}-v{chunk.first_seq}-{chunk.last_seq}"
         memories: list[StructuredMemory] = []
         outcome = None
+        # Vector memories have their own endpoint and preset, falling back to the general ones.
+        endpoint_name = s.vector_memory_endpoint_name or s.endpoint_name
+        preset = s.vector_memory_preset or s.preset
         if s.vector_memory_workflow_name and self.workflows is not None:
-            outcome = self.workflows.run(s.vector_memory_workflow_name, {"TextChunk": transcript(chunk.messages)})
+            outcome = self.workflows.run(s.vector_memory_workflow_name, {"TextChunk": transcript(chunk.messages)},
+                                         endpoint_name=endpoint_name, preset=preset)
             if outcome.text is not None:
                 memories, error = parse_structured(outcome.text)
                 if error:
@@ -246,7 +254,8 @@ class DiscussionSummarizer:
             llm = outcome.llm
         else:
             result = self.tasks.extract_memory(chat_lines(chunk.messages),
-                                               max_tokens=s.vector_memory_max_response_size_in_tokens)
+                                               max_tokens=s.vector_memory_max_response_size_in_tokens,
+                                               endpoint_name=endpoint_name, preset=preset)
             memories, llm = [result.value], result.llm
         vectors = self.embedder.embed([embedding_text(m) for m in memories])
         for n, (mem, vector) in enumerate(zip(memories, vectors)):

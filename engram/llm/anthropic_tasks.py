@@ -108,6 +108,11 @@ class AnthropicTasks(MemoryTasks):
 
     # ------------------------------------------------------------------ routing and prompts
 
+    def unroutable(self, named) -> list[str]:
+        from engram.llm.routing import route_problems
+
+        return route_problems(self.config, named)
+
     def route(self, task: str, endpoint_name: str | None = None, preset: str | None = None) -> Route:
         """The route of one call: its own endpoint/preset where it names them, else the task's
         configured route (`llm.tasks`), else "default". A name that is not configured raises a
@@ -141,7 +146,7 @@ class AnthropicTasks(MemoryTasks):
         values = spec.values(task_input)
         system = render(getattr(task_input, "system_prompt", None) or self.templates.system(task), values)
         if spec.turns is not None:
-            messages = spec.turns(task_input, values, self.templates)
+            messages = spec.turns(task_input, values, self.templates, system)
         else:
             prompt = getattr(task_input, "prompt", None) or self.templates.prompt(task)
             messages = (("user", render(prompt, values)),)

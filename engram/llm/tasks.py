@@ -37,6 +37,11 @@ class MemoryTasks(ABC):
     def describe(self) -> str:
         """One line saying which provider and model answer (for `engram demo` and logs)."""
 
+    def unroutable(self, named: Sequence[tuple[str, str | None, str | None]]) -> list[str]:
+        """What is wrong with endpoint/preset names (where, endpoint, preset) that calls would use:
+        nothing for a provider that calls no endpoint (the offline heuristic)."""
+        return []
+
     # ------------------------------------------------------------------ discussion memory (WilmerAI)
 
     def summarize_chunk(

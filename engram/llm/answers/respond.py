@@ -2,8 +2,9 @@
 
 Without a prompt, the conversation becomes alternating user/assistant turns (consecutive lines of
 one side are joined; a line with a speaker name keeps it, for group chats), and the memory
-context goes into the last user turn through the `respond.prompt.txt` template. With a prompt, the
-prompt is the one user turn, rendered with the same placeholders (`[MemoryContext]` among them).
+context goes into the last user turn through the `respond.prompt.txt` template (passages the
+system prompt already shows are left out). With a prompt, the prompt is the one user turn,
+rendered with the same placeholders (`[MemoryContext]` among them).
 """
 
 from __future__ import annotations
@@ -55,13 +56,15 @@ def conversation_turns(lines: Sequence[ChatLine]) -> list[tuple[str, str]]:
     return turns
 
 
-def respond_turns(t: i.Respond, values: dict[str, str], templates) -> tuple[tuple[str, str], ...]:
+def respond_turns(t: i.Respond, values: dict[str, str], templates, system: str) -> tuple[tuple[str, str], ...]:
     if t.prompt.strip():
         return (("user", render(t.prompt, values)),)
     turns = conversation_turns(t.lines)
     if not turns or turns[-1][0] == "assistant":
         turns.append(("user", CONTINUE))
-    if t.context:
-        last = render(templates.prompt("respond"), {**values, MESSAGE: turns[-1][1]})
+    # Passages the system prompt shows already (a node's `{search}` there) are not shown twice.
+    shown = context_text([p for p in t.context if p.strip() not in system])
+    if shown:
+        last = render(templates.prompt("respond"), {**values, CONTEXT: shown, MESSAGE: turns[-1][1]})
         turns[-1] = ("user", last)
     return tuple(turns)
