@@ -46,7 +46,8 @@ def candidate_sentences(context: Sequence[str], prompt: str, question: str) -> l
     for text in texts:
         for sentence in joined_sentences(text):
             key = _key(sentence)
-            if not key or key in seen or (not context and key in asked):
+            repeats_question = bool(asked) and (key in asked or asked in key)
+            if not key or key in seen or (not context and repeats_question):
                 continue
             seen.add(key)
             out.append(sentence.strip())
