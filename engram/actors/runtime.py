@@ -59,6 +59,7 @@ class Runtime:
         self.started_ray = False
         self._shards: dict[int, ray.actor.ActorHandle] = {}
         self._policies: dict[tuple[str, int, int], ray.actor.ActorHandle] = {}
+        self._embedder: ray.actor.ActorHandle | None = None
         self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
 
     @property
@@ -89,6 +90,25 @@ class Runtime:
     def actor_name(self, role: str) -> str:
         return f"engram-{self.home_id}-{role}"
 
+    def embedder(self) -> ray.actor.ActorHandle:
+        """The home's EmbedderActor (the "embedder" service of its policies and projections)."""
+        if self._embedder is None:
+            from engram.actors.embedder import EMBEDDER_ROLE, EmbedderActor
+
+            options = dict(name=self.actor_name(EMBEDDER_ROLE), get_if_exists=True)
+            if not self.owns_actors:
+                options["lifetime"] = "detached"
+            self._embedder = EmbedderActor.options(**options).remote(
+                str(self.home.root), self.config.embedder.model_dump(mode="json")
+            )
+        return self._embedder
+
+    def embedder_name(self) -> str:
+        from engram.actors.embedder import EMBEDDER_ROLE
+
+        self.embedder()
+        return self.actor_name(EMBEDDER_ROLE)
+
     def shard(self, index: int) -> ray.actor.ActorHandle:
         handle = self._shards.get(index)
         if handle is None:
@@ -106,6 +126,8 @@ class Runtime:
                 index,
                 limits.max_batch_events,
                 limits.max_payload_bytes,
+                self.config.model_dump(mode="json"),
+                self.embedder_name(),
             )
             self._shards[index] = handle
         return handle
@@ -135,20 +157,23 @@ class Runtime:
                         specs,
                         member,
                         members,
+                        self.embedder_name(),
                     )
         return dict(self._policies)
 
     def close(self) -> None:
         """Close owned actors cleanly (projections checkpointed, DuckDB closed); stop Ray if we started it."""
         if self.owns_actors:
-            # Policies first (they append to the shards), then the shards.
-            for group in (self._policies, self._shards):
+            # Policies first (they append to the shards), then the shards, then the embedder they used.
+            embedder = {"embedder": self._embedder} if self._embedder is not None else {}
+            for group in (self._policies, self._shards, embedder):
                 if group:
                     ray.get([h.close.remote() for h in group.values()])
                     for h in group.values():
                         ray.kill(h)
         self._policies.clear()
         self._shards.clear()
+        self._embedder = None
         if self.started_ray or (self.address and ray.is_initialized()):
             ray.shutdown()
             self.started_ray = False

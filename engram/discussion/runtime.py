@@ -19,21 +19,10 @@ from engram.discussion.vectors import VectorStore
 from engram.events.discussion import SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Write
 from engram.home import Home, ProjectionPaths
+from engram.embeddings.factory import EMBEDDER_THREADS, single_threaded  # noqa: F401 (query-time embedder)
 from engram.ids import validate_agent, validate_discussion
 
 SUMMARIZER_GROUP = "summarizer"
-# One onnxruntime thread per embedding process: one short text gains nothing from intra-op
-# parallelism, and on busy cores (Ray actors beside us) a second thread makes calls wait for
-# each other. Measured on the 2-core target under load: query p99 13-16 ms with one thread,
-# 135-158 ms with two. Parallelism comes from processes, not from threads inside one.
-EMBEDDER_THREADS = 1
-
-
-def single_threaded(embedder_config):
-    """The embedder configuration with one onnxruntime thread (see EMBEDDER_THREADS)."""
-    from engram.config.llm import EmbedderConfig
-
-    return (embedder_config or EmbedderConfig()).model_copy(update={"threads": EMBEDDER_THREADS})
 
 
 def now_us() -> int:
@@ -237,6 +226,9 @@ class LocalEngine:
         if not getattr(self, "_closed", False):
             self._closed = True
             self.shard.close()
+            embedder = self.services.get("embedder")
+            if hasattr(embedder, "close"):
+                embedder.close()  # the embedding cache file
 
     def __enter__(self) -> "LocalEngine":
         return self

@@ -14,14 +14,20 @@ Its decisions only depend on the events it has seen and the settings in force (f
 same events again after a restart appends nothing twice. LLM work goes through `MemoryTasks`;
 its output and provenance travel inside the emitted event, so replay never calls an LLM.
 
+A vector memory is emitted without its embedding: the host fills in the embeddings of all the
+memories it is about to append with one call to the embedder service (`embed_pending`), so
+embedding goes in batches, and the recorded vector is what search and replay use.
+
 No Ray, no I/O of its own, no clock: the host gives it the log reader, the memory tasks, the
-embedder, the memory-workflow runner and a sink for its events.
+memory-workflow runner and a sink for its events.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
+
+import msgspec
 
 from engram.config import defaults as d
 from engram.config.discussion import DEFAULT_PROMPT, DEFAULT_SYSTEM_PROMPT, DiscussionSettings
@@ -95,11 +101,9 @@ Emit = Callable[[NewEvent], None]
 class DiscussionSummarizer:
     """The logical actor of one discussion (serial: its host never runs two of its calls at once)."""
 
-    def __init__(self, state: DiscussionState, *, tasks, embedder, log: MemoryLog,
-                 workflows: MemoryWorkflows | None = None):
+    def __init__(self, state: DiscussionState, *, tasks, log: MemoryLog, workflows: MemoryWorkflows | None = None):
         self.state = state
         self.tasks = tasks
-        self.embedder = embedder
         self.log = log
         self.workflows = workflows
 
@@ -257,27 +261,44 @@ class DiscussionSummarizer:
                                                max_tokens=s.vector_memory_max_response_size_in_tokens,
                                                endpoint_name=endpoint_name, preset=preset)
             memories, llm = [result.value], result.llm
-        vectors = self.embedder.embed([embedding_text(m) for m in memories])
-        for n, (mem, vector) in enumerate(zip(memories, vectors)):
+        for n, mem in enumerate(memories):
             memory_id = f"{base}.{n}"
             event = VectorMemoryStored(
                 generation=st.generation, memory_id=memory_id, title=mem.title, summary=mem.summary,
                 entities=tuple(mem.entities), key_phrases=tuple(mem.key_phrases), first_seq=chunk.first_seq,
                 last_seq=chunk.last_seq, message_ids=tuple(m.message_id for m in chunk.messages),
                 token_count=chunk.tokens, first_ts_us=chunk.messages[0].ts_us, last_ts_us=chunk.messages[-1].ts_us,
-                mode=mode, trigger=chunk.trigger, embedding=encode_vector(vector), embedding_model=self.embedder.name,
+                mode=mode, trigger=chunk.trigger, embedding=PENDING, embedding_model=PENDING,  # see embed_pending
                 llm=llm, sentiment=mem.sentiment, topics=tuple(mem.topics),
                 workflow=outcome.tag if outcome else None, workflow_error=outcome.error if outcome else None,
             )
             emit(NewEvent(event, rec.ts_us, f"vector:{memory_id}", rec.seq))
 
 
-def embedding_text(m: StructuredMemory) -> str:
+def embedding_text(m: StructuredMemory | VectorMemoryStored) -> str:
     """What a vector memory's embedding is computed from: its title, summary and key phrases."""
     parts = [m.title, m.summary]
     if m.key_phrases:
         parts.append("; ".join(m.key_phrases))
     return "\n".join(p for p in parts if p)
+
+
+# The embedding of a vector memory that `embed_pending` has not filled in yet.
+PENDING = ""
+
+
+def embed_pending(events: Sequence[NewEvent], embedder) -> list[NewEvent]:
+    """`events` with the embedding of every vector memory still PENDING, all computed in one call."""
+    pending = [k for k, e in enumerate(events) if isinstance(e.event, VectorMemoryStored) and e.event.embedding == PENDING]
+    out = list(events)
+    if not pending:
+        return out
+    vectors = embedder.embed([embedding_text(out[k].event) for k in pending])
+    model = embedder.name
+    for k, vector in zip(pending, vectors):
+        event = msgspec.structs.replace(out[k].event, embedding=encode_vector(vector), embedding_model=model)
+        out[k] = msgspec.structs.replace(out[k], event=event)
+    return out
 
 
 def parse_structured(text: str) -> tuple[list[StructuredMemory], str | None]:

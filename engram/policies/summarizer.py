@@ -9,7 +9,9 @@ discussion handles its events.
 Events are appended as work goes (`PolicyContext.append`): after each rolling-summary batch
 ("save after each"), before the log is read back, when a batch of work took long, and at the
 end of each handled batch. Their ids are deterministic, so a batch handled again after a
-restart appends nothing twice.
+restart appends nothing twice. Just before an append, the vector memories in it get their
+embeddings from the `"embedder"` service (`engram.services`: the home's EmbedderActor under Ray,
+a local cached embedder without it) in one batch.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from engram.actors.pool import owner
 from engram.discussion.chunking import Msg
 from engram.discussion.memory_workflows import MemoryWorkflowLibrary
 from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log
-from engram.discussion.summarizer import DiscussionSummarizer, to_msg
+from engram.discussion.summarizer import DiscussionSummarizer, embed_pending, to_msg
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
@@ -103,11 +105,12 @@ class Summarizer(Policy):
 
     @property
     def embedder(self):
+        """The embedder service; a host that gives none (a bare PolicyContext) gets the configured
+        model in this process, uncached."""
         if self._embedder is None:
             self._embedder = self.ctx.services.get("embedder")
             if self._embedder is None:
-                from engram.discussion.runtime import single_threaded
-                from engram.embeddings.factory import make_embedder
+                from engram.embeddings.factory import make_embedder, single_threaded
 
                 config = self.ctx.services.get("config")
                 self._embedder = make_embedder(single_threaded(config.embedder if config is not None else None))
@@ -201,8 +204,7 @@ class Summarizer(Policy):
             else:
                 state = DiscussionState(rec.agent, rec.stream)
             self.discussions[rec.stream] = state
-        return DiscussionSummarizer(state, tasks=self.tasks, embedder=self.embedder, log=self._log,
-                                    workflows=self.workflows)
+        return DiscussionSummarizer(state, tasks=self.tasks, log=self._log, workflows=self.workflows)
 
     def _emitter(self, stream: str, agent: str):
         def emit(event: NewEvent) -> None:
@@ -212,21 +214,28 @@ class Summarizer(Policy):
         return emit
 
     def flush(self) -> None:
-        """Append every decided event now (in decision order per discussion, one all-or-nothing call)."""
+        """Append every decided event now (in decision order per discussion, one all-or-nothing call),
+        the vector memories among them embedded first (one embedder call for all of them).
+
+        The queue is cleared only once the append succeeded: a failed embedding or append leaves
+        the events queued for the next flush (their ids make a repeat harmless)."""
         with self._lock:
             self._last_flush = time.monotonic()
             if not self._queue:
                 return
             if self.ctx.append is None:
                 raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
+            queued = list({(stream, e.event_id or n): (stream, agent, e)
+                           for n, (stream, agent, e) in enumerate(self._queue)}.values())
+            events = embed_pending([e for _, _, e in queued], self.embedder)
             writes: list[Write] = []
-            for stream, agent, event in self._queue:
+            for (stream, agent, _), event in zip(queued, events):
                 if writes and writes[-1].stream == stream:
                     writes[-1] = Write(stream, agent, writes[-1].events + (event,))
                 else:
                     writes.append(Write(stream, agent, (event,)))
-            self._queue = []
             self.ctx.append(writes)
+            self._queue = []
 
     # ------------------------------------------------------------------ snapshots
 
