@@ -101,11 +101,21 @@ _PREPARED_SCHEMA = pa.schema(
 )
 
 
-class _Prepared:
-    """A write encoded by its caller's thread (payloads, Arrow columns), so that the committing
-    leader only assigns positions: callers' encoding overlaps the leader's time in DuckDB."""
+# Up to this many rows a commit goes in as one multi-row VALUES insert; above it as an Arrow
+# batch. Measured here: 7 rows take ~2.5 ms via VALUES and ~3.7 ms via Arrow; bulk Arrow
+# inserts run at ~230k rows/s. Writes this large are turned into Arrow by their caller's thread.
+SMALL_COMMIT_ROWS = 64
 
-    __slots__ = ("write", "table", "event_ids")
+
+_VALUES_ROW = "(?, ?, ?, ?, ?, make_timestamptz(?::BIGINT), ?, ?::BIGINT, ?, now(), ?)"
+
+
+class _Prepared:
+    """A write encoded by its caller's thread (payloads, and Arrow columns for large writes), so
+    that the committing leader only assigns positions while callers' encoding overlaps its time
+    in DuckDB."""
+
+    __slots__ = ("write", "event_ids", "tags", "schemas", "payloads", "_table")
 
     def __init__(self, write: Write, max_payload_bytes: int):
         self.write = write
@@ -117,23 +127,47 @@ class _Prepared:
                     f"{item.event.tag()} for stream {write.stream!r} is {len(payload)} bytes; "
                     f"the limit is {max_payload_bytes}"
                 )
-        n = len(events)
         classes = [type(item.event) for item in events]
         self.event_ids = [item.event_id for item in events]
-        self.table = pa.Table.from_arrays(
-            [
-                pa.array([write.stream] * n, pa.string()),
-                pa.array([c.__struct_config__.tag for c in classes], pa.string()),
-                pa.array([c.SCHEMA_VERSION for c in classes], pa.int32()),
-                pa.array([item.ts_us for item in events], _PREPARED_SCHEMA.field("ts").type),
-                pa.array([write.agent] * n, pa.string()),
-                pa.array([item.causation for item in events], pa.int64()),
-                pa.array(self.event_ids, pa.string()),
-                # JSON bytes from msgspec are valid UTF-8.
-                pa.array(payloads, pa.binary()).cast(pa.string()),
-            ],
-            schema=_PREPARED_SCHEMA,
-        )
+        self.tags = [c.__struct_config__.tag for c in classes]
+        self.schemas = [c.SCHEMA_VERSION for c in classes]
+        self.payloads = payloads
+        self._table = None
+        if len(events) > SMALL_COMMIT_ROWS:
+            self.table()
+
+    def table(self) -> pa.Table:
+        if self._table is None:
+            write, events, n = self.write, self.write.events, len(self.write.events)
+            self._table = pa.Table.from_arrays(
+                [
+                    pa.array([write.stream] * n, pa.string()),
+                    pa.array(self.tags, pa.string()),
+                    pa.array(self.schemas, pa.int32()),
+                    pa.array([item.ts_us for item in events], _PREPARED_SCHEMA.field("ts").type),
+                    pa.array([write.agent] * n, pa.string()),
+                    pa.array([item.causation for item in events], pa.int64()),
+                    pa.array(self.event_ids, pa.string()),
+                    # JSON bytes from msgspec are valid UTF-8: a cast, not a decode per row.
+                    pa.array(self.payloads, pa.binary()).cast(pa.string()),
+                ],
+                schema=_PREPARED_SCHEMA,
+            )
+        return self._table
+
+    def rows(self, fresh: list[int], first_seq: int, first_version: int) -> list[tuple]:
+        w, events = self.write, self.write.events
+        return [
+            (first_seq + k, w.stream, first_version + k, self.tags[i], self.schemas[i], events[i].ts_us, w.agent,
+             events[i].causation, self.event_ids[i], self.payloads[i].decode())
+            for k, i in enumerate(fresh)
+        ]
+
+    def arrow(self, fresh: list[int], first_seq: int, first_version: int) -> pa.Table:
+        n = len(fresh)
+        table = self.table() if n == len(self.event_ids) else self.table().take(fresh)
+        table = table.add_column(0, "seq", pa.array(range(first_seq, first_seq + n), pa.int64()))
+        return table.add_column(2, "stream_version", pa.array(range(first_version, first_version + n), pa.int64()))
 
 
 class _Pending:
@@ -253,14 +287,14 @@ class EventStore:
     def _commit(self, batch: list[_Pending]) -> None:
         """Validate each pending unit, then insert all valid ones in one transaction."""
         self._load_ids(batch)
-        tables: list[pa.Table] = []
+        segments: list[tuple[_Prepared, list[int], int, int]] = []
         staged: list[tuple[_Pending, list[Appended]]] = []
         seq = self._head
         streams_overlay: dict[str, tuple[int, str]] = {}
         ids_overlay: dict[tuple[str, str], int] = {}
         for pending in batch:
             try:
-                results, unit_tables, s_over, i_over, seq_after = self._stage(
+                results, unit_segments, s_over, i_over, seq_after = self._stage(
                     pending.prepared, seq, streams_overlay, ids_overlay
                 )
             except AppendError as exc:
@@ -268,13 +302,13 @@ class EventStore:
                 pending.done = True
                 continue
             seq = seq_after
-            tables.extend(unit_tables)
+            segments.extend(unit_segments)
             streams_overlay.update(s_over)
             ids_overlay.update(i_over)
             staged.append((pending, results))
-        if tables:
+        if segments:
             try:
-                self._insert(pa.concat_tables(tables))
+                self._insert(segments)
             except Exception as exc:  # an unexpected database error fails the whole group
                 for pending, _ in staged:
                     pending.error = AppendError(f"commit failed: {exc}")
@@ -292,7 +326,7 @@ class EventStore:
         """Positions for one unit, checked against the log and the batch so far."""
         s_over: dict[str, tuple[int, str]] = {}
         i_over: dict[tuple[str, str], int] = {}
-        results, tables = [], []
+        results, segments = [], []
         for prep in prepared:
             write = prep.write
             stream, agent = write.stream, write.agent
@@ -317,28 +351,34 @@ class EventStore:
                 raise ConcurrencyConflict(stream, write.expected_version, version)
             if fresh:
                 n = len(fresh)
-                table = prep.table if n == len(prep.event_ids) else prep.table.take(fresh)
-                table = table.add_column(0, "seq", pa.array(range(seq - n + 1, seq + 1), pa.int64()))
-                table = table.add_column(2, "stream_version", pa.array(range(version + 1, version + n + 1), pa.int64()))
-                tables.append(table)
+                segments.append((prep, fresh, seq - n + 1, version + 1))
                 version += n
             s_over[stream] = (version, owner)
             dups = len(seqs) - len(fresh)
             results.append(Appended(stream=stream, seqs=tuple(seqs), stream_version=version, duplicates=dups))
-        return results, tables, s_over, i_over, seq
+        return results, segments, s_over, i_over, seq
 
-    def _insert(self, table: pa.Table) -> None:
+    def _insert(self, segments: list[tuple[_Prepared, list[int], int, int]]) -> None:
+        """One transaction: a VALUES insert for a small commit, an Arrow batch for a large one.
+
+        recorded_at is the commit's wall-clock time (DuckDB's now()): informational (lag,
+        audits), never used by a projection.
+        """
         con = self._con
+        total = sum(len(fresh) for _, fresh, _, _ in segments)
         con.execute("BEGIN TRANSACTION")
         try:
-            con.register("_batch", table)
-            # recorded_at is the commit's wall-clock time: informational (lag, audits), never
-            # used by a projection. No bound parameter: preparing one costs a millisecond.
-            con.execute(
-                "INSERT INTO events SELECT seq, stream, stream_version, type, schema_version, ts, agent, causation, "
-                "event_id, now(), payload FROM _batch"
-            )
-            con.unregister("_batch")
+            if total <= SMALL_COMMIT_ROWS:
+                rows = [r for prep, fresh, s0, v0 in segments for r in prep.rows(fresh, s0, v0)]
+                values = ", ".join([_VALUES_ROW] * len(rows))
+                con.execute(f"INSERT INTO events VALUES {values}", [x for row in rows for x in row])
+            else:
+                con.register("_batch", pa.concat_tables([prep.arrow(f, s0, v0) for prep, f, s0, v0 in segments]))
+                con.execute(
+                    "INSERT INTO events SELECT seq, stream, stream_version, type, schema_version, ts, agent, causation, "
+                    "event_id, now(), payload FROM _batch"
+                )
+                con.unregister("_batch")
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")

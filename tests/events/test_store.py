@@ -127,9 +127,9 @@ def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, mo
     commits = []
     original = store._insert
 
-    def counting_insert(table):
-        commits.append(table.num_rows)
-        original(table)
+    def counting_insert(segments):
+        commits.append(sum(len(fresh) for _, fresh, _, _ in segments))
+        original(segments)
 
     monkeypatch.setattr(store, "_insert", counting_insert)
     errors = []
@@ -159,7 +159,7 @@ def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, mo
 def test_a_failing_commit_acknowledges_nobody_and_leaves_no_gap(store, monkeypatch):
     store.append_many([write("d1", range(2))])
 
-    def broken(table):
+    def broken(segments):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(store, "_insert", broken)
@@ -206,3 +206,19 @@ def test_purge_erases_a_stream_and_what_it_caused_but_keeps_positions(tmp_path):
     store = EventStore(path)
     assert store.head() == 8 and store.stream_version("d1") == 3
     store.close()
+
+
+def test_small_and_large_commits_store_the_same_rows(tmp_path):
+    from engram.events.store import SMALL_COMMIT_ROWS
+
+    small, large = EventStore(tmp_path / "small.duckdb"), EventStore(tmp_path / "large.duckdb")
+    try:
+        n = SMALL_COMMIT_ROWS + 10
+        for i in range(n):  # one event per commit: the VALUES path
+            small.append_many([write("d1", range(i, i + 1))])
+        large.append_many([write("d1", range(n))])  # one commit: the Arrow path
+        cols = "seq, stream, stream_version, type, schema_version, ts, agent, causation, event_id, payload"
+        assert small.query(f"SELECT {cols} FROM events ORDER BY seq")[1] == large.query(f"SELECT {cols} FROM events ORDER BY seq")[1]
+    finally:
+        small.close()
+        large.close()
