@@ -40,8 +40,10 @@ def index_embedder(config: ServiceConfig, embedder_actor: str | None = None):
     if embedder_actor is not None:
         from engram.actors.embedder import RemoteEmbedder
 
-        return RemoteEmbedder(embedder_actor, str(config.home), config.embedder.model_dump(mode="json"))
-    from engram.embeddings.factory import open_cached_embedder, single_threaded
+        from engram.embeddings.factory import index_time
+
+        return RemoteEmbedder(embedder_actor, str(config.home), index_time(config.embedder).model_dump(mode="json"))
+    from engram.embeddings.factory import index_time, open_cached_embedder
     from engram.embeddings.lazy import LazyEmbedder
 
-    return LazyEmbedder(lambda: open_cached_embedder(config.home, single_threaded(config.embedder)))
+    return LazyEmbedder(lambda: open_cached_embedder(config.home, index_time(config.embedder)))

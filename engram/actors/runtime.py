@@ -94,12 +94,13 @@ class Runtime:
         """The home's EmbedderActor (the "embedder" service of its policies and projections)."""
         if self._embedder is None:
             from engram.actors.embedder import EMBEDDER_ROLE, EmbedderActor
+            from engram.embeddings.factory import index_time
 
             options = dict(name=self.actor_name(EMBEDDER_ROLE), get_if_exists=True)
             if not self.owns_actors:
                 options["lifetime"] = "detached"
             self._embedder = EmbedderActor.options(**options).remote(
-                str(self.home.root), self.config.embedder.model_dump(mode="json")
+                str(self.home.root), index_time(self.config.embedder).model_dump(mode="json")
             )
         return self._embedder
 

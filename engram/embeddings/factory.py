@@ -75,6 +75,13 @@ def single_threaded(config: EmbedderConfig | None = None) -> EmbedderConfig:
     return (config or EmbedderConfig()).model_copy(update={"threads": EMBEDDER_THREADS})
 
 
+def index_time(config: EmbedderConfig | None = None) -> EmbedderConfig:
+    """The configuration of an index-time embedder (the home's embedder service): the configured
+    threads, else EMBEDDER_THREADS; it runs beside busy policy actors, like every embedder here."""
+    config = config or EmbedderConfig()
+    return config if config.threads is not None else single_threaded(config)
+
+
 def open_cached_embedder(home: str | Path, config: EmbedderConfig | None = None):
     """The home's cached embedder; if another process holds the cache file (DuckDB allows one
     writer per file), the embedder alone, with a warning: vectors are the same, only not shared."""
