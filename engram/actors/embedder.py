@@ -10,14 +10,14 @@ reach it through the `"embedder"` service (`engram.services`).
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import ray
 
 from engram.config.llm import EmbedderConfig
 from engram.embeddings.cached import EmbedStats
-from engram.embeddings.factory import make_cached_embedder
+from engram.embeddings.factory import open_cached_embedder
 
 EMBEDDER_ROLE = "embedder"
 
@@ -29,11 +29,14 @@ class EmbedderActor:
         # Settings travel as their JSON form: plain data crosses process boundaries best.
         self._home = home
         self._config = EmbedderConfig.model_validate(embedder or {})
-        self._embedder = None  # loaded by the first call: a home that never embeds never loads the model
+        self._embedder = None
+        # Loaded now, while the runtime starts: the first batch of vector memories does not wait for it.
+        self._get()
 
     def _get(self):
         if self._embedder is None:
-            self._embedder = make_cached_embedder(self._home, self._config)
+            # Uncached, with a warning, only if another process holds the cache file.
+            self._embedder = open_cached_embedder(self._home, self._config)
         return self._embedder
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -44,15 +47,16 @@ class EmbedderActor:
         return {"name": e.name, "dim": e.dim, "is_fallback": e.is_fallback}
 
     def stats(self) -> dict:
-        s = self._get().stats
+        s = getattr(self._get(), "stats", None) or EmbedStats()
         return {"calls": s.calls, "texts_requested": s.texts_requested, "texts_computed": s.texts_computed,
                 "cache_hits": s.cache_hits}
 
     def close(self) -> bool:
         """Close the cache file (a later call opens it again)."""
-        if self._embedder is not None:
-            self._embedder.cache.close()
-            self._embedder = None
+        cache = getattr(self._embedder, "cache", None)
+        if cache is not None:
+            cache.close()
+        self._embedder = None
         return True
 
 
@@ -101,9 +105,14 @@ class RemoteEmbedder:
         return self._described()["is_fallback"]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_async(texts)()
+
+    def embed_async(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """Start embedding `texts`; the returned function waits for the vectors."""
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return ray.get(self._actor().embed.remote(list(texts)))
+            return lambda: np.zeros((0, self.dim), dtype=np.float32)
+        ref = self._actor().embed.remote(list(texts))
+        return lambda: ray.get(ref)
 
     @property
     def stats(self) -> EmbedStats:

@@ -287,18 +287,42 @@ def embedding_text(m: StructuredMemory | VectorMemoryStored) -> str:
 PENDING = ""
 
 
+class EmbeddingJob:
+    """The PENDING vector memories among `events`, being embedded in one call of `embedder`.
+
+    An embedder with `embed_async` (the home's EmbedderActor) computes while the caller goes on;
+    `events()` waits for the vectors and returns `events` with them filled in.
+    """
+
+    def __init__(self, events: Sequence[NewEvent], embedder):
+        self._events = list(events)
+        self._pending = [k for k, e in enumerate(self._events)
+                         if isinstance(e.event, VectorMemoryStored) and e.event.embedding == PENDING]
+        self._embedder = embedder
+        self._vectors: Callable[[], Sequence] | None = None
+        if self._pending:
+            texts = [embedding_text(self._events[k].event) for k in self._pending]
+            start = getattr(embedder, "embed_async", None)
+            if start is not None:
+                self._vectors = start(texts)
+            else:
+                vectors = embedder.embed(texts)
+                self._vectors = lambda: vectors
+
+    def events(self) -> list[NewEvent]:
+        if self._vectors is None:
+            return self._events
+        vectors, model = self._vectors(), self._embedder.name
+        out = list(self._events)
+        for k, vector in zip(self._pending, vectors):
+            event = msgspec.structs.replace(out[k].event, embedding=encode_vector(vector), embedding_model=model)
+            out[k] = msgspec.structs.replace(out[k], event=event)
+        return out
+
+
 def embed_pending(events: Sequence[NewEvent], embedder) -> list[NewEvent]:
     """`events` with the embedding of every vector memory still PENDING, all computed in one call."""
-    pending = [k for k, e in enumerate(events) if isinstance(e.event, VectorMemoryStored) and e.event.embedding == PENDING]
-    out = list(events)
-    if not pending:
-        return out
-    vectors = embedder.embed([embedding_text(out[k].event) for k in pending])
-    model = embedder.name
-    for k, vector in zip(pending, vectors):
-        event = msgspec.structs.replace(out[k].event, embedding=encode_vector(vector), embedding_model=model)
-        out[k] = msgspec.structs.replace(out[k], event=event)
-    return out
+    return EmbeddingJob(events, embedder).events()
 
 
 def parse_structured(text: str) -> tuple[list[StructuredMemory], str | None]:

@@ -25,7 +25,7 @@ from engram.actors.pool import owner
 from engram.discussion.chunking import Msg
 from engram.discussion.memory_workflows import MemoryWorkflowLibrary
 from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log
-from engram.discussion.summarizer import DiscussionSummarizer, embed_pending, to_msg
+from engram.discussion.summarizer import DiscussionSummarizer, EmbeddingJob, to_msg
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
@@ -86,6 +86,8 @@ class Summarizer(Policy):
         self._embedder = None
         self._workflows = None
         self._queue: list[tuple[str, str, NewEvent]] = []  # (stream, agent, event) not yet appended
+        # Events whose vector memories are being embedded while work goes on (appended at the next flush).
+        self._inflight: tuple[list[tuple[str, str, NewEvent]], EmbeddingJob] | None = None
         self._last_flush = time.monotonic()
         self._lock = threading.RLock()  # the queue and the appends, shared by the mailbox threads
         self._parallel: int | None = None
@@ -190,7 +192,7 @@ class Summarizer(Policy):
             elif isinstance(ev, RollingSummaryUpdated):
                 actor.adopt_summary(rec)
             if time.monotonic() - self._last_flush > FLUSH_INTERVAL_S:
-                self.flush()
+                self.flush(wait=False)
 
     def _actor(self, rec: Recorded) -> DiscussionSummarizer | None:
         state = self.discussions.get(rec.stream)
@@ -213,21 +215,37 @@ class Summarizer(Policy):
 
         return emit
 
-    def flush(self) -> None:
-        """Append every decided event now (in decision order per discussion, one all-or-nothing call),
-        the vector memories among them embedded first (one embedder call for all of them).
+    def flush(self, *, wait: bool = True) -> None:
+        """Append every decided event (in decision order per discussion, one all-or-nothing call per
+        flush), the vector memories among them embedded first, in one embedder call.
 
-        The queue is cleared only once the append succeeded: a failed embedding or append leaves
-        the events queued for the next flush (their ids make a repeat harmless)."""
+        `wait=False` (the periodic flush during long work) appends what the previous such flush
+        left embedding, and leaves this flush's events embedding while the Summarizer works on:
+        the embedder actor computes beside it. Every other flush appends everything now. Events
+        are dropped from the queue only once appended: a failed embedding or append leaves them
+        for the next flush (their ids make a repeat harmless)."""
         with self._lock:
             self._last_flush = time.monotonic()
+            if self._inflight is not None:
+                queued, job = self._inflight
+                self._inflight = None
+                self._append(queued, job)
             if not self._queue:
                 return
             if self.ctx.append is None:
                 raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
             queued = list({(stream, e.event_id or n): (stream, agent, e)
                            for n, (stream, agent, e) in enumerate(self._queue)}.values())
-            events = embed_pending([e for _, _, e in queued], self.embedder)
+            job = EmbeddingJob([e for _, _, e in queued], self.embedder)
+            self._queue = []
+            if wait:
+                self._append(queued, job)
+            else:
+                self._inflight = (queued, job)
+
+    def _append(self, queued: list[tuple[str, str, NewEvent]], job: EmbeddingJob) -> None:
+        try:
+            events = job.events()
             writes: list[Write] = []
             for (stream, agent, _), event in zip(queued, events):
                 if writes and writes[-1].stream == stream:
@@ -235,7 +253,9 @@ class Summarizer(Policy):
                 else:
                     writes.append(Write(stream, agent, (event,)))
             self.ctx.append(writes)
-            self._queue = []
+        except BaseException:
+            self._queue = queued + self._queue  # kept for the next flush
+            raise
 
     # ------------------------------------------------------------------ snapshots
 

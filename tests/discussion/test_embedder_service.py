@@ -68,6 +68,55 @@ def test_the_cache_outlives_the_process_that_filled_it(engine):
         assert counters(again.services["embedder"])[1:] == (0, 3)
 
 
+def decisions(engine) -> list[tuple]:
+    """The discussion's events in log order, without their latencies (the one thing that may differ)."""
+    return [(r.type, getattr(r.event, "memory_id", None), getattr(r.event, "summary", None),
+             getattr(r.event, "embedding", None)) for r in events(engine, "e")]
+
+
+class Overlapping:
+    """The home's embedder answering as the EmbedderActor does: `embed_async` starts the work and
+    the function it returns waits for it."""
+
+    def __init__(self, inner):
+        self.inner, self.started, self.waited = inner, 0, 0
+
+    name = property(lambda self: self.inner.name)
+    dim = property(lambda self: self.inner.dim)
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+    def embed_async(self, texts):
+        self.started += 1
+        vectors = self.inner.embed(texts)
+
+        def wait():
+            self.waited += 1
+            return vectors
+
+        return wait
+
+
+def test_periodic_flushes_append_once_their_embeddings_arrive_and_the_log_is_the_same(engine, tmp_path, monkeypatch):
+    from engram.discussion.runtime import LocalEngine
+
+    monkeypatch.setattr("engram.policies.summarizer.FLUSH_INTERVAL_S", 0.0)  # a periodic flush after every event
+    overlapping = Overlapping(engine.services["embedder"])
+    engine.summarizer._embedder = overlapping
+    write_settings(engine.home.root, **SETTINGS)
+    ingest(engine, "e", messages(28, tokens=25))
+    home = tmp_path / "waiting"
+    home.mkdir()
+    write_settings(home, **SETTINGS)
+    monkeypatch.undo()
+    with LocalEngine(home) as waiting:  # every flush waits for its embeddings
+        ingest(waiting, "e", messages(28, tokens=25))
+        expected = decisions(waiting)
+    assert decisions(engine) == expected
+    assert overlapping.started == overlapping.waited >= 2
+
+
 @pytest.mark.ray
 def test_on_ray_the_summarizers_embed_through_the_homes_one_embedder_actor(engram_client):
     import ray
