@@ -133,3 +133,37 @@ def test_a_memory_workflow_naming_an_unknown_endpoint_falls_back_on_record(route
     chunk = events(engine, "d", "ChunkSummarized")[0].event
     assert "endpointName names endpoint 'nope', which is not configured" in chunk.workflow_error
     assert (chunk.llm.endpoint, chunk.llm.model, chunk.llm.task) == ("writer", HAIKU, "summarize_chunk")
+
+
+def test_memory_workflow_nodes_without_names_use_the_settings_endpoint_vector_ones_the_vector_endpoint(routed):
+    engine, api = routed
+    workflows = engine.home.root / "workflows"
+    workflows.mkdir()
+    (workflows / "notes.json").write_text(json.dumps([{"type": "Standard", "prompt": "Summarize: [TextChunk]"}]))
+    (workflows / "vectors.json").write_text(json.dumps([{"type": "Standard", "prompt": "JSON for: {agent1Input}"}]))
+    write_settings(engine.home.root, fileMemoryWorkflowName="notes", vectorMemoryWorkflowName="vectors",
+                   endpointName="writer", vectorMemoryEndpointName="default")
+    api.answer = lambda body: (json.dumps(MEMORY_JSON) if body["messages"][0]["content"].startswith("JSON for")
+                               else f"Answered by {body['model']}.")
+    ingest(engine, "d", messages(9))
+    chunk = events(engine, "d", "ChunkSummarized")[0].event
+    vector = events(engine, "d", "VectorMemoryStored")[0].event
+    assert chunk.workflow.startswith("notes@") and chunk.workflow_error is None
+    assert (chunk.llm.task, chunk.llm.endpoint, chunk.summary) == ("respond", "writer", f"Answered by {HAIKU}.")
+    assert vector.workflow.startswith("vectors@") and (vector.llm.endpoint, vector.title) == ("default", "Launch plans")
+
+
+def test_a_workflow_naming_an_unknown_endpoint_or_preset_is_refused_before_it_runs():
+    from engram.llm.routing import check_routes
+
+    wf = parse([{"id": "answer", "type": "Standard", "endpointName": "writr"},
+                {"type": "chatSummarySummarizer", "preset": "jsno"}], "flow.json")
+    config = LlmConfig(provider="anthropic", endpoints={"default": Endpoint(), "writer": Endpoint()},
+                       presets={"default": Preset(), "json": Preset()})
+    with pytest.raises(ConfigError) as err:
+        check_routes(config, wf.routes(), wf.source, env={"ANTHROPIC_API_KEY": "k"})
+    assert [line.split(", which")[0] for line in str(err.value).splitlines()] == [
+        "flow.json: node 1 ('answer') endpointName names endpoint 'writr'",
+        "flow.json: node 2 ('chatSummarySummarizer') preset names preset 'jsno'",
+    ]
+    assert "did you mean 'writer'?" in str(err.value) and "did you mean 'json'?" in str(err.value)
