@@ -3,8 +3,8 @@
 A thin Ray shell around `CachedEmbedder` (all logic lives there): policies and projections send
 texts in batches and get float32 vectors back, so the model is loaded once per home instead of
 once per process, and it is the only writer of `<home>/cache/embeddings.duckdb`. The runtime
-starts it (named `engram-<home>-embedder`); `RemoteEmbedder` is how the other actors of the home
-reach it through the `"embedder"` service (`engram.services`).
+starts it with the policies (named `engram-<home>-embedder`); `RemoteEmbedder` is how the other
+actors of the home reach it through the `"embedder"` service (`engram.services`).
 """
 
 from __future__ import annotations
@@ -29,15 +29,18 @@ class EmbedderActor:
         # Settings travel as their JSON form: plain data crosses process boundaries best.
         self._home = home
         self._config = EmbedderConfig.model_validate(embedder or {})
-        self._embedder = None
-        # Loaded now, while the runtime starts: the first batch of vector memories does not wait for it.
-        self._get()
+        self._embedder = None  # loaded by `warm` (the runtime calls it as the policies start) or the first call
 
     def _get(self):
         if self._embedder is None:
             # Uncached, with a warning, only if another process holds the cache file.
             self._embedder = open_cached_embedder(self._home, self._config)
         return self._embedder
+
+    def warm(self) -> bool:
+        """Load the model now, so that the first batch of memories does not wait for it."""
+        self._get()
+        return True
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._get().embed(texts)

@@ -91,12 +91,13 @@ class Runtime:
         return f"engram-{self.home_id}-{role}"
 
     def embedder(self) -> ray.actor.ActorHandle:
-        """The home's EmbedderActor (the "embedder" service of its policies and projections)."""
+        """The home's EmbedderActor: the "embedder" service of its policies and projections (started
+        before them, so that this process owns it; its model loads when the policies start)."""
         if self._embedder is None:
-            from engram.actors.embedder import EMBEDDER_ROLE, EmbedderActor
+            from engram.actors.embedder import EmbedderActor
             from engram.embeddings.factory import index_time
 
-            options = dict(name=self.actor_name(EMBEDDER_ROLE), get_if_exists=True)
+            options = dict(name=self.embedder_name(), get_if_exists=True)
             if not self.owns_actors:
                 options["lifetime"] = "detached"
             self._embedder = EmbedderActor.options(**options).remote(
@@ -107,12 +108,12 @@ class Runtime:
     def embedder_name(self) -> str:
         from engram.actors.embedder import EMBEDDER_ROLE
 
-        self.embedder()
         return self.actor_name(EMBEDDER_ROLE)
 
     def shard(self, index: int) -> ray.actor.ActorHandle:
         handle = self._shards.get(index)
         if handle is None:
+            self.embedder()  # projections may embed: the embedder exists before the shard
             limits = self.config.limits
             options = dict(
                 name=self.actor_name(f"shard-{index:03d}"),
@@ -141,6 +142,8 @@ class Runtime:
         from engram.actors.policy import PolicyActor
         from engram.policies.registry import GROUPS
 
+        if GROUPS and not self._policies:
+            self.embedder().warm.remote()  # the policies embed: load the model while they start
         for group, (members, specs) in GROUPS.items():
             for shard in range(self.config.shards):
                 self.shard(shard)
@@ -166,12 +169,17 @@ class Runtime:
         """Close owned actors cleanly (projections checkpointed, DuckDB closed); stop Ray if we started it."""
         if self.owns_actors:
             # Policies first (they append to the shards), then the shards, then the embedder they used.
-            embedder = {"embedder": self._embedder} if self._embedder is not None else {}
-            for group in (self._policies, self._shards, embedder):
+            for group in (self._policies, self._shards):
                 if group:
                     ray.get([h.close.remote() for h in group.values()])
                     for h in group.values():
                         ray.kill(h)
+            if self._embedder is not None:
+                try:
+                    ray.get(self._embedder.close.remote())  # its cache file
+                except ray.exceptions.RayActorError:
+                    pass  # already gone: nothing left open
+                ray.kill(self._embedder)
         self._policies.clear()
         self._shards.clear()
         self._embedder = None

@@ -18,8 +18,8 @@ from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFF
 from engram.discussion.vectors import VectorStore
 from engram.events.discussion import SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Write
+from engram.embeddings.factory import single_threaded
 from engram.home import Home, ProjectionPaths
-from engram.embeddings.factory import EMBEDDER_THREADS, single_threaded  # noqa: F401 (query-time embedder)
 from engram.ids import validate_agent, validate_discussion
 
 SUMMARIZER_GROUP = "summarizer"
