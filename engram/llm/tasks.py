@@ -31,7 +31,9 @@ class MemoryTasks(ABC):
 
     @abstractmethod
     def run(self, task_input: i.TaskInput) -> Result:
-        """Run one task. Never raises for a failed LLM call: the result records the failure."""
+        """Run one task. Never raises for a failed LLM call: the result records the failure. A call
+        routed to an endpoint or preset that is not configured is a ConfigError (a configuration
+        problem, caught where settings and workflows are read, see `engram.llm.routing`)."""
 
     @abstractmethod
     def describe(self) -> str:

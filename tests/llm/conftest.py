@@ -6,7 +6,7 @@ import pytest
 
 from engram.config.llm import Endpoint, LlmConfig, Preset
 from engram.llm.anthropic_tasks import AnthropicTasks
-from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi, Reply, message  # noqa: F401
+from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
 
 
 @pytest.fixture
