@@ -68,7 +68,7 @@ class Engram:
         view = SettingsView()
         for rec in self.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):
             view.apply(rec)
-        writes = sync_writes(self.runtime.home, agent, view.recorded_hashes(agent), ts_us or now_us())
+        writes = sync_writes(self.runtime.home, agent, view.recorded_hashes(agent), ts_us or now_us(), self.config.llm)
         self._synced.add(agent)
         return sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
 

@@ -2,6 +2,15 @@
 
 Built once per process from the service configuration. Parts of engram that are not
 installed in this build are simply absent from the dict.
+
+    "config"    the ServiceConfig
+    "tasks"     the memory tasks (`engram.llm.make_tasks`: anthropic with a key, else offline)
+    "embedder"  the index-time embedder: texts in, float32 (n, dim) L2-normalised vectors out,
+                behind the home's content-addressed cache (`<home>/cache/embeddings.duckdb`), so a
+                text is embedded once per model, ever. In the Ray runtime it is the home's one
+                named EmbedderActor (`embedder_actor`: its name), called once per batch; without
+                Ray, a local `CachedEmbedder` loaded on first use. Query-time embedding (a search)
+                stays in the reading process, where it is fastest (see `engram.discussion.runtime`).
 """
 
 from __future__ import annotations
@@ -11,7 +20,7 @@ from typing import Any
 from engram.config.service import ServiceConfig
 
 
-def build_services(config: ServiceConfig) -> dict[str, Any]:
+def build_services(config: ServiceConfig, *, embedder_actor: str | None = None) -> dict[str, Any]:
     services: dict[str, Any] = {"config": config}
     try:
         from engram.llm.factory import make_tasks
@@ -19,4 +28,22 @@ def build_services(config: ServiceConfig) -> dict[str, Any]:
         pass
     else:
         services["tasks"] = make_tasks(config.llm)
+    try:
+        services["embedder"] = index_embedder(config, embedder_actor)
+    except ImportError:
+        pass
     return services
+
+
+def index_embedder(config: ServiceConfig, embedder_actor: str | None = None):
+    """The embedder of index-time work: the home's EmbedderActor, or a local cached one."""
+    if embedder_actor is not None:
+        from engram.actors.embedder import RemoteEmbedder
+
+        from engram.embeddings.factory import index_time
+
+        return RemoteEmbedder(embedder_actor, str(config.home), index_time(config.embedder).model_dump(mode="json"))
+    from engram.embeddings.factory import index_time, open_cached_embedder
+    from engram.embeddings.lazy import LazyEmbedder
+
+    return LazyEmbedder(lambda: open_cached_embedder(config.home, index_time(config.embedder)))

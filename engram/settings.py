@@ -41,11 +41,16 @@ def settings_event(scope: str, name: str, model) -> SettingsChanged:
     return SettingsChanged(scope=scope, name=name, settings=data, content_hash=content_hash(data))
 
 
-def current_files(home: Home, agent: str) -> dict[str, SettingsChanged]:
-    """The settings files in force for `agent` now (defaults where a file is absent), validated."""
+def current_files(home: Home, agent: str, llm=None) -> dict[str, SettingsChanged]:
+    """The settings files in force for `agent` now (defaults where a file is absent), validated;
+    with `llm` (the LlmConfig in use), the endpoints and presets they name are checked too."""
     out = {}
     disc_path = home.settings_path
     disc = load(DiscussionSettings, disc_path) if disc_path.exists() else DiscussionSettings()
+    if llm is not None:
+        from engram.llm.routing import check_discussion_settings
+
+        check_discussion_settings(disc, llm, str(disc_path))
     out[SCOPE_DISCUSSION] = settings_event(SCOPE_DISCUSSION, disc_path.name, disc)
     agent_path = home.agent_config_path(agent)
     cfg = load(AgentConfig, agent_path) if agent_path.exists() else AgentConfig()
@@ -53,20 +58,26 @@ def current_files(home: Home, agent: str) -> dict[str, SettingsChanged]:
     return out
 
 
-def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int) -> list[Write]:
-    """SettingsChanged writes for each scope whose file content differs from `recorded` (scope -> hash)."""
+def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int, llm=None) -> list[Write]:
+    """SettingsChanged writes for each scope whose file content differs from `recorded` (scope -> hash).
+    `llm`: check the endpoints and presets the files name against it (see `current_files`)."""
     events = [
         NewEvent(event=ev, ts_us=ts_us, event_id=f"settings:{scope}:{ev.content_hash}:{recorded.get(scope, '-')}")
-        for scope, ev in current_files(home, agent).items()
+        for scope, ev in current_files(home, agent, llm).items()
         if recorded.get(scope) != ev.content_hash
     ]
     return [Write(stream=agent_stream(agent), agent=agent, events=tuple(events))] if events else []
 
 
-def discussion_settings_event(path: str | Path) -> SettingsChanged:
-    """A settings file given explicitly (e.g. for regeneration), validated."""
+def discussion_settings_event(path: str | Path, llm=None) -> SettingsChanged:
+    """A settings file given explicitly (e.g. for regeneration), validated (its routes against `llm`)."""
     path = Path(path)
-    return settings_event(SCOPE_DISCUSSION, path.name, load(DiscussionSettings, path))
+    settings = load(DiscussionSettings, path)
+    if llm is not None:
+        from engram.llm.routing import check_discussion_settings
+
+        check_discussion_settings(settings, llm, str(path))
+    return settings_event(SCOPE_DISCUSSION, path.name, settings)
 
 
 class SettingsView:

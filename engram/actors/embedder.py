@@ -1,31 +1,123 @@
-"""The Embedder actor: one process that owns the embedding model and its cache file.
+"""The Embedder actor: one process per engram home that owns the embedding model and its cache file.
 
-A thin Ray shell around `CachedEmbedder` (all logic lives there): other actors send texts in
-batches and get float32 vectors back. It is the only writer of `<home>/cache/embeddings.duckdb`.
+A thin Ray shell around `CachedEmbedder` (all logic lives there): policies and projections send
+texts in batches and get float32 vectors back, so the model is loaded once per home instead of
+once per process, and it is the only writer of `<home>/cache/embeddings.duckdb`. The runtime
+starts it with the policies (named `engram-<home>-embedder`); `RemoteEmbedder` is how the other
+actors of the home reach it through the `"embedder"` service (`engram.services`).
 """
 
 from __future__ import annotations
+
+import threading
+from typing import Callable, Sequence
 
 import numpy as np
 import ray
 
 from engram.config.llm import EmbedderConfig
-from engram.embeddings.factory import make_cached_embedder
+from engram.embeddings.cached import EmbedStats
+from engram.embeddings.factory import open_cached_embedder
+
+EMBEDDER_ROLE = "embedder"
 
 
-@ray.remote
+# Embedding a text is idempotent (and the cache makes a repeat free): calls are safe to retry.
+@ray.remote(max_restarts=-1, max_task_retries=-1)
 class EmbedderActor:
     def __init__(self, home: str, embedder: dict | None = None):
         # Settings travel as their JSON form: plain data crosses process boundaries best.
-        self._embedder = make_cached_embedder(home, EmbedderConfig.model_validate(embedder or {}))
+        self._home = home
+        self._config = EmbedderConfig.model_validate(embedder or {})
+        self._embedder = None  # loaded by `warm` (the runtime calls it as the policies start) or the first call
+
+    def _get(self):
+        if self._embedder is None:
+            # Uncached, with a warning, only if another process holds the cache file.
+            self._embedder = open_cached_embedder(self._home, self._config)
+        return self._embedder
+
+    def warm(self) -> bool:
+        """Load the model now, so that the first batch of memories does not wait for it."""
+        self._get()
+        return True
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self._embedder.embed(texts)
+        return self._get().embed(texts)
 
     def info(self) -> dict:
-        e = self._embedder
+        e = self._get()
         return {"name": e.name, "dim": e.dim, "is_fallback": e.is_fallback}
 
     def stats(self) -> dict:
-        s = self._embedder.stats
-        return {"calls": s.calls, "texts_requested": s.texts_requested, "texts_computed": s.texts_computed, "cache_hits": s.cache_hits}
+        s = getattr(self._get(), "stats", None) or EmbedStats()
+        return {"calls": s.calls, "texts_requested": s.texts_requested, "texts_computed": s.texts_computed,
+                "cache_hits": s.cache_hits}
+
+    def close(self) -> bool:
+        """Close the cache file (a later call opens it again)."""
+        cache = getattr(self._embedder, "cache", None)
+        if cache is not None:
+            cache.close()
+        self._embedder = None
+        return True
+
+
+class RemoteEmbedder:
+    """The home's EmbedderActor as an `Embedder`: each `embed` is one remote call for the whole batch.
+
+    The actor is looked up by name on first use; the runtime starts it before the actors that use
+    it. Without a runtime (an actor hosted by hand), the first user starts it itself.
+    """
+
+    def __init__(self, actor_name: str, home: str, embedder: dict | None = None):
+        self.actor_name = actor_name
+        self._home = home
+        self._config = embedder or {}
+        self._handle = None
+        self._info: dict | None = None
+        self._lock = threading.Lock()
+
+    def _actor(self):
+        if self._handle is None:
+            with self._lock:
+                if self._handle is None:
+                    try:
+                        self._handle = ray.get_actor(self.actor_name)
+                    except ValueError:
+                        self._handle = EmbedderActor.options(name=self.actor_name, get_if_exists=True).remote(
+                            self._home, self._config
+                        )
+        return self._handle
+
+    def _described(self) -> dict:
+        if self._info is None:
+            self._info = ray.get(self._actor().info.remote())
+        return self._info
+
+    @property
+    def name(self) -> str:
+        return self._described()["name"]
+
+    @property
+    def dim(self) -> int:
+        return self._described()["dim"]
+
+    @property
+    def is_fallback(self) -> bool:
+        return self._described()["is_fallback"]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_async(texts)()
+
+    def embed_async(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """Start embedding `texts`; the returned function waits for the vectors."""
+        if not texts:
+            return lambda: np.zeros((0, self.dim), dtype=np.float32)
+        ref = self._actor().embed.remote(list(texts))
+        return lambda: ray.get(ref)
+
+    @property
+    def stats(self) -> EmbedStats:
+        """The actor's cache counters (calls, texts requested, computed, served from the cache)."""
+        return EmbedStats(**ray.get(self._actor().stats.remote()))

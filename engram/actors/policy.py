@@ -25,11 +25,12 @@ MAX_BACKOFF_S = 30.0
 
 @ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=4)
 class PolicyActor:
-    def __init__(self, config_json: dict, shard_actor_name: str, shard: int, specs: list[str], member: int, members: int):
+    def __init__(self, config_json: dict, shard_actor_name: str, shard: int, specs: list[str], member: int, members: int,
+                 embedder_actor: str | None = None):
         config = ServiceConfig.model_validate(config_json)
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
-        services = build_services(config)
+        services = build_services(config, embedder_actor=embedder_actor)
         read = lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw))
         append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
         ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,

@@ -59,6 +59,7 @@ class Runtime:
         self.started_ray = False
         self._shards: dict[int, ray.actor.ActorHandle] = {}
         self._policies: dict[tuple[str, int, int], ray.actor.ActorHandle] = {}
+        self._embedder: ray.actor.ActorHandle | None = None
         self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
 
     @property
@@ -89,9 +90,30 @@ class Runtime:
     def actor_name(self, role: str) -> str:
         return f"engram-{self.home_id}-{role}"
 
+    def embedder(self) -> ray.actor.ActorHandle:
+        """The home's EmbedderActor: the "embedder" service of its policies and projections (started
+        before them, so that this process owns it; its model loads when the policies start)."""
+        if self._embedder is None:
+            from engram.actors.embedder import EmbedderActor
+            from engram.embeddings.factory import index_time
+
+            options = dict(name=self.embedder_name(), get_if_exists=True)
+            if not self.owns_actors:
+                options["lifetime"] = "detached"
+            self._embedder = EmbedderActor.options(**options).remote(
+                str(self.home.root), index_time(self.config.embedder).model_dump(mode="json")
+            )
+        return self._embedder
+
+    def embedder_name(self) -> str:
+        from engram.actors.embedder import EMBEDDER_ROLE
+
+        return self.actor_name(EMBEDDER_ROLE)
+
     def shard(self, index: int) -> ray.actor.ActorHandle:
         handle = self._shards.get(index)
         if handle is None:
+            self.embedder()  # projections may embed: the embedder exists before the shard
             limits = self.config.limits
             options = dict(
                 name=self.actor_name(f"shard-{index:03d}"),
@@ -107,6 +129,7 @@ class Runtime:
                 limits.max_batch_events,
                 limits.max_payload_bytes,
                 self.config.model_dump(mode="json"),
+                self.embedder_name(),
             )
             self._shards[index] = handle
         return handle
@@ -119,6 +142,8 @@ class Runtime:
         from engram.actors.policy import PolicyActor
         from engram.policies.registry import GROUPS
 
+        if GROUPS and not self._policies:
+            self.embedder().warm.remote()  # the policies embed: load the model while they start
         for group, (members, specs) in GROUPS.items():
             for shard in range(self.config.shards):
                 self.shard(shard)
@@ -136,20 +161,28 @@ class Runtime:
                         specs,
                         member,
                         members,
+                        self.embedder_name(),
                     )
         return dict(self._policies)
 
     def close(self) -> None:
         """Close owned actors cleanly (projections checkpointed, DuckDB closed); stop Ray if we started it."""
         if self.owns_actors:
-            # Policies first (they append to the shards), then the shards.
+            # Policies first (they append to the shards), then the shards, then the embedder they used.
             for group in (self._policies, self._shards):
                 if group:
                     ray.get([h.close.remote() for h in group.values()])
                     for h in group.values():
                         ray.kill(h)
+            if self._embedder is not None:
+                try:
+                    ray.get(self._embedder.close.remote())  # its cache file
+                except ray.exceptions.RayActorError:
+                    pass  # already gone: nothing left open
+                ray.kill(self._embedder)
         self._policies.clear()
         self._shards.clear()
+        self._embedder = None
         if self.started_ray or (self.address and ray.is_initialized()):
             ray.shutdown()
             self.started_ray = False

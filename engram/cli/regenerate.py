@@ -36,7 +36,7 @@ def run(args) -> int:
 
     config = config_from(args)
     discussion = validate_discussion(args.discussion)
-    settings = discussion_settings_event(args.settings) if args.settings else None  # validated before anything runs
+    settings = discussion_settings_event(args.settings, config.llm) if args.settings else None  # validated before anything runs
     with open_engram(args, config) as mem:
         agent = log_agent(mem, discussion, args.agent)
         mem.sync_settings(agent)

@@ -92,8 +92,11 @@ def run(args) -> int:
     from engram.discussion.workflow.engine import NodeFailed
     from engram.llm.factory import make_tasks
 
+    from engram.llm.routing import check_routes
+
     config = config_from(args)
     workflow = resolve_workflow(config, args.workflow)
+    check_routes(config.llm, workflow.routes(), workflow.source)  # a typo fails here, before anything runs
     agent, discussion, write = parse_messages(args, config)
     with open_engram(args, config) as mem:
         appended = 0

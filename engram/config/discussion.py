@@ -36,7 +36,8 @@ class DiscussionSettings(ConfigModel):
     chunk_estimated_token_size: int = Field(d.CHUNK_ESTIMATED_TOKEN_SIZE, gt=0)
     max_messages_between_chunks: int = Field(d.MAX_MESSAGES_BETWEEN_CHUNKS, gt=0)
     lookback_start_turn: int = Field(d.LOOKBACK_START_TURN, ge=0)
-    # General / fallback LLM settings.
-    endpoint_name: str = "default"
-    preset: str = "default"
+    # General / fallback LLM settings. Endpoints and presets are named in engram.json (`llm.endpoints`,
+    # `llm.presets`); None leaves each memory task on its configured route (`llm.tasks`, else "default").
+    endpoint_name: str | None = None
+    preset: str | None = None
     max_response_size_in_tokens: int = Field(d.MAX_RESPONSE_SIZE_IN_TOKENS, gt=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -19,6 +20,7 @@ MEMORY_TASKS = (
     "summarize_schema",
     "hyde",
     "compact",
+    "respond",
 )
 
 # The current Sonnet as of this writing (claude-sonnet-4-5 reached end of life on 2026-11-30).
@@ -102,11 +104,31 @@ class LlmConfig(ConfigModel):
         if unknown:
             raise ValueError(f"unknown memory task(s) {unknown}; known: {list(MEMORY_TASKS)}")
         for task, route in self.tasks.items():
-            if route.endpoint_name not in self.endpoints:
-                raise ValueError(f"task {task!r} names endpoint {route.endpoint_name!r}, which is not configured")
-            if route.preset not in self.presets:
-                raise ValueError(f"task {task!r} names preset {route.preset!r}, which is not configured")
+            problem = self.route_problem(route.endpoint_name, route.preset)
+            if problem:
+                raise ValueError(f"task {task!r} names {problem}")
         return self
+
+    def route_problem(self, endpoint_name: str | None, preset: str | None) -> str | None:
+        """Why a call cannot be routed to `endpoint_name` / `preset` (None: both configured, or not named).
+
+        Reads after "<who> names ...", and gives the closest configured name, so that a typo in a
+        settings file or a workflow node says what was probably meant.
+        """
+        problems = []
+        for kind, name, known, key in (
+            ("endpoint", endpoint_name, self.endpoints, "llm.endpoints"),
+            ("preset", preset, self.presets, "llm.presets"),
+        ):
+            if name is None or name in known:
+                continue
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.append(
+                f"{kind} {name!r}, which is not configured ({hint}configured: {', '.join(sorted(known))}; "
+                f"configure it under {key} in engram.json)"
+            )
+        return " and ".join(problems) or None
 
 
 class EmbedderConfig(ConfigModel):

@@ -9,9 +9,12 @@ runs inside the Summarizer, where no memory node can run). Its inputs, as Wilmer
     {agent3Input}  [Full_Memory_file]   every chunk memory so far (file memories only)
     {agent4Input}  [Chat_Summary]       the rolling summary (file memories only)
 
-Its response (see `workflow.engine`) is the memory. A workflow that cannot be used (missing,
-invalid, or, for vector memories, an answer that is not the JSON asked for) is not fatal: the
-built-in prompt makes the memory and the event records why the workflow was not used.
+Its response (see `workflow.engine`) is the memory. Its Standard nodes call the endpoint and
+preset they name, else the settings' ones (vector memories: `vectorMemoryEndpointName` /
+`vectorMemoryPreset`, falling back to `endpointName` / `preset`). A workflow that cannot be used
+(missing, invalid, naming an endpoint or preset that is not configured, or, for vector memories,
+an answer that is not the JSON asked for) is not fatal: the built-in prompt makes the memory and
+the event records why the workflow was not used.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ INPUT_ORDER = ("TextChunk", "Memory_file", "Full_Memory_file", "Chat_Summary")
 class MemoryWorkflowLibrary:
     def __init__(self, home_root: Path, tasks):
         self.home_root = Path(home_root)
+        self.tasks = tasks
         self.responder = Responder(tasks)
 
-    def run(self, name: str, inputs: dict[str, str]) -> WorkflowOutcome:
+    def run(self, name: str, inputs: dict[str, str], *, endpoint_name: str | None = None,
+            preset: str | None = None) -> WorkflowOutcome:
         try:
             path = workflow_path(self.home_root, name)
         except InvalidIdError as exc:
@@ -48,6 +53,9 @@ class MemoryWorkflowLibrary:
         others = sorted({node.kind for node in workflow.nodes if not isinstance(node, Standard)})
         if others:
             return WorkflowOutcome(None, tag, f"{path}: a memory workflow may only hold Standard nodes, not {', '.join(others)}")
+        unroutable = self.tasks.unroutable(workflow.routes())
+        if unroutable:
+            return WorkflowOutcome(None, tag, f"{path}: " + "; ".join(unroutable))
         values = [inputs.get(key, "") for key in INPUT_ORDER]
         ctx = engine.RunContext(
             discussion=None,
@@ -55,6 +63,8 @@ class MemoryWorkflowLibrary:
             responder=self.responder,
             inputs=values,
             bracket_inputs=dict(zip(INPUT_ORDER, values)),
+            endpoint_name=endpoint_name,
+            preset=preset,
         )
         try:
             result = engine.run(workflow, ctx)

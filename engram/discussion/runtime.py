@@ -18,22 +18,11 @@ from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFF
 from engram.discussion.vectors import VectorStore
 from engram.events.discussion import SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Write
+from engram.embeddings.factory import single_threaded
 from engram.home import Home, ProjectionPaths
 from engram.ids import validate_agent, validate_discussion
 
 SUMMARIZER_GROUP = "summarizer"
-# One onnxruntime thread per embedding process: one short text gains nothing from intra-op
-# parallelism, and on busy cores (Ray actors beside us) a second thread makes calls wait for
-# each other. Measured on the 2-core target under load: query p99 13-16 ms with one thread,
-# 135-158 ms with two. Parallelism comes from processes, not from threads inside one.
-EMBEDDER_THREADS = 1
-
-
-def single_threaded(embedder_config):
-    """The embedder configuration with one onnxruntime thread (see EMBEDDER_THREADS)."""
-    from engram.config.llm import EmbedderConfig
-
-    return (embedder_config or EmbedderConfig()).model_copy(update={"threads": EMBEDDER_THREADS})
 
 
 def now_us() -> int:
@@ -124,10 +113,12 @@ def expected_files(row) -> dict[str, bool]:
 
 def summary_request(node: str, *, min_memories_per_summary: int, loop_if_memories_exceed: int,
                     system_prompt: str | None = None, prompt: str | None = None,
-                    max_response_size_in_tokens: int | None = None) -> SummaryUpdateRequested:
+                    max_response_size_in_tokens: int | None = None, endpoint_name: str | None = None,
+                    preset: str | None = None) -> SummaryUpdateRequested:
     return SummaryUpdateRequested(
         node=node, min_memories_per_summary=min_memories_per_summary, loop_if_memories_exceed=loop_if_memories_exceed,
         system_prompt=system_prompt, prompt=prompt, max_response_size_in_tokens=max_response_size_in_tokens,
+        endpoint_name=endpoint_name, preset=preset,
     )
 
 
@@ -221,7 +212,7 @@ class LocalEngine:
         view = SettingsView()
         for rec in self.shard.read(0, limit=None, stream=agent_stream(agent), types=["SettingsChanged"]):
             view.apply(rec)
-        writes = sync_writes(self.home, agent, view.recorded_hashes(agent), ts_us or now_us())
+        writes = sync_writes(self.home, agent, view.recorded_hashes(agent), ts_us or now_us(), self.config.llm)
         return sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
 
     def settle(self) -> None:
@@ -235,6 +226,9 @@ class LocalEngine:
         if not getattr(self, "_closed", False):
             self._closed = True
             self.shard.close()
+            embedder = self.services.get("embedder")
+            if hasattr(embedder, "close"):
+                embedder.close()  # the embedding cache file
 
     def __enter__(self) -> "LocalEngine":
         return self

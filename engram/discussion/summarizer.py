@@ -14,14 +14,20 @@ Its decisions only depend on the events it has seen and the settings in force (f
 same events again after a restart appends nothing twice. LLM work goes through `MemoryTasks`;
 its output and provenance travel inside the emitted event, so replay never calls an LLM.
 
+A vector memory is emitted without its embedding: the host fills in the embeddings of all the
+memories it is about to append with one call to the embedder service (`embed_pending`), so
+embedding goes in batches, and the recorded vector is what search and replay use.
+
 No Ray, no I/O of its own, no clock: the host gives it the log reader, the memory tasks, the
-embedder, the memory-workflow runner and a sink for its events.
+memory-workflow runner and a sink for its events.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
+
+import msgspec
 
 from engram.config import defaults as d
 from engram.config.discussion import DEFAULT_PROMPT, DEFAULT_SYSTEM_PROMPT, DiscussionSettings
@@ -58,9 +64,11 @@ class MemoryLog(Protocol):
 
 
 class MemoryWorkflows(Protocol):
-    """Runs the workflow a setting names (`fileMemoryWorkflowName`, `vectorMemoryWorkflowName`)."""
+    """Runs the workflow a setting names (`fileMemoryWorkflowName`, `vectorMemoryWorkflowName`);
+    its Standard nodes that name no endpoint/preset use `endpoint_name`/`preset`."""
 
-    def run(self, name: str, inputs: dict[str, str]) -> "WorkflowOutcome": ...
+    def run(self, name: str, inputs: dict[str, str], *, endpoint_name: str | None = None,
+            preset: str | None = None) -> "WorkflowOutcome": ...
 
 
 @dataclass(frozen=True)
@@ -93,11 +101,9 @@ Emit = Callable[[NewEvent], None]
 class DiscussionSummarizer:
     """The logical actor of one discussion (serial: its host never runs two of its calls at once)."""
 
-    def __init__(self, state: DiscussionState, *, tasks, embedder, log: MemoryLog,
-                 workflows: MemoryWorkflows | None = None):
+    def __init__(self, state: DiscussionState, *, tasks, log: MemoryLog, workflows: MemoryWorkflows | None = None):
         self.state = state
         self.tasks = tasks
-        self.embedder = embedder
         self.log = log
         self.workflows = workflows
 
@@ -146,6 +152,7 @@ class DiscussionSummarizer:
             result = self.tasks.merge_summary(
                 st.summary.text, [r.event.summary for r in batch], max_tokens=max_tokens,
                 system_prompt=ev.system_prompt, prompt=ev.prompt,
+                endpoint_name=ev.endpoint_name or settings.endpoint_name, preset=ev.preset or settings.preset,
             )
             last = batch[-1].event
             last_id = chunk_memory_id(last)
@@ -209,7 +216,7 @@ class DiscussionSummarizer:
                 "Memory_file": "\n".join(st.recent),
                 "Full_Memory_file": "\n".join(everything),
                 "Chat_Summary": st.summary.text,
-            })
+            }, endpoint_name=s.endpoint_name, preset=s.preset)
         if outcome is not None and outcome.text is not None and outcome.llm is not None:
             summary, llm = outcome.text, outcome.llm
         else:
@@ -219,6 +226,7 @@ class DiscussionSummarizer:
                 # The settings' own prompts when the user wrote some; engram's template otherwise.
                 system_prompt=None if s.system_prompt == DEFAULT_SYSTEM_PROMPT else s.system_prompt,
                 prompt=None if s.prompt == DEFAULT_PROMPT else s.prompt,
+                endpoint_name=s.endpoint_name, preset=s.preset,
             )
             summary, llm = result.value, result.llm
         event = ChunkSummarized(
@@ -236,8 +244,12 @@ class DiscussionSummarizer:
         base = f"g{st.generation}-v{chunk.first_seq}-{chunk.last_seq}"
         memories: list[StructuredMemory] = []
         outcome = None
+        # Vector memories have their own endpoint and preset, falling back to the general ones.
+        endpoint_name = s.vector_memory_endpoint_name or s.endpoint_name
+        preset = s.vector_memory_preset or s.preset
         if s.vector_memory_workflow_name and self.workflows is not None:
-            outcome = self.workflows.run(s.vector_memory_workflow_name, {"TextChunk": transcript(chunk.messages)})
+            outcome = self.workflows.run(s.vector_memory_workflow_name, {"TextChunk": transcript(chunk.messages)},
+                                         endpoint_name=endpoint_name, preset=preset)
             if outcome.text is not None:
                 memories, error = parse_structured(outcome.text)
                 if error:
@@ -246,29 +258,71 @@ class DiscussionSummarizer:
             llm = outcome.llm
         else:
             result = self.tasks.extract_memory(chat_lines(chunk.messages),
-                                               max_tokens=s.vector_memory_max_response_size_in_tokens)
+                                               max_tokens=s.vector_memory_max_response_size_in_tokens,
+                                               endpoint_name=endpoint_name, preset=preset)
             memories, llm = [result.value], result.llm
-        vectors = self.embedder.embed([embedding_text(m) for m in memories])
-        for n, (mem, vector) in enumerate(zip(memories, vectors)):
+        for n, mem in enumerate(memories):
             memory_id = f"{base}.{n}"
             event = VectorMemoryStored(
                 generation=st.generation, memory_id=memory_id, title=mem.title, summary=mem.summary,
                 entities=tuple(mem.entities), key_phrases=tuple(mem.key_phrases), first_seq=chunk.first_seq,
                 last_seq=chunk.last_seq, message_ids=tuple(m.message_id for m in chunk.messages),
                 token_count=chunk.tokens, first_ts_us=chunk.messages[0].ts_us, last_ts_us=chunk.messages[-1].ts_us,
-                mode=mode, trigger=chunk.trigger, embedding=encode_vector(vector), embedding_model=self.embedder.name,
+                mode=mode, trigger=chunk.trigger, embedding=PENDING, embedding_model=PENDING,  # see embed_pending
                 llm=llm, sentiment=mem.sentiment, topics=tuple(mem.topics),
                 workflow=outcome.tag if outcome else None, workflow_error=outcome.error if outcome else None,
             )
             emit(NewEvent(event, rec.ts_us, f"vector:{memory_id}", rec.seq))
 
 
-def embedding_text(m: StructuredMemory) -> str:
+def embedding_text(m: StructuredMemory | VectorMemoryStored) -> str:
     """What a vector memory's embedding is computed from: its title, summary and key phrases."""
     parts = [m.title, m.summary]
     if m.key_phrases:
         parts.append("; ".join(m.key_phrases))
     return "\n".join(p for p in parts if p)
+
+
+# The embedding of a vector memory that `embed_pending` has not filled in yet.
+PENDING = ""
+
+
+class EmbeddingJob:
+    """The PENDING vector memories among `events`, being embedded in one call of `embedder`.
+
+    An embedder with `embed_async` (the home's EmbedderActor) computes while the caller goes on;
+    `events()` waits for the vectors and returns `events` with them filled in.
+    """
+
+    def __init__(self, events: Sequence[NewEvent], embedder):
+        self._events = list(events)
+        self._pending = [k for k, e in enumerate(self._events)
+                         if isinstance(e.event, VectorMemoryStored) and e.event.embedding == PENDING]
+        self._embedder = embedder
+        self._vectors: Callable[[], Sequence] | None = None
+        if self._pending:
+            texts = [embedding_text(self._events[k].event) for k in self._pending]
+            start = getattr(embedder, "embed_async", None)
+            if start is not None:
+                self._vectors = start(texts)
+            else:
+                vectors = embedder.embed(texts)
+                self._vectors = lambda: vectors
+
+    def events(self) -> list[NewEvent]:
+        if self._vectors is None:
+            return self._events
+        vectors, model = self._vectors(), self._embedder.name
+        out = list(self._events)
+        for k, vector in zip(self._pending, vectors):
+            event = msgspec.structs.replace(out[k].event, embedding=encode_vector(vector), embedding_model=model)
+            out[k] = msgspec.structs.replace(out[k], event=event)
+        return out
+
+
+def embed_pending(events: Sequence[NewEvent], embedder) -> list[NewEvent]:
+    """`events` with the embedding of every vector memory still PENDING, all computed in one call."""
+    return EmbeddingJob(events, embedder).events()
 
 
 def parse_structured(text: str) -> tuple[list[StructuredMemory], str | None]:

@@ -66,6 +66,9 @@ class SummaryUpdateRequested(Event, tag="SummaryUpdateRequested"):
     system_prompt: str | None = None
     prompt: str | None = None
     max_response_size_in_tokens: int | None = None
+    # The node's own endpointName/preset; None: the settings' endpointName/preset.
+    endpoint_name: str | None = None
+    preset: str | None = None
 
 
 class RollingSummaryUpdated(Event, tag="RollingSummaryUpdated"):

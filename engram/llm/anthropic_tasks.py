@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import msgspec
 
+from engram.config.errors import ConfigError
 from engram.config.llm import Endpoint, LlmConfig, Preset, TaskRoute
 from engram.events.provenance import LlmCall
 from engram.llm import inputs as i
@@ -37,6 +39,17 @@ class Prepared(msgspec.Struct, frozen=True):
     endpoint_name: str
     request: Request
     prompt_hash: str
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one call goes: a configured endpoint and preset, and the response size the route sets."""
+
+    endpoint_name: str
+    endpoint: Endpoint
+    preset: Preset
+    # The task route's maxResponseSizeInTokens; None when the call routes itself (its own size wins).
+    max_response_size_in_tokens: int | None = None
 
 
 class _Usage:
@@ -95,9 +108,27 @@ class AnthropicTasks(MemoryTasks):
 
     # ------------------------------------------------------------------ routing and prompts
 
-    def route(self, task: str) -> tuple[str, Endpoint, Preset, TaskRoute]:
+    def unroutable(self, named) -> list[str]:
+        from engram.llm.routing import route_problems
+
+        return route_problems(self.config, named)
+
+    def route(self, task: str, endpoint_name: str | None = None, preset: str | None = None) -> Route:
+        """The route of one call: its own endpoint/preset where it names them, else the task's
+        configured route (`llm.tasks`), else "default". A name that is not configured raises a
+        ConfigError naming the closest one (a configuration problem, not a failed call)."""
+        problem = self.config.route_problem(endpoint_name, preset)
+        if problem:
+            raise ConfigError(f"a {task} call names {problem}")
         r = self.config.tasks.get(task, TaskRoute())
-        return r.endpoint_name, self.config.endpoints[r.endpoint_name], self.config.presets[r.preset], r
+        name = endpoint_name or r.endpoint_name
+        routed_by_call = endpoint_name is not None or preset is not None
+        return Route(
+            endpoint_name=name,
+            endpoint=self.config.endpoints[name],
+            preset=self.config.presets[preset or r.preset],
+            max_response_size_in_tokens=None if routed_by_call else r.max_response_size_in_tokens,
+        )
 
     def client(self, endpoint_name: str) -> MessagesClient:
         if endpoint_name not in self._clients:
@@ -111,14 +142,18 @@ class AnthropicTasks(MemoryTasks):
     def prepare(self, task_input: i.TaskInput) -> Prepared:
         task = task_input.task
         spec = SPECS[task]
-        endpoint_name, endpoint, preset, r = self.route(task)
+        route = self.route(task, task_input.endpoint_name, task_input.preset)
         values = spec.values(task_input)
-        system = getattr(task_input, "system_prompt", None) or self.templates.system(task)
-        prompt = getattr(task_input, "prompt", None) or self.templates.prompt(task)
-        system, user = render(system, values), render(prompt, values)
-        max_tokens = r.max_response_size_in_tokens or spec.response_tokens(task_input) or preset.max_tokens
-        request = request_for(endpoint, preset, system=system, messages=(("user", user),), max_tokens=max_tokens)
-        return Prepared(task, endpoint_name, request, digest(endpoint.model, system, user))
+        system = render(getattr(task_input, "system_prompt", None) or self.templates.system(task), values)
+        if spec.turns is not None:
+            messages = spec.turns(task_input, values, self.templates, system)
+        else:
+            prompt = getattr(task_input, "prompt", None) or self.templates.prompt(task)
+            messages = (("user", render(prompt, values)),)
+        max_tokens = route.max_response_size_in_tokens or spec.response_tokens(task_input) or route.preset.max_tokens
+        request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
+        prompt_hash = digest(route.endpoint.model, system, *(text for _, text in messages))
+        return Prepared(task, route.endpoint_name, request, prompt_hash)
 
     def repair_request(self, prepared: Prepared, answer: str, error: str) -> Request:
         template = "repair.prompt.txt" if SPECS[prepared.task].expects_json else "repair_text.prompt.txt"

@@ -18,7 +18,15 @@ from engram.llm.types import ChatLine, TraceBrief
 
 
 class TaskInput(msgspec.Struct, frozen=True, kw_only=True, tag_field="task"):
-    """Base of every task input; the tag is the task name."""
+    """Base of every task input; the tag is the task name.
+
+    `endpoint_name` / `preset` route this one call (WilmerAI's `endpointName`/`preset` of a settings
+    file or a node); None leaves the task's configured route (`llm.tasks`, else "default"). Only
+    providers that call endpoints read them: the offline heuristic answers the same either way.
+    """
+
+    endpoint_name: str | None = None
+    preset: str | None = None
 
     @property
     def task(self) -> str:
@@ -101,8 +109,25 @@ class Compact(TaskInput, tag="compact"):
     previous_summary: str = ""
 
 
+class Respond(TaskInput, tag="respond"):
+    """A free-form answer (the `Standard` workflow node, `engram chat`).
+
+    Without `prompt`, the conversation `lines` are the turns the model answers, with `context` (memory
+    passages) shown before the last user message. With `prompt` (a rendered node prompt that carries
+    whatever it needs of the conversation and the memories, as WilmerAI's Standard node does), the
+    prompt is the one user turn; it may place the context itself with `[MemoryContext]`.
+    """
+
+    lines: tuple[ChatLine, ...] = ()
+    prompt: str = ""
+    system_prompt: str | None = None
+    context: tuple[str, ...] = ()
+    max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS
+
+
 AnyTaskInput = Union[
-    SummarizeChunk, MergeSummary, ExtractMemory, Observe, Reflect, ExtractFacts, SummarizeSchema, Hyde, Compact
+    SummarizeChunk, MergeSummary, ExtractMemory, Observe, Reflect, ExtractFacts, SummarizeSchema, Hyde, Compact,
+    Respond,
 ]
 
 _encoder = msgspec.json.Encoder()

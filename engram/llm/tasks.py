@@ -3,6 +3,12 @@
 A provider implements `run(task_input) -> Result`; the named methods below build the input
 struct and call it, so every provider offers the same signatures. Personality arguments take
 the config model `Personality` (or `Traits`, or None for a neutral personality).
+
+Every method takes `endpoint_name` and `preset`: a route for this one call (WilmerAI's
+`endpointName`/`preset` of a settings file or a node), winning over the task's configured route.
+The anthropic provider records the endpoint that answered in `LlmCall.endpoint`; a name that is
+not configured is a `ConfigError` naming the closest one (settings files and workflows are checked
+against the configuration before anything runs, see `engram.llm.routing`).
 """
 
 from __future__ import annotations
@@ -25,11 +31,18 @@ class MemoryTasks(ABC):
 
     @abstractmethod
     def run(self, task_input: i.TaskInput) -> Result:
-        """Run one task. Never raises for a failed LLM call: the result records the failure."""
+        """Run one task. Never raises for a failed LLM call: the result records the failure. A call
+        routed to an endpoint or preset that is not configured is a ConfigError (a configuration
+        problem, caught where settings and workflows are read, see `engram.llm.routing`)."""
 
     @abstractmethod
     def describe(self) -> str:
         """One line saying which provider and model answer (for `engram demo` and logs)."""
+
+    def unroutable(self, named: Sequence[tuple[str, str | None, str | None]]) -> list[str]:
+        """What is wrong with endpoint/preset names (where, endpoint, preset) that calls would use:
+        nothing for a provider that calls no endpoint (the offline heuristic)."""
+        return []
 
     # ------------------------------------------------------------------ discussion memory (WilmerAI)
 
@@ -43,6 +56,8 @@ class MemoryTasks(ABC):
         chat_summary: str = "",
         system_prompt: str | None = None,
         prompt: str | None = None,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[str]:
         return self.run(
             i.SummarizeChunk(
@@ -53,6 +68,8 @@ class MemoryTasks(ABC):
                 chat_summary=chat_summary,
                 system_prompt=system_prompt,
                 prompt=prompt,
+                endpoint_name=endpoint_name,
+                preset=preset,
             )
         )
 
@@ -65,6 +82,8 @@ class MemoryTasks(ABC):
         max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
         system_prompt: str | None = None,
         prompt: str | None = None,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[str]:
         return self.run(
             i.MergeSummary(
@@ -74,20 +93,72 @@ class MemoryTasks(ABC):
                 max_tokens=max_tokens,
                 system_prompt=system_prompt,
                 prompt=prompt,
+                endpoint_name=endpoint_name,
+                preset=preset,
             )
         )
 
     def extract_memory(
-        self, lines: Sequence[ChatLine], *, max_tokens: int = d.VECTOR_MEMORY_MAX_RESPONSE_TOKENS
+        self,
+        lines: Sequence[ChatLine],
+        *,
+        max_tokens: int = d.VECTOR_MEMORY_MAX_RESPONSE_TOKENS,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[StructuredMemory]:
-        return self.run(i.ExtractMemory(lines=tuple(lines), max_tokens=max_tokens))
+        return self.run(
+            i.ExtractMemory(lines=tuple(lines), max_tokens=max_tokens, endpoint_name=endpoint_name, preset=preset)
+        )
+
+    def respond(
+        self,
+        lines: Sequence[ChatLine],
+        *,
+        prompt: str = "",
+        system_prompt: str | None = None,
+        context: Sequence[str] = (),
+        max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
+    ) -> Result[str]:
+        """A free-form answer: what the `Standard` node and `engram chat` say to the user.
+
+        `lines`: the conversation (oldest first). `prompt`: a rendered prompt; when given it is the
+        one user turn the model reads (it carries what it needs of the conversation and memories,
+        and may place `context` itself with `[MemoryContext]`); when empty the conversation is
+        sent as turns, with `context` shown before its last user message. `context`: memory
+        passages (search results, summaries) the answer may draw on.
+
+        The offline provider is not a language model and does not pretend to be one: its answer
+        is labelled, and quotes the context passages most relevant to the last user message.
+        """
+        if not prompt.strip() and not any(line.content.strip() for line in lines):
+            raise ValueError("respond needs a conversation or a prompt to answer")
+        return self.run(
+            i.Respond(
+                lines=tuple(lines),
+                prompt=prompt,
+                system_prompt=system_prompt,
+                context=tuple(context),
+                max_tokens=max_tokens,
+                endpoint_name=endpoint_name,
+                preset=preset,
+            )
+        )
 
     # ------------------------------------------------------------------ cognitive memory (Wunderland)
 
     def observe(
-        self, lines: Sequence[ChatLine], *, personality: Personality | Traits | None = None
+        self,
+        lines: Sequence[ChatLine],
+        *,
+        personality: Personality | Traits | None = None,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[tuple[ObservationNote, ...]]:
-        return self.run(i.Observe(lines=tuple(lines), traits=traits(personality)))
+        return self.run(
+            i.Observe(lines=tuple(lines), traits=traits(personality), endpoint_name=endpoint_name, preset=preset)
+        )
 
     def reflect(
         self,
@@ -95,8 +166,18 @@ class MemoryTasks(ABC):
         *,
         existing: Sequence[TraceBrief] = (),
         personality: Personality | Traits | None = None,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[Reflection]:
-        return self.run(i.Reflect(notes=tuple(notes), existing=tuple(existing), traits=traits(personality)))
+        return self.run(
+            i.Reflect(
+                notes=tuple(notes),
+                existing=tuple(existing),
+                traits=traits(personality),
+                endpoint_name=endpoint_name,
+                preset=preset,
+            )
+        )
 
     def extract_facts(
         self,
@@ -105,6 +186,8 @@ class MemoryTasks(ABC):
         personality: Personality | Traits | None = None,
         importance_threshold: float = d.AUTO_INGEST_IMPORTANCE,
         max_per_turn: int = d.AUTO_INGEST_MAX_PER_TURN,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[tuple[Fact, ...]]:
         """Facts worth storing from one turn. The personality adjusts the threshold and the limit
         (Wunderland: high openness lowers one and raises the other) before the task applies them."""
@@ -116,18 +199,48 @@ class MemoryTasks(ABC):
                 traits=t,
                 importance_threshold=policy.importance_threshold,
                 max_per_turn=policy.max_per_turn,
+                endpoint_name=endpoint_name,
+                preset=preset,
             )
         )
 
     def summarize_schema(
-        self, members: Sequence[str], *, max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS
+        self,
+        members: Sequence[str],
+        *,
+        max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[str]:
-        return self.run(i.SummarizeSchema(members=tuple(members), max_tokens=max_tokens))
+        return self.run(
+            i.SummarizeSchema(members=tuple(members), max_tokens=max_tokens, endpoint_name=endpoint_name, preset=preset)
+        )
 
-    def hyde(self, query: str, *, max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS) -> Result[str]:
-        return self.run(i.Hyde(query=query, max_tokens=max_tokens))
+    def hyde(
+        self,
+        query: str,
+        *,
+        max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
+        endpoint_name: str | None = None,
+        preset: str | None = None,
+    ) -> Result[str]:
+        return self.run(i.Hyde(query=query, max_tokens=max_tokens, endpoint_name=endpoint_name, preset=preset))
 
     def compact(
-        self, lines: Sequence[ChatLine], *, target_tokens: int, previous_summary: str = ""
+        self,
+        lines: Sequence[ChatLine],
+        *,
+        target_tokens: int,
+        previous_summary: str = "",
+        endpoint_name: str | None = None,
+        preset: str | None = None,
     ) -> Result[Compaction]:
-        return self.run(i.Compact(lines=tuple(lines), target_tokens=target_tokens, previous_summary=previous_summary))
+        return self.run(
+            i.Compact(
+                lines=tuple(lines),
+                target_tokens=target_tokens,
+                previous_summary=previous_summary,
+                endpoint_name=endpoint_name,
+                preset=preset,
+            )
+        )

@@ -9,7 +9,9 @@ discussion handles its events.
 Events are appended as work goes (`PolicyContext.append`): after each rolling-summary batch
 ("save after each"), before the log is read back, when a batch of work took long, and at the
 end of each handled batch. Their ids are deterministic, so a batch handled again after a
-restart appends nothing twice.
+restart appends nothing twice. Just before an append, the vector memories in it get their
+embeddings from the `"embedder"` service (`engram.services`: the home's EmbedderActor under Ray,
+a local cached embedder without it) in one batch.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from engram.actors.pool import owner
 from engram.discussion.chunking import Msg
 from engram.discussion.memory_workflows import MemoryWorkflowLibrary
 from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log
-from engram.discussion.summarizer import DiscussionSummarizer, to_msg
+from engram.discussion.summarizer import DiscussionSummarizer, EmbeddingJob, to_msg
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
@@ -84,6 +86,8 @@ class Summarizer(Policy):
         self._embedder = None
         self._workflows = None
         self._queue: list[tuple[str, str, NewEvent]] = []  # (stream, agent, event) not yet appended
+        # Events whose vector memories are being embedded while work goes on (appended at the next flush).
+        self._inflight: tuple[list[tuple[str, str, NewEvent]], EmbeddingJob] | None = None
         self._last_flush = time.monotonic()
         self._lock = threading.RLock()  # the queue and the appends, shared by the mailbox threads
         self._parallel: int | None = None
@@ -103,11 +107,12 @@ class Summarizer(Policy):
 
     @property
     def embedder(self):
+        """The embedder service; a host that gives none (a bare PolicyContext) gets the configured
+        model in this process, uncached."""
         if self._embedder is None:
             self._embedder = self.ctx.services.get("embedder")
             if self._embedder is None:
-                from engram.discussion.runtime import single_threaded
-                from engram.embeddings.factory import make_embedder
+                from engram.embeddings.factory import make_embedder, single_threaded
 
                 config = self.ctx.services.get("config")
                 self._embedder = make_embedder(single_threaded(config.embedder if config is not None else None))
@@ -187,7 +192,7 @@ class Summarizer(Policy):
             elif isinstance(ev, RollingSummaryUpdated):
                 actor.adopt_summary(rec)
             if time.monotonic() - self._last_flush > FLUSH_INTERVAL_S:
-                self.flush()
+                self.flush(wait=False)
 
     def _actor(self, rec: Recorded) -> DiscussionSummarizer | None:
         state = self.discussions.get(rec.stream)
@@ -201,8 +206,7 @@ class Summarizer(Policy):
             else:
                 state = DiscussionState(rec.agent, rec.stream)
             self.discussions[rec.stream] = state
-        return DiscussionSummarizer(state, tasks=self.tasks, embedder=self.embedder, log=self._log,
-                                    workflows=self.workflows)
+        return DiscussionSummarizer(state, tasks=self.tasks, log=self._log, workflows=self.workflows)
 
     def _emitter(self, stream: str, agent: str):
         def emit(event: NewEvent) -> None:
@@ -211,22 +215,47 @@ class Summarizer(Policy):
 
         return emit
 
-    def flush(self) -> None:
-        """Append every decided event now (in decision order per discussion, one all-or-nothing call)."""
+    def flush(self, *, wait: bool = True) -> None:
+        """Append every decided event (in decision order per discussion, one all-or-nothing call per
+        flush), the vector memories among them embedded first, in one embedder call.
+
+        `wait=False` (the periodic flush during long work) appends what the previous such flush
+        left embedding, and leaves this flush's events embedding while the Summarizer works on:
+        the embedder actor computes beside it. Every other flush appends everything now. Events
+        are dropped from the queue only once appended: a failed embedding or append leaves them
+        for the next flush (their ids make a repeat harmless)."""
         with self._lock:
             self._last_flush = time.monotonic()
+            if self._inflight is not None:
+                queued, job = self._inflight
+                self._inflight = None
+                self._append(queued, job)
             if not self._queue:
                 return
             if self.ctx.append is None:
                 raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
+            queued = list({(stream, e.event_id or n): (stream, agent, e)
+                           for n, (stream, agent, e) in enumerate(self._queue)}.values())
+            job = EmbeddingJob([e for _, _, e in queued], self.embedder)
+            self._queue = []
+            if wait:
+                self._append(queued, job)
+            else:
+                self._inflight = (queued, job)
+
+    def _append(self, queued: list[tuple[str, str, NewEvent]], job: EmbeddingJob) -> None:
+        try:
+            events = job.events()
             writes: list[Write] = []
-            for stream, agent, event in self._queue:
+            for (stream, agent, _), event in zip(queued, events):
                 if writes and writes[-1].stream == stream:
                     writes[-1] = Write(stream, agent, writes[-1].events + (event,))
                 else:
                     writes.append(Write(stream, agent, (event,)))
-            self._queue = []
             self.ctx.append(writes)
+        except BaseException:
+            self._queue = queued + self._queue  # kept for the next flush
+            raise
 
     # ------------------------------------------------------------------ snapshots
 

@@ -152,3 +152,18 @@ def test_full_chat_summary_manual_config_is_a_pure_read(chat):
     wf = parse([{"type": "FullChatSummary", "isManualConfig": True}], "w.json")
     out = run(wf, ctx(chat))
     assert out.results[0].info == "" and not chat.path("chat", "_summary.jsonl").exists()
+
+
+def test_offline_standard_node_quotes_the_memories_its_prompt_refers_to_under_a_label(chat):
+    wf = parse([
+        {"id": "recent", "type": "RecentMemorySummarizerTool"},
+        {"id": "answer", "type": "Standard", "prompt": "Memories: {recent}\nQuestion: {chat_user_prompt_last_one}"},
+    ], "w.json")
+    out = run(wf, RunContext(discussion="chat", messages=[ChatMessage("user", "What was message number 12 about?")],
+                             memory=chat, responder=Responder(make_tasks())))
+    answer = out.results[1]
+    assert answer.output.splitlines()[:2] == [
+        "[offline heuristic, not a language model] The memories most relevant to the last message:",
+        "- User: Message number 12.",
+    ]
+    assert (answer.llm.task, answer.llm.model, answer.info) == ("respond", "offline-heuristic-v1", "offline/offline-heuristic-v1")

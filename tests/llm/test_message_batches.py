@@ -105,3 +105,23 @@ def test_custom_ids_the_api_would_refuse_are_rejected_before_anything_is_recorde
         BatchRunner(tasks, EventLogJournal(store, "a")).submit([("has space", chunk("Ann"))])
     assert store.read() == []
     store.close()
+
+
+def test_items_that_name_their_endpoint_go_in_that_endpoints_batch(fake_api, tmp_path):
+    from engram.config.llm import Endpoint, LlmConfig
+
+    fake_api.answer = echo_speaker
+    config = LlmConfig(provider="anthropic", endpoints={
+        "default": Endpoint(model="claude-sonnet-5-5", base_url=fake_api.url),
+        "bulk": Endpoint(model="claude-haiku-4-5", base_url=fake_api.url),
+    })
+    store = EventStore(tmp_path / "log.duckdb")
+    runner = BatchRunner(AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "agent1"),
+                         poll_interval_seconds=0.001)
+    items = [ITEMS[0], ("chunk-b", i.SummarizeChunk(lines=chunk("Bob").lines, endpoint_name="bulk"))]
+    results = runner.run(items)
+    assert {cid: (r.llm.endpoint, r.llm.model) for cid, r in results.items()} == {
+        "chunk-a": ("default", "claude-sonnet-5-5"), "chunk-b": ("bulk", "claude-haiku-4-5")}
+    models = {b["requests"][0]["custom_id"]: b["requests"][0]["params"]["model"] for b in fake_api.batches.values()}
+    assert models == {"chunk-a": "claude-sonnet-5-5", "chunk-b": "claude-haiku-4-5"}  # one batch per endpoint
+    store.close()

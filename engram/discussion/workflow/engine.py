@@ -45,7 +45,8 @@ class MemoryAccess(Protocol):
 
     def request_summary(self, discussion: str, node: str, *, min_memories_per_summary: int,
                         loop_if_memories_exceed: int, system_prompt: str | None = None,
-                        prompt: str | None = None, max_response_size_in_tokens: int | None = None) -> str:
+                        prompt: str | None = None, max_response_size_in_tokens: int | None = None,
+                        endpoint_name: str | None = None, preset: str | None = None) -> str:
         """Ask the Summarizer to merge new chunk memories into the rolling summary, and wait."""
         ...
 
@@ -81,6 +82,10 @@ class RunContext:
     responder: Responder | None = None
     inputs: Sequence[str] = ()  # {agent<N>Input}
     bracket_inputs: dict[str, str] = field(default_factory=dict)  # [TextChunk] … in memory workflows
+    # The route of Standard nodes that name no endpointName/preset (a memory workflow runs with the
+    # settings' ones); None: the respond task's configured route.
+    endpoint_name: str | None = None
+    preset: str | None = None
 
 
 @dataclass
@@ -145,6 +150,22 @@ def _run_node(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node, *, ba
         out.outputs[name] = output
 
 
+def referenced(texts: Sequence[str], out: WorkflowRun, ctx: RunContext) -> list[str]:
+    """The memory context `texts` pull in: outputs of earlier nodes and the workflow's inputs they
+    refer to, in order of reference (chat variables are the question, not context)."""
+    found: list[str] = []
+    for text in texts:
+        for name in REFERENCE.findall(text):
+            if name in out.outputs:
+                found.append(out.outputs[name])
+            elif name.startswith("agent") and name.endswith("Input") and name[5:-5].isdigit():
+                k = int(name[5:-5])
+                if 1 <= k <= len(ctx.inputs):
+                    found.append(ctx.inputs[k - 1])
+        found += [value for key, value in ctx.bracket_inputs.items() if f"[{key}]" in text]
+    return [v for v in dict.fromkeys(found) if v.strip()]
+
+
 def render(text: str, out: WorkflowRun, ctx: RunContext) -> str:
     """`text` with every known `{name}` replaced (unknown braces are left as they are)."""
     values = dict(out.outputs)
@@ -173,12 +194,19 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
     if isinstance(node, n.Standard):
         if ctx.responder is None:
             raise NodeFailed(f"Standard node {node.label()!r}: no LLM is configured for this run")
-        reply = ctx.responder.respond(
-            system_prompt=render(node.system_prompt, out, ctx), prompt=render(node.prompt, out, ctx),
-            conversation=ctx.messages, max_tokens=node.max_response_size_in_tokens,
-        )
-        info = f"{reply.llm.provider}/{reply.llm.model}" + (f" (error: {reply.llm.error})" if reply.llm.error else "")
-        return reply.text, info, reply.llm
+        try:
+            reply = ctx.responder.respond(
+                system_prompt=render(node.system_prompt, out, ctx), prompt=render(node.prompt, out, ctx),
+                conversation=ctx.messages, max_tokens=node.max_response_size_in_tokens,
+                context=referenced((node.system_prompt, node.prompt), out, ctx),
+                endpoint_name=node.endpoint_name or ctx.endpoint_name, preset=node.preset or ctx.preset,
+            )
+        except ValueError as exc:  # nothing to answer, or a route that is not configured
+            raise NodeFailed(f"Standard node {node.label()!r}: {exc}") from None
+        llm = reply.llm
+        info = f"{llm.provider}/{llm.model}" + (f" via endpoint {llm.endpoint!r}" if llm.endpoint else "")
+        info += f" (error: {llm.error})" if llm.error else ""
+        return reply.text, info, llm
     if isinstance(node, n.VectorMemorySearch):
         if d_id is None:
             return vsearch.NO_DISCUSSION, "no discussion id"
@@ -221,6 +249,7 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
             d_id, node.kind, min_memories_per_summary=node.min_memories_per_summary,
             loop_if_memories_exceed=node.loop_if_memories_exceed, system_prompt=node.system_prompt,
             prompt=node.prompt, max_response_size_in_tokens=node.max_response_size_in_tokens,
+            endpoint_name=node.endpoint_name, preset=node.preset,
         )
         return _summary(memory, d_id), info
     if isinstance(node, n.QualityMemory):

@@ -47,6 +47,17 @@ class Workflow:
     def ids(self) -> list[str]:
         return [node_id(n, i) for i, n in enumerate(self.nodes)]
 
+    def routes(self) -> list[tuple[str, str | None, str | None]]:
+        """(where, endpoint name, preset name) of every node that names an endpoint or a preset."""
+        out = []
+        for i, n in enumerate(self.nodes):
+            where = f"node {i + 1} ({n.label()!r})"
+            if getattr(n, "endpoint_name", None) is not None:
+                out.append((f"{where} endpointName", n.endpoint_name, None))
+            if getattr(n, "preset", None) is not None:
+                out.append((f"{where} preset", None, n.preset))
+        return out
+
 
 def node_id(node: Node, index: int) -> str:
     """A node's id: its own, else `agent<N>Output` as WilmerAI names outputs."""

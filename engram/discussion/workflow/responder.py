@@ -1,10 +1,9 @@
-"""The `Standard` node's LLM call, through the memory-task interface of `engram.llm`.
+"""The `Standard` node's LLM call: the `respond` memory task of `engram.llm`.
 
-`MemoryTasks` has no free-form "respond to this prompt" task yet. Until it has one (a method
-named `respond`, which this adapter uses as soon as it exists), a Standard node goes through
-`summarize_chunk` with the node's own system prompt and prompt, the conversation as its lines:
-an LLM provider then answers the node's prompt; the offline provider, which is a heuristic and
-not a language model, answers with an extractive digest of the conversation and the prompt, and
+The node's rendered system prompt and prompt, the conversation, the memory context its prompt
+refers to (earlier nodes' outputs), and its own endpoint/preset go to `MemoryTasks.respond`. An
+LLM provider answers the prompt; the offline provider, which is a heuristic and not a language
+model, answers with a labelled quote of the context most relevant to the last user message, and
 its provenance says so (`model = offline-heuristic-…`).
 """
 
@@ -39,19 +38,11 @@ class Responder:
         self.tasks = tasks
 
     def respond(self, *, system_prompt: str, prompt: str, conversation: Sequence[ChatMessage],
-                max_tokens: int | None = None) -> Response:
-        max_tokens = max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS
-        respond = getattr(self.tasks, "respond", None)
-        if callable(respond):
-            result = respond(system_prompt=system_prompt, prompt=prompt, lines=_lines(conversation), max_tokens=max_tokens)
-            return Response(result.value, result.llm)
-        lines = _lines(conversation)
-        if prompt.strip():
-            # The node's prompt is the last turn the model (or the heuristic) reads.
-            lines.append(ChatLine(role="user", content=prompt, seq=lines[-1].seq + 1 if lines else 0,
-                                  ts_us=lines[-1].ts_us if lines else 0, name="Prompt"))
-        result = self.tasks.summarize_chunk(
-            lines, max_tokens=max_tokens, system_prompt=system_prompt or None, prompt="[TextChunk]"
+                max_tokens: int | None = None, context: Sequence[str] = (), endpoint_name: str | None = None,
+                preset: str | None = None) -> Response:
+        result = self.tasks.respond(
+            _lines(conversation), prompt=prompt, system_prompt=system_prompt or None, context=context,
+            max_tokens=max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS, endpoint_name=endpoint_name, preset=preset,
         )
         return Response(result.value, result.llm)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from engram.llm.answers import cognitive as c
 from engram.llm.answers import discussion as dm
+from engram.llm.answers import respond as rs
 from engram.llm.answers.common import AnswerInvalid, TaskSpec, text_answer
 
 
@@ -31,6 +32,7 @@ SPECS: dict[str, TaskSpec] = {
         TaskSpec("summarize_schema", False, dm.schema_values, _text, _max_tokens),
         TaskSpec("hyde", False, dm.hyde_values, _text, _max_tokens),
         TaskSpec("compact", True, dm.compact_values, dm.decode_compaction),
+        TaskSpec("respond", False, rs.respond_values, _text, _max_tokens, turns=rs.respond_turns),
     )
 }
 

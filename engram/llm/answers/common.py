@@ -25,6 +25,9 @@ class TaskSpec(msgspec.Struct, frozen=True):
     decode: Callable[[Any, str], object]
     # The response size the input itself asks for (WilmerAI maxResponseSizeInTokens), if any.
     response_tokens: Callable[[Any], int | None] = lambda _: None
+    # The request's turns from (input, placeholder values, templates, rendered system prompt); None:
+    # one user turn, the task's prompt template (or the input's own `prompt`) rendered with the values.
+    turns: Callable[[Any, dict[str, str], Any, str], tuple[tuple[str, str], ...]] | None = None
 
 
 def as_json(answer: str) -> Any:

@@ -14,7 +14,7 @@ import msgspec
 from engram.events.provenance import LlmCall
 from engram.llm import inputs as i
 from engram.llm.hashing import digest
-from engram.llm.offline import condense, facts, observe, reflect, structured
+from engram.llm.offline import condense, facts, observe, reflect, respond, structured
 from engram.llm.offline.tuning import OFFLINE_MODEL
 from engram.llm.tasks import MemoryTasks
 from engram.llm.types import Result
@@ -37,6 +37,8 @@ def _input_text(task_input: i.TaskInput) -> str:
         return "\n".join(task_input.members)
     if isinstance(task_input, i.Hyde):
         return task_input.query
+    if isinstance(task_input, i.Respond):
+        return "\n".join([*(line.content for line in task_input.lines), task_input.prompt, *task_input.context])
     raise TypeError(f"not a task input: {type(task_input).__name__}")
 
 
@@ -65,6 +67,8 @@ def compute(task_input: i.TaskInput) -> object:
         return condense.hyde(t.query, t.max_tokens)
     if isinstance(t, i.Compact):
         return condense.compact(t.lines, t.target_tokens, t.previous_summary)
+    if isinstance(t, i.Respond):
+        return respond.respond(t.lines, t.prompt, t.context, t.max_tokens)
     raise TypeError(f"not a task input: {type(t).__name__}")
 
 

@@ -77,3 +77,7 @@ MAX_KEY_PHRASES = 8
 MAX_ENTITIES = 12
 MAX_TOPICS = 3
 TITLE_PHRASES = 2
+
+# --- Responder (the respond task)
+# The offline answer quotes at most this many context sentences, best match first.
+RESPOND_MAX_SENTENCES = 3

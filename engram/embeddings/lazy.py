@@ -1,0 +1,53 @@
+"""An embedder built on first use: a process that never embeds never loads a model or opens a cache."""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Sequence
+
+import numpy as np
+
+from engram.embeddings.base import Embedder
+
+
+class LazyEmbedder:
+    def __init__(self, build: Callable[[], Embedder]):
+        self._build = build
+        self._embedder: Embedder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:
+                    self._embedder = self._build()
+        return self._embedder
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.embedder.is_fallback
+
+    @property
+    def stats(self):
+        """The cache counters (`EmbedStats`) when the embedder is a cached one, else None."""
+        return getattr(self.embedder, "stats", None)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embedder.embed(texts)
+
+    def close(self) -> None:
+        """Close the cache file, if the embedder was ever built (a later use builds it again)."""
+        with self._lock:
+            cache = getattr(self._embedder, "cache", None)
+            if cache is not None:
+                cache.close()
+            self._embedder = None

@@ -1,0 +1,81 @@
+"""The offline responder: not a language model, and it says so.
+
+It cannot write an answer, so it quotes one: the sentences of the memory context that share the
+most (BM25-weighted) words with the last user message, best first, within the token budget, under
+a label that says what they are. The memory context is `context`; without it, the sentences of a
+rendered `prompt` (where a Standard node puts earlier nodes' outputs), less those that only repeat
+the question. No context, or no sentence sharing a word, gets a labelled sentence saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engram.llm.offline import tuning as k
+from engram.llm.offline.analysis import joined_sentences
+from engram.llm.offline.text import clip_words, normalise
+from engram.llm.types import ChatLine
+from engram.search.bm25 import BM25, tokenize
+from engram.tokens import CHARS_PER_TOKEN
+
+TAG = "[offline heuristic, not a language model]"
+QUOTING = f"{TAG} The memories most relevant to the last message:"
+NO_CONTEXT = f"{TAG} No memory context was given, so there is nothing to answer from."
+NO_MATCH = f"{TAG} Nothing in the memory context matches the last message."
+NOTHING_ASKED = f"{TAG} There is no message to answer."
+BULLET = "- "
+
+
+def last_user_message(lines: Sequence[ChatLine]) -> str:
+    return next((line.content for line in reversed(lines) if line.role == "user" and line.content.strip()), "")
+
+
+def _key(text: str) -> str:
+    return " ".join(normalise(text).split())
+
+
+def candidate_sentences(context: Sequence[str], prompt: str, question: str) -> list[str]:
+    """Sentences the answer may quote, in order, each once."""
+    if context:
+        texts = list(context)
+    else:
+        texts = [prompt] if prompt.strip() else []
+    asked = _key(question)
+    seen: set[str] = set()
+    out = []
+    for text in texts:
+        for sentence in joined_sentences(text):
+            key = _key(sentence)
+            repeats_question = bool(asked) and (key in asked or asked in key)
+            if not key or key in seen or (not context and repeats_question):
+                continue
+            seen.add(key)
+            out.append(sentence.strip())
+    return out
+
+
+def respond(lines: Sequence[ChatLine], prompt: str, context: Sequence[str], max_tokens: int) -> str:
+    question = last_user_message(lines) or (prompt if context else "")
+    candidates = candidate_sentences(context, prompt, question)
+    if not candidates:
+        return NO_CONTEXT
+    terms = tokenize(question)
+    if not terms:
+        return NOTHING_ASKED
+    index = BM25()
+    for n, sentence in enumerate(candidates):
+        index.add(f"{n:06d}", sentence)  # ties rank by position: ids sort as positions do
+    ranked = index.search(terms, k.RESPOND_MAX_SENTENCES)
+    if not ranked:
+        return NO_MATCH
+    budget = max(0, max_tokens * CHARS_PER_TOKEN - len(QUOTING))
+    out = QUOTING
+    for n, (key, _) in enumerate(ranked):
+        line = "\n" + BULLET + candidates[int(key)]
+        if len(line) > budget:
+            if n == 0:
+                out += clip_words(line, budget)  # the best match, cut to fit
+            break
+        out += line
+        budget -= len(line)
+    return out
