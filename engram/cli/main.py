@@ -32,6 +32,10 @@ COMMANDS = [
     "traces",
     "working_memory",
     "mood",
+    "init",
+    "chat",
+    "compactions",
+    "context",
 ]
 
 

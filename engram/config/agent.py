@@ -23,7 +23,7 @@ class InfiniteContext(ConfigModel):
     max_summary_chain_tokens: int = Field(d.MAX_SUMMARY_CHAIN_TOKENS, gt=0)
     target_compression_ratio: float = Field(d.TARGET_COMPRESSION_RATIO, gt=1.0)
     # The model's context window the threshold is a fraction of.
-    context_window_tokens: int = Field(200_000, gt=0)
+    context_window_tokens: int = Field(d.CONTEXT_WINDOW_TOKENS, gt=0)
 
 
 class ObserverSettings(ConfigModel):

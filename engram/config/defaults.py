@@ -31,6 +31,11 @@ COMPACTION_THRESHOLD = 0.75
 PRESERVE_RECENT_TURNS = 20
 MAX_SUMMARY_CHAIN_TOKENS = 2_000
 TARGET_COMPRESSION_RATIO = 8
+# Hierarchical compaction: a summary tree L0 -> L1 -> L2, "up to 1000x compression".
+MAX_SUMMARY_LEVEL = 2
+MAX_COMPRESSION_RATIO = 1_000
+# The model's context window the compaction threshold is a fraction of (engram's default: a 200K model).
+CONTEXT_WINDOW_TOKENS = 200_000
 # Auto-ingest: facts need importance >= 0.4; at most 3 per turn.
 AUTO_INGEST_IMPORTANCE = 0.4
 AUTO_INGEST_MAX_PER_TURN = 3

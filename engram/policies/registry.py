@@ -25,6 +25,8 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
     ),
     "working-memory": (2, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
     "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
+    # One context compactor per discussion (infinite context); compactions are rare, one member suffices.
+    "context": (1, ["engram.policies.context_compactor:ContextCompactor"]),
 }
 
 

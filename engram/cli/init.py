@@ -1,0 +1,53 @@
+"""`engram init AGENT [--force]`: write `<home>/agents/<AGENT>/agent.config.json` with the defaults.
+
+The file is JSON with comments (as `engram.config.load` reads it): every key of the agent's memory,
+storage, rag, personality and mood sections with its default value, so that a user edits values
+instead of looking keys up. It is not overwritten unless `--force` is given.
+"""
+
+from __future__ import annotations
+
+import json
+
+from engram.cli.common import config_from
+from engram.cli.main import UsageError
+from engram.config.agent import AgentConfig
+from engram.home import Home
+from engram.ids import validate_agent
+
+HEADER = """\
+// engram agent configuration for {agent!r} (written by `engram init`; JSON with comments).
+// Sections and numbers follow the Wunderland memory guide; every key below holds its default.
+//   memory.infiniteContext: compaction when the conversation passes compactionThreshold of
+//     contextWindowTokens; strategy sliding | hierarchical | hybrid; the last preserveRecentTurns
+//     turns are never compacted; transparencyLevel full | summary | none.
+//   memory.observer / reflector: activation thresholds in tokens (30,000 / 40,000).
+//   storage.autoIngest: facts kept per turn (importance >= importanceThreshold, at most maxPerTurn).
+//   personality: HEXACO traits in [0, 1] (above 0.6 counts as high); mood: PAD baseline in [-1, 1].
+// Changes are recorded in the log (SettingsChanged) the next time engram touches this agent.
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("init", help="write an agent's agent.config.json with the defaults")
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--force", action="store_true", help="overwrite an existing agent.config.json")
+    p.set_defaults(func=run)
+
+
+def default_config_text(agent: str) -> str:
+    body = json.dumps(AgentConfig().to_json_dict(), indent=2, ensure_ascii=False)
+    return HEADER.format(agent=agent) + body + "\n"
+
+
+def run(args) -> int:
+    agent = validate_agent(args.agent)
+    config = config_from(args)
+    path = Home(config.home, config.shards).agent_config_path(agent)
+    if path.exists() and not args.force:
+        raise UsageError(f"{path} exists; use --force to overwrite it with the defaults")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(default_config_text(agent), encoding="utf-8")
+    print(f"wrote {path}")
+    print(f"talk to it with: engram chat --agent {agent}")
+    return 0
