@@ -88,9 +88,10 @@ class Compactor:
         work.apply(leaf, ts_us)
         out.events.append(self._finish(leaf, ic, before, work, started))
         if ic.strategy != "sliding":
-            while run := rules.merge_run(work.chain, ic):
+            while True:
                 started = self._clock()
-                merged = self._merge(run, ic)
+                merged = next((m for m in map(lambda run: self._merge(run, ic), rules.merge_runs(work.chain, ic))
+                               if m is not None), None)
                 if merged is None:
                     break
                 before = work.context_tokens

@@ -12,7 +12,8 @@
 - **Merging upward** (hierarchical, hybrid): while the chain passes `maxSummaryChainTokens`, the
   oldest run of at least two consecutive nodes of one level merges into one node a level up
   (L0 -> L1 -> L2; L2 is the top, where nodes merge into L2 again); when no two neighbours share a
-  level, the two oldest nodes merge. A merge that could not shorten its nodes is not made.
+  level, the two oldest nodes merge. A merge that could not shorten its nodes (already at 1000x) is
+  not made: the next run is tried.
 """
 
 from __future__ import annotations
@@ -62,19 +63,29 @@ def sliding_target(previous_tokens: int, span_tokens: int, covered_tokens: int, 
     return max(1, min(grown, ic.max_summary_chain_tokens), floor)
 
 
-def merge_run(chain: list[ChainNode], ic: InfiniteContext) -> list[ChainNode]:
-    """The oldest nodes to merge upward now (empty when the chain is within its budget)."""
+def merge_runs(chain: list[ChainNode], ic: InfiniteContext) -> list[list[ChainNode]]:
+    """The merges to try now, in order (none when the chain is within its budget): the runs of at least
+    two consecutive nodes of one level, oldest first, then neighbouring pairs, oldest first. The first
+    that would shorten its nodes is made (a run already at 1000x of its turns would not)."""
     if sum(n.tokens for n in chain) <= ic.max_summary_chain_tokens or len(chain) < 2:
         return []
+    runs: list[list[ChainNode]] = []
     i = 0
     while i < len(chain):
         j = i
         while j + 1 < len(chain) and chain[j + 1].level == chain[i].level:
             j += 1
         if j > i:
-            return chain[i : j + 1]
+            runs.append(chain[i : j + 1])
         i = j + 1
-    return chain[:2]
+    pairs = [chain[k : k + 2] for k in range(len(chain) - 1)]
+    return runs + [p for p in pairs if p not in runs]
+
+
+def merge_run(chain: list[ChainNode], ic: InfiniteContext) -> list[ChainNode]:
+    """The first merge to try (empty when the chain is within its budget)."""
+    runs = merge_runs(chain, ic)
+    return runs[0] if runs else []
 
 
 def merged_level(nodes: list[ChainNode]) -> int:
