@@ -128,7 +128,7 @@ class LocalContext:
         if writes:
             self.shard.append_many(writes)
 
-    def append(self, messages, discussion: str = "d", *, one_by_one: bool = True) -> None:
+    def append(self, messages, discussion: str = "d", *, one_by_one: bool = False) -> None:
         batches = [[m] for m in messages] if one_by_one else [messages]
         for batch in batches:
             w = discussion_write(self.agent, discussion, batch, max_message_chars=100_000)
