@@ -213,6 +213,7 @@ def run(args) -> int:
     started = time.perf_counter()
     tasks = make_tasks(config.llm)
     with open_engram(args, config) as mem:
+        mem.runtime.policies()  # memory works in the background: auto-ingest, working memory, compaction…
         session = ChatSession(mem, tasks, agent, discussion, memory=args.memory)
         print(session.banner() + f"\n(ready in {time.perf_counter() - started:.1f}s)", flush=True)
         while not session.done:

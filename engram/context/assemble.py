@@ -184,13 +184,12 @@ def assemble(
         kept.append(line)
     chain_text = "\n".join(f"{c.label} {c.summary.strip()}" for c in chain)
     covered = f"({len(chain)} node{'s' if len(chain) != 1 else ''})" if chain else "(nothing compacted yet)"
-    asked = f'for "{query[:60]}"' if query else ""
+    recall_note = f'({len(kept)} of {len(recalled)} traces for "{query[:60]}")' if query else "(no recall)"
     blocks = [
         Block("working_memory", "working memory", wm, wm_budget),
         Block("rolling_summary", "rolling summary", summary, memory_budget, "(shares its budget with recalled memories)"),
         Block("chain", "compaction chain", chain_text, None, covered),
-        Block("recalled", "recalled memories", "\n".join(kept), memory_budget,
-              f"({len(kept)} of {len(recalled)} traces {asked})".replace("  ", " ")),
+        Block("recalled", "recalled memories", "\n".join(kept), memory_budget, recall_note),
     ]
     return AssembledContext(
         agent=agent, discussion=discussion, window_tokens=window_tokens, threshold_tokens=threshold_tokens,

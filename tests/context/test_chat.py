@@ -1,0 +1,132 @@
+"""Infinite context and `engram chat` on real Ray actors: the API, and a chat typed into a pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from engram.context_api import ContextMemory
+
+from tests.cli.helpers import SAMPLE
+from tests.context.terminal import Terminal
+
+pytestmark = pytest.mark.ray
+AGENT = "a"
+DISCUSSION = "acme-dashboard"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("chat-home")
+
+
+@pytest.fixture(scope="module")
+def served(ray_session, home):
+    """Engram on the test session's Ray for a home whose agent has a 1,000-token window, the sample ingested;
+    a second process can join it (same Ray namespace), as clients join `engram serve`."""
+    from engram.actors.runtime import Runtime
+    from engram.client import Engram
+    from engram.config.service import load_service_config
+    from engram.ingest.formats import parse_file
+
+    home_dir = home
+    (home_dir / "engram.json").write_text(json.dumps({"ray": {"namespace": "engram-tests"}}))
+    config_path = home_dir / "agents" / AGENT / "agent.config.json"
+    config_path.parent.mkdir(parents=True)
+    config_path.write_text(json.dumps({"memory": {"infiniteContext": {"contextWindowTokens": 1_000}}}))
+    config = load_service_config(home_dir)
+    mem = Engram(config, Runtime(config).start())
+    try:
+        mem.runtime.policies()
+        conv = parse_file(SAMPLE, now_us=0)[0]
+        mem.append_messages(AGENT, conv.discussion, conv.messages)
+        assert mem.wait_idle(timeout=180)
+        yield mem
+    finally:
+        mem.close()
+
+
+def test_the_api_reports_the_compactions_and_the_context_that_would_be_sent(served):
+    api = ContextMemory(served)
+    history = api.get_compaction_history(DISCUSSION)
+    assert history, "45 messages (~1,100 tokens) pass 75% of a 1,000-token window"
+    first = history[0]
+    assert first.strategy == "sliding" and first.window_tokens == 1_000 and first.first_turn == 1
+    assert first.context_tokens_before > 750 and first.compression_ratio > 1
+    assert first.dropped and first.preserved_entities and first.transparency == "full"
+    chain = api.chain(DISCUSSION)
+    assert len(chain) == 1 and chain[0].in_chain and chain[0].last_turn <= 45 - 20
+    ctx = api.context(DISCUSSION)
+    assert [t.turn for t in ctx.turns] == list(range(chain[0].last_turn + 1, 46))
+    assert ctx.block("chain").text.startswith(chain[0].label)
+    assert ctx.query == "Will do. After launch I'm taking a long weekend in Porto to recover."
+    assert ctx.block("recalled").text  # traces recalled for the latest user message
+    assert ctx.block("working_memory").tokens <= 50  # 5% of the window
+    rendered = ctx.render()
+    assert rendered.index("--- compaction chain ---") < rendered.index("--- recent turns")
+
+
+def test_a_person_chats_with_memory_through_a_terminal(served, home):
+    import ray
+
+    env = {**os.environ, "ENGRAM_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env.pop("RAY_ADDRESS", None)
+    address = ray.get_runtime_context().gcs_address
+    term = Terminal([sys.executable, "-m", "engram", "--address", address, "chat", "--agent", AGENT,
+                     "--discussion", DISCUSSION], env)
+    try:
+        banner = term.expect(r"you> ", timeout=120)
+        assert f"engram chat: agent {AGENT}, discussion {DISCUSSION} (45 earlier messages), memory on" in banner
+        assert "not a language model" in banner
+
+        term.send("My cat is called Miso and she hates thunderstorms.")
+        reply = term.expect(r"you> ")
+        assert "agent> [offline heuristic, not a language model]" in reply
+        assert served.wait_idle(timeout=120)  # a pause: auto-ingest has encoded what was said
+
+        term.send("What is my cat called?")
+        reply = term.expect(r"you> ")
+        assert "agent> [offline heuristic, not a language model] The memories most relevant to the last message:" in reply
+        assert "Miso" in reply
+
+        term.send("Where would the weather widget be for?")
+        reply = term.expect(r"you> ")
+        assert "Lisbon" in reply
+
+        term.send("/recall Miso")
+        out = term.expect(r"you> ")
+        assert 'recall "Miso": ' in out and "My cat is called Miso" in out
+
+        term.send("/memory")
+        out = term.expect(r"you> ")
+        assert f"working memory of {AGENT} (" in out and "[ACTIVE]" in out
+        assert "recent observations" in out
+        assert f"compaction history of {DISCUSSION}: " in out and "chain: [L0: turns 1-" in out
+        assert "sliding threshold" in out and "dropped " in out
+
+        term.send("/summary")
+        out = term.expect(r"you> ")
+        assert "compaction chain (" in out and "[L0: turns 1-" in out
+
+        term.send("/nonsense")
+        assert "unknown command /nonsense" in term.expect(r"you> ")
+
+        term.send("/quit")
+        assert "bye" in term.expect(r"bye[^\n]*\n")
+        assert term.wait() == 0
+    finally:
+        if term.pid:
+            try:
+                os.kill(term.pid, 9)
+            except ProcessLookupError:
+                pass
+    _, rows = served.sql(
+        "SELECT role, content, json_extract_string(payload, '$.metadata.responder') FROM events "
+        "WHERE stream = ? AND type = 'MessageAppended' ORDER BY seq", [DISCUSSION])
+    said = rows[45:]
+    assert [r[0] for r in said] == ["user", "assistant"] * 3
+    assert said[0][1] == "My cat is called Miso and she hates thunderstorms."
+    assert all(r[2].startswith("offline/offline-heuristic") for r in said if r[0] == "assistant")
