@@ -24,6 +24,7 @@ SECTIONS = [
     "engram.cli.demo_cognitive:cognitive",
     "engram.cli.demo_sections:status",
     "engram.cli.demo_discussion:discussion_memory",
+    "engram.cli.demo_context:infinite_context",
     "engram.cli.demo_sections:replay",
 ]
 

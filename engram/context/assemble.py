@@ -14,8 +14,8 @@ From the most stable to the most recent (a stable prefix is what prompt caches r
 
 Budgets (fractions of `contextWindowTokens`): the conversation (chain + recent turns) is what
 compaction keeps under `compactionThreshold` (75%); working memory takes at most 5%; the rolling
-summary and recalled memories together at most MEMORY_SHARE (10%), the rolling summary first, then
-whole traces while they fit. That leaves at least 10% for the reply. Blocks over their budget are
+summary and recalled memories together at most MEMORY_SHARE (10%): the rolling summary at most half of
+it, then whole traces, best first, in what is left. That leaves at least 10% for the reply. Blocks over their budget are
 cut (working memory, rolling summary) or shortened (fewer traces); the conversation is shown as it is
 (compaction, not this view, keeps it in bounds).
 """
@@ -29,8 +29,10 @@ from typing import Sequence
 from engram.config import defaults as d
 from engram.tokens import CHARS_PER_TOKEN, estimate_tokens
 
-# Rolling summary + recalled memories, as a share of the context window.
+# Rolling summary + recalled memories, as a share of the context window; the rolling summary takes at most
+# SUMMARY_SHARE of it, the recalled traces the rest.
 MEMORY_SHARE = 0.10
+SUMMARY_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -173,15 +175,13 @@ def assemble(
     wm_budget = math.floor(window_tokens * d.WORKING_MEMORY_FILE_BUDGET)
     memory_budget = math.floor(window_tokens * MEMORY_SHARE)
     wm = clip_to(working_memory.strip(), wm_budget)
-    summary = clip_to(rolling_summary.strip(), memory_budget)
+    summary = clip_to(rolling_summary.strip(), math.floor(memory_budget * SUMMARY_SHARE))
     left = memory_budget - estimate_tokens(summary)
     kept: list[str] = []
-    for r in recalled:
+    for r in recalled:  # best first; one too long for what is left gives way to shorter ones
         line = f"- {r.content.strip()}"
-        cost = estimate_tokens("\n".join(kept + [line]))
-        if cost > left:
-            break
-        kept.append(line)
+        if estimate_tokens("\n".join(kept + [line])) <= left:
+            kept.append(line)
     chain_text = "\n".join(f"{c.label} {c.summary.strip()}" for c in chain)
     covered = f"({len(chain)} node{'s' if len(chain) != 1 else ''})" if chain else "(nothing compacted yet)"
     recall_note = f'({len(kept)} of {len(recalled)} traces for "{query[:60]}")' if query else "(no recall)"

@@ -63,7 +63,7 @@ def render_notes(notes: Sequence[ObservationNote]) -> str:
         if d != day:
             out.append(f"Date: {d}")
             day = d
-        refers = f" (refers to {n.refers_to})" if n.refers_to and n.refers_to != d else ""
+        refers = f" (refers to {n.refers_to})" if n.refers_to and n.refers_to != d and n.refers_to not in n.text else ""
         out.append(f"- {n.text}{refers}")
         out += [f"  - {detail}" for detail in n.details]
     return "\n".join(out)

@@ -67,12 +67,18 @@ def lines_of(messages: list[IncomingMessage], first_seq: int = 1) -> dict[int, C
 
 
 def run_pure(messages, cfg: AgentConfig, tasks=None, *, notes=None):
-    """Messages through the pure core as the policy drives it: returns the context and every event, in order."""
+    """Messages through the pure core as the policy drives it: returns the context and every event, in order.
+
+    Without `notes` this is `engram.context.simulate`; with it, each compaction sees those recorded notes."""
     from engram.context import rules
     from engram.context.compactor import Compactor
+    from engram.context.simulate import simulate
 
     tasks = tasks or CountingTasks()
     lines = lines_of(messages)
+    if notes is None:
+        sim = simulate(list(lines.values()), cfg, tasks, agent="a", discussion="d", clock=lambda: 0.0)
+        return sim.context, sim.events
     ctx = DiscussionContext("a", "d")
     events = []
     compactor = Compactor(tasks, clock=lambda: 0.0)
@@ -80,8 +86,7 @@ def run_pure(messages, cfg: AgentConfig, tasks=None, *, notes=None):
         ctx.add_message(seq, estimate_tokens(line.content))
         span = rules.due(ctx, cfg.memory.infinite_context)
         if span:
-            kw = {"recorded": notes(span)} if notes else {}
-            out = compactor.compact(ctx, span, [lines[t.seq] for t in span], cfg, ts_us=line.ts_us, **kw)
+            out = compactor.compact(ctx, span, [lines[t.seq] for t in span], cfg, ts_us=line.ts_us, recorded=notes(span))
             for ev in out.events:
                 ctx.apply(ev, line.ts_us)
                 events.append((seq, ev))
