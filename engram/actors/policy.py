@@ -44,6 +44,8 @@ class PolicyActor:
             state_dir=home.root / "state",
         )
         self._lock = threading.Lock()  # one pump at a time: a logical actor's mailbox is serial
+        self._flushing: threading.Thread | None = None
+        self._own_seq = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -65,6 +67,38 @@ class PolicyActor:
             except Exception:
                 log.exception("policy loop failed; retrying")
                 self._stop.wait(1.0)
+
+    def call(self, policy: str, method: str, *args, min_position: int | None = None, **kwargs):
+        """Ask a hosted policy a question (e.g. the trace reader's `recall`), on the policy's serial mailbox.
+
+        `min_position`: first catch up with the log up to that seq (read-your-writes). Writes the call
+        queued (the policy's `take_writes`, e.g. a `TraceRetrieved`) are appended after the answer has
+        left, and the next call sees them folded.
+        """
+        target = next((p for p in self.host.policies if p.name == policy), None)
+        if target is None:
+            raise ValueError(f"no policy {policy!r} here; hosted: {[p.name for p in self.host.policies]}")
+        flushing = self._flushing
+        if flushing is not None:
+            flushing.join()
+        with self._lock:
+            wanted = max(min_position or 0, self._own_seq)
+            if self.host.position < wanted:
+                self.host.run_until_caught_up()
+            result = getattr(target, method)(*args, **kwargs)
+        if hasattr(target, "take_writes"):
+            self._flushing = threading.Thread(target=self._flush, args=(target,), daemon=True)
+            self._flushing.start()
+        return result
+
+    def _flush(self, target) -> None:
+        try:
+            writes = target.take_writes()
+            if writes:
+                appended = self.host.append(writes)
+                self._own_seq = max([self._own_seq] + [s for a in appended for s in a.seqs])
+        except Exception:
+            log.exception("appending the writes of a call failed")
 
     def drain(self) -> int:
         """Handle everything in the log now (synchronously); returns events read."""

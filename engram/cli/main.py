@@ -28,6 +28,10 @@ COMMANDS = [
     "summary",
     "search",
     "regenerate",
+    "recall",
+    "traces",
+    "working_memory",
+    "mood",
 ]
 
 

@@ -40,6 +40,8 @@ class WorkingMemorySettings(ConfigModel):
 
 class EncodingSettings(ConfigModel):
     flashbulb_threshold: float = Field(d.FLASHBULB_THRESHOLD, ge=0.0, le=1.0)
+    # Each user message becomes an episodic trace (AgentOS encodes every input), beside the facts auto-ingest keeps.
+    encode_messages: bool = True
 
 
 class DecaySettings(ConfigModel):
@@ -51,6 +53,33 @@ class ConsolidationSettings(ConfigModel):
     interval_hours: float = Field(d.CONSOLIDATION_INTERVAL_HOURS, gt=0.0)
 
 
+class RetrievalWeights(ConfigModel):
+    """Weights of the six-factor composite (engram.cognitive.scoring); a recall may override any of them."""
+
+    strength: float = Field(d.RETRIEVAL_WEIGHT_STRENGTH, ge=0.0)
+    similarity: float = Field(d.RETRIEVAL_WEIGHT_SIMILARITY, ge=0.0)
+    recency: float = Field(d.RETRIEVAL_WEIGHT_RECENCY, ge=0.0)
+    emotional_congruence: float = Field(d.RETRIEVAL_WEIGHT_EMOTIONAL, ge=0.0)
+    graph_activation: float = Field(d.RETRIEVAL_WEIGHT_ACTIVATION, ge=0.0)
+    importance: float = Field(d.RETRIEVAL_WEIGHT_IMPORTANCE, ge=0.0)
+
+
+class SpreadingActivation(ConfigModel):
+    seeds: int = Field(d.SPREAD_SEEDS, ge=0)
+    hop_decay: float = Field(d.SPREAD_HOP_DECAY, ge=0.0, le=1.0)
+    floor: float = Field(d.SPREAD_FLOOR, ge=0.0, le=1.0)
+    cap: float = Field(d.SPREAD_CAP, gt=0.0, le=1.0)
+    max_depth: int = Field(d.SPREAD_MAX_DEPTH, ge=0)
+    max_results: int = Field(d.SPREAD_MAX_RESULTS, ge=0)
+
+
+class RetrievalSettings(ConfigModel):
+    weights: RetrievalWeights = RetrievalWeights()
+    default_limit: int = Field(d.RECALL_DEFAULT_LIMIT, gt=0)
+    candidate_pool: int = Field(d.RECALL_CANDIDATE_POOL, gt=0)
+    spreading_activation: SpreadingActivation = SpreadingActivation()
+
+
 class MemorySection(ConfigModel):
     infinite_context: InfiniteContext = InfiniteContext()
     observer: ObserverSettings = ObserverSettings()
@@ -59,6 +88,7 @@ class MemorySection(ConfigModel):
     encoding: EncodingSettings = EncodingSettings()
     decay: DecaySettings = DecaySettings()
     consolidation: ConsolidationSettings = ConsolidationSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
 
 
 class AutoIngest(ConfigModel):

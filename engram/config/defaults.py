@@ -58,3 +58,125 @@ VECTOR_SEARCH_MAX_KEYWORDS = 60
 VECTOR_SEARCH_LIMIT = 5
 # "In a new conversation, the file is automatically created on the first memory check (around message 3)".
 FIRST_MEMORY_CHECK_MESSAGES = 3
+
+# ---------------------------------------------------------------------------------------------
+# Cognitive memory (Wunderland/AgentOS): the formulas of engram.cognitive and their constants.
+# Numbers the guide states are above (FLASHBULB_*, BASE_ENCODING_STRENGTH, INITIAL_STABILITY_S,
+# INITIAL_REINFORCEMENT_INTERVAL_S, PRUNE_STRENGTH, RECENCY_HALF_LIFE_HOURS, WORKING_MEMORY_*,
+# AUTO_INGEST_*, DEDUP_SIMILARITY, HIGH_TRAIT, HYDE_*); the ones below are engram's choices.
+
+# Encoding (engram.cognitive.encoding):
+#   strength  = BASE_ENCODING_STRENGTH · attention · mood_congruence · (FLASHBULB_STRENGTH_MULTIPLIER if flashbulb)
+#   stability = INITIAL_STABILITY_S · (FLASHBULB_STABILITY_MULTIPLIER if flashbulb)
+#   attention = 1 + Σ_trait ATTENTION_GAIN · (trait − TRAIT_NEUTRAL) · relevance(trait, content)
+#   mood_congruence = 1 + MOOD_CONGRUENT_ENCODING_GAIN · max(0, mood.valence · content.valence)
+ATTENTION_GAIN = 0.4
+TRAIT_NEUTRAL = 0.5
+MOOD_CONGRUENT_ENCODING_GAIN = 0.3
+#   the trace's PAD snapshot = CONTENT_EMOTION_WEIGHT · content PAD + (1 − CONTENT_EMOTION_WEIGHT) · mood PAD
+CONTENT_EMOTION_WEIGHT = 0.7
+
+# Reinforcement on retrieval (engram.cognitive.decay.reinforce), "desirable difficulty":
+#   stability' = stability · (1 + gain),  gain = (STABILITY_GAIN_BASE + STABILITY_GAIN_DIFFICULTY · difficulty)
+#                                               · (1 + EMOTIONAL_CONSOLIDATION · intensity)
+#                                               / (1 + STABILITY_GAIN_DIMINISH · retrievals so far)
+#   difficulty = max(MIN_DIFFICULTY, 1 − min(1, S(t)))   (a weaker memory gains more)
+#   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + REINFORCEMENT_STRENGTH_BOOST)),  last access = t
+#   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, REINFORCEMENT_INTERVAL_GROWTH · interval),  next due = t + interval'
+STABILITY_GAIN_BASE = 0.5
+STABILITY_GAIN_DIFFICULTY = 2.0
+MIN_DIFFICULTY = 0.1
+STABILITY_GAIN_DIMINISH = 0.1
+EMOTIONAL_CONSOLIDATION = 0.3
+REINFORCEMENT_STRENGTH_BOOST = 0.1
+REINFORCED_STRENGTH_CAP = 1.0
+REINFORCEMENT_INTERVAL_GROWTH = 2.0
+# The interval stops doubling at one year: a memory reviewed yearly is as settled as review makes it.
+MAX_REINFORCEMENT_INTERVAL_S = 365 * 86_400.0
+# The decay sweep soft-deletes at most this many traces per run (the Consolidator's bound).
+DECAY_SWEEP_MAX_TRACES = 10_000
+
+# Retrieval: the six-factor composite (engram.cognitive.scoring), score = Σ weight · factor, each factor in [0, 1]:
+#   strength   = min(1, S0 · exp(−Δt / stability))          Δt since last access, event time
+#   similarity = max(0, cosine(query, trace))               via the agent's HNSW index
+#   recency    = 0.5 ** (age / RECENCY_HALF_LIFE_HOURS)      age since the trace was encoded
+#   emotional  = max(0, mood.valence · trace.valence)        mood-congruent recall
+#   activation = spreading activation from the top seeds     (below)
+#   importance = the trace's own importance
+# Similarity leads: strength and recency say how alive a memory is, not whether it answers the query.
+# Weights: similarity leads, association (graph activation) comes second, and the four "state" factors
+# (strength, recency, emotional congruence, importance) share the rest equally.
+RETRIEVAL_WEIGHT_STRENGTH = 0.05
+RETRIEVAL_WEIGHT_SIMILARITY = 0.65
+RETRIEVAL_WEIGHT_RECENCY = 0.05
+RETRIEVAL_WEIGHT_EMOTIONAL = 0.05
+RETRIEVAL_WEIGHT_ACTIVATION = 0.15
+RETRIEVAL_WEIGHT_IMPORTANCE = 0.05
+RECALL_DEFAULT_LIMIT = 10
+# Candidates scored per query: this many nearest traces by cosine (at least 4 · limit), plus what spreading reaches.
+RECALL_CANDIDATE_POOL = 50
+# Traces that take focus in working memory from one retrieval (its best results).
+WORKING_MEMORY_FOCUS_PER_RETRIEVAL = 3
+
+# Spreading activation (engram.cognitive.graph.spread): breadth-first from the SPREAD_SEEDS best candidates,
+# seed activation = their similarity; a neighbour receives activation · edge weight · SPREAD_HOP_DECAY / fan per hop,
+# fan = the sum of the sender's edge weights, at least 1 (ACT-R's fan effect: a hub's activation is spread thin);
+# contributions below SPREAD_FLOOR are skipped; received activation is summed and capped at SPREAD_CAP;
+# at most SPREAD_MAX_DEPTH hops and SPREAD_MAX_RESULTS activated traces.
+SPREAD_SEEDS = 5
+SPREAD_HOP_DECAY = 0.5
+SPREAD_FLOOR = 0.05
+SPREAD_CAP = 1.0
+SPREAD_MAX_DEPTH = 2
+SPREAD_MAX_RESULTS = 20
+# Hebbian co-activation: each pair among the HEBBIAN_TOP best results of a retrieval gets
+#   w' = w + HEBBIAN_RATE · (1 − w)   (a new co_activated edge starts at HEBBIAN_RATE)
+HEBBIAN_RATE = 0.1
+HEBBIAN_TOP = 5
+# Edges made when a trace is encoded (engram.cognitive.linking):
+#   temporal_sequence to the previous trace of the same discussion within TEMPORAL_EDGE_WINDOW_S,
+#   same_topic to up to SAME_TOPIC_MAX_EDGES traces with cosine >= SAME_TOPIC_SIMILARITY (weight = cosine),
+#   shared_entity to the SHARED_ENTITY_MAX_EDGES most recent traces naming one of its entities.
+TEMPORAL_EDGE_WEIGHT = 0.6
+TEMPORAL_EDGE_WINDOW_S = 6 * 3_600
+SAME_TOPIC_SIMILARITY = 0.6
+SAME_TOPIC_MAX_EDGES = 3
+SHARED_ENTITY_WEIGHT = 0.4
+SHARED_ENTITY_MAX_EDGES = 3
+
+# Working memory (Baddeley; engram.cognitive.working_memory): a focused trace enters at WM_INITIAL_ACTIVATION
+# (a trace already in focus gains WM_REFOCUS_BOOST, up to 1); every turn each slot loses WM_DECAY_PER_TURN;
+# a slot below WM_EVICTION_FLOOR is evicted, and at capacity the weakest makes room.
+# Prompt tags: activation > WM_ACTIVE_ABOVE "[ACTIVE]", > WM_FADING_ABOVE "[fading]", else "[weak]".
+WM_INITIAL_ACTIVATION = 0.8
+WM_REFOCUS_BOOST = 0.2
+WM_DECAY_PER_TURN = 0.1
+WM_EVICTION_FLOOR = 0.15
+WM_ACTIVE_ABOVE = 0.7
+WM_FADING_ABOVE = 0.4
+
+# Auto-ingest under HEXACO (the guide's table; engram.cognitive.personality.ingest_rules):
+# honesty > HIGH_TRAIT lowers the deduplication threshold by HONESTY_DEDUP_DROP;
+# agreeableness > HIGH_TRAIT adds AGREEABLENESS_EXTRA_RESULTS to the default number of retrieval results.
+HONESTY_DEDUP_DROP = 0.05
+AGREEABLENESS_EXTRA_RESULTS = 2
+# Sentiment tracking (emotionality > HIGH_TRAIT): mood' = mood + MOOD_CONTAGION · (message PAD − mood)
+# for a message with emotional words whose intensity is at least MOOD_TRACKING_MIN_INTENSITY.
+MOOD_CONTAGION = 0.2
+MOOD_TRACKING_MIN_INTENSITY = 0.3
+
+# HyDE (engram.cognitive.hyde): start at HYDE_INITIAL_THRESHOLD, lower by HYDE_THRESHOLD_STEP per round
+# until a result clears it or HYDE_MIN_THRESHOLD is reached.
+HYDE_THRESHOLD_STEP = 0.1
+# Episodic traces of user messages (engram.policies.auto_ingest): importance is the highest importance of the
+# facts the message yielded (kept or not), else EPISODE_BASE_IMPORTANCE; content is cut at EPISODE_MAX_CHARS.
+EPISODE_BASE_IMPORTANCE = 0.3
+EPISODE_MAX_CHARS = 2_000
+# Auto-ingest asks the memory tasks for every fact of a turn (up to this many) and applies its rules itself,
+# so that what was skipped, and why, is recorded too.
+EXTRACT_MAX_FACTS = 32
+# Confidence of a trace by its source (provenance): what the user states, what the agent infers,
+# what a tool returned.
+USER_STATEMENT_CONFIDENCE = 0.8
+AGENT_INFERENCE_CONFIDENCE = 0.6
+TOOL_RESULT_CONFIDENCE = 0.9

@@ -1,54 +1,65 @@
-"""Cognitive-memory events (Wunderland/AgentOS): traces, graph, working memory, mood."""
+"""Cognitive-memory events (Wunderland/AgentOS): traces, their graph, working memory, mood.
+
+Every change to a MemoryTrace is one of these events; the `memory_traces` table is their fold
+(`engram.cognitive.book.TraceBook`). Streams: a trace derived from a discussion lives in that
+discussion's stream (so forgetting the discussion forgets it); agent-wide events (mood, working
+memory, retrievals without a discussion) go to `agent:<agent>`.
+"""
 
 from __future__ import annotations
+
+import msgspec
 
 from engram.events.base import Event
 from engram.events.provenance import LlmCall
 
 
 class TraceEncoded(Event, tag="TraceEncoded"):
-    """A new MemoryTrace with its full initial state (the traces table folds these)."""
+    """A new MemoryTrace with its full initial state; its event time is its encoding time."""
 
     trace_id: str
     content: str
     trace_type: str  # episodic | semantic | procedural | prospective | relational
     scope: str  # "discussion" | "agent"
-    scope_id: str
+    scope_id: str  # the discussion id, or the agent id
     source_type: str  # user_statement | agent_inference | tool_result | observation | reflection | schema
     source_seqs: tuple[int, ...]
     importance: float
     confidence: float
-    strength: float
+    strength: float  # encoding strength S0
     stability_s: float
-    interval_s: float
+    interval_s: float  # spaced-repetition interval; the first review is due at encoding + interval
     entities: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    source_message_ids: tuple[str, ...] = ()
-    valence: float = 0.0
+    category: str = ""  # auto-ingest fact category, "lesson", "observation", …
+    source_message_ids: tuple[str, ...] = ()  # LoCoMo dialog ids such as "D1:3" map back through these
+    valence: float = 0.0  # PAD snapshot at encoding
     arousal: float = 0.0
     dominance: float = 0.0
-    intensity: float = 0.0
+    intensity: float = 0.0  # emotional intensity of the content; > 0.8 makes a flashbulb memory
     flashbulb: bool = False
     llm: LlmCall | None = None
 
 
 class TraceRetrieved(Event, tag="TraceRetrieved"):
-    """Traces returned by a retrieval; the fold reinforces each (stability, strength, interval)."""
+    """Traces returned by a retrieval, best first; the fold reinforces each and links the top ones (Hebbian)."""
 
     query: str
     trace_ids: tuple[str, ...]
     scores: tuple[float, ...] = ()
+    discussion: str | None = None
+    hyde: str = ""  # the hypothetical memory HyDE searched with, when it was used
 
 
 class TraceReinforced(Event, tag="TraceReinforced"):
-    """A reinforcement outside retrieval, e.g. a spaced-repetition review that was due."""
+    """A reinforcement outside retrieval, e.g. a spaced-repetition review that was due (Consolidator)."""
 
     trace_id: str
     reason: str
 
 
 class TracePruned(Event, tag="TracePruned"):
-    """Soft deletion of a trace whose strength fell below the prune threshold."""
+    """Soft deletion of a trace whose Ebbinghaus strength fell below the prune threshold (0.05)."""
 
     trace_id: str
     strength: float
@@ -85,32 +96,68 @@ class ConflictResolved(Event, tag="ConflictResolved"):
     note: str = ""
 
 
-class WorkingMemoryFocused(Event, tag="WorkingMemoryFocused"):
+class Slot(msgspec.Struct, frozen=True, kw_only=True):
+    """One working-memory slot."""
+
     trace_id: str
     activation: float
-    content: str = ""
-
-
-class WorkingMemoryEvicted(Event, tag="WorkingMemoryEvicted"):
-    trace_id: str
-    reason: str
-
-
-class WorkingMemoryTicked(Event, tag="WorkingMemoryTicked"):
-    turn: int
-
-
-class FactIngested(Event, tag="FactIngested"):
-    category: str  # user_preference | episodic | goal | knowledge | correction | action_item | emotional_context
     content: str
-    importance: float
+    entered_turn: int
+    rehearsals: int = 0
+
+
+class Eviction(msgspec.Struct, frozen=True, kw_only=True):
     trace_id: str
+    reason: str  # "capacity" | "decayed" | "pruned"
+
+
+class WorkingMemoryUpdated(Event, tag="WorkingMemoryUpdated"):
+    """One change of an agent's working memory: a turn's decay and/or traces taking focus.
+
+    `slots` is the whole state after the change, strongest first, so the fold is a replacement.
+    """
+
+    turn: int
+    capacity: int
+    reason: str  # "turn" | "encoded" | "retrieved" | "pruned"
+    slots: tuple[Slot, ...]
+    focused: tuple[str, ...] = ()
+    evicted: tuple[Eviction, ...] = ()
+
+
+class WorkingMemoryWritten(Event, tag="WorkingMemoryWritten"):
+    """The persistent markdown memory of `working-memory.md`, replaced (kept within its token budget)."""
+
+    markdown: str
+    truncated: bool = False
+    budget_tokens: int = 0
+
+
+class SkippedFact(msgspec.Struct, frozen=True, kw_only=True):
+    content: str
+    category: str
+    importance: float
+    reason: str  # "duplicate" | "below_threshold" | "over_limit" | "category"
+    duplicate_of: str | None = None  # the trace it duplicates (that trace gains a verification)
+    similarity: float | None = None
+
+
+class FactsIngested(Event, tag="FactsIngested"):
+    """Auto-ingest of one turn: the facts kept (as traces) and those skipped, and why."""
+
     source_seq: int
-    entities: tuple[str, ...] = ()
+    message_id: str
+    trace_ids: tuple[str, ...]
+    skipped: tuple[SkippedFact, ...] = ()
+    importance_threshold: float = 0.0
+    max_per_turn: int = 0
+    dedup_threshold: float = 0.0
     llm: LlmCall | None = None
 
 
 class LessonLearned(Event, tag="LessonLearned"):
+    """A tool failure matched one of the six patterns and became a lesson trace."""
+
     pattern: str
     lesson: str
     tool: str
@@ -119,6 +166,8 @@ class LessonLearned(Event, tag="LessonLearned"):
 
 
 class MoodChanged(Event, tag="MoodChanged"):
+    """The agent's PAD mood from here on (`engram mood set`, or sentiment tracking)."""
+
     valence: float
     arousal: float
     dominance: float

@@ -35,6 +35,7 @@ class PolicyHost:
         self.state_dir = state_dir
         self.batch = batch
         self.errors: dict[str, str] = {}
+        self._saved: dict[str, bytes] = {}
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None and path.exists():
@@ -67,9 +68,11 @@ class PolicyHost:
         # A short chunk means everything up to `head` was read: events of no interest count as seen.
         reached = head if len(chunk) < self.batch else chunk[-1].seq
         if not chunk:
+            # Nothing of interest: only the positions move (their small sidecars are written; the
+            # snapshots, which can be large, are not rewritten whenever other events arrive).
             for p in self.policies:
                 p.position = max(p.position, reached)
-            self.save()
+            self.save(snapshots=False)
             return 0
         for p in self.policies:
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
@@ -87,6 +90,10 @@ class PolicyHost:
         self.save()
         return len(chunk)
 
+    def append(self, writes: list[Write]) -> list[Appended]:
+        """Append writes a policy produced outside `handle` (e.g. answering a call)."""
+        return self._append(writes)
+
     def run_until_caught_up(self, max_rounds: int = 1_000_000) -> int:
         total = 0
         for _ in range(max_rounds):
@@ -96,15 +103,21 @@ class PolicyHost:
             total += n
         return total
 
-    def save(self) -> None:
+    def save(self, snapshots: bool = True) -> None:
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
-                atomic_write(path, p.snapshot())
+                data = p.snapshot() if snapshots else None
+                if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
+                    atomic_write(path, data)
+                    self._saved[p.name] = data
                 # Beside it, the position alone, for `engram status` without unpickling anything.
-                atomic_write(path.with_suffix(".position.json"), json.dumps(
+                position = json.dumps(
                     {"policy": p.name, "shard": p.ctx.shard, "member": p.ctx.member, "members": p.ctx.members,
-                     "position": p.position}).encode())
+                     "position": p.position}).encode()
+                if self._saved.get(f"{p.name}#position") != position:
+                    atomic_write(path.with_suffix(".position.json"), position)
+                    self._saved[f"{p.name}#position"] = position
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}

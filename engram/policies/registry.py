@@ -15,6 +15,16 @@ from engram.policies.base import Policy
 GROUPS: dict[str, tuple[int, list[str]]] = {
     # One Summarizer per discussion (a logical actor), hosted by a pool of two actors per shard.
     "summarizer": (2, ["engram.policies.summarizer:Summarizer"]),
+    "auto-ingest": (
+        1,
+        [
+            "engram.policies.auto_ingest:AutoIngest",
+            "engram.policies.tool_failures:ToolFailureLearner",
+            "engram.policies.mood:MoodTracker",
+        ],
+    ),
+    "working-memory": (2, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
+    "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
 }
 
 

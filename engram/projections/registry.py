@@ -14,6 +14,8 @@ PROJECTIONS: list[str] = [
     "engram.projections.discussions:DiscussionIndex",
     "engram.projections.discussion_files:DiscussionFiles",
     "engram.projections.vector_memory:VectorMemory",
+    "engram.projections.traces:TraceProjection",
+    "engram.projections.working_memory:WorkingMemoryProjection",
 ]
 
 

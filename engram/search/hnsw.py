@@ -9,6 +9,7 @@ the order their events were recorded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import hnswlib
 import numpy as np
@@ -69,15 +70,33 @@ class HnswIndex:
             self._index.mark_deleted(label)
             self._deleted.add(label)
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The `k` nearest items as (id, cosine similarity), best first."""
+    def search(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+        """The `k` nearest items as (id, cosine similarity), best first; `allowed` filters ids during the search."""
         live = len(self)
         if live == 0 or k <= 0:
             return []
         k = min(k, live)
         self._index.set_ef(max(self.ef_search, k))
-        labels, distances = self._index.knn_query(np.asarray(vector, dtype=np.float32).reshape(1, self.dim), k=k, num_threads=1)
+        query = np.asarray(vector, dtype=np.float32).reshape(1, self.dim)
+        if allowed is None:
+            labels, distances = self._index.knn_query(query, k=k, num_threads=1)
+        else:
+            ids = self.ids
+            try:
+                labels, distances = self._index.knn_query(query, k=k, num_threads=1, filter=lambda l: allowed(ids[l]))
+            except RuntimeError:  # fewer than k items pass the filter: hnswlib refuses, so ask for what exists
+                found = self._filtered_exact(query[0], k, allowed)
+                return found
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
+
+    def _filtered_exact(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool]) -> list[tuple[str, float]]:
+        keys = [key for label, key in enumerate(self.ids) if label not in self._deleted and allowed(key)]
+        if not keys:
+            return []
+        matrix = self.vectors(keys)
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        return [(keys[i], s) for i, s in brute_force(matrix / norms[:, None], vector / (np.linalg.norm(vector) or 1.0), k)]
 
     def vectors(self, keys: list[str]) -> np.ndarray:
         return np.asarray(self._index.get_items([self._labels[k] for k in keys]), dtype=np.float32)

@@ -15,8 +15,8 @@ REQUIRED_TAGS = {
     "ChunkSummarized", "RollingSummaryUpdated", "VectorMemoryStored",
     # cognitive memory
     "ObservationsRecorded", "Reflected", "TraceEncoded", "TraceRetrieved", "TraceReinforced", "TracePruned",
-    "EdgeAdded", "EdgeStrengthened", "SchemaCreated", "ConflictResolved", "WorkingMemoryFocused",
-    "WorkingMemoryEvicted", "WorkingMemoryTicked", "ContextCompacted", "FactIngested", "LessonLearned", "MoodChanged",
+    "EdgeAdded", "EdgeStrengthened", "SchemaCreated", "ConflictResolved", "WorkingMemoryUpdated",
+    "WorkingMemoryWritten", "ContextCompacted", "FactsIngested", "LessonLearned", "MoodChanged",
     # control
     "SettingsChanged", "ClockTick", "GenerationStarted", "DiscussionForgotten", "AgentForgotten",
 }

@@ -1,0 +1,234 @@
+"""Evidence recall of `engram recall` on LoCoMo dev, against BM25 and dense retrieval over raw turns.
+
+    .venv/bin/python bench/recall.py [LOCOMO_JSON] [--home DIR] [--no-ablations]
+
+Protocol (`shared/data/README.md`, `engram.evaluation.locomo`): each conversation is ingested through
+engram (turns in order, each session's turns at the session's date) as its own agent, on local Ray;
+auto-ingest makes traces of the turns (episodes of the messages, facts); every QA item with valid evidence
+is then asked with `engram recall` (the Python API, the agent's default configuration), all at one event
+time a day after the conversation's last session; each returned trace maps back to the dialog ids of its
+source messages. Each recall appends TraceRetrieved and so reinforces what it returned before the next
+question is asked, exactly as in use.
+Baselines over the same raw turns ("Speaker: text", photo captions included, as ingested), measured in the
+same run: BM25 (engram.search.bm25) and exact dense retrieval with the same MiniLM embedder.
+Ablations (pure core, `engram.cognitive.retrieval.recall` over the same traces as folded from the log,
+each question scored against the memory as it was right after ingest, i.e. without earlier questions'
+reinforcement): the default weights, similarity alone, and each factor removed in turn.
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engram.evaluation import locomo  # noqa: E402
+from engram.evaluation.locomo import Hit  # noqa: E402
+
+DAY_US = 86_400 * 1_000_000
+
+
+def agent_of(sample_id: str) -> str:
+    return f"locomo-{sample_id}"
+
+
+def raw_turns(path: Path) -> dict[str, list[tuple[str, str, int]]]:
+    """Per conversation: (dialog id, "Speaker: text", ts) as engram ingests them."""
+    from engram.ingest.formats import parse_file
+
+    out = {}
+    for conv in parse_file(path, fmt="locomo", now_us=0):
+        out[conv.discussion] = [(m.message_id, f"{m.name}: {m.content}", m.ts_us) for m in conv.messages]
+    return out
+
+
+def baselines(items_by_conv, turns, embedder) -> dict:
+    from engram.search.bm25 import BM25
+    from engram.search.hnsw import brute_force
+
+    bm25_index, dense_index = {}, {}
+    for conv, rows in turns.items():
+        bm = BM25()
+        for did, text, _ in rows:
+            bm.add(did, text)
+        bm25_index[conv] = bm
+        dense_index[conv] = embedder.embed([text for _, text, _ in rows])
+    texts = {conv: {did: text for did, text, _ in rows} for conv, rows in turns.items()}
+    ids = {conv: [did for did, _, _ in rows] for conv, rows in turns.items()}
+    questions = [it.question for its in items_by_conv.values() for it in its]
+    qvec = dict(zip(questions, embedder.embed(questions)))
+
+    def bm25(item, k):
+        return [Hit(frozenset([did]), texts[item.sample_id][did]) for did, _ in bm25_index[item.sample_id].query(item.question, k)]
+
+    def dense(item, k):
+        found = brute_force(dense_index[item.sample_id], qvec[item.question], k)
+        return [Hit(frozenset([ids[item.sample_id][i]]), texts[item.sample_id][ids[item.sample_id][i]]) for i, _ in found]
+
+    items = [it for its in items_by_conv.values() for it in its]
+    return {"bm25-raw-turns": locomo.evaluate(items, bm25), "dense-raw-turns": locomo.evaluate(items, dense)}
+
+
+def run_engram(path: Path, items_by_conv, turns, home: Path) -> tuple[dict, dict]:
+    from engram.client import Engram
+    from engram.cognition import CognitiveMemory
+    from engram.ingest.formats import parse_file
+    from engram.ingest.messages import discussion_write
+
+    started = time.perf_counter()
+    mem = Engram.open(home)
+    try:
+        convs = parse_file(path, fmt="locomo", now_us=0)
+        writes = [discussion_write(agent_of(c.discussion), c.discussion, c.messages, max_message_chars=100_000) for c in convs]
+        for w in writes:
+            mem.sync_settings(w.agent, ts_us=w.events[0].ts_us)
+        mem.append(writes)
+        if not mem.wait_idle(timeout=3_600):
+            raise RuntimeError("memory did not catch up within an hour")
+        ingest_s = time.perf_counter() - started
+        cog = CognitiveMemory(mem)
+        _, rows = mem.sql(
+            "SELECT agent, count(*), count(DISTINCT source_message_ids[1]) FROM memory_traces WHERE active GROUP BY agent"
+        )
+        stats = {a: {"traces": n, "messages_with_traces": m} for a, n, m in rows}
+        latencies = []
+        query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
+
+        def retrieve(item, k):
+            t = time.perf_counter()
+            result = cog.recall(
+                agent_of(item.sample_id), item.question, discussion=item.sample_id, limit=k,
+                now_us=query_time[item.sample_id], fresh=False,
+            )
+            latencies.append(time.perf_counter() - t)
+            return [Hit(frozenset(h.source_message_ids), h.content) for h in result.hits]
+
+        items = [it for its in items_by_conv.values() for it in its]
+        report = locomo.evaluate(items, retrieve)
+        lat = np.array(latencies) * 1000
+        info = {
+            "ingest_and_catch_up_s": round(ingest_s, 1),
+            "traces": stats,
+            "recall_latency_ms": {"p50": round(float(np.percentile(lat, 50)), 1), "p99": round(float(np.percentile(lat, 99)), 1)},
+        }
+        return report, info
+    finally:
+        mem.close()
+
+
+def evidence_coverage(data, home: Path) -> dict:
+    """How much of the evidence any trace was made from: the ceiling of evidence recall."""
+    import duckdb
+
+    con = duckdb.connect(str(home / "projections" / "shard-000.duckdb"), read_only=True)
+    try:
+        rows = con.execute("SELECT agent, source_message_ids FROM memory_traces").fetchall()
+    finally:
+        con.close()
+    covered: dict[str, set] = {}
+    for agent, ids in rows:
+        covered.setdefault(agent, set()).update(ids)
+    total = hit = 0
+    for s in data:
+        c = covered.get(agent_of(s["sample_id"]), set())
+        for it in locomo.qa_items(s):
+            total += len(it.evidence)
+            hit += len(it.evidence & c)
+    return {"evidence_ids_with_a_trace_pct": round(100 * hit / max(total, 1), 1)}
+
+
+def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
+    """The composite's factors one by one, on the memory right after ingest (pure core, no Ray)."""
+    from engram.cognitive.memory import AgentMemory
+    from engram.cognitive.personality import Pad
+    from engram.cognitive.retrieval import RecallSettings, recall
+    from engram.cognitive.scoring import FACTORS, Factors
+    from engram.config.agent import AgentConfig
+    from engram.events.store import EventStore
+    from engram.llm.factory import make_tasks
+
+    store = EventStore(home / "log" / "shard-000.duckdb", read_only=True)
+    try:
+        recs = [r for r in store.iter_events() if r.type != "TraceRetrieved"]
+    finally:
+        store.close()
+    memories: dict[str, AgentMemory] = {}
+    for agent in {r.agent for r in recs}:
+        memories[agent] = AgentMemory(agent, embedder.dim)
+        memories[agent].apply_batch([r for r in recs if r.agent == agent], embedder.embed)
+    settings = RecallSettings.of(AgentConfig())
+    items = [it for its in items_by_conv.values() for it in its]
+    tasks = make_tasks()
+    questions = [it.question for it in items]
+    hypotheses = [tasks.hyde(q).value or q for q in questions]
+    qv = dict(zip(questions, embedder.embed(questions)))
+    hv = dict(zip(questions, embedder.embed(hypotheses)))
+    hyde_text = dict(zip(questions, hypotheses))
+    query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
+
+    def run(weights: Factors) -> dict:
+        def retrieve(item, k):
+            m = memories[agent_of(item.sample_id)]
+            res = recall(
+                m.book, m.index, qv[item.question], query=item.question, now_us=query_time[item.sample_id], limit=k,
+                discussion=item.sample_id, weights=weights, mood=Pad(), pool=settings.pool, spreading=settings.spreading,
+                hyde_vector=hv[item.question], hyde_text=hyde_text[item.question], hyde_settings=settings.hyde,
+            )
+            return [Hit(frozenset(h.source_message_ids), h.content) for h in res.hits]
+
+        r = locomo.evaluate(items, retrieve)
+        return {k: r[k] for k in ("recall@5", "recall@10", "recall@25", "tokens@10")}
+
+    out = {"default weights": run(settings.weights), "similarity only": run(Factors(similarity=1.0))}
+    for f in FACTORS:
+        if f != "similarity":
+            out[f"without {f}"] = run(Factors(**{**settings.weights.as_dict(), f: 0.0}))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("path", nargs="?", default=str(locomo.DEFAULT_PATH))
+    ap.add_argument("--home", help="the benchmark's engram home (default: a fresh temporary directory)")
+    ap.add_argument("--no-ablations", action="store_true")
+    args = ap.parse_args(argv)
+    path = Path(args.path)
+    data = locomo.load(path)
+    items_by_conv = {s["sample_id"]: locomo.qa_items(s) for s in data}
+    turns = raw_turns(path)
+
+    from engram.embeddings import make_embedder
+
+    embedder = make_embedder()
+    out = {
+        "benchmark": "locomo-dev evidence recall",
+        "data": str(path),
+        "conversations": len(data),
+        "turns": sum(len(r) for r in turns.values()),
+        "items": sum(len(v) for v in items_by_conv.values()),
+        "embedder": embedder.name,
+        "published_dragon_reference": locomo.PUBLISHED_DRAGON,
+    }
+    out.update(baselines(items_by_conv, turns, embedder))
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-recall-"))
+    report, info = run_engram(path, items_by_conv, turns, home)
+    out["engram-recall"] = {**report, **info, **evidence_coverage(data, home)}
+    best = max(out["bm25-raw-turns"]["recall@10"], out["dense-raw-turns"]["recall@10"])
+    out["engram_recall@10_minus_best_baseline"] = round(report["recall@10"] - best, 1)
+    out["engram_recall@10_minus_dense_baseline"] = round(report["recall@10"] - out["dense-raw-turns"]["recall@10"], 1)
+    if not args.no_ablations:
+        out["ablations (state after ingest, pure core)"] = ablations(home, items_by_conv, turns, embedder)
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""`engram mood set --agent A --valence V --arousal A --dominance D`, and `engram mood show --agent A`."""
+
+from __future__ import annotations
+
+from engram.cli.common import config_from, open_engram, print_rows
+from engram.cli.main import UsageError
+from engram.cli.traces import run_sql
+from engram.ids import validate_agent
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mood", help="set or show an agent's PAD mood (valence, arousal, dominance in [-1, 1])")
+    actions = p.add_subparsers(dest="mood_action", metavar="ACTION")
+    s = actions.add_parser("set", help="record a new mood")
+    s.add_argument("--agent", default="default")
+    s.add_argument("--valence", type=float, required=True)
+    s.add_argument("--arousal", type=float, required=True)
+    s.add_argument("--dominance", type=float, required=True)
+    s.add_argument("--reason", default="set from the command line")
+    s.set_defaults(func=run_set)
+    show = actions.add_parser("show", help="the mood history (MoodChanged events)")
+    show.add_argument("--agent", default="default")
+    show.set_defaults(func=run_show)
+    p.set_defaults(func=missing_action)
+
+
+def missing_action(args) -> int:
+    raise UsageError("usage: engram mood {set,show} --agent A ...")
+
+
+def run_set(args) -> int:
+    from engram.cognition import CognitiveMemory
+
+    validate_agent(args.agent)
+    for name in ("valence", "arousal", "dominance"):
+        value = getattr(args, name)
+        if not -1.0 <= value <= 1.0:
+            raise UsageError(f"--{name} must be within [-1, 1], got {value}")
+    config = config_from(args)
+    with open_engram(args, config) as mem:
+        appended = CognitiveMemory(mem).set_mood(args.agent, args.valence, args.arousal, args.dominance, reason=args.reason)
+    print(
+        f"mood of agent {args.agent}: valence {args.valence:+.2f}, arousal {args.arousal:+.2f}, "
+        f"dominance {args.dominance:+.2f} (seq {appended.seqs[0]})"
+    )
+    return 0
+
+
+def run_show(args) -> int:
+    validate_agent(args.agent)
+    names, rows = run_sql(
+        args,
+        "SELECT seq, ts, valence, arousal, dominance, reason FROM ev_mood_changed WHERE agent = ? ORDER BY seq",
+        [args.agent],
+    )
+    if not rows:
+        print(f"agent {args.agent} has no recorded mood (its agent.config.json baseline applies)")
+        return 0
+    print_rows(names, rows)
+    return 0

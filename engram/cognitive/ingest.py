@@ -1,0 +1,113 @@
+"""Auto-ingest: which facts of a turn become traces.
+
+After each turn the memory tasks extract categorised facts (user_preference, episodic, goal,
+knowledge, correction, action_item, emotional_context). Of those, a fact is kept when
+1. its category is stored under the agent's personality (action items need conscientiousness,
+   emotional context needs openness or emotionality),
+2. its importance is at least the threshold (0.4; lower for high openness),
+3. it is not a near-duplicate: cosine < 0.85 (lower for high honesty) with every existing trace of
+   the agent and with the facts kept before it in the same turn (a duplicate instead counts as a
+   verification of the trace it restates),
+4. and fewer than 3 facts (4 for high openness) were kept from the turn already, most important first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from engram.cognitive.personality import IngestRules
+from engram.config import defaults as d
+from engram.events.cognitive import SkippedFact
+
+# Fact category -> the kind of trace it becomes.
+TRACE_TYPE_OF = {
+    "user_preference": "semantic",
+    "episodic": "episodic",
+    "goal": "prospective",
+    "knowledge": "semantic",
+    "correction": "semantic",
+    "action_item": "prospective",
+    "emotional_context": "episodic",
+}
+# What users tell the agent about themselves and the world holds in every discussion (agent scope);
+# what happened, and what to do next here, belongs to the discussion.
+AGENT_SCOPED = frozenset({"user_preference", "goal", "knowledge", "correction"})
+
+# Message role -> (source type, confidence of what it says).
+SOURCE_OF_ROLE = {
+    "user": ("user_statement", d.USER_STATEMENT_CONFIDENCE),
+    "assistant": ("agent_inference", d.AGENT_INFERENCE_CONFIDENCE),
+    "tool": ("tool_result", d.TOOL_RESULT_CONFIDENCE),
+    "system": ("user_statement", d.USER_STATEMENT_CONFIDENCE),
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fact as the memory tasks returned it."""
+
+    category: str
+    content: str
+    importance: float
+    entities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Kept:
+    fact: Candidate
+    vector: np.ndarray
+    novelty: float  # 1 − the highest cosine with an existing trace
+    similar: tuple[tuple[str, float], ...]  # nearest existing traces (for same-topic edges)
+
+
+@dataclass(frozen=True)
+class Selection:
+    kept: tuple[Kept, ...]
+    skipped: tuple[SkippedFact, ...]
+
+
+def select(
+    facts: Sequence[Candidate],
+    vectors: np.ndarray,
+    rules: IngestRules,
+    nearest: Callable[[np.ndarray], list[tuple[str, float]]],
+) -> Selection:
+    """Apply the auto-ingest rules to one turn's `facts` (with their embeddings, row by row)."""
+    kept: list[Kept] = []
+    skipped: list[SkippedFact] = []
+
+    def skip(f: Candidate, reason: str, dup: str | None = None, sim: float | None = None) -> None:
+        skipped.append(
+            SkippedFact(
+                content=f.content, category=f.category, importance=f.importance, reason=reason,
+                duplicate_of=dup, similarity=None if sim is None else round(sim, 6),
+            )
+        )
+
+    order = sorted(range(len(facts)), key=lambda i: (-facts[i].importance, i))
+    for i in order:
+        f = facts[i]
+        if f.category not in rules.categories:
+            skip(f, "category")
+            continue
+        if f.importance < rules.importance_threshold:
+            skip(f, "below_threshold")
+            continue
+        v = np.asarray(vectors[i], dtype=np.float32)
+        similar = nearest(v)
+        best_id, best = (similar[0] if similar else (None, -1.0))
+        if best_id is not None and best >= rules.dedup_threshold:
+            skip(f, "duplicate", best_id, best)
+            continue
+        twin = next(((k, float(k.vector @ v)) for k in kept if float(k.vector @ v) >= rules.dedup_threshold), None)
+        if twin is not None:
+            skip(f, "duplicate", None, twin[1])
+            continue
+        if len(kept) >= rules.max_per_turn:
+            skip(f, "over_limit")
+            continue
+        kept.append(Kept(fact=f, vector=v, novelty=max(0.0, 1.0 - max(0.0, best)), similar=tuple(similar)))
+    return Selection(kept=tuple(kept), skipped=tuple(skipped))

@@ -1,0 +1,124 @@
+"""One agent's memory as the readers of the log see it: the trace book plus its HNSW index.
+
+`AgentMemory` folds events with `TraceBook` and keeps beside it what search needs: an HNSW index
+of the active traces' embeddings (items added single-threaded, one by one, in log order, so the
+index bytes are reproducible), the most recent traces naming each entity, and the last trace of
+each discussion. The embedder is injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from typing import Callable, Iterable
+
+import numpy as np
+
+from engram.cognitive.book import Applied, TraceBook
+from engram.cognitive.model import MemoryTrace
+from engram.config import defaults as d
+from engram.events.envelope import Recorded
+from engram.search.hnsw import HnswIndex
+
+Embed = Callable[[list[str]], np.ndarray]
+
+# Traces remembered per entity for shared-entity links (the most recent ones are linked).
+ENTITY_MEMORY = 16
+
+
+def _entity_queue() -> deque:
+    return deque(maxlen=ENTITY_MEMORY)
+
+
+def entity_key(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+class AgentMemory:
+    def __init__(self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None):
+        self.agent = agent
+        self.dim = dim
+        self.book = TraceBook(agent, track=track)
+        self.index = index or HnswIndex(dim)
+        self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
+        self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
+        self.index_seq = 0  # seq of the last event that changed the index
+
+    def apply_batch(self, recs: Iterable[Recorded], embed: Embed) -> list[Applied]:
+        """Fold `recs` in seq order; new traces are embedded in one call, the index follows event by event."""
+        recs = list(recs)
+        texts = {
+            r.event.trace_id: r.event.content
+            for r in recs
+            if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
+        }
+        ids = list(texts)
+        vectors = dict(zip(ids, embed([texts[i] for i in ids]))) if ids else {}
+        out = []
+        for rec in recs:
+            applied = self.book.apply(rec)
+            for t in applied.added:
+                self._index_trace(t, vectors[t.trace_id], rec.seq)
+            for tid in applied.removed:
+                if tid in self.index:
+                    self.index.remove(tid)
+                    self.index_seq = rec.seq
+            if applied.forgotten:
+                for tid in applied.forgotten:
+                    self._unlink(tid)
+                self._rebuild_index(rec.seq)
+            out.append(applied)
+        return out
+
+    def _rebuild_index(self, seq: int) -> None:
+        """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
+        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
+        vectors = self.index.vectors(keep) if keep else None
+        self.index = HnswIndex(self.dim)
+        for k, tid in enumerate(keep):
+            self.index.add([tid], vectors[k : k + 1])
+        self.index_seq = seq
+
+    def _index_trace(self, t: MemoryTrace, vector: np.ndarray, seq: int) -> None:
+        if t.trace_id not in self.index:
+            self.index.add([t.trace_id], np.asarray(vector, dtype=np.float32).reshape(1, self.dim))
+            self.index_seq = seq
+        for name in t.entities:
+            q = self.by_entity[entity_key(name)]
+            if t.trace_id not in q:
+                q.append(t.trace_id)
+        self.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+
+    def _unlink(self, tid: str) -> None:
+        for q in self.by_entity.values():
+            if tid in q:
+                q.remove(tid)
+        for stream, (last, _) in list(self.last_in_stream.items()):
+            if last == tid:
+                del self.last_in_stream[stream]
+
+    # ------------------------------------------------------------------ questions the policies ask
+
+    def nearest(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]:
+        if allowed is None:
+            traces = self.book.traces
+
+            def allowed(tid: str) -> bool:
+                t = traces.get(tid)
+                return t is not None and t.active
+
+        return self.index.search(vector, k, allowed)
+
+    def recent_with_entities(self, entities: Iterable[str], exclude: str = "") -> list[str]:
+        """Traces naming one of `entities`, most recent first, active only."""
+        seen, out = set(), []
+        for name in entities:
+            for tid in reversed(self.by_entity.get(entity_key(name), ())):
+                t = self.book.traces.get(tid)
+                if tid != exclude and tid not in seen and t is not None and t.active:
+                    seen.add(tid)
+                    out.append(tid)
+        return out
+
+
+def temporal_window_us() -> int:
+    return int(d.TEMPORAL_EDGE_WINDOW_S * 1_000_000)

@@ -1,0 +1,81 @@
+"""The MemoryTrace: Wunderland's universal envelope of a memory, and the words around it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TRACE_TYPES = ("episodic", "semantic", "procedural", "prospective", "relational")
+SCOPES = ("discussion", "agent")
+SOURCE_TYPES = ("user_statement", "agent_inference", "tool_result", "observation", "reflection", "schema")
+EDGE_KINDS = (
+    "shared_entity",
+    "temporal_sequence",
+    "same_topic",
+    "contradicts",
+    "supersedes",
+    "caused_by",
+    "co_activated",
+    "schema_instance",
+)
+# Kinds without a direction: stored once with src < dst.
+SYMMETRIC_EDGE_KINDS = frozenset({"shared_entity", "same_topic", "co_activated"})
+
+US_PER_S = 1_000_000
+
+
+@dataclass
+class MemoryTrace:
+    """One memory with its provenance, emotional context, decay state and spaced-repetition state.
+
+    Mutable: it is the state of a fold. Times are event times in microseconds.
+    """
+
+    trace_id: str
+    agent: str
+    stream: str  # the stream its events live in (a discussion id, or agent:<agent>)
+    content: str
+    trace_type: str
+    scope: str
+    scope_id: str
+    # Provenance.
+    source_type: str
+    source_seqs: tuple[int, ...]
+    source_message_ids: tuple[str, ...]
+    confidence: float
+    # Emotional context at encoding.
+    valence: float
+    arousal: float
+    dominance: float
+    intensity: float
+    flashbulb: bool
+    # Decay state.
+    importance: float
+    encoding_strength: float  # S0 since the last access
+    stability_s: float
+    encoded_us: int
+    last_access_us: int
+    # Spaced repetition.
+    interval_s: float
+    next_due_us: int
+    entities: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    category: str = ""
+    retrieval_count: int = 0
+    verification_count: int = 0
+    contradicted_by: tuple[str, ...] = ()
+    active: bool = True
+    deleted_us: int | None = None
+    deleted_reason: str | None = None
+    last_seq: int = 0
+    links: set[str] = field(default_factory=set)
+
+    def in_scope(self, discussion: str | None) -> bool:
+        """Visible from `discussion` (None: the whole agent): agent-scoped traces are visible everywhere."""
+        return discussion is None or self.scope == "agent" or self.scope_id == discussion
+
+
+def canonical_edge(src: str, dst: str, kind: str) -> tuple[str, str, str]:
+    """The stored key of an edge: symmetric kinds are kept once, with the smaller id first."""
+    if kind in SYMMETRIC_EDGE_KINDS and dst < src:
+        src, dst = dst, src
+    return src, dst, kind

@@ -1,0 +1,239 @@
+"""Recall: nearest traces by embedding (HNSW), spreading activation, the six-factor composite.
+
+1. Candidates: the `pool` nearest active traces in scope by cosine (HNSW, filtered by scope), plus
+   — with HyDE — the traces near a hypothetical memory above the adaptive threshold.
+2. Spreading activation from the best `SPREAD_SEEDS` candidates along the trace graph; what it
+   reaches joins the candidates (their cosine is computed exactly).
+3. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
+   with the breakdown. Per-call weights replace the configured ones for the whole retrieval.
+
+Pure: the caller supplies vectors, the index, event time and mood; it records `TraceRetrieved`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol
+
+import numpy as np
+
+from engram.cognitive.book import TraceBook
+from engram.cognitive.decay import strength_at
+from engram.cognitive.graph import spread
+from engram.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
+from engram.cognitive.model import MemoryTrace
+from engram.cognitive.personality import Pad
+from engram.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors, weights_with
+from engram.config import defaults as d
+
+
+class VectorIndex(Protocol):
+    def search(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]: ...
+
+    def vectors(self, keys: list[str]) -> np.ndarray: ...
+
+    def __contains__(self, key: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SpreadSettings:
+    seeds: int = d.SPREAD_SEEDS
+    hop_decay: float = d.SPREAD_HOP_DECAY
+    floor: float = d.SPREAD_FLOOR
+    cap: float = d.SPREAD_CAP
+    max_depth: int = d.SPREAD_MAX_DEPTH
+    max_results: int = d.SPREAD_MAX_RESULTS
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One result: the trace as it was at retrieval, its composite score and the score by factor."""
+
+    rank: int
+    trace_id: str
+    content: str
+    score: float
+    factors: Factors  # raw factor values in [0, 1]
+    contributions: Factors  # weight · factor; they sum to `score`
+    trace_type: str
+    category: str
+    scope: str
+    scope_id: str
+    source_type: str
+    source_seqs: tuple[int, ...]
+    source_message_ids: tuple[str, ...]
+    entities: tuple[str, ...]
+    importance: float
+    strength: float  # current (Ebbinghaus) strength, may exceed 1 for flashbulb memories
+    retrieval_count: int
+    encoded_us: int
+    via: str  # "similarity" | "hyde" | "activation": how the trace became a candidate
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    agent: str
+    discussion: str | None
+    now_us: int
+    weights: Factors
+    hits: tuple[RecallHit, ...]
+    candidates: int
+    mood: Pad
+    hyde: HydeOutcome | None = None
+    spread: dict[str, float] = field(default_factory=dict)
+
+
+def recall(
+    book: TraceBook,
+    index: VectorIndex,
+    query_vector: np.ndarray,
+    *,
+    query: str,
+    now_us: int,
+    limit: int = d.RECALL_DEFAULT_LIMIT,
+    discussion: str | None = None,
+    weights: Factors = DEFAULT_WEIGHTS,
+    mood: Pad,
+    pool: int = d.RECALL_CANDIDATE_POOL,
+    spreading: SpreadSettings = SpreadSettings(),
+    half_life_hours: float = d.RECENCY_HALF_LIFE_HOURS,
+    hyde_vector: np.ndarray | None = None,
+    hyde_text: str = "",
+    hyde_settings: HydeSettings = HydeSettings(),
+) -> RecallResult:
+    traces = book.traces
+
+    def allowed(tid: str) -> bool:
+        t = traces.get(tid)
+        return t is not None and t.active and t.in_scope(discussion)
+
+    q = _unit(query_vector)
+    pool = max(pool, 4 * limit)
+    nearest = index.search(q, pool, allowed) if limit > 0 else []
+    sims: dict[str, float] = dict(nearest)
+    via = {tid: "similarity" for tid in sims}
+    outcome = None
+    if hyde_vector is not None and limit > 0:
+        h = _unit(hyde_vector)
+        hs = hyde_settings
+        outcome = adaptive_search(index, h, pool, allowed, hs.initial, hs.minimum, hs.step, adaptive=hs.adaptive, text=hyde_text)
+        for tid, cos in outcome.hits:
+            if tid not in sims:
+                via[tid] = "hyde"
+            sims[tid] = max(sims.get(tid, -1.0), cos)
+    seeds = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: spreading.seeds])
+    activation = spread(
+        book.graph,
+        {k: max(0.0, v) for k, v in seeds.items()},
+        hop_decay=spreading.hop_decay,
+        floor=spreading.floor,
+        cap=spreading.cap,
+        max_depth=spreading.max_depth,
+        max_results=spreading.max_results,
+        active=allowed,
+    ) if spreading.max_depth > 0 and spreading.seeds > 0 else {}
+    reached = sorted(tid for tid in activation if tid not in sims and tid in index)
+    if reached:
+        exact = index.vectors(reached) @ q
+        for tid, cos in zip(reached, exact):
+            sims[tid] = float(cos)
+            via[tid] = "activation"
+    scored = []
+    for tid, sim in sims.items():
+        t = traces[tid]
+        f = factors(t, similarity=sim, activation=activation.get(tid, 0.0), mood=mood, now_us=now_us,
+                    half_life_hours=half_life_hours)
+        c = f.times(weights)
+        scored.append((c.total(), tid, f, c))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    hits = tuple(_hit(rank, traces[tid], score, f, c, via[tid], now_us) for rank, (score, tid, f, c) in enumerate(scored[:limit], 1))
+    return RecallResult(
+        query=query,
+        agent=book.agent,
+        discussion=discussion,
+        now_us=now_us,
+        weights=weights,
+        hits=hits,
+        candidates=len(scored),
+        mood=mood,
+        hyde=outcome,
+        spread=activation,
+    )
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32).reshape(-1)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def _hit(rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int) -> RecallHit:
+    return RecallHit(
+        rank=rank,
+        trace_id=t.trace_id,
+        content=t.content,
+        score=score,
+        factors=f,
+        contributions=c,
+        trace_type=t.trace_type,
+        category=t.category,
+        scope=t.scope,
+        scope_id=t.scope_id,
+        source_type=t.source_type,
+        source_seqs=t.source_seqs,
+        source_message_ids=t.source_message_ids,
+        entities=t.entities,
+        importance=t.importance,
+        strength=strength_at(t, now_us),
+        retrieval_count=t.retrieval_count,
+        encoded_us=t.encoded_us,
+        via=via,
+    )
+
+
+def limit_for(requested: int | None, default_limit: int, extra_results: int) -> int:
+    """The number of results: the caller's, else the configured default plus personality's extra (+2 agreeable)."""
+    return requested if requested is not None else default_limit + extra_results
+
+
+def override_weights(base: Factors, overrides: Mapping[str, float] | None) -> Factors:
+    """The configured weights with a call's overrides (any factor name or its config alias)."""
+    return weights_with(base, overrides)
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """What an agent's configuration says about recall (memory.retrieval, decay, rag.hyde)."""
+
+    weights: Factors
+    default_limit: int
+    pool: int
+    spreading: SpreadSettings
+    half_life_hours: float
+    hyde: HydeSettings
+    hyde_enabled: bool
+
+    @classmethod
+    def of(cls, config) -> "RecallSettings":
+        r = config.memory.retrieval
+        w, s = r.weights, r.spreading_activation
+        return cls(
+            weights=Factors(
+                strength=w.strength,
+                similarity=w.similarity,
+                recency=w.recency,
+                emotional=w.emotional_congruence,
+                activation=w.graph_activation,
+                importance=w.importance,
+            ),
+            default_limit=r.default_limit,
+            pool=r.candidate_pool,
+            spreading=SpreadSettings(
+                seeds=s.seeds, hop_decay=s.hop_decay, floor=s.floor, cap=s.cap, max_depth=s.max_depth,
+                max_results=s.max_results,
+            ),
+            half_life_hours=config.memory.decay.recency_half_life_hours,
+            hyde=HydeSettings.of(config.rag.hyde),
+            hyde_enabled=config.rag.hyde.enabled,
+        )

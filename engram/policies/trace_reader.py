@@ -1,0 +1,137 @@
+"""The trace Indexer/reader: each agent's traces, graph and HNSW index in memory, serving recall.
+
+A logical actor per agent on a pool of Ray actors (`engram.actors.policy.PolicyActor` hosts it and
+keeps it caught up with the log). `recall` runs on the read path: it embeds the query (and, with
+HyDE, a hypothetical memory), scores candidates with the six-factor composite and returns at once;
+the `TraceRetrieved` event it implies is queued and appended right after the answer has left
+(`take_writes`), and reinforces the traces when the log folds it back in.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+from engram.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.cognitive.personality import Pad, ingest_rules
+from engram.cognitive.retrieval import RecallResult, RecallSettings, limit_for, override_weights, recall
+from engram.events.cognitive import TraceRetrieved
+from engram.events.envelope import NewEvent, Recorded, Write
+from engram.ids import validate_agent, validate_discussion
+from engram.policies.cognitive_base import CognitivePolicy
+from engram.settings import agent_stream
+
+
+class TraceReader(CognitivePolicy):
+    name = "trace-reader"
+    interests = frozenset({"SettingsChanged"}) | TRACE_EVENTS
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._outbox: list[Write] = []
+        self._outbox_lock = threading.Lock()
+        self._retrievals = 0
+
+    def handle(self, batch: list[Recorded]) -> list[Write]:
+        pending = []
+        for rec in batch:
+            if rec.type == "SettingsChanged":
+                self.settings.apply(rec)
+            elif self.owns(rec.agent):
+                pending.append(rec)
+        if pending:
+            self.fold(pending)
+        return self.take_writes()
+
+    def take_writes(self) -> list[Write]:
+        with self._outbox_lock:
+            out, self._outbox = self._outbox, []
+        return out
+
+    def recall(
+        self,
+        agent: str,
+        query: str,
+        *,
+        now_us: int,
+        limit: int | None = None,
+        discussion: str | None = None,
+        weights: dict[str, float] | None = None,
+        hyde: bool | None = None,
+        mood: tuple[float, float, float] | None = None,
+        record: bool = True,
+    ) -> RecallResult:
+        """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
+
+        `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
+        `mood` overrides the agent's current mood (valence, arousal, dominance).
+        """
+        validate_agent(agent)
+        if discussion is not None:
+            validate_discussion(discussion)
+        if not self.owns(agent):
+            raise ValueError(f"agent {agent!r} is not placed on this reader (member {self.ctx.member})")
+        cfg = self.config_of(agent)
+        settings = RecallSettings.of(cfg)
+        k = limit_for(limit, settings.default_limit, ingest_rules(cfg).extra_results)
+        mem = self.memory(agent)
+        use_hyde = settings.hyde_enabled if hyde is None else hyde
+        hyde_text, texts = "", [query]
+        tasks = self.ctx.services.get("tasks")
+        if use_hyde and tasks is not None:
+            hyde_text = tasks.hyde(query).value or ""
+            if hyde_text.strip():
+                texts.append(hyde_text)
+        vectors = self.embed(texts)
+        result = recall(
+            mem.book,
+            mem.index,
+            vectors[0],
+            query=query,
+            now_us=now_us,
+            limit=k,
+            discussion=discussion,
+            weights=override_weights(settings.weights, weights),
+            mood=Pad(*mood) if mood is not None else self.mood_of(agent),
+            pool=settings.pool,
+            spreading=settings.spreading,
+            half_life_hours=settings.half_life_hours,
+            hyde_vector=vectors[1] if len(texts) > 1 else None,
+            hyde_text=hyde_text,
+            hyde_settings=settings.hyde,
+        )
+        if record and result.hits:
+            self._queue(agent, discussion, query, result, now_us)
+        return result
+
+    def _queue(self, agent: str, discussion: str | None, query: str, result: RecallResult, now_us: int) -> None:
+        self._retrievals += 1
+        event = TraceRetrieved(
+            query=query,
+            trace_ids=tuple(h.trace_id for h in result.hits),
+            scores=tuple(round(h.score, 6) for h in result.hits),
+            discussion=discussion,
+            hyde=result.hyde.text if result.hyde is not None else "",
+        )
+        # Each retrieval is its own event, even when the same question is asked twice in one instant.
+        event_id = f"recall:{uuid.uuid4().hex}"
+        write = Write(
+            stream=discussion or agent_stream(agent),
+            agent=agent,
+            events=(NewEvent(event=event, ts_us=now_us, event_id=event_id),),
+        )
+        with self._outbox_lock:
+            self._outbox.append(write)
+
+    def agents(self) -> dict[str, int]:
+        """Owned agents and their active trace counts."""
+        return {a: len(m.book.active()) for a, m in sorted(self.memories.items())}
+
+    def snapshot(self) -> bytes:
+        """Nothing to keep: after a restart the reader folds the log again (embeddings come from the cache).
+
+        Pickling every agent's index after each pump would put that cost on the read path.
+        """
+        import pickle
+
+        return pickle.dumps({"position": 0, "state": None})

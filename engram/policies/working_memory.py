@@ -1,0 +1,145 @@
+"""The WorkingMemory actor: each agent's Baddeley slots, kept by turn (a logical actor per agent).
+
+- a user message starts a turn: every slot decays, and slots below the floor are evicted;
+- a newly encoded trace takes focus, and so do the best results of a retrieval;
+- a pruned, superseded or forgotten trace leaves;
+- a personality change resizes the slots (7, +1 openness, −1 conscientiousness, within 5–9).
+Each change is one `WorkingMemoryUpdated` (stream `agent:<agent>`) carrying the whole state after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from engram.cognitive.personality import working_memory_capacity
+from engram.cognitive.working_memory import WorkingMemory
+from engram.config import defaults as d
+from engram.events import cognitive as ev
+from engram.events.control import AgentForgotten, DiscussionForgotten
+from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import MessageAppended
+from engram.policies.cognitive_base import CognitivePolicy
+from engram.settings import agent_stream
+
+
+class _AgentWm:
+    def __init__(self, capacity: int):
+        self.wm = WorkingMemory(capacity)
+        self.traces: dict[str, tuple[str, str]] = {}  # trace id -> (content, stream)
+        self.turn_seqs: list[int] = []  # seq of each user message, in order: turn n began at turn_seqs[n - 1]
+
+    def turn_at(self, seq: int | None) -> int | None:
+        """The turn an event at `seq` belongs to (what it was caused by)."""
+        return None if seq is None else bisect.bisect_right(self.turn_seqs, seq)
+
+
+class WorkingMemoryPolicy(CognitivePolicy):
+    name = "working-memory"
+    interests = frozenset(
+        {
+            "MessageAppended",
+            "TraceEncoded",
+            "TraceRetrieved",
+            "TracePruned",
+            "ConflictResolved",
+            "SettingsChanged",
+            "DiscussionForgotten",
+            "AgentForgotten",
+        }
+    )
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.agents: dict[str, _AgentWm] = {}
+
+    def _agent(self, agent: str) -> _AgentWm:
+        a = self.agents.get(agent)
+        if a is None:
+            a = self.agents[agent] = _AgentWm(self._capacity(agent))
+        return a
+
+    def _capacity(self, agent: str) -> int:
+        cfg = self.config_of(agent)
+        return working_memory_capacity(cfg.personality, cfg.memory.working_memory.capacity)
+
+    def handle(self, batch: list[Recorded]) -> list[Write]:
+        writes = []
+        for rec in batch:
+            if rec.type == "SettingsChanged":
+                self.settings.apply(rec)
+                if rec.stream.startswith("agent:") and self.owns(rec.agent) and rec.agent in self.agents:
+                    a = self.agents[rec.agent]
+                    evicted = a.wm.set_capacity(self._capacity(rec.agent))
+                    if evicted:
+                        writes.append(self._update(rec, a, "capacity", (), evicted))
+                continue
+            if not self.owns(rec.agent):
+                continue
+            write = self._apply(rec)
+            if write is not None:
+                writes.append(write)
+        return writes
+
+    def _apply(self, rec: Recorded) -> Write | None:
+        e = rec.event
+        a = self._agent(rec.agent)
+        if isinstance(e, MessageAppended):
+            if e.role != "user":
+                return None
+            had = len(a.wm)
+            a.turn_seqs.append(rec.seq)
+            evicted = a.wm.tick()
+            return self._update(rec, a, "turn", (), evicted) if had else None
+        if isinstance(e, ev.TraceEncoded):
+            a.traces[e.trace_id] = (e.content, rec.stream)
+            evicted = a.wm.focus(e.trace_id, e.content, a.turn_at(rec.causation))
+            return self._update(rec, a, "encoded", (e.trace_id,), evicted)
+        if isinstance(e, ev.TraceRetrieved):
+            focused, evicted = [], []
+            for tid in e.trace_ids[: d.WORKING_MEMORY_FOCUS_PER_RETRIEVAL]:
+                known = a.traces.get(tid)
+                if known is not None:
+                    evicted += a.wm.focus(tid, known[0])
+                    focused.append(tid)
+            return self._update(rec, a, "retrieved", tuple(focused), evicted) if focused else None
+        if isinstance(e, ev.TracePruned):
+            return self._drop(rec, a, [e.trace_id], "pruned")
+        if isinstance(e, ev.ConflictResolved) and e.resolution != "keep_both":
+            return self._drop(rec, a, [e.loser], "superseded")
+        if isinstance(e, DiscussionForgotten):
+            gone = [tid for tid, (_, stream) in a.traces.items() if stream == e.discussion_id]
+            for tid in gone:
+                del a.traces[tid]
+            return self._drop(rec, a, gone, "forgotten")
+        if isinstance(e, AgentForgotten) and e.agent_id == rec.agent:
+            gone = list(a.traces)
+            a.traces.clear()
+            return self._drop(rec, a, gone, "forgotten")
+        return None
+
+    def _drop(self, rec: Recorded, a: _AgentWm, ids: list[str], reason: str) -> Write | None:
+        evicted = [x for x in (a.wm.drop(tid, reason) for tid in ids) if x is not None]
+        return self._update(rec, a, reason, (), evicted) if evicted else None
+
+    def _update(self, rec: Recorded, a: _AgentWm, reason: str, focused: tuple[str, ...], evicted: list) -> Write:
+        event = ev.WorkingMemoryUpdated(
+            turn=a.wm.turn,
+            capacity=a.wm.capacity,
+            reason=reason,
+            slots=a.wm.slots(),
+            focused=focused,
+            evicted=tuple(evicted),
+        )
+        return Write(
+            stream=agent_stream(rec.agent),
+            agent=rec.agent,
+            events=(NewEvent(event=event, ts_us=rec.ts_us, event_id=f"wm:{rec.stream}:{rec.seq}", causation=rec.seq),),
+        )
+
+    def state(self):
+        return {"base": super().state(), "agents": self.agents}
+
+    def restore(self, state) -> None:
+        if state:
+            super().restore(state["base"])
+            self.agents = state["agents"]

@@ -1,0 +1,255 @@
+"""MemoryTraces in SQL, and each agent's HNSW trace index on disk.
+
+Tables (the fold of the cognitive events, `engram.cognitive.book.TraceBook`):
+- `memory_traces`: one row per trace with its content, provenance, emotional context, decay and
+  spaced-repetition state, graph links, active / soft-deleted;
+- `trace_edges`: the typed weighted edges of the trace graph;
+- `trace_changes`: a trace's life, one row per event that changed it (encoded, retrieved,
+  reinforced, verified, pruned, superseded) with its strength before and after.
+View `trace_strength`: every trace's Ebbinghaus strength as of its agent's latest event time.
+
+Files: `agents/<agent>/traces.hnsw` (hnswlib, items added single-threaded in log order, so replay
+writes the same bytes) and `traces.hnsw.json` (label order, deleted ids, model, the seq it reflects).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import duckdb
+import pyarrow as pa
+
+from engram.cognitive.book import INTERESTS
+from engram.cognitive.graph import Edge
+from engram.cognitive.memory import AgentMemory
+from engram.cognitive.model import MemoryTrace
+from engram.events.envelope import Recorded
+from engram.policies.cognitive_base import embedder_of
+from engram.projections.base import TableProjection, atomic_write
+from engram.search.hnsw import HnswIndex
+
+INDEX_FILE = "traces.hnsw"
+INDEX_META = "traces.hnsw.json"
+
+_TS = pa.timestamp("us", tz="UTC")
+_STRS = pa.list_(pa.string())
+TRACE_SCHEMA = pa.schema(
+    [
+        ("trace_id", pa.string()), ("agent", pa.string()), ("stream", pa.string()),
+        ("scope", pa.string()), ("scope_id", pa.string()), ("trace_type", pa.string()), ("category", pa.string()),
+        ("content", pa.string()), ("entities", _STRS), ("tags", _STRS),
+        ("source_type", pa.string()), ("source_seqs", pa.list_(pa.int64())), ("source_message_ids", _STRS),
+        ("confidence", pa.float64()), ("verification_count", pa.int64()), ("contradicted_by", _STRS),
+        ("valence", pa.float64()), ("arousal", pa.float64()), ("dominance", pa.float64()),
+        ("intensity", pa.float64()), ("flashbulb", pa.bool_()),
+        ("importance", pa.float64()), ("encoding_strength", pa.float64()), ("stability_s", pa.float64()),
+        ("retrieval_count", pa.int64()), ("encoded_at", _TS), ("last_access", _TS),
+        ("reinforcement_interval_s", pa.float64()), ("next_due", _TS),
+        ("links", _STRS), ("active", pa.bool_()), ("deleted_at", _TS), ("deleted_reason", pa.string()),
+        ("last_seq", pa.int64()),
+    ]
+)
+EDGE_SCHEMA = pa.schema(
+    [
+        ("agent", pa.string()), ("src", pa.string()), ("dst", pa.string()), ("kind", pa.string()),
+        ("weight", pa.float64()), ("created_seq", pa.int64()), ("updated_seq", pa.int64()), ("strengthened", pa.int64()),
+    ]
+)
+CHANGE_SCHEMA = pa.schema(
+    [
+        ("agent", pa.string()), ("trace_id", pa.string()), ("seq", pa.int64()), ("ts", _TS), ("change", pa.string()),
+        ("strength_before", pa.float64()), ("strength_after", pa.float64()), ("encoding_strength", pa.float64()),
+        ("stability_s", pa.float64()), ("interval_s", pa.float64()), ("retrieval_count", pa.int64()),
+        ("detail", pa.string()),
+    ]
+)
+
+
+def _ddl(table: str, schema: pa.Schema, key: str) -> str:
+    types = {
+        pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", _TS: "TIMESTAMPTZ",
+        _STRS: "VARCHAR[]", pa.list_(pa.int64()): "BIGINT[]",
+    }
+    cols = ", ".join(f"{f.name} {types[f.type]}" for f in schema)
+    return f"CREATE TABLE IF NOT EXISTS {table} ({cols}{', ' + key if key else ''})"
+
+
+def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
+    if not rows:
+        return
+    arrow = pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)], schema=schema)
+    name = f"_{table}_batch"
+    db.register(name, arrow)
+    try:
+        db.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+    finally:
+        db.unregister(name)
+
+
+def trace_row(t: MemoryTrace) -> tuple:
+    return (
+        t.trace_id, t.agent, t.stream, t.scope, t.scope_id, t.trace_type, t.category, t.content,
+        list(t.entities), list(t.tags), t.source_type, list(t.source_seqs), list(t.source_message_ids),
+        t.confidence, t.verification_count, list(t.contradicted_by), t.valence, t.arousal, t.dominance,
+        t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
+        t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
+        t.deleted_us, t.deleted_reason, t.last_seq,
+    )
+
+
+class TraceProjection(TableProjection):
+    name = "traces"
+    tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
+    interests = INTERESTS
+
+    def create(self, db: duckdb.DuckDBPyConnection) -> None:
+        db.execute(_ddl("memory_traces", TRACE_SCHEMA, "PRIMARY KEY (trace_id)"))
+        db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
+        db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
+        self.memories: dict[str, AgentMemory] = {}
+        self._saved_index: dict[str, int] = {}  # agent -> index seq last written
+
+    @property
+    def embedder(self):
+        return embedder_of(self.ctx.services)
+
+    def _memory(self, agent: str) -> AgentMemory:
+        mem = self.memories.get(agent)
+        if mem is None:
+            mem = self.memories[agent] = AgentMemory(agent, self.embedder.dim, track=True)
+        return mem
+
+    def apply(self, rec: Recorded) -> None:
+        self._memory(rec.agent).apply_batch([rec], self._embed)
+
+    def apply_batch(self, batch: list[Recorded]) -> None:
+        by_agent: dict[str, list[Recorded]] = {}
+        for rec in batch:
+            if rec.seq > self.position and self.wants(rec):
+                by_agent.setdefault(rec.agent, []).append(rec)
+        for agent, recs in by_agent.items():
+            self._memory(agent).apply_batch(recs, self._embed)
+        if batch:
+            self.position = max(self.position, batch[-1].seq)
+
+    def _embed(self, texts: list[str]):
+        return self.embedder.embed(texts)
+
+    # ------------------------------------------------------------------ writing
+
+    def flush(self, db: duckdb.DuckDBPyConnection) -> None:
+        for agent in sorted(self.memories):
+            mem = self.memories[agent]
+            changes, dirty, forgotten, dirty_edges, removed_edges = mem.book.take_changes()
+            gone = sorted(dirty | forgotten)
+            if gone:
+                db.execute("DELETE FROM memory_traces WHERE trace_id IN (SELECT unnest(?))", [gone])
+            _insert(db, "memory_traces", TRACE_SCHEMA, [trace_row(mem.book.traces[t]) for t in sorted(dirty) if t in mem.book.traces])
+            if forgotten:
+                db.execute("DELETE FROM trace_changes WHERE agent = ? AND trace_id IN (SELECT unnest(?))", [agent, sorted(forgotten)])
+            edges = sorted(dirty_edges | removed_edges)
+            if edges:
+                db.execute(
+                    "DELETE FROM trace_edges WHERE agent = ? AND (src || chr(31) || dst || chr(31) || kind) IN (SELECT unnest(?))",
+                    [agent, [f"{s}\x1f{d}\x1f{k}" for s, d, k in edges]],
+                )
+            _insert(
+                db, "trace_edges", EDGE_SCHEMA,
+                [_edge_row(agent, mem.book.graph.edges[k]) for k in sorted(dirty_edges) if k in mem.book.graph.edges],
+            )
+            _insert(
+                db, "trace_changes", CHANGE_SCHEMA,
+                [(agent, c.trace_id, c.seq, c.ts_us, c.change, c.strength_before, c.strength_after, c.encoding_strength,
+                  c.stability_s, c.interval_s, c.retrieval_count, c.detail) for c in changes],
+            )
+            if self._saved_index.get(agent) != mem.index_seq:
+                self._save_index(agent, mem)
+
+    def _save_index(self, agent: str, mem: AgentMemory) -> None:
+        folder = self.ctx.paths.agent_dir(agent)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{INDEX_FILE}.saving"
+        mem.index.save(tmp)
+        atomic_write(folder / INDEX_FILE, tmp.read_bytes())
+        tmp.unlink()
+        deleted = sorted(k for k in mem.index.ids if k not in mem.index)
+        meta = {"model": self.embedder.name, "dim": mem.dim, "seq": mem.index_seq, "ids": mem.index.ids, "deleted": deleted}
+        atomic_write(folder / INDEX_META, (json.dumps(meta, sort_keys=True, separators=(",", ":")) + "\n").encode())
+        self._saved_index[agent] = mem.index_seq
+
+    # ------------------------------------------------------------------ restart
+
+    def load(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Rebuild the in-memory books from the tables and reopen the saved indexes."""
+        rows = db.execute(
+            "SELECT * EXCLUDE (encoded_at, last_access, next_due, deleted_at), epoch_us(encoded_at), epoch_us(last_access), "
+            "epoch_us(next_due), epoch_us(deleted_at) FROM memory_traces ORDER BY last_seq, trace_id"
+        ).fetchall()
+        if not rows:
+            return
+        names = [f.name for f in TRACE_SCHEMA if f.name not in ("encoded_at", "last_access", "next_due", "deleted_at")]
+        traces_by_agent: dict[str, list[MemoryTrace]] = {}
+        for row in rows:
+            r = dict(zip(names + ["encoded_at", "last_access", "next_due", "deleted_at"], row))
+            t = MemoryTrace(
+                trace_id=r["trace_id"], agent=r["agent"], stream=r["stream"], content=r["content"],
+                trace_type=r["trace_type"], scope=r["scope"], scope_id=r["scope_id"], source_type=r["source_type"],
+                source_seqs=tuple(r["source_seqs"]), source_message_ids=tuple(r["source_message_ids"]),
+                confidence=r["confidence"], valence=r["valence"], arousal=r["arousal"], dominance=r["dominance"],
+                intensity=r["intensity"], flashbulb=r["flashbulb"], importance=r["importance"],
+                encoding_strength=r["encoding_strength"], stability_s=r["stability_s"], encoded_us=r["encoded_at"],
+                last_access_us=r["last_access"], interval_s=r["reinforcement_interval_s"], next_due_us=r["next_due"],
+                entities=tuple(r["entities"]), tags=tuple(r["tags"]), category=r["category"],
+                retrieval_count=r["retrieval_count"], verification_count=r["verification_count"],
+                contradicted_by=tuple(r["contradicted_by"]), active=r["active"], deleted_us=r["deleted_at"],
+                deleted_reason=r["deleted_reason"], last_seq=r["last_seq"], links=set(r["links"]),
+            )
+            traces_by_agent.setdefault(t.agent, []).append(t)
+        for agent, traces in traces_by_agent.items():
+            self._restore_agent(db, agent, traces)
+
+    def _restore_agent(self, db: duckdb.DuckDBPyConnection, agent: str, traces: list[MemoryTrace]) -> None:
+        meta_path = self.ctx.paths.agent_dir(agent) / INDEX_META
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+        index = None
+        if meta is not None and meta["ids"]:
+            index = HnswIndex.load(self.ctx.paths.agent_dir(agent) / INDEX_FILE, meta["dim"], meta["ids"], set(meta["deleted"]))
+        mem = self.memories[agent] = AgentMemory(agent, meta["dim"] if meta else self.embedder.dim, track=True, index=index)
+        order = {tid: i for i, tid in enumerate(meta["ids"])} if meta else {}
+        for t in sorted(traces, key=lambda t: (order.get(t.trace_id, len(order)), t.encoded_us, t.trace_id)):
+            mem.book.traces[t.trace_id] = t
+            if t.active:
+                for name in t.entities:
+                    from engram.cognitive.memory import entity_key
+
+                    mem.by_entity[entity_key(name)].append(t.trace_id)
+                mem.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+            mem.book.last_seq = max(mem.book.last_seq, t.last_seq)
+        for src, dst, kind, weight, created, updated, strengthened in db.execute(
+            "SELECT src, dst, kind, weight, created_seq, updated_seq, strengthened FROM trace_edges WHERE agent = ?", [agent]
+        ).fetchall():
+            edge = mem.book.graph.add(src, dst, kind, weight, created)
+            if edge is not None:
+                edge.updated_seq, edge.strengthened = updated, strengthened
+        if meta is not None:
+            mem.index_seq = meta["seq"]
+            self._saved_index[agent] = meta["seq"]
+
+    # ------------------------------------------------------------------ SQL
+
+    @classmethod
+    def sql_views(cls, paths) -> dict[str, str]:
+        return {
+            "trace_strength": (
+                "SELECT t.agent, t.trace_id, t.content, t.active, t.encoding_strength, t.stability_s, t.last_access, "
+                "a.as_of, t.encoding_strength * exp(-greatest(0, epoch_us(a.as_of) - epoch_us(t.last_access)) / 1e6 "
+                "/ t.stability_s) AS strength FROM memory_traces t JOIN (SELECT agent, max(ts) AS as_of FROM events "
+                "GROUP BY agent) a USING (agent)"
+            )
+        }
+
+
+def _edge_row(agent: str, e: Edge) -> tuple:
+    return (agent, e.src, e.dst, e.kind, e.weight, e.created_seq, e.updated_seq, e.strengthened)

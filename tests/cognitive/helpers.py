@@ -1,0 +1,34 @@
+"""Small builders for the cognitive tests: traces, recorded events, unit vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engram.cognitive.model import MemoryTrace
+from engram.config import defaults as d
+from engram.events.envelope import Recorded
+
+HOUR_US = 3_600 * 1_000_000
+T0 = 1_700_000_000 * 1_000_000  # an event time
+
+
+def trace(tid: str = "t1", *, s0: float = 0.5, stability_s: float = d.INITIAL_STABILITY_S, at: int = T0, **kw) -> MemoryTrace:
+    fields = dict(
+        trace_id=tid, agent="a", stream="d", content=f"content of {tid}", trace_type="episodic", scope="discussion",
+        scope_id="d", source_type="user_statement", source_seqs=(1,), source_message_ids=("m1",), confidence=0.8,
+        valence=0.0, arousal=0.0, dominance=0.0, intensity=0.0, flashbulb=False, importance=0.5,
+        encoding_strength=s0, stability_s=stability_s, encoded_us=at, last_access_us=at,
+        interval_s=d.INITIAL_REINFORCEMENT_INTERVAL_S, next_due_us=at + HOUR_US,
+    )
+    fields.update(kw)
+    return MemoryTrace(**fields)
+
+
+def rec(event, *, seq: int = 1, ts_us: int = T0, stream: str = "d", agent: str = "a", causation: int | None = None) -> Recorded:
+    return Recorded(seq=seq, stream=stream, stream_version=seq, agent=agent, ts_us=ts_us, event=event, causation=causation)
+
+
+def unit(*values: float, dim: int = 8) -> np.ndarray:
+    v = np.zeros(dim, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)

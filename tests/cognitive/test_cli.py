@@ -1,0 +1,45 @@
+"""The commands as a user types them: ingest, recall --explain, traces, working-memory, mood."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.cli.main import main
+
+pytestmark = pytest.mark.ray
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_recall_traces_working_memory_and_mood_from_the_command_line(ray_session, home_dir, capsys):
+    home = str(home_dir)
+    code, _ = run(capsys, "--home", home, "ingest", "engram/samples/acme-dashboard.jsonl", "--agent", "demo")
+    assert code == 0
+
+    code, out = run(capsys, "--home", home, "recall", "what does Priya dislike?", "--agent", "demo",
+                    "--discussion", "acme-dashboard", "--explain", "-k", "3", "--at", "2026-03-11T12:00:00Z")
+    assert code == 0
+    assert "factor       value   × weight = contribution" in out
+    for factor in ("strength", "similarity", "recency", "emotional", "activation", "importance"):
+        assert f"      {factor}" in out
+    assert "source: seq" in out and "CSS-in-JS" in out
+    assert out.count("\n 1. ") + out.count("\n 2. ") + out.count("\n 3. ") == 3
+
+    code, out = run(capsys, "--home", home, "recall", "x", "--agent", "demo", "--weight", "luck=1")
+    assert code == 2
+
+    code, out = run(capsys, "--home", home, "traces", "--agent", "demo")
+    assert code == 0 and "trace_id" in out and "user_preference" in out
+
+    code, out = run(capsys, "--home", home, "mood", "set", "--agent", "demo", "--valence", "0.5", "--arousal", "0.1",
+                    "--dominance", "0")
+    assert code == 0 and "valence +0.50" in out
+    code, out = run(capsys, "--home", home, "mood", "show", "--agent", "demo")
+    assert "0.5" in out and "set from the command line" in out
+    assert main(["--home", home, "mood", "set", "--agent", "demo", "--valence", "2", "--arousal", "0", "--dominance", "0"]) == 2
+
+    code, out = run(capsys, "--home", home, "working-memory", "--agent", "demo")
+    assert code == 0 and "# Working Memory" in out and "## In Focus" in out and "[ACTIVE]" in out

@@ -1,0 +1,144 @@
+"""The cognitive policies as plain classes (no Ray): what they decide from the events they read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engram.config.service import ServiceConfig
+from engram.events.cognitive import FactsIngested, MoodChanged, TraceEncoded, WorkingMemoryUpdated
+from engram.events.control import SettingsChanged
+from engram.events.messages import MessageAppended, ToolCallFailed
+from engram.home import Home
+from engram.policies.auto_ingest import AutoIngest
+from engram.policies.base import PolicyContext
+from engram.policies.mood import MoodTracker, tracked
+from engram.policies.tool_failures import ToolFailureLearner
+from engram.policies.working_memory import WorkingMemoryPolicy
+from engram.cognitive.personality import Pad
+from engram.settings import settings_event, SCOPE_AGENT
+from engram.config.agent import AgentConfig
+
+from tests.cognitive.helpers import T0, rec
+
+MINUTE_US = 60 * 1_000_000
+
+
+@pytest.fixture(scope="module")
+def services():
+    from engram.embeddings import make_embedder
+    from engram.llm.factory import make_tasks
+
+    config = ServiceConfig()
+    return {"config": config, "tasks": make_tasks(config.llm), "embedder": make_embedder(config.embedder)}
+
+
+def ctx(services, tmp_path) -> PolicyContext:
+    return PolicyContext(shard=0, home=Home(tmp_path), services=services)
+
+
+def settings(seq: int, **personality) -> object:
+    cfg = AgentConfig.model_validate({"personality": personality})
+    return rec(settings_event(SCOPE_AGENT, "agent.config.json", cfg), seq=seq, stream="agent:a")
+
+
+def message(seq: int, content: str, role: str = "user", name: str | None = "Priya", stream: str = "d"):
+    return rec(
+        MessageAppended(role=role, content=content, message_id=f"m{seq}", token_estimate=len(content) // 4, name=name),
+        seq=seq, ts_us=T0 + seq * MINUTE_US, stream=stream,
+    )
+
+
+def _decisions(writes):
+    import msgspec
+
+    return [
+        (w.stream, e.event_id, e.ts_us, msgspec.structs.replace(e.event, llm=None) if hasattr(e.event, "llm") else e.event)
+        for w in writes
+        for e in w.events
+    ]
+
+
+def events_of(writes, kind):
+    return [e.event for w in writes for e in w.events if isinstance(e.event, kind)]
+
+
+def test_auto_ingest_keeps_facts_and_the_message_with_provenance_and_decides_the_same_way_twice(services, tmp_path):
+    batch = [
+        settings(1),
+        message(2, "I'm building a Next.js app called Acme Dashboard with Supabase auth, due on March 9."),
+        message(3, "I prefer TypeScript everywhere and I really dislike CSS-in-JS."),
+        message(4, "Sounds good. Tailwind would fit that preference.", role="assistant", name=None),
+    ]
+    writes = AutoIngest(ctx(services, tmp_path)).handle(batch)
+    again = AutoIngest(ctx(services, tmp_path)).handle(batch)
+    # Deterministic decisions and event ids (a re-run appends nothing new); only the LLM call's timing differs.
+    assert _decisions(writes) == _decisions(again)
+    summaries = events_of(writes, FactsIngested)
+    assert [s.message_id for s in summaries][:2] == ["m2", "m3"]
+    traces = events_of(writes, TraceEncoded)
+    assert all(t.source_message_ids and t.source_seqs for t in traces)
+    episodes = [t for t in traces if t.category == "message"]
+    assert all(t.content.startswith("Priya: ") for t in episodes)  # the user's own words, with the speaker
+    assert not [t for t in traces if t.source_message_ids == ("m4",) and t.category == "message"]  # no episode of the agent
+    assert all(t.strength > 0 and t.stability_s in (3600.0, 18000.0) for t in traces)
+    for w in writes:
+        assert all(e.event_id and e.causation == w.events[0].causation for e in w.events)
+
+
+def test_auto_ingest_keeps_at_most_three_facts_per_turn(services, tmp_path):
+    long_turn = (
+        "My sister Ana moved to Lisbon in 2021. My brother Tom works at Google in Zurich since 2019. "
+        "My friend Lee opened a bakery in Boston in 2020. My cousin Sara studies medicine in Vienna since 2022. "
+        "My neighbour Bob sold his car in Denver in 2018."
+    )
+    writes = AutoIngest(ctx(services, tmp_path)).handle([settings(1), message(2, long_turn)])
+    (summary,) = events_of(writes, FactsIngested)
+    facts = [t for t in events_of(writes, TraceEncoded) if t.category != "message"]
+    assert 0 < len(facts) <= 3
+    assert summary.max_per_turn == 3 and summary.importance_threshold == 0.4
+    if len(facts) == 3:
+        assert any(s.reason == "over_limit" for s in summary.skipped)
+
+
+def test_mood_follows_the_conversation_only_for_an_emotional_agent(services, tmp_path):
+    thrilled = message(3, "I'm thrilled and so excited, this is amazing!!")
+    calm = MoodTracker(ctx(services, tmp_path)).handle([settings(1), thrilled])
+    assert calm == []
+    writes = MoodTracker(ctx(services, tmp_path)).handle([settings(1, emotionality=0.8), thrilled])
+    (mood,) = events_of(writes, MoodChanged)
+    assert mood.valence > 0 and mood.reason == "sentiment of message m3"
+    assert tracked(Pad(), Pad(1.0, 0.5, 0.0)) == Pad(0.2, 0.1, 0.0)
+
+
+def test_tool_failure_lessons_are_learned_once_per_discussion(services, tmp_path):
+    learner = ToolFailureLearner(ctx(services, tmp_path))
+    fail = lambda seq, stream, error: rec(ToolCallFailed(tool="fetch", error=error), seq=seq, stream=stream)  # noqa: E731
+    writes = learner.handle([
+        settings(1),
+        fail(2, "d", "429 Too Many Requests"),
+        fail(3, "d", "rate limit exceeded"),
+        fail(4, "e", "429 Too Many Requests"),
+        fail(5, "d", "connection reset"),
+    ])
+    lessons = events_of(writes, TraceEncoded)
+    assert [(w.stream, t.category) for w, t in zip(writes, lessons)] == [("d", "lesson"), ("e", "lesson")]
+    assert lessons[0].trace_type == "procedural" and lessons[0].scope == "agent"
+    assert "wait" in lessons[0].content.lower()
+
+
+def test_working_memory_capacity_follows_personality_and_late_traces_enter_faded(services, tmp_path):
+    wm = WorkingMemoryPolicy(ctx(services, tmp_path))
+    enc = lambda seq, tid, cause: rec(  # noqa: E731
+        TraceEncoded(trace_id=tid, content=tid, trace_type="episodic", scope="discussion", scope_id="d",
+                     source_type="user_statement", source_seqs=(cause,), importance=0.5, confidence=0.8, strength=0.5,
+                     stability_s=3600.0, interval_s=3600.0), seq=seq, causation=cause)
+    batch = [settings(1, conscientiousness=0.9), message(2, "first"), message(3, "second"), message(4, "third"),
+             enc(5, "from-first", 2), enc(6, "from-third", 4)]
+    writes = wm.handle(batch)
+    updates = events_of(writes, WorkingMemoryUpdated)
+    assert updates[-1].capacity == 6  # 7 − 1 for conscientiousness > 0.6
+    slots = {s.trace_id: s.activation for s in updates[-1].slots}
+    assert slots == {"from-first": pytest.approx(0.6), "from-third": pytest.approx(0.8)}
+    assert all(w.stream == "agent:a" for w in writes)
