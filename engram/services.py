@@ -9,8 +9,11 @@ installed in this build are simply absent from the dict.
                 behind the home's content-addressed cache (`<home>/cache/embeddings.duckdb`), so a
                 text is embedded once per model, ever. In the Ray runtime it is the home's one
                 named EmbedderActor (`embedder_actor`: its name), called once per batch; without
-                Ray, a local `CachedEmbedder` loaded on first use. Query-time embedding (a search)
-                stays in the reading process, where it is fastest (see `engram.discussion.runtime`).
+                Ray, a local `CachedEmbedder` loaded on first use.
+    "query_embedder"  query-time embedding (a search, a recall): the same model in this process,
+                one thread, no cache, loaded on first use. One query costs about 5 ms here against
+                about 15 ms through the actor and its cache (bench/discussion_memory.py); discussion
+                searches embed in their reading process the same way (`engram.discussion.runtime`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def build_services(config: ServiceConfig, *, embedder_actor: str | None = None) 
         services["tasks"] = make_tasks(config.llm)
     try:
         services["embedder"] = index_embedder(config, embedder_actor)
+        services["query_embedder"] = query_embedder(config)
     except ImportError:
         pass
     return services
@@ -47,3 +51,11 @@ def index_embedder(config: ServiceConfig, embedder_actor: str | None = None):
     from engram.embeddings.lazy import LazyEmbedder
 
     return LazyEmbedder(lambda: open_cached_embedder(config.home, index_time(config.embedder)))
+
+
+def query_embedder(config: ServiceConfig):
+    """The embedder of query-time work: the configured model in this process, one thread, uncached."""
+    from engram.embeddings.factory import make_embedder, single_threaded
+    from engram.embeddings.lazy import LazyEmbedder
+
+    return LazyEmbedder(lambda: make_embedder(single_threaded(config.embedder)))

@@ -22,21 +22,23 @@ class ShardActor:
     idempotent without event ids); reads are.
     """
 
-    def __init__(self, log_path: str, projections_dir: str, shard: int, max_batch_events: int, max_payload_bytes: int,
-                 config_json: dict | None = None, embedder_actor: str | None = None):
-        services = None
-        if config_json is not None:  # the services projections may use (e.g. the home's embedder)
-            from engram.config.service import ServiceConfig
-            from engram.services import build_services
+    def __init__(
+        self, log_path: str, projections_dir: str, shard: int, max_batch_events: int, max_payload_bytes: int,
+        config_json: dict | None = None, embedder_actor: str | None = None,
+    ):
+        from engram.config.service import ServiceConfig
+        from engram.services import build_services
 
-            services = build_services(ServiceConfig.model_validate(config_json), embedder_actor=embedder_actor)
+        # Projections get the same services as policies (e.g. the home's embedder, which the trace index needs).
+        services = (build_services(ServiceConfig.model_validate(config_json), embedder_actor=embedder_actor)
+                    if config_json else None)
         self.host = ShardHost(
             log_path,
             projections_dir,
             shard=shard,
-            services=services,
             max_batch_events=max_batch_events,
             max_payload_bytes=max_payload_bytes,
+            services=services,
         )
 
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:

@@ -3,6 +3,12 @@
 Embeddings are deterministic per model, so a vector computed once is valid forever: replay and
 re-indexing look texts up here instead of running the model. One process writes a DuckDB file;
 this class owns its connection. Lookups and inserts go as Arrow batches, never row by row.
+
+Two things keep small calls (one query, one memory) cheap. The keys of a model are read once into
+a set, so a text never seen costs no DuckDB lookup (this process is the file's only writer, so the
+set stays true). With `write_behind`, new vectors are kept in memory and written in one insert once
+that many wait (and at `flush`/`close`): a process that dies first only loses cache entries, which
+are recomputed, identical, when next asked for.
 """
 
 from __future__ import annotations
@@ -34,18 +40,38 @@ def text_key(text: str) -> str:
 
 
 class EmbeddingCache:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, write_behind: int = 0):
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._con = duckdb.connect(self.path)
         self._con.execute(SCHEMA)
-        self._lock = threading.Lock()  # a DuckDB connection serves one thread at a time
+        self._lock = threading.RLock()  # a DuckDB connection serves one thread at a time
+        self.write_behind = write_behind  # 0: every put is written at once
+        self._known: dict[str, set[str]] = {}  # model -> keys in the file or waiting to be written
+        self._unwritten: dict[str, dict[str, np.ndarray]] = {}  # model -> key -> vector
+
+    def _known_keys(self, model: str) -> set[str]:
+        known = self._known.get(model)
+        if known is None:
+            rows = self._con.execute("SELECT key FROM embeddings WHERE model = ?", [model]).fetchall()
+            known = self._known[model] = {key for (key,) in rows}
+        return known
 
     def get_many(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of `keys` (those present) for `model`."""
         if not keys:
             return {}
+        with self._lock:
+            waiting = self._unwritten.get(model, {})
+            out = {key: waiting[key] for key in keys if key in waiting}
+            known = self._known_keys(model)
+            stored = [key for key in dict.fromkeys(keys) if key in known and key not in out]
+        if stored:
+            out.update(self._read(model, stored))
+        return out
+
+    def _read(self, model: str, keys: list[str]) -> dict[str, np.ndarray]:
         wanted = pa.table({"key": pa.array(list(keys), pa.string())})
         with self._lock:
             self._con.register("wanted_keys", wanted)
@@ -72,6 +98,24 @@ class EmbeddingCache:
         """Store `vectors` (n, dim) under `keys`; keys already present are left as they are."""
         if len(keys) == 0:
             return
+        with self._lock:
+            known = self._known_keys(model)
+            fresh = [(key, vector) for key, vector in zip(keys, vectors) if key not in known]
+            known.update(key for key, _ in fresh)
+            waiting = self._unwritten.setdefault(model, {})
+            waiting.update(fresh)
+            if self.waiting >= self.write_behind:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write every vector still waiting, one insert per model."""
+        with self._lock:
+            unwritten, self._unwritten = self._unwritten, {}
+            for model, waiting in unwritten.items():
+                if waiting:
+                    self._write(model, list(waiting), np.stack(list(waiting.values())))
+
+    def _write(self, model: str, keys: list[str], vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = vectors.shape
         rows = pa.table(
@@ -92,12 +136,22 @@ class EmbeddingCache:
             finally:
                 self._con.unregister("new_rows")
 
+    @property
+    def waiting(self) -> int:
+        """Vectors kept in memory, not written yet (see `write_behind`)."""
+        with self._lock:
+            return sum(len(w) for w in self._unwritten.values())
+
     def count(self, model: str | None = None) -> int:
+        """Entries in the cache: written, and waiting to be written."""
         with self._lock:
             if model is None:
-                return self._con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-            return self._con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]).fetchone()[0]
+                stored = self._con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
+                return stored + self.waiting
+            stored = self._con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]).fetchall()[0][0]
+            return stored + len(self._unwritten.get(model, {}))
 
     def close(self) -> None:
         with self._lock:
+            self.flush()
             self._con.close()

@@ -55,9 +55,9 @@ def cache_path(home: str | Path) -> Path:
     return Path(home).expanduser() / CACHE_RELATIVE_PATH
 
 
-def make_cached_embedder(home: str | Path, config: EmbedderConfig | None = None) -> CachedEmbedder:
+def make_cached_embedder(home: str | Path, config: EmbedderConfig | None = None, *, write_behind: int = 0) -> CachedEmbedder:
     """The embedder of an engram home, behind its cache at `<home>/cache/embeddings.duckdb`."""
-    return CachedEmbedder(make_embedder(config), EmbeddingCache(cache_path(home)))
+    return CachedEmbedder(make_embedder(config), EmbeddingCache(cache_path(home), write_behind=write_behind))
 
 
 def describe_embedder(config: EmbedderConfig | None = None) -> str:
@@ -83,14 +83,20 @@ def index_time(config: EmbedderConfig | None = None) -> EmbedderConfig:
     return config or EmbedderConfig()
 
 
-def open_cached_embedder(home: str | Path, config: EmbedderConfig | None = None):
-    """The home's cached embedder; if another process holds the cache file (DuckDB allows one
-    writer per file), the embedder alone, with a warning: vectors are the same, only not shared."""
+# The home's embedder service writes new cache entries in inserts of this many (and when it closes):
+# a single query or memory then costs no DuckDB write (about 10 ms on the 2-core target).
+WRITE_BEHIND_TEXTS = 256
+
+
+def open_cached_embedder(home: str | Path, config: EmbedderConfig | None = None, *, write_behind: int = WRITE_BEHIND_TEXTS):
+    """The home's cached embedder (the embedder service); if another process holds the cache file
+    (DuckDB allows one writer per file), the embedder alone, with a warning: vectors are the same,
+    only not shared."""
     import duckdb
 
     embedder = make_embedder(config)
     try:
-        return CachedEmbedder(embedder, EmbeddingCache(cache_path(home)))
+        return CachedEmbedder(embedder, EmbeddingCache(cache_path(home), write_behind=write_behind))
     except duckdb.IOException as exc:
         log.warning("embeddings: the cache %s is in use by another process (%s); embedding without it",
                     cache_path(home), exc)

@@ -68,6 +68,15 @@ def test_the_cache_outlives_the_process_that_filled_it(engine):
         assert counters(again.services["embedder"])[1:] == (0, 3)
 
 
+def test_query_time_embedding_stays_in_process_and_off_the_cache(engine):
+    import numpy as np
+
+    query, index = engine.services["query_embedder"], engine.services["embedder"]
+    vector = query.embed(["Where does the Stardust launch happen?"])
+    assert query.name == index.name and index.stats.calls == 0  # the cached embedder was not asked
+    assert np.allclose(vector, index.embed(["Where does the Stardust launch happen?"]), atol=1e-4)
+
+
 def decisions(engine) -> list[tuple]:
     """The discussion's events in log order, without their latencies (the one thing that may differ)."""
     return [(r.type, getattr(r.event, "memory_id", None), getattr(r.event, "summary", None),
@@ -127,17 +136,21 @@ def test_on_ray_the_summarizers_embed_through_the_homes_one_embedder_actor(engra
     mem = engram_client
     (mem.config.home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(
         '{"chunkEstimatedTokenSize": 200, "vectorMemoryChunkEstimatedTokenSize": 200}')
-    for discussion in ("ray-a", "ray-b"):  # placed on the two Summarizer actors of the pool, or one
+    seen = []
+    for discussion in ("ray-a", "ray-b"):  # the same messages twice (on one Summarizer actor of the pool or both)
         mem.append_messages(AGENT, discussion, [
             IncomingMessage(role=m.role, content=m.content, ts_us=m.ts_us, message_id=m.message_id)
             for m in messages(28, tokens=25)
         ])
-    assert mem.wait_idle(timeout=120)
-    actor = ray.get_actor(mem.runtime.actor_name(EMBEDDER_ROLE))
-    stats = ray.get(actor.stats.remote())
-    _, rows = mem.sql("SELECT count(*), count(DISTINCT payload->>'embedding') FROM events WHERE type = 'VectorMemoryStored'")
-    stored, distinct = rows[0]
-    # Both discussions hold the same texts: ten memories, five distinct texts, each embedded once.
-    assert (stored, distinct) == (10, 5)
-    assert stats["texts_computed"] == 5 and stats["texts_requested"] == 10
-    assert stats["calls"] < stored  # in batches, not one call per memory
+        assert mem.wait_idle(timeout=120)
+        actor = ray.get_actor(mem.runtime.actor_name(EMBEDDER_ROLE))  # the home's one, by its name
+        seen.append(ray.get(actor.stats.remote()))
+    _, rows = mem.sql("SELECT stream, count(*), count(DISTINCT payload->>'embedding') FROM events "
+                      "WHERE type = 'VectorMemoryStored' GROUP BY stream ORDER BY stream")
+    assert rows == [("ray-a", 5, 5), ("ray-b", 5, 5)]
+    first, second = seen
+    # Every index-time embedding of the home went through the actor (the Summarizer's five memory
+    # texts among them), in batches; the second, identical discussion was served from its cache.
+    assert first["texts_computed"] >= 5 and first["calls"] < first["texts_requested"]
+    assert second["texts_computed"] == first["texts_computed"]
+    assert second["texts_requested"] - first["texts_requested"] >= 5 and second["cache_hits"] >= 5

@@ -58,3 +58,21 @@ def test_vectors_of_different_models_never_mix(tmp_path):
     assert large.embed(TEXTS[:1]).shape == (1, 384)
     assert large.stats.texts_computed == 1  # the 64-dim vector was not taken for the 384-dim model
     assert cache.count() == 2
+
+
+def test_written_behind_vectors_are_served_from_memory_and_written_in_one_insert(tmp_path):
+    path = tmp_path / "e.duckdb"
+    cache = EmbeddingCache(path, write_behind=3)
+    embedder = CachedEmbedder(HashingEmbedder(), cache)
+    first = embedder.embed(TEXTS[:2])
+    assert cache.waiting == 2 and cache.count() == 2
+    assert np.array_equal(embedder.embed(TEXTS[:2]), first) and embedder.stats.texts_computed == 2
+    embedder.embed(TEXTS[2:])  # the third waiting vector: all three are written together
+    assert cache.waiting == 0
+    embedder.embed(["one more, kept in memory"])
+    cache.close()  # writes what waits
+
+    again = CachedEmbedder(HashingEmbedder(), EmbeddingCache(path))
+    again.embed(TEXTS + ["one more, kept in memory"])
+    assert (again.stats.texts_computed, again.stats.cache_hits) == (0, 4)
+    again.cache.close()
