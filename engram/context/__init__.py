@@ -19,7 +19,8 @@ A turn is one message (LoCoMo's and AgentOS's sense). Modules:
 - `hybrid`: observation notes of a span, their rendering, the traces the reflection elevates;
 - `transparency`: what each `transparencyLevel` keeps;
 - `compactor`: one compaction (its memory-task calls) -> `ContextCompacted` (+ `TraceEncoded`) events;
-- `assemble`: the context that would be sent to the model now, block by block within its budget.
+- `assemble`: the context that would be sent to the model now, block by block within its budget;
+- `simulate`: a conversation through the rules without a log (benchmark, demo, tests).
 
 The `ContextCompactor` policy (engram.policies.context_compactor) runs this on the log; the projection
 `context_compactions` (engram.projections.compactions) folds the chain for SQL; `engram.context_api`

@@ -61,6 +61,7 @@ class DiscussionContext:
     chain: list[ChainNode] = field(default_factory=list)  # top nodes, oldest first
     raw: list[Turn] = field(default_factory=list)  # turns after the chain, oldest first
     known: set[str] = field(default_factory=set)  # every node id applied (merged ones too)
+    raw_total: int = 0  # tokens of `raw`, kept as turns come and go (checked after every message)
 
     # ------------------------------------------------------------------ folding
 
@@ -70,6 +71,7 @@ class DiscussionContext:
         if self.raw and seq <= self.raw[-1].seq:
             raise ValueError(f"message seq {seq} is not after {self.raw[-1].seq}")
         self.raw.append(turn)
+        self.raw_total += tokens
         return turn
 
     def apply(self, ev: ContextCompacted, ts_us: int = 0) -> bool:
@@ -83,6 +85,7 @@ class DiscussionContext:
         self.chain.insert(bisect.bisect_left(starts, node.first_seq), node)
         if ev.messages:
             self.raw = [t for t in self.raw if not (node.first_seq <= t.seq <= node.last_seq)]
+            self.raw_total = sum(t.tokens for t in self.raw)
         self.known.add(node.node_id)
         return True
 
@@ -94,7 +97,7 @@ class DiscussionContext:
 
     @property
     def raw_tokens(self) -> int:
-        return sum(t.tokens for t in self.raw)
+        return self.raw_total
 
     @property
     def context_tokens(self) -> int:
@@ -112,4 +115,5 @@ class DiscussionContext:
         return max((n.last_seq for n in self.chain), default=0)
 
     def copy(self) -> "DiscussionContext":
-        return DiscussionContext(self.agent, self.discussion, self.turns, list(self.chain), list(self.raw), set(self.known))
+        return DiscussionContext(self.agent, self.discussion, self.turns, list(self.chain), list(self.raw), set(self.known),
+                                 self.raw_total)
