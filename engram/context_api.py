@@ -146,11 +146,12 @@ def last_user_message(turns: list[RawTurn]) -> str:
 
 def build_context(
     sql: Sql, home, projection_paths, agent: str, discussion: str, *, recall: Callable[[str], list[Recalled]] | None = None,
-    query: str | None = None,
+    query: str | None = None, skip_raw: bool = True,
 ) -> AssembledContext:
     """The context that would be sent to the model now (see `engram.context.assemble` for the layout).
 
-    `recall(query)` gives the recalled traces (None: no recall); `query` defaults to the latest user message.
+    `recall(query)` gives the recalled traces (None: no recall); `query` defaults to the latest user message;
+    `skip_raw`: see `assemble`.
     """
     from engram.config.agent import AgentConfig
     from engram.config.loader import load_or_default
@@ -171,7 +172,7 @@ def build_context(
         agent=agent, discussion=discussion, window_tokens=cfg.context_window_tokens, threshold_tokens=threshold_tokens(cfg),
         working_memory=working_memory, rolling_summary=(summary or {}).get("summary", ""),
         chain=[ChainEntry(c.label, c.summary, c.output_tokens) for c in chain], recalled=recalled, turns=turns,
-        query=asked if recall is not None else "",
+        query=asked if recall is not None else "", skip_raw=skip_raw,
     )
 
 
@@ -212,4 +213,5 @@ class ContextMemory:
 
         result = CognitiveMemory(self.mem).recall(agent, query, discussion=discussion, fresh=fresh)
         skip = set(exclude_seqs)
-        return [Recalled(h.score, h.content, h.trace_id) for h in result.hits if not skip.intersection(h.source_seqs)]
+        return [Recalled(h.score, h.content, h.trace_id, tuple(h.source_seqs)) for h in result.hits
+                if not skip.intersection(h.source_seqs)]

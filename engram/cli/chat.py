@@ -87,7 +87,10 @@ class ChatSession:
         seq = self.append("user", text)
         api = ContextMemory(self.mem)
         recall = (lambda q: api.recall(self.agent, self.discussion, q, exclude_seqs=(seq,))) if self.memory else None
-        ctx = build_context(self.mem.sql, self.home, self.paths, self.agent, self.discussion, recall=recall, query=text)
+        # The offline responder quotes memory passages only: it keeps what recall found in the recent turns too.
+        offline = getattr(self.tasks, "provider", "") == "offline"
+        ctx = build_context(self.mem.sql, self.home, self.paths, self.agent, self.discussion, recall=recall, query=text,
+                            skip_raw=not offline)
         lines = [ChatLine(role=t.role, content=t.content, seq=t.seq, ts_us=t.ts_us, name=t.name) for t in ctx.turns
                  if t.role in ("user", "assistant")]
         memory_block = ctx.block("working_memory").text

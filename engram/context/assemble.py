@@ -8,7 +8,8 @@ From the most stable to the most recent (a stable prefix is what prompt caches r
    workflow made one;
 3. **compaction chain** — the summaries that stand for the compacted turns, oldest first, each
    labelled `[L1: turns 1-120]`;
-4. **recalled memories** — the agent's traces recalled for the latest user message, best first;
+4. **recalled memories** — the agent's traces recalled for the latest user message, best first, less
+   those made only from turns that are still raw in this context (they are there verbatim);
 5. **recent turns** — every turn after the chain, raw (the last `preserveRecentTurns` are never
    compacted; more stay raw until the threshold is passed again).
 
@@ -66,6 +67,7 @@ class Recalled:
     score: float
     content: str
     trace_id: str = ""
+    source_seqs: tuple[int, ...] = ()
 
 
 @dataclass
@@ -171,12 +173,18 @@ def assemble(
     recalled: Sequence[Recalled] = (),
     turns: Sequence[RawTurn] = (),
     query: str = "",
+    skip_raw: bool = True,
 ) -> AssembledContext:
+    """`skip_raw`: leave out recalled traces made only from turns still raw here (False: keep them, e.g. for
+    the offline responder, which quotes memory passages and never reads the turns)."""
     wm_budget = math.floor(window_tokens * d.WORKING_MEMORY_FILE_BUDGET)
     memory_budget = math.floor(window_tokens * MEMORY_SHARE)
     wm = clip_to(working_memory.strip(), wm_budget)
     summary = clip_to(rolling_summary.strip(), math.floor(memory_budget * SUMMARY_SHARE))
     left = memory_budget - estimate_tokens(summary)
+    raw_seqs = {t.seq for t in turns}
+    if skip_raw:
+        recalled = [r for r in recalled if not (r.source_seqs and set(r.source_seqs) <= raw_seqs)]
     kept: list[str] = []
     for r in recalled:  # best first; one too long for what is left gives way to shorter ones
         line = f"- {r.content.strip()}"

@@ -12,8 +12,9 @@ def test_blocks_come_in_order_within_their_budgets():
         working_memory="# Working Memory\n" + "- a slot that matters\n" * 100,
         rolling_summary="Priya is building Acme Dashboard. " * 40,
         chain=[ChainEntry("[L1: turns 1-40]", "Older story.", 3), ChainEntry("[L0: turns 41-60]", "Newer story.", 3)],
-        recalled=[Recalled(0.9, "Priya prefers Tailwind. " * 30), Recalled(0.8, "Marco owns the schema."),
-                  Recalled(0.7, "Dana renamed the app Acme Insights.")],
+        recalled=[Recalled(0.95, "Priya: What did Marco and I agree?", source_seqs=(200,)),  # a raw turn already
+                  Recalled(0.9, "Priya prefers Tailwind. " * 30), Recalled(0.8, "Marco owns the schema."),
+                  Recalled(0.7, "Dana renamed the app Acme Insights.", source_seqs=(120, 200))],
         turns=[RawTurn(61, 200, "user", "Priya", "What did Marco and I agree?")],
         query="What did Marco and I agree?",
     )

@@ -69,6 +69,22 @@ def test_the_api_reports_the_compactions_and_the_context_that_would_be_sent(serv
     assert rendered.index("--- compaction chain ---") < rendered.index("--- recent turns")
 
 
+def _observe(mem, text: str) -> None:
+    from engram.events.background import ObservationNote, ObservationsRecorded
+    from engram.events.envelope import NewEvent, Write
+    from engram.events.provenance import LlmCall
+
+    _, rows = mem.sql("SELECT min(seq), max(seq), epoch_us(min(ts)) FROM messages WHERE discussion_id = ?", [DISCUSSION])
+    first, last, _ = rows[0]
+    at = 1_772_712_000_000_000  # 2026-03-05T12:00:00Z
+    note = ObservationNote(note_id="obs-test-1", type="commitment", text=text, importance=0.8, observed_us=at,
+                           source_seqs=(first + 31,))
+    event = ObservationsRecorded(notes=(note,), first_seq=first, last_seq=last, input_tokens=1_100, output_tokens=12,
+                                 buffered=False, llm=LlmCall(provider="offline", model="offline-heuristic-v1",
+                                                             task="observe", prompt_hash="test"))
+    mem.append([Write(DISCUSSION, AGENT, (NewEvent(event, at, event_id="observer:test-1"),))])
+
+
 def test_a_person_chats_with_memory_through_a_terminal(served, home):
     import ray
 
@@ -100,10 +116,12 @@ def test_a_person_chats_with_memory_through_a_terminal(served, home):
         out = term.expect(r"you> ")
         assert 'recall "Miso": ' in out and "My cat is called Miso" in out
 
+        _observe(served, "Priya promised to review the RLS policies by Wednesday.")  # as the Observer records notes
         term.send("/memory")
         out = term.expect(r"you> ")
         assert f"working memory of {AGENT} (" in out and "[ACTIVE]" in out
-        assert "recent observations" in out
+        assert "recent observations (1 latest notes of the Observer):" in out
+        assert "Date: 2026-03-05" in out and "- Priya promised to review the RLS policies by Wednesday." in out
         assert f"compaction history of {DISCUSSION}: " in out and "chain: [L0: turns 1-" in out
         assert "sliding threshold" in out and "dropped " in out
 

@@ -122,13 +122,18 @@ def test_lowering_the_window_compacts_at_once(local):
     assert recs[0].event.last_turn == 25  # all but the last 20 of 45
 
 
-def test_forgetting_a_discussion_drops_its_context_and_its_chain(local):
+def test_forgetting_a_discussion_or_the_agent_drops_their_contexts_and_chains(local):
     engine = local()
     engine.append(conversation(60))
-    assert "d" in engine.policy.discussions
+    engine.append(conversation(60), discussion="e")
+    assert {"d", "e"} <= set(engine.policy.discussions)
     engine.shard.forget("a", "d")
     engine.settle()
-    assert "d" not in engine.policy.discussions
+    assert "d" not in engine.policy.discussions and "e" in engine.policy.discussions
+    assert engine.sql("SELECT DISTINCT discussion_id FROM context_compactions")[1] == [("e",)]
+    engine.shard.forget("a")
+    engine.settle()
+    assert engine.policy.discussions == {}
     assert engine.sql("SELECT count(*) FROM context_compactions")[1] == [(0,)]
 
 
