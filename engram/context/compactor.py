@@ -49,10 +49,6 @@ class Outcome:
     events: list[ContextCompacted] = field(default_factory=list)
     traces: list[TraceEncoded] = field(default_factory=list)
 
-    @property
-    def llm_calls(self) -> int:
-        return sum(len(e.llm) for e in self.events)
-
 
 class Compactor:
     def __init__(self, tasks, clock: Callable[[], float] = time.perf_counter):
