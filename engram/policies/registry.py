@@ -25,6 +25,17 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
     ),
     "working-memory": (2, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
     "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
+    # Background processes: the Observer on its own (its increments must not wait behind a reflection),
+    # and per shard the clock ticker, the Reflector and the Consolidator.
+    "observer": (1, ["engram.policies.observer:Observer"]),
+    "consolidation": (
+        1,
+        [
+            "engram.policies.clock:ClockTicker",
+            "engram.policies.reflector:Reflector",
+            "engram.policies.consolidator:Consolidator",
+        ],
+    ),
 }
 
 

@@ -16,6 +16,7 @@ PROJECTIONS: list[str] = [
     "engram.projections.vector_memory:VectorMemory",
     "engram.projections.traces:TraceProjection",
     "engram.projections.working_memory:WorkingMemoryProjection",
+    "engram.projections.observations:ObservationLogProjection",
 ]
 
 
