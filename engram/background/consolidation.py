@@ -286,6 +286,16 @@ class Run:
             self.result.reinforced += 1
 
 
+def may_cluster(fold: TraceFold, state: ConsolidationState, now_us: int) -> bool:
+    """Whether schema integration may need embeddings at `now_us` (enough candidates in some discussion)."""
+    counts: dict[str, int] = {}
+    for t in fold.book.traces.values():
+        if (t.active and t.trace_type == "episodic" and t.source_type != "schema" and t.encoded_us <= now_us
+                and t.trace_id not in state.schematized):
+            counts[t.stream] = counts.get(t.stream, 0) + 1
+    return any(n >= d.SCHEMA_MIN_CLUSTER for n in counts.values())
+
+
 def clusters(vectors: np.ndarray, threshold: float, min_size: int, max_size: int) -> list[list[int]]:
     """Greedy seed clustering: in order, each unassigned item gathers the unassigned items within
     `threshold` cosine of it (most similar first, up to `max_size` in all); a group of at least

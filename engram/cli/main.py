@@ -32,6 +32,8 @@ COMMANDS = [
     "traces",
     "working_memory",
     "mood",
+    "observations",
+    "consolidations",
 ]
 
 

@@ -218,9 +218,10 @@ SCHEMA_SIMILARITY = 0.6
 SCHEMA_INSTANCE_WEIGHT = 0.6
 # Spaced repetition reviews the due traces that have a review schedule worth keeping: those retrieved at
 # least once (a retrieval starts the schedule, as in AgentOS), flashbulb memories, traces the Reflector or
-# schema integration made long-term, and traces at least this important. Everything else is left to the
-# Ebbinghaus curve and the decay sweep.
-REVIEW_MIN_IMPORTANCE = 0.7
+# schema integration made long-term, and traces at least as important as auto-ingest asks of a fact worth
+# storing (0.4). Everything else (small talk, messages that said nothing notable) is left to the Ebbinghaus
+# curve and the decay sweep.
+REVIEW_MIN_IMPORTANCE = AUTO_INGEST_IMPORTANCE
 # Clock ticks (engram.background.clock). Event time: every interval boundary an agent's messages cross
 # gets a tick, but after a long silence at most MAX_CATCH_UP_TICKS of the latest boundaries (92 days).
 # Wall clock: the actor shell ticks agents whose last message is within LIVE_AGENT_WINDOW_S of now.
