@@ -16,6 +16,7 @@ contradictions; this module turns its answer into events:
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from engram.background.conflicts import Side, resolve
@@ -23,6 +24,7 @@ from engram.background.observation_log import note_tokens
 from engram.background.traces import TraceFold
 from engram.cognitive import linking, llm_bridge
 from engram.cognitive.encoding import Emotion, encode, trace_id
+from engram.cognitive.memory import entity_key
 from engram.cognitive.personality import Pad
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
@@ -52,10 +54,25 @@ def due(active_tokens: int, threshold: int) -> bool:
 
 
 def existing_briefs(fold: TraceFold, notes: Sequence[ObservationNote], limit: int = d.REFLECTOR_EXISTING_TRACES) -> list[TraceBrief]:
-    """The agent's active traces that name an entity of the notes, most recent first: what they may contradict."""
-    entities = list(dict.fromkeys(e for n in notes for e in n.entities))
+    """The agent's active traces most likely to be about what the notes say: those sharing the notes' rarer
+    entities (each shared entity counts by its inverse trace frequency, so the speaker's own name, found
+    everywhere, counts for little), most recent first among equals. What the notes may contradict."""
+    wanted = {entity_key(e) for n in notes for e in n.entities}
+    if not wanted:
+        return []
+    active = fold.book.active()
+    holders: dict[str, list] = {}
+    for t in active:
+        for e in {entity_key(x) for x in t.entities} & wanted:
+            holders.setdefault(e, []).append(t)
+    scores: dict[str, float] = {}
+    for e, traces in holders.items():
+        idf = math.log(1 + len(active) / len(traces))
+        for t in traces:
+            scores[t.trace_id] = scores.get(t.trace_id, 0.0) + idf
+    best = sorted(scores, key=lambda tid: (-round(scores[tid], 9), -fold.book.traces[tid].encoded_us, tid))[:limit]
     out = []
-    for tid in fold.recent_with_entities(entities)[:limit]:
+    for tid in best:
         t = fold.book.traces[tid]
         out.append(TraceBrief(trace_id=tid, content=t.content, ts_us=t.encoded_us, confidence=t.confidence,
                               entities=tuple(t.entities)))

@@ -91,16 +91,16 @@ def _creative(r: random.Random) -> list[str]:
 
 
 CORRECTIONS = [
-    # (stated in the first session, corrected once, late in the conversation): contradictions to resolve
-    ("I love living in Lisbon with my sister Ana, we share a flat near the river.",
-     "Actually, my sister Ana and I don't live in Lisbon anymore, we moved to Porto last week."),
-    ("I really love my 2 cats, Miso and Pepper, they sleep all day.",
-     "Correction: I have 3 cats now, Miso, Pepper and the new kitten Tofu, and I love them all."),
-    ("I love running in the morning before work, it is my favourite routine.",
-     "Actually, I don't love running in the morning anymore, my knee hurts, so I swim instead."),
+    # (stated in the first session, corrected once, later): contradictions for the Reflector and the Consolidator
+    ("I love living in Lisbon with my sister Ana.",
+     "Correction, actually: my sister Ana and I no longer live in Lisbon, we moved to Porto."),
+    ("I really love my 2 cats, Miso and Pepper.",
+     "Correction: I have 3 cats now, Miso and Pepper and the kitten Tofu."),
+    ("I love running in the morning before work.",
+     "Correction: I no longer love running in the morning before work, I swim instead."),
 ]
-# Where the corrections come, as a share of the sessions: after the first reflections at the real thresholds.
-CORRECTION_AT = (0.62, 0.7, 0.78)
+# Where the corrections come, as a share of the sessions (all three at the start of that session).
+CORRECTION_AT = 0.4
 
 # Assistant replies: generic, no cue words of their own, so that what the user says is what gets noticed.
 _REPLIES = [
@@ -130,14 +130,14 @@ def conversation(target_tokens: int = 100_000, seed: int = 7, session_tokens: in
     sessions: list[list[Message]] = []
     total = day = n = 0
     expected = max(1, -(-target_tokens // session_tokens))
-    corrections = {max(1, round(expected * at)): fixed for at, (_, fixed) in zip(CORRECTION_AT, CORRECTIONS)}
+    correcting = max(1, round(expected * CORRECTION_AT))
     while total < target_tokens:
         ts = START_US + day * DAY_US + r.randint(0, 3) * HOUR_US
         session: list[Message] = []
         size = 0
         # The first session states what later ones correct; a correcting session starts with its correction.
-        scripted = [early for early, _ in CORRECTIONS] if not sessions else [corrections.get(len(sessions))] * 1
-        scripted = [line for line in scripted if line]
+        scripted = ([early for early, _ in CORRECTIONS] if not sessions else
+                    [fixed for _, fixed in CORRECTIONS] if len(sessions) == correcting else [])
         while size < session_tokens and total + size < target_tokens:
             if scripted:
                 said = scripted.pop(0)
