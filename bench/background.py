@@ -71,7 +71,8 @@ def ingest(mem, path: Path, configs: list[str]) -> dict:
             mem.sync_settings(agent, ts_us=conv.messages[0].ts_us)
             first = 0
             for msgs in by_session.values():
-                write = discussion_write(agent, conv.discussion, msgs, max_message_chars=100_000, first_index=first)
+                write = discussion_write(agent, f"{conv.discussion}-{config}", msgs, max_message_chars=100_000,
+                                         first_index=first)
                 first += len(msgs)
                 mem.append([write])
                 sessions += 1

@@ -15,6 +15,7 @@ Constants: `engram.config.defaults` (REPLAY_*, SCHEMA_*, REVIEW_MIN_IMPORTANCE).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
@@ -73,6 +74,17 @@ class ConsolidationState:
     # consequences may come later still) decays and falls due from its arrival, not from ticks it missed.
     clock_us: int = 0
     arrived: dict[str, int] = field(default_factory=dict)  # trace id -> the tick at which it arrived
+    contradictions: set[tuple[str, str]] = field(default_factory=set)  # (src, dst) of contradicts edges
+    # Per discussion, the schema candidates of the last run that found no cluster: the same set again is skipped.
+    unclustered: dict[str, str] = field(default_factory=dict)
+
+    def forget_missing(self, traces) -> None:
+        """Drop what refers to traces that are gone (a forgotten discussion)."""
+        self.resolved = {k: v for k, v in self.resolved.items() if k[0] in traces and k[1] in traces}
+        self.schematized = {t for t in self.schematized if t in traces}
+        self.arrived = {t: at for t, at in self.arrived.items() if t in traces}
+        self.contradictions = {k for k in self.contradictions if k[0] in traces and k[1] in traces}
+        self.unclustered = {}
 
     def observe(self, event: Event, ts_us: int) -> None:
         """Fold one event (recorded at event time `ts_us`) of the agent."""
@@ -86,6 +98,8 @@ class ConsolidationState:
             self.schematized.add(event.schema_trace_id)
         elif isinstance(event, EdgeAdded) and event.kind == "schema_instance":
             self.schematized.add(event.src)
+        elif isinstance(event, EdgeAdded) and event.kind == "contradicts":
+            self.contradictions.add((event.src, event.dst))
 
     def as_of_arrival(self, t: MemoryTrace) -> MemoryTrace:
         """`t` as consolidation sees it: a late arrival's decay and review clock start at its arrival."""
@@ -196,10 +210,14 @@ class Run:
             by_stream.setdefault(t.stream, []).append(t)
         for stream in sorted(by_stream):
             members = by_stream[stream]
-            if len(members) < d.SCHEMA_MIN_CLUSTER:
-                continue
+            fingerprint = hashlib.sha1("\x1f".join(t.trace_id for t in members).encode()).hexdigest()
+            if len(members) < d.SCHEMA_MIN_CLUSTER or self.state.unclustered.get(stream) == fingerprint:
+                continue  # too few, or the same candidates that formed no cluster last time
             vecs = vectors([t.trace_id for t in members], [t.content for t in members])
-            for cluster in clusters(vecs, d.SCHEMA_SIMILARITY, d.SCHEMA_MIN_CLUSTER, d.SCHEMA_MAX_CLUSTER):
+            found = clusters(vecs, d.SCHEMA_SIMILARITY, d.SCHEMA_MIN_CLUSTER, d.SCHEMA_MAX_CLUSTER)
+            if not found:
+                self.state.unclustered[stream] = fingerprint
+            for cluster in found:
                 self._schema(stream, [members[i] for i in cluster], summarize)
 
     def _schema(self, stream: str, members: list[MemoryTrace], summarize: Summarize) -> None:
@@ -243,9 +261,7 @@ class Run:
         book = self.fold.book
         personality = self.config.personality
         done = 0
-        for (src, dst, kind), _ in sorted(book.graph.edges.items()):
-            if kind != "contradicts":
-                continue
+        for src, dst in sorted(self.state.contradictions):
             a, b = book.traces.get(src), book.traces.get(dst)
             if a is None or b is None or not (a.active and b.active) or max(a.encoded_us, b.encoded_us) > self.now:
                 continue
@@ -309,8 +325,11 @@ def clusters(vectors: np.ndarray, threshold: float, min_size: int, max_size: int
     for i in range(n):
         if assigned[i]:
             continue
-        near = [j for j in range(n) if j != i and not assigned[j] and sim[i, j] >= threshold]
-        near.sort(key=lambda j: (-float(sim[i, j]), j))
+        near = np.nonzero((sim[i] >= threshold) & ~assigned)[0]
+        near = near[near != i]
+        if len(near) + 1 < min_size:
+            continue
+        near = sorted(near.tolist(), key=lambda j: (-float(sim[i, j]), j))
         group = [i] + near[: max_size - 1]
         if len(group) >= min_size:
             out.append(sorted(group))

@@ -161,6 +161,12 @@ class ObservationLog:
             return gone
         return set()
 
+    def drop_consumed(self, key: LogKey) -> None:
+        """Let go of the notes a reflection consumed (a reader that only needs what is still to reflect)."""
+        st = self.logs.get(key)
+        if st is not None:
+            st.notes = {nid: n for nid, n in st.notes.items() if n.status in (BUFFERED, ACTIVE)}
+
     def _forget_discussion(self, agent: str, discussion: str) -> set[LogKey]:
         changed = set()
         for key in list(self.logs):

@@ -30,7 +30,7 @@ from engram.config import defaults as d
 from engram.config.agent import AgentConfig
 from engram.events.background import ObservationNote, Reflected
 from engram.events.base import Event
-from engram.events.cognitive import ConflictResolved, EdgeAdded, TraceEncoded
+from engram.events.cognitive import ConflictResolved, EdgeAdded
 from engram.events.envelope import Recorded
 from engram.events.provenance import LlmCall
 from engram.llm.types import Reflection, TraceBrief

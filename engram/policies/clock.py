@@ -12,31 +12,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.actors.pool import owner
 from engram.background import clock
 from engram.config import defaults as d
 from engram.events.control import AgentForgotten, ClockTick
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.policies.base import Policy, PolicyContext
-from engram.settings import SettingsView, agent_stream
+from engram.policies.background_base import BackgroundPolicy
+from engram.policies.base import PolicyContext
+from engram.settings import agent_stream
 
 EVENT_TIME, WALL_CLOCK = "event-time", "wall-clock"
 
 
-class ClockTicker(Policy):
+class ClockTicker(BackgroundPolicy):
     name = "clock"
     interests = frozenset({"MessageAppended", "ClockTick", "SettingsChanged", "AgentForgotten"})
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
-        self.settings = SettingsView()
         self.clocks: dict[str, clock.AgentClock] = {}
 
-    def owns(self, agent: str) -> bool:
-        return owner(agent, self.ctx.members) == self.ctx.member
 
     def _every_us(self, agent: str) -> tuple[int, bool, bool]:
-        c = self.settings.agent_config(agent).memory.consolidation
+        c = self.config_of(agent).memory.consolidation
         return clock.interval_us(c.interval_hours), c.enabled, c.wall_clock
 
     def handle(self, batch: list[Recorded]) -> list[Write]:
@@ -47,6 +44,7 @@ class ClockTicker(Policy):
                 self.settings.apply(rec)
             elif isinstance(e, AgentForgotten):
                 self.clocks.pop(e.agent_id, None)
+                self.forget_agent(e.agent_id)
             elif not self.owns(rec.agent):
                 continue
             elif isinstance(e, ClockTick):

@@ -15,42 +15,31 @@ from typing import Any
 
 import numpy as np
 
-from engram.actors.pool import owner
 from engram.background import consolidation
 from engram.background.traces import TraceFold
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad
-from engram.config.agent import AgentConfig
 from engram.events.background import ConsolidationRan
-from engram.events.control import AgentForgotten, ClockTick
+from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.policies.base import Policy, PolicyContext
+from engram.policies.background_base import BackgroundPolicy
+from engram.policies.base import PolicyContext
 from engram.policies.cognitive_base import embedder_of
-from engram.settings import SCOPE_AGENT, SettingsView, agent_stream
+from engram.settings import agent_stream
 
 
-class Consolidator(Policy):
+class Consolidator(BackgroundPolicy):
     name = "consolidator"
     interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged"}
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
-        self.settings = SettingsView()
         self.folds: dict[str, TraceFold] = {}
         self.states: dict[str, consolidation.ConsolidationState] = {}
         self._own: set[str] = set()  # ids of events folded when decided: their echo from the log is skipped
         self._vectors: dict[str, dict[str, np.ndarray]] = {}  # agent -> trace -> embedding (not snapshotted)
-        self._configs: dict[str, tuple[str, AgentConfig]] = {}
 
-    def owns(self, agent: str) -> bool:
-        return owner(agent, self.ctx.members) == self.ctx.member
 
-    def config_of(self, agent: str) -> AgentConfig:
-        digest = self.settings.recorded_hashes(agent).get(SCOPE_AGENT, "")
-        cached = self._configs.get(agent)
-        if cached is None or cached[0] != digest:
-            cached = self._configs[agent] = (digest, self.settings.agent_config(agent))
-        return cached[1]
 
     def fold(self, agent: str) -> TraceFold:
         f = self.folds.get(agent)
@@ -59,15 +48,6 @@ class Consolidator(Policy):
             self.states[agent] = consolidation.ConsolidationState()
         return f
 
-    @property
-    def tasks(self):
-        tasks = self.ctx.services.get("tasks")
-        if tasks is None:
-            from engram.llm.factory import make_tasks
-
-            config = self.ctx.services.get("config")
-            tasks = self.ctx.services["tasks"] = make_tasks(config.llm if config is not None else None)
-        return tasks
 
     # ------------------------------------------------------------------ handling
 
@@ -89,10 +69,14 @@ class Consolidator(Policy):
                 self.folds.pop(rec.event.agent_id, None)
                 self.states.pop(rec.event.agent_id, None)
                 self._vectors.pop(rec.event.agent_id, None)
-                self._configs.pop(rec.event.agent_id, None)
+                self.forget_agent(rec.event.agent_id)
                 continue
-            self.fold(rec.agent).apply(rec)
+            fold = self.fold(rec.agent)
+            fold.apply(rec)
             self.states[rec.agent].observe(rec.event, rec.ts_us)
+            if isinstance(rec.event, DiscussionForgotten):
+                self.states[rec.agent].forget_missing(fold.book.traces)
+                self._forget_vectors(rec.agent)
         return writes
 
     def run(self, tick: Recorded) -> list[Write]:

@@ -21,7 +21,6 @@ from typing import Any
 
 import msgspec
 
-from engram.actors.pool import owner
 from engram.background import observer as core
 from engram.background.observation_log import LogKey, note_tokens
 from engram.cognitive.llm_bridge import chat_line
@@ -29,45 +28,26 @@ from engram.config.agent import AgentConfig
 from engram.events.background import ObservationsActivated, ObservationsRecorded
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.policies.base import Policy, PolicyContext
-from engram.settings import SCOPE_AGENT, SettingsView, agent_stream
+from engram.policies.background_base import BackgroundPolicy
+from engram.policies.base import PolicyContext
+from engram.settings import SCOPE_AGENT, agent_stream
 
 
-class Observer(Policy):
+class Observer(BackgroundPolicy):
     name = "observer"
     interests = frozenset({"MessageAppended", "SettingsChanged", "DiscussionForgotten", "AgentForgotten"})
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
-        self.settings = SettingsView()
         self.buffers: dict[LogKey, core.Buffer] = {}
         # What each buffered increment yielded (stream, first seq, last seq) -> (notes, note tokens).
         self.yields: dict[tuple[str, int, int], tuple[int, int]] = {}
-        self._configs: dict[str, tuple[str, AgentConfig]] = {}
         self._out: list[Write] = []
 
     # ------------------------------------------------------------------ placement and settings
 
-    def owns(self, agent: str) -> bool:
-        return owner(agent, self.ctx.members) == self.ctx.member
 
-    def config_of(self, agent: str) -> AgentConfig:
-        """The agent's configuration, parsed once per recorded settings version."""
-        digest = self.settings.recorded_hashes(agent).get(SCOPE_AGENT, "")
-        cached = self._configs.get(agent)
-        if cached is None or cached[0] != digest:
-            cached = self._configs[agent] = (digest, self.settings.agent_config(agent))
-        return cached[1]
 
-    @property
-    def tasks(self):
-        tasks = self.ctx.services.get("tasks")
-        if tasks is None:
-            from engram.llm.factory import make_tasks
-
-            config = self.ctx.services.get("config")
-            tasks = self.ctx.services["tasks"] = make_tasks(config.llm if config is not None else None)
-        return tasks
 
     # ------------------------------------------------------------------ handling
 
@@ -90,7 +70,7 @@ class Observer(Policy):
                 streams |= {i.stream for k, b in self.buffers.items() if k[0] == e.agent_id for i in b.increments}
                 self.buffers = {k: b for k, b in self.buffers.items() if k[0] != e.agent_id}
                 self.yields = {k: v for k, v in self.yields.items() if k[0] not in streams}
-                self._configs.pop(e.agent_id, None)
+                self.forget_agent(e.agent_id)
             elif rec.type == "MessageAppended" and self.owns(rec.agent):
                 self._message(rec)
         out, self._out = self._out, []

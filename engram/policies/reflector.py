@@ -15,41 +15,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.actors.pool import owner
 from engram.background import observation_log as obs
 from engram.background.reflector import due, existing_briefs, reflection_events
 from engram.background.traces import TraceFold
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad
-from engram.config.agent import AgentConfig
 from engram.events.background import ObservationsActivated, ObservationsRecorded
 from engram.events.control import AgentForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.policies.base import Policy, PolicyContext
-from engram.settings import SCOPE_AGENT, SettingsView
+from engram.policies.background_base import BackgroundPolicy
+from engram.policies.base import PolicyContext
+from engram.settings import SCOPE_AGENT
 
 
-class Reflector(Policy):
+class Reflector(BackgroundPolicy):
     name = "reflector"
     interests = obs.INTERESTS | TRACE_EVENTS | {"SettingsChanged"}
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
-        self.settings = SettingsView()
         self.log = obs.ObservationLog()
         self.folds: dict[str, TraceFold] = {}
         self._own: set[str] = set()  # ids of events folded when decided: their echo from the log is skipped
-        self._configs: dict[str, tuple[str, AgentConfig]] = {}
 
-    def owns(self, agent: str) -> bool:
-        return owner(agent, self.ctx.members) == self.ctx.member
 
-    def config_of(self, agent: str) -> AgentConfig:
-        digest = self.settings.recorded_hashes(agent).get(SCOPE_AGENT, "")
-        cached = self._configs.get(agent)
-        if cached is None or cached[0] != digest:
-            cached = self._configs[agent] = (digest, self.settings.agent_config(agent))
-        return cached[1]
 
     def fold(self, agent: str) -> TraceFold:
         f = self.folds.get(agent)
@@ -61,15 +50,6 @@ class Reflector(Policy):
         book = self.fold(agent).book
         return book.mood if book.mood is not None else Pad.of(self.config_of(agent).mood)
 
-    @property
-    def tasks(self):
-        tasks = self.ctx.services.get("tasks")
-        if tasks is None:
-            from engram.llm.factory import make_tasks
-
-            config = self.ctx.services.get("config")
-            tasks = self.ctx.services["tasks"] = make_tasks(config.llm if config is not None else None)
-        return tasks
 
     # ------------------------------------------------------------------ handling
 
@@ -94,7 +74,7 @@ class Reflector(Policy):
                 changed = self.log.apply(rec)
                 if isinstance(rec.event, AgentForgotten):
                     self.folds.pop(rec.event.agent_id, None)
-                    self._configs.pop(rec.event.agent_id, None)
+                    self.forget_agent(rec.event.agent_id)
                 elif isinstance(rec.event, ObservationsActivated) or (
                     isinstance(rec.event, ObservationsRecorded) and not rec.event.buffered
                 ):
@@ -129,6 +109,7 @@ class Reflector(Policy):
             # The notes are consumed now (the Reflected event comes back later, and is skipped then).
             self.log.apply(Recorded(seq=cause.seq, stream=stream, stream_version=0, agent=agent, ts_us=cause.ts_us,
                                     event=decided[0][1]))
+            self.log.drop_consumed(key)  # the log keeps them; this reader needs only what is left to reflect
             writes.append(Write(stream, agent, tuple(events)))
         return writes
 

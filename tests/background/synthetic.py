@@ -57,7 +57,7 @@ def _preferences(r: random.Random) -> list[str]:
     return [
         f"I really love {r.choice(HOBBIES)} on weekends, it helps me relax.",
         f"I can't stand {r.choice(FOODS)}, honestly it ruins any dish for me.",
-        f"I prefer tea over coffee in the morning, usually green tea.",
+        "I prefer tea over coffee in the morning, usually green tea.",
         f"My favourite place to travel is {r.choice(PLACES)}, I always go back in spring.",
         f"I enjoy {r.choice(HOBBIES)} with {r.choice(PEOPLE)} every weekend.",
     ]
@@ -83,10 +83,10 @@ def _emotions(r: random.Random) -> list[str]:
 
 def _creative(r: random.Random) -> list[str]:
     return [
-        f"What if we turned the balcony into a small garden with herbs and a tiny pond?",
+        "What if we turned the balcony into a small garden with herbs and a tiny pond?",
         f"I'm writing a short story about a lighthouse keeper in {r.choice(PLACES)} who collects lost letters.",
         f"I have an idea for a board game about {r.choice(HOBBIES)} and island trading.",
-        f"I started sketching a mural for the office kitchen, lots of blues and a big whale.",
+        "I started sketching a mural for the office kitchen, lots of blues and a big whale.",
     ]
 
 

@@ -34,8 +34,11 @@ def add(fold: TraceFold, tid: str, *, at: int, importance: float = 0.3, stream: 
         state.observe(ev, at)
 
 
-def edge(fold: TraceFold, src: str, dst: str, kind: str, at: int = NOW) -> None:
-    fold.apply(Recorded(seq=0, stream="d", stream_version=0, agent="a", ts_us=at, event=EdgeAdded(src=src, dst=dst, kind=kind, weight=1.0)))
+def edge(fold: TraceFold, src: str, dst: str, kind: str, at: int = NOW, state=None) -> None:
+    ev = EdgeAdded(src=src, dst=dst, kind=kind, weight=1.0)
+    fold.apply(Recorded(seq=0, stream="d", stream_version=0, agent="a", ts_us=at, event=ev))
+    if state is not None:
+        state.observe(ev, at)
 
 
 def config(**consolidation) -> AgentConfig:
@@ -128,11 +131,11 @@ def test_four_related_traces_are_not_yet_a_schema():
     assert run(fold, vectors=same).schemas == 0
 
 
-def contradiction(state=None) -> TraceFold:
+def contradiction(state) -> TraceFold:
     fold = TraceFold("a")
     add(fold, "older", at=NOW - 2 * HOUR_US, confidence=0.9, importance=0.9, trace_type="semantic", state=state)
     add(fold, "newer", at=NOW - HOUR_US, confidence=0.6, importance=0.9, trace_type="semantic", state=state)
-    edge(fold, "newer", "older", "contradicts")
+    edge(fold, "newer", "older", "contradicts", state=state)
     return fold
 
 
@@ -141,13 +144,14 @@ def contradiction(state=None) -> TraceFold:
     ({}, "prefer_confidence", "newer"),
 ])
 def test_conflict_resolution_scans_contradiction_edges(personality, how, loser):
-    fold = contradiction()
-    result = run(fold, personality=personality)
+    state = c.ConsolidationState()
+    fold = contradiction(state)
+    result = run(fold, state, personality=personality)
     (resolved,) = events(result, ConflictResolved)
     assert (resolved.resolution, resolved.loser) == (how, loser)
     assert not fold.book.traces[loser].active and result.conflicts == 1
     assert ("supersedes" in {e.kind for e in events(result, EdgeAdded)})
-    assert run(fold, now=NOW + 1, personality=personality).conflicts == 0
+    assert run(fold, state, now=NOW + 1, personality=personality).conflicts == 0
 
 
 def test_kept_contradictions_are_resolved_when_the_personality_no_longer_keeps_both():
