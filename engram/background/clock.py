@@ -4,15 +4,17 @@ Each agent has its own clock (imported histories of different agents live in dif
 A tick is due at every interval boundary (every hour by default, from the epoch, UTC) that the
 agent's time passes:
 
-- **event time**: a message whose event time lies past one or more boundaries since the agent's
-  last tick brings a tick for each of them (imported history is consolidated hour by hour, as it
-  would have been live); after a long silence, only the latest MAX_CATCH_UP_TICKS of them;
+- **event time**: the clock follows the event time of the agent's memory (its traces, as they are
+  encoded): a trace encoded past one or more boundaries since the last tick brings a tick for each
+  of them, so an imported history is consolidated hour by hour, as it would have been live, and a
+  tick is recorded after the traces encoded before it (consolidation at that hour sees them). After
+  a long silence, only the latest MAX_CATCH_UP_TICKS boundaries are ticked;
 - **wall-clock time**: for live agents (last message within LIVE_AGENT_WINDOW_S of now), the actor
   shell passes the current time and the boundaries it passed get their ticks, even in silence.
 
 Both record `ClockTick` events with the boundary as event time and the same deterministic event id
-per (agent, boundary), so a boundary is ticked once whoever saw it first. The agent's first message
-starts its clock without a tick (no boundary was crossed while it existed).
+per (agent, boundary), so a boundary is ticked once whoever saw it first. The agent's first trace
+starts its clock without a tick (no boundary was crossed while it had memories).
 """
 
 from __future__ import annotations
@@ -50,24 +52,32 @@ def tick_id(agent: str, boundary_us: int) -> str:
 
 @dataclass
 class AgentClock:
-    last_tick_us: int  # the latest boundary ticked (or the start of the clock)
-    last_message_us: int
+    last_tick_us: int | None = None  # the latest boundary ticked, or where the clock started (None: not yet)
+    last_message_us: int = 0  # for liveness
 
 
-def on_message(clock: AgentClock | None, ts_us: int, every_us: int) -> tuple[AgentClock, list[int]]:
-    """The agent's clock after a message at `ts_us`, and the boundaries to tick (event time)."""
-    if clock is None:
-        return AgentClock(last_tick_us=boundary_at_or_before(ts_us, every_us), last_message_us=ts_us), []
+def on_memory(clock: AgentClock | None, ts_us: int, every_us: int) -> tuple[AgentClock, list[int]]:
+    """The agent's clock after a trace encoded at `ts_us`, and the boundaries to tick (event time)."""
+    clock = clock or AgentClock()
+    if clock.last_tick_us is None:
+        clock.last_tick_us = boundary_at_or_before(ts_us, every_us)
+        return clock, []
     due = boundaries(clock.last_tick_us, ts_us, every_us)
-    clock.last_message_us = max(clock.last_message_us, ts_us)
     if due:
         clock.last_tick_us = due[-1]
     return clock, due
 
 
+def on_message(clock: AgentClock | None, ts_us: int) -> AgentClock:
+    """A message says the agent is in use at `ts_us` (liveness for the wall clock)."""
+    clock = clock or AgentClock()
+    clock.last_message_us = max(clock.last_message_us, ts_us)
+    return clock
+
+
 def on_wall_clock(clock: AgentClock, now_us: int, every_us: int, live_window_us: int) -> list[int]:
     """The boundaries to tick at wall-clock `now_us`, for a live agent (none for an idle or imported one)."""
-    if now_us - clock.last_message_us > live_window_us:
+    if clock.last_tick_us is None or now_us - clock.last_message_us > live_window_us:
         return []
     due = boundaries(clock.last_tick_us, now_us, every_us)
     if due:
@@ -78,4 +88,4 @@ def on_wall_clock(clock: AgentClock, now_us: int, every_us: int, live_window_us:
 def on_tick(clock: AgentClock | None, tick_us: int) -> None:
     """A tick recorded by anyone moves the clock (so neither ticker ticks that boundary again)."""
     if clock is not None:
-        clock.last_tick_us = max(clock.last_tick_us, tick_us)
+        clock.last_tick_us = tick_us if clock.last_tick_us is None else max(clock.last_tick_us, tick_us)

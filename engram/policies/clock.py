@@ -1,8 +1,10 @@
 """The ClockTicker: records the `ClockTick` events that drive consolidation (`engram.background.clock`).
 
-In event time, from the messages it reads (an imported history is ticked hour by hour, as it would
-have been live); in wall-clock time, from `on_wall_clock(now_us)`, which the actor shell calls with
-the current time (`engram.policies.host.PolicyHost.wall_clock`) for agents that are live. Ticks go to
+In event time, from the traces it reads (an imported history is ticked hour by hour, as it would have
+been live); in wall-clock time, from `on_wall_clock(now_us)`, which the actor shell calls with the
+current time (`engram.policies.host.PolicyHost.wall_clock`) for agents that are live (their messages say
+so). It runs in the consolidation actor after the Reflector, before the Consolidator: the traces
+auto-ingest and the Reflector made before an hour are in the log before that hour's tick. Ticks go to
 the agent's stream `agent:<agent>` with the boundary as event time and one id per (agent, boundary),
 so whichever ticker sees a boundary first records it, once. Ticks have no causation: time caused them,
 and forgetting one discussion must not undo the consolidation of the others.
@@ -25,12 +27,11 @@ EVENT_TIME, WALL_CLOCK = "event-time", "wall-clock"
 
 class ClockTicker(BackgroundPolicy):
     name = "clock"
-    interests = frozenset({"MessageAppended", "ClockTick", "SettingsChanged", "AgentForgotten"})
+    interests = frozenset({"MessageAppended", "TraceEncoded", "ClockTick", "SettingsChanged", "AgentForgotten"})
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
         self.clocks: dict[str, clock.AgentClock] = {}
-
 
     def _every_us(self, agent: str) -> tuple[int, bool, bool]:
         c = self.config_of(agent).memory.consolidation
@@ -50,8 +51,10 @@ class ClockTicker(BackgroundPolicy):
             elif isinstance(e, ClockTick):
                 clock.on_tick(self.clocks.get(rec.agent), rec.ts_us)
             elif rec.type == "MessageAppended":
+                self.clocks[rec.agent] = clock.on_message(self.clocks.get(rec.agent), rec.ts_us)
+            elif rec.type == "TraceEncoded":
                 every, enabled, _ = self._every_us(rec.agent)
-                self.clocks[rec.agent], due = clock.on_message(self.clocks.get(rec.agent), rec.ts_us, every)
+                self.clocks[rec.agent], due = clock.on_memory(self.clocks.get(rec.agent), rec.ts_us, every)
                 if enabled and due:
                     writes.append(self._ticks(rec.agent, due, every, EVENT_TIME))
         return writes

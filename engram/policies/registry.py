@@ -26,13 +26,14 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
     "working-memory": (2, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
     "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
     # Background processes: the Observer on its own (its increments must not wait behind a reflection),
-    # and per shard the clock ticker, the Reflector and the Consolidator.
+    # and per shard the Reflector, the clock ticker and the Consolidator, in that order (the traces of a
+    # batch are in the log before the ticks they cross, and a tick is consolidated after them).
     "observer": (1, ["engram.policies.observer:Observer"]),
     "consolidation": (
         1,
         [
-            "engram.policies.clock:ClockTicker",
             "engram.policies.reflector:Reflector",
+            "engram.policies.clock:ClockTicker",
             "engram.policies.consolidator:Consolidator",
         ],
     ),

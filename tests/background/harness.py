@@ -21,7 +21,7 @@ from engram.policies.reflector import Reflector
 from engram.settings import SCOPE_AGENT, agent_stream, settings_event
 from engram.shard import ShardHost
 
-BACKGROUND = (Observer, ClockTicker, Reflector, Consolidator)
+BACKGROUND = (Observer, Reflector, ClockTicker, Consolidator)  # as in policies.registry.GROUPS
 
 
 class CountingTasks:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engram.background import clock
+from engram.cognitive.encoding import encode
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
 from engram.events.control import ClockTick
@@ -24,6 +25,13 @@ def msg(seq: int, ts_us: int, agent: str = "a") -> Recorded:
     return Recorded(seq=seq, stream="d", stream_version=seq, agent=agent, ts_us=ts_us, event=ev)
 
 
+def trace(seq: int, ts_us: int, agent: str = "a") -> Recorded:
+    """A memory encoded at `ts_us`: the agent's clock follows these."""
+    ev = encode(trace_id=f"t{seq}", content="hi", config=AgentConfig(), scope="discussion", scope_id="d",
+                source_type="user_statement")
+    return Recorded(seq=seq, stream="d", stream_version=seq, agent=agent, ts_us=ts_us, event=ev)
+
+
 def ticks(writes) -> list[tuple[str, int, str, str]]:
     return [(w.stream, e.ts_us, e.event.reason, e.event_id) for w in writes for e in w.events if isinstance(e.event, ClockTick)]
 
@@ -34,20 +42,22 @@ def ticker(tmp_path) -> ClockTicker:
 
 def test_each_hour_boundary_crossed_in_event_time_gets_one_tick(tmp_path):
     t = ticker(tmp_path)
-    assert t.handle([msg(1, T9 + 17 * MINUTE_US)]) == []  # the first message starts the clock
-    writes = t.handle([msg(2, T9 + 40 * MINUTE_US), msg(3, T9 + 3 * HOUR_US + 5 * MINUTE_US)])
+    assert t.handle([msg(1, T9 + 16 * MINUTE_US), trace(2, T9 + 17 * MINUTE_US)]) == []  # the first memory starts the clock
+    # Messages alone do not move it: ticks follow the memory consolidation works on, once it is recorded.
+    assert t.handle([msg(3, T9 + 5 * HOUR_US)]) == []
+    writes = t.handle([trace(4, T9 + 40 * MINUTE_US), trace(5, T9 + 3 * HOUR_US + 5 * MINUTE_US)])
     assert ticks(writes) == [
         ("agent:a", T9 + h * HOUR_US, "event-time", f"tick:a:{T9 + h * HOUR_US}") for h in (1, 2, 3)
     ]
     assert all(e.causation is None and e.event.interval_s == 3_600 for w in writes for e in w.events)
-    # A message in the past does not move the clock back; the same hour is never ticked twice.
-    assert t.handle([msg(4, T9), msg(5, T9 + 3 * HOUR_US + 50 * MINUTE_US)]) == []
+    # A memory dated in the past does not move the clock back; the same hour is never ticked twice.
+    assert t.handle([trace(6, T9), trace(7, T9 + 3 * HOUR_US + 50 * MINUTE_US)]) == []
 
 
 def test_a_long_silence_is_caught_up_at_most_92_days_back(tmp_path):
     t = ticker(tmp_path)
-    t.handle([msg(1, T9)])
-    writes = t.handle([msg(2, T9 + 400 * 24 * HOUR_US)])
+    t.handle([trace(1, T9)])
+    writes = t.handle([trace(2, T9 + 400 * 24 * HOUR_US)])
     stamps = [ts for _, ts, _, _ in ticks(writes)]
     assert len(stamps) == d.MAX_CATCH_UP_TICKS == 92 * 24
     assert stamps[-1] == T9 + 400 * 24 * HOUR_US and stamps[1] - stamps[0] == HOUR_US
@@ -58,18 +68,20 @@ def test_the_interval_follows_the_agents_configuration(tmp_path):
     settings = Recorded(seq=1, stream="agent:a", stream_version=1, agent="a", ts_us=T9,
                         event=settings_event(SCOPE_AGENT, "agent.config.json", cfg))
     t = ticker(tmp_path)
-    writes = t.handle([settings, msg(2, T9), msg(3, T9 + HOUR_US)])
+    writes = t.handle([settings, trace(2, T9), trace(3, T9 + HOUR_US)])
     assert [ts for _, ts, _, _ in ticks(writes)] == [T9 + 30 * MINUTE_US, T9 + HOUR_US]
     assert {e.event.interval_s for w in writes for e in w.events} == {1_800}
 
 
 def test_live_agents_are_ticked_by_the_wall_clock_imported_ones_are_not(tmp_path):
     t = ticker(tmp_path)
-    t.handle([msg(1, T9 + 50 * MINUTE_US, agent="live"), msg(2, T9 - 30 * 24 * HOUR_US, agent="imported")])
+    t.handle([msg(1, T9 + 50 * MINUTE_US, agent="live"), trace(2, T9 + 50 * MINUTE_US, agent="live"),
+              msg(3, T9 - 30 * 24 * HOUR_US, agent="imported"), trace(4, T9 - 30 * 24 * HOUR_US, agent="imported")])
     writes = t.on_wall_clock(T9 + 2 * HOUR_US + MINUTE_US)
     assert ticks(writes) == [("agent:live", T9 + h * HOUR_US, "wall-clock", f"tick:live:{T9 + h * HOUR_US}") for h in (1, 2)]
     # The event-time ticker would give a later message's boundaries the same ids: each hour is ticked once.
-    assert t.handle([msg(3, T9 + 2 * HOUR_US + 30 * MINUTE_US, agent="live")]) == []
+    assert t.handle([msg(5, T9 + 2 * HOUR_US + 30 * MINUTE_US, agent="live"),
+                     trace(6, T9 + 2 * HOUR_US + 30 * MINUTE_US, agent="live")]) == []
     # A day after its last message an agent is no longer live.
     assert t.on_wall_clock(T9 + 27 * HOUR_US) == []
 
@@ -78,7 +90,7 @@ def test_the_actor_shell_gives_the_wall_clock_to_the_policy_host(tmp_path):
     appended = []
     t = ticker(tmp_path)
     host = PolicyHost([t], read=lambda *a, **k: [], append=appended.extend, head=lambda: 0, state_dir=None)
-    t.handle([msg(1, T9 + 59 * MINUTE_US)])
+    t.handle([msg(1, T9 + 59 * MINUTE_US), trace(2, T9 + 59 * MINUTE_US)])
     assert host.wall_clock(T9 + HOUR_US + 1) == 1
     assert [e.ts_us for w in appended for e in w.events] == [T9 + HOUR_US]
     assert host.wall_clock(T9 + HOUR_US + 2) == 0
