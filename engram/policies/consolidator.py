@@ -39,15 +39,12 @@ class Consolidator(BackgroundPolicy):
         self._own: set[str] = set()  # ids of events folded when decided: their echo from the log is skipped
         self._vectors: dict[str, dict[str, np.ndarray]] = {}  # agent -> trace -> embedding (not snapshotted)
 
-
-
     def fold(self, agent: str) -> TraceFold:
         f = self.folds.get(agent)
         if f is None:
             f = self.folds[agent] = TraceFold(agent)
             self.states[agent] = consolidation.ConsolidationState()
         return f
-
 
     # ------------------------------------------------------------------ handling
 

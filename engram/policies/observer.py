@@ -44,11 +44,6 @@ class Observer(BackgroundPolicy):
         self.yields: dict[tuple[str, int, int], tuple[int, int]] = {}
         self._out: list[Write] = []
 
-    # ------------------------------------------------------------------ placement and settings
-
-
-
-
     # ------------------------------------------------------------------ handling
 
     def handle(self, batch: list[Recorded]) -> list[Write]:

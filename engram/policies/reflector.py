@@ -38,8 +38,6 @@ class Reflector(BackgroundPolicy):
         self.folds: dict[str, TraceFold] = {}
         self._own: set[str] = set()  # ids of events folded when decided: their echo from the log is skipped
 
-
-
     def fold(self, agent: str) -> TraceFold:
         f = self.folds.get(agent)
         if f is None:
@@ -49,7 +47,6 @@ class Reflector(BackgroundPolicy):
     def mood_of(self, agent: str) -> Pad:
         book = self.fold(agent).book
         return book.mood if book.mood is not None else Pad.of(self.config_of(agent).mood)
-
 
     # ------------------------------------------------------------------ handling
 
