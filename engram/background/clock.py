@@ -4,17 +4,18 @@ Each agent has its own clock (imported histories of different agents live in dif
 A tick is due at every interval boundary (every hour by default, from the epoch, UTC) that the
 agent's time passes:
 
-- **event time**: the clock follows the event time of the agent's memory (its traces, as they are
-  encoded): a trace encoded past one or more boundaries since the last tick brings a tick for each
-  of them, so an imported history is consolidated hour by hour, as it would have been live, and a
-  tick is recorded after the traces encoded before it (consolidation at that hour sees them). After
-  a long silence, only the latest MAX_CATCH_UP_TICKS boundaries are ticked;
+- **event time**: the clock starts at the agent's first message and follows the event time of the
+  traces made from its conversation, as they are recorded (auto-ingest's, in message order; for an
+  agent without auto-ingest, the Reflector's): a trace encoded past one or more boundaries since the
+  last tick brings a tick for each of them, so an imported history is consolidated hour by hour, as
+  it would have been live, and a tick is recorded after the traces encoded before it (consolidation
+  at that hour sees them). After a long silence, only the latest MAX_CATCH_UP_TICKS boundaries;
 - **wall-clock time**: for live agents (last message within LIVE_AGENT_WINDOW_S of now), the actor
   shell passes the current time and the boundaries it passed get their ticks, even in silence.
 
 Both record `ClockTick` events with the boundary as event time and the same deterministic event id
-per (agent, boundary), so a boundary is ticked once whoever saw it first. The agent's first trace
-starts its clock without a tick (no boundary was crossed while it had memories).
+per (agent, boundary), so a boundary is ticked once whoever saw it first. Starting the clock ticks
+nothing (no boundary was crossed while the agent existed).
 """
 
 from __future__ import annotations
@@ -68,9 +69,11 @@ def on_memory(clock: AgentClock | None, ts_us: int, every_us: int) -> tuple[Agen
     return clock, due
 
 
-def on_message(clock: AgentClock | None, ts_us: int) -> AgentClock:
-    """A message says the agent is in use at `ts_us` (liveness for the wall clock)."""
+def on_message(clock: AgentClock | None, ts_us: int, every_us: int) -> AgentClock:
+    """A message: the agent exists from `ts_us` (its clock starts) and is in use then (liveness)."""
     clock = clock or AgentClock()
+    if clock.last_tick_us is None:
+        clock.last_tick_us = boundary_at_or_before(ts_us, every_us)
     clock.last_message_us = max(clock.last_message_us, ts_us)
     return clock
 

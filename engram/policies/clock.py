@@ -1,10 +1,13 @@
 """The ClockTicker: records the `ClockTick` events that drive consolidation (`engram.background.clock`).
 
-In event time, from the traces it reads (an imported history is ticked hour by hour, as it would have
-been live); in wall-clock time, from `on_wall_clock(now_us)`, which the actor shell calls with the
-current time (`engram.policies.host.PolicyHost.wall_clock`) for agents that are live (their messages say
-so). It runs in the consolidation actor after the Reflector, before the Consolidator: the traces
-auto-ingest and the Reflector made before an hour are in the log before that hour's tick. Ticks go to
+In event time, from the traces made from the conversation as they reach the log (an imported history is
+ticked hour by hour, as it would have been live): auto-ingest's (and tool lessons'), which the auto-ingest
+actor records in message order, or, for an agent without auto-ingest, the Reflector's. The Reflector's
+traces do not drive the clock otherwise: they are dated at the activation that caused them and can reach
+the log before auto-ingest's traces of the hours before, which must be in the log before those hours'
+ticks. In wall-clock time, from `on_wall_clock(now_us)`, which the actor shell calls with the current
+time (`engram.policies.host.PolicyHost.wall_clock`) for agents that are live (their messages say so).
+It runs in the consolidation actor after the Reflector, before the Consolidator. Ticks go to
 the agent's stream `agent:<agent>` with the boundary as event time and one id per (agent, boundary),
 so whichever ticker sees a boundary first records it, once. Ticks have no causation: time caused them,
 and forgetting one discussion must not undo the consolidation of the others.
@@ -23,6 +26,9 @@ from engram.policies.base import PolicyContext
 from engram.settings import agent_stream
 
 EVENT_TIME, WALL_CLOCK = "event-time", "wall-clock"
+# Traces made from the conversation as it is recorded (auto-ingest, tool-failure lessons), and the Reflector's.
+CONVERSATION_SOURCES = frozenset({"user_statement", "agent_inference", "tool_result"})
+REFLECTION_SOURCES = frozenset({"observation", "reflection"})
 
 
 class ClockTicker(BackgroundPolicy):
@@ -32,6 +38,12 @@ class ClockTicker(BackgroundPolicy):
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
         self.clocks: dict[str, clock.AgentClock] = {}
+
+    def _drivers(self, agent: str) -> frozenset[str]:
+        """Source types of the traces that move this agent's clock."""
+        cfg = self.config_of(agent)
+        ingesting = cfg.storage.auto_ingest.enabled or cfg.memory.encoding.encode_messages
+        return CONVERSATION_SOURCES if ingesting else REFLECTION_SOURCES
 
     def _every_us(self, agent: str) -> tuple[int, bool, bool]:
         c = self.config_of(agent).memory.consolidation
@@ -51,8 +63,9 @@ class ClockTicker(BackgroundPolicy):
             elif isinstance(e, ClockTick):
                 clock.on_tick(self.clocks.get(rec.agent), rec.ts_us)
             elif rec.type == "MessageAppended":
-                self.clocks[rec.agent] = clock.on_message(self.clocks.get(rec.agent), rec.ts_us)
-            elif rec.type == "TraceEncoded":
+                every, _, _ = self._every_us(rec.agent)
+                self.clocks[rec.agent] = clock.on_message(self.clocks.get(rec.agent), rec.ts_us, every)
+            elif rec.type == "TraceEncoded" and e.source_type in self._drivers(rec.agent):
                 every, enabled, _ = self._every_us(rec.agent)
                 self.clocks[rec.agent], due = clock.on_memory(self.clocks.get(rec.agent), rec.ts_us, every)
                 if enabled and due:

@@ -42,8 +42,8 @@ def ticker(tmp_path) -> ClockTicker:
 
 def test_each_hour_boundary_crossed_in_event_time_gets_one_tick(tmp_path):
     t = ticker(tmp_path)
-    assert t.handle([msg(1, T9 + 16 * MINUTE_US), trace(2, T9 + 17 * MINUTE_US)]) == []  # the first memory starts the clock
-    # Messages alone do not move it: ticks follow the memory consolidation works on, once it is recorded.
+    assert t.handle([msg(1, T9 + 16 * MINUTE_US), trace(2, T9 + 17 * MINUTE_US)]) == []  # the first message starts the clock
+    # Messages do not move it: ticks follow the traces made from them, once those are recorded.
     assert t.handle([msg(3, T9 + 5 * HOUR_US)]) == []
     writes = t.handle([trace(4, T9 + 40 * MINUTE_US), trace(5, T9 + 3 * HOUR_US + 5 * MINUTE_US)])
     assert ticks(writes) == [
@@ -52,6 +52,21 @@ def test_each_hour_boundary_crossed_in_event_time_gets_one_tick(tmp_path):
     assert all(e.causation is None and e.event.interval_s == 3_600 for w in writes for e in w.events)
     # A memory dated in the past does not move the clock back; the same hour is never ticked twice.
     assert t.handle([trace(6, T9), trace(7, T9 + 3 * HOUR_US + 50 * MINUTE_US)]) == []
+
+
+def test_reflection_traces_move_the_clock_only_of_an_agent_without_auto_ingest(tmp_path):
+    reflected = lambda seq, ts, agent: Recorded(  # noqa: E731
+        seq=seq, stream="d", stream_version=seq, agent=agent, ts_us=ts,
+        event=encode(trace_id=f"r{seq}", content="x", config=AgentConfig(), scope="agent", scope_id=agent,
+                     source_type="reflection"))
+    no_ingest = AgentConfig.model_validate({"storage": {"autoIngest": {"enabled": False}},
+                                            "memory": {"encoding": {"encodeMessages": False}}})
+    settings = Recorded(seq=1, stream="agent:b", stream_version=1, agent="b", ts_us=T9,
+                        event=settings_event(SCOPE_AGENT, "agent.config.json", no_ingest))
+    t = ticker(tmp_path)
+    writes = t.handle([settings, msg(2, T9, "a"), msg(3, T9, "b"), reflected(4, T9 + 2 * HOUR_US, "a"),
+                       reflected(5, T9 + 2 * HOUR_US, "b")])
+    assert [(s, ts) for s, ts, _, _ in ticks(writes)] == [("agent:b", T9 + HOUR_US), ("agent:b", T9 + 2 * HOUR_US)]
 
 
 def test_a_long_silence_is_caught_up_at_most_92_days_back(tmp_path):

@@ -89,8 +89,9 @@ def test_the_reflector_runs_past_its_threshold_and_marks_what_it_consumed(pipeli
 
 
 def test_consolidation_runs_every_hour_of_event_time_and_each_step_leaves_events(pipeline):
-    # The agent's clock follows its memories: every hour from its first trace to its last gets a tick.
-    ((first, last),) = rows(pipeline, "SELECT min(epoch_us(ts)), max(epoch_us(ts)) FROM ev_trace_encoded")
+    # The clock starts at the first message and follows the traces made from the conversation.
+    ((first, last),) = rows(pipeline, "SELECT (SELECT min(epoch_us(ts)) FROM messages), max(epoch_us(ts)) FROM "
+                                      "ev_trace_encoded WHERE source_type IN ('user_statement', 'agent_inference')")
     expected = len(range((first // HOUR_US + 1) * HOUR_US, last + 1, HOUR_US))
     ((ticks, runs),) = rows(pipeline, "SELECT (SELECT count(*) FROM ev_clock_tick), (SELECT count(*) FROM ev_consolidation_ran)")
     assert ticks == runs == expected
