@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import ray
 
@@ -56,6 +57,8 @@ class PolicyActor:
             try:
                 with self._lock:
                     n = self.host.pump()
+                    # Live time for the policies that record it (clock ticks); cheap when no boundary passed.
+                    self.host.wall_clock(int(time.time() * 1_000_000))
                 if self.host.errors:
                     # A failing policy (e.g. an unreachable LLM) is retried, but not in a hot loop.
                     backoff = min(MAX_BACKOFF_S, max(0.5, backoff * 2))

@@ -19,9 +19,11 @@ AGENT = "demo-agent"
 
 SECTIONS = [
     "engram.cli.demo_sections:providers",
+    "engram.cli.demo_background:configure",
     "engram.cli.demo_sections:ingest",
     "engram.cli.demo_sections:log_sql",
     "engram.cli.demo_cognitive:cognitive",
+    "engram.cli.demo_background:background",
     "engram.cli.demo_sections:status",
     "engram.cli.demo_discussion:discussion_memory",
     "engram.cli.demo_context:infinite_context",

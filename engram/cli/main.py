@@ -36,6 +36,8 @@ COMMANDS = [
     "chat",
     "compactions",
     "context",
+    "observations",
+    "consolidations",
 ]
 
 

@@ -27,10 +27,22 @@ class InfiniteContext(ConfigModel):
 
 
 class ObserverSettings(ConfigModel):
+    """The Observer (engram.policies.observer): notes from the conversation past `activationTokens`."""
+
+    enabled: bool = True
     activation_tokens: int = Field(d.OBSERVER_ACTIVATION_TOKENS, gt=0)
+    # Async buffering: observe every `bufferTokens` unobserved tokens in the background; the buffered notes
+    # join the observation log when `activationTokens` is crossed. 0: observe everything at the threshold.
+    buffer_tokens: int = Field(d.OBSERVER_BUFFER_TOKENS, ge=0)
+    # "discussion" (thread scope, the default): one observation log per discussion; "agent" (resource
+    # scope): one per agent across its discussions (notes are still recorded in each discussion's stream).
+    scope: Literal["discussion", "agent"] = "discussion"
 
 
 class ReflectorSettings(ConfigModel):
+    """The Reflector (engram.policies.reflector): condenses the observation log past `activationTokens`."""
+
+    enabled: bool = True
     activation_tokens: int = Field(d.REFLECTOR_ACTIVATION_TOKENS, gt=0)
 
 
@@ -50,7 +62,13 @@ class DecaySettings(ConfigModel):
 
 
 class ConsolidationSettings(ConfigModel):
+    """The Consolidator (engram.policies.consolidator): five maintenance steps at every clock tick."""
+
+    enabled: bool = True
     interval_hours: float = Field(d.CONSOLIDATION_INTERVAL_HOURS, gt=0.0)
+    max_traces_per_run: int = Field(d.CONSOLIDATION_MAX_TRACES_PER_RUN, gt=0)
+    # Live agents (last message within a day of now) also get ticks from the wall clock.
+    wall_clock: bool = True
 
 
 class RetrievalWeights(ConfigModel):

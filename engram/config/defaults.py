@@ -185,3 +185,50 @@ EXTRACT_MAX_FACTS = 32
 USER_STATEMENT_CONFIDENCE = 0.8
 AGENT_INFERENCE_CONFIDENCE = 0.6
 TOOL_RESULT_CONFIDENCE = 0.9
+
+# ---------------------------------------------------------------------------------------------
+# Background processes (engram.background): the Observer, the Reflector and the Consolidator.
+# The guide's numbers are above (OBSERVER_ACTIVATION_TOKENS, REFLECTOR_ACTIVATION_TOKENS,
+# CONSOLIDATION_INTERVAL_HOURS, PRUNE_STRENGTH, HIGH_TRAIT); the ones below are engram's choices.
+
+# Observer async buffering: the conversation is observed in increments of this many unobserved tokens
+# (a fifth of the 30K threshold, Mastra's default bufferTokens of 0.2), recorded as buffered notes that
+# join the observation log when the threshold is crossed; 0 observes everything at the threshold instead.
+OBSERVER_BUFFER_TOKENS = 6_000
+# Reflector: existing traces shown to the reflect task so it can flag contradictions (those sharing an
+# entity with the notes, most recent first).
+REFLECTOR_EXISTING_TRACES = 64
+# A reflection trace's edges (engram.cognitive.linking): shared-entity and temporal-sequence links; a
+# contradiction adds `contradicts` (newer -> older) and, when one side loses, `supersedes` (winner -> loser).
+CONTRADICTION_EDGE_WEIGHT = 1.0
+SUPERSEDES_EDGE_WEIGHT = 1.0
+
+# Consolidation (AgentOS ConsolidationPipeline): each step handles at most this many traces per run
+# (AgentOS maxTracesPerCycle); what is left over waits for the next run.
+CONSOLIDATION_MAX_TRACES_PER_RUN = 500
+# Co-activation replay over the traces encoded in the last REPLAY_WINDOW_S (AgentOS: 24 hours):
+#   traces naming the same entity (the REPLAY_MAX_PER_ENTITY most recent per entity) -> shared_entity, weight REPLAY_ENTITY_WEIGHT
+#   traces encoded within REPLAY_TEMPORAL_GAP_S of each other (consecutive) -> temporal_sequence, weight REPLAY_TEMPORAL_WEIGHT
+REPLAY_WINDOW_S = 86_400
+REPLAY_MAX_PER_ENTITY = 10
+REPLAY_ENTITY_WEIGHT = 0.5
+REPLAY_TEMPORAL_GAP_S = 300
+REPLAY_TEMPORAL_WEIGHT = 0.3
+# Schema integration: episodic traces of one discussion whose embeddings are within SCHEMA_SIMILARITY
+# (cosine) of a seed form a cluster of SCHEMA_MIN_CLUSTER (AgentOS minClusterSize) to SCHEMA_MAX_CLUSTER
+# members; each cluster becomes a semantic trace linked from its members by schema_instance edges.
+SCHEMA_MIN_CLUSTER = 5
+SCHEMA_MAX_CLUSTER = 12
+SCHEMA_SIMILARITY = 0.6
+SCHEMA_INSTANCE_WEIGHT = 0.6
+# Spaced repetition reviews the due traces that have a review schedule worth keeping: those retrieved at
+# least once (a retrieval starts the schedule, as in AgentOS), flashbulb memories, traces the Reflector or
+# schema integration made long-term, and traces at least as important as auto-ingest asks of a fact worth
+# storing (0.4). Everything else (small talk, messages that said nothing notable) is left to the Ebbinghaus
+# curve and the decay sweep.
+REVIEW_MIN_IMPORTANCE = AUTO_INGEST_IMPORTANCE
+# Clock ticks (engram.background.clock). Event time: every interval boundary an agent's messages cross
+# gets a tick, but after a long silence at most MAX_CATCH_UP_TICKS of the latest boundaries (92 days).
+# Wall clock: the actor shell ticks agents whose last message is within LIVE_AGENT_WINDOW_S of now.
+MAX_CATCH_UP_TICKS = 92 * 24
+LIVE_AGENT_WINDOW_S = 86_400

@@ -1,4 +1,9 @@
-"""Events of the background processes: observations, reflections, context compaction."""
+"""Events of the background processes: observations, reflections, consolidation runs, context compaction.
+
+Observation notes are recorded in the stream of the discussion they observe (forgetting the
+discussion forgets them). An observation log has a scope: "discussion" (one log per discussion,
+the default) or "agent" (one log across the agent's discussions); `scope`/`scope_id` name it.
+"""
 
 from __future__ import annotations
 
@@ -19,10 +24,17 @@ class ObservationNote(msgspec.Struct, frozen=True, kw_only=True):
     details: tuple[str, ...] = ()
     source_seqs: tuple[int, ...] = ()
     confidence: float = 0.7
+    # Message ids of `source_seqs` (e.g. LoCoMo dialog ids), filled in by the Observer.
+    source_message_ids: tuple[str, ...] = ()
 
 
 class ObservationsRecorded(Event, tag="ObservationsRecorded"):
-    """Observer output for messages `first_seq..last_seq`; buffered notes wait for activation."""
+    """Observer output for the messages `first_seq..last_seq` of this stream (each message is observed once).
+
+    `buffered`: an increment observed in the background, waiting for `ObservationsActivated`; otherwise
+    the notes joined the observation log at once (no buffering, the threshold was crossed).
+    `input_tokens`: the messages' tokens; `output_tokens`: the notes' (their ratio is the compression).
+    """
 
     notes: tuple[ObservationNote, ...]
     first_seq: int
@@ -31,16 +43,34 @@ class ObservationsRecorded(Event, tag="ObservationsRecorded"):
     output_tokens: int
     buffered: bool
     llm: LlmCall
+    scope: str = "discussion"  # "discussion" | "agent": which observation log the notes belong to
+    scope_id: str = ""  # the discussion id, or the agent id
+    messages: int = 0  # messages observed
 
 
 class ObservationsActivated(Event, tag="ObservationsActivated"):
-    """Buffered notes up to `through_seq` join the observation log (the 30K threshold was crossed)."""
+    """The unobserved tokens crossed the Observer's threshold (30K): the buffered notes of this
+    observation log recorded up to `through_seq` join it, without observing anything again.
+
+    `unobserved_tokens` were the tokens not yet in the log at the crossing (buffered + not yet
+    observed); the messages after the last increment stay unobserved until the next one.
+    """
 
     through_seq: int
+    scope: str = "discussion"
+    scope_id: str = ""
+    threshold: int = 0
+    unobserved_tokens: int = 0
+    increments: int = 0  # buffered ObservationsRecorded activated
+    note_count: int = 0
+    message_tokens: int = 0  # tokens of the messages whose notes joined the log
+    note_tokens: int = 0
 
 
 class Reflected(Event, tag="Reflected"):
-    """Reflector output: notes consumed, traces created, what was superseded."""
+    """Reflector output: the notes it consumed (they stay in the log, marked), the traces it created,
+    what lost a contradiction (note or trace ids). `input_tokens`: the notes' tokens, the 40K threshold's
+    measure; `output_tokens`: the traces' (their ratio is the reflection compression)."""
 
     consumed_note_ids: tuple[str, ...]
     trace_ids: tuple[str, ...]
@@ -48,6 +78,31 @@ class Reflected(Event, tag="Reflected"):
     input_tokens: int
     output_tokens: int
     llm: LlmCall
+    scope: str = "discussion"
+    scope_id: str = ""
+    threshold: int = 0
+    conflicts: int = 0  # contradictions resolved (ConflictResolved events that follow)
+    trace_note_ids: tuple[tuple[str, ...], ...] = ()  # per trace of `trace_ids`: the notes it condenses
+
+
+class ConsolidationRan(Event, tag="ConsolidationRan"):
+    """What one consolidation run did at a clock tick (its event time), step by step.
+
+    `traces`: active traces the run looked at; `bounded`: the steps that stopped at `max_traces`
+    (the rest waits for the next run); `duration_ms` is the run's wall time (informational).
+    """
+
+    interval_s: int
+    traces: int
+    pruned: int
+    edges: int
+    schemas: int
+    conflicts: int
+    reinforced: int
+    max_traces: int
+    bounded: tuple[str, ...] = ()
+    duration_ms: float = 0.0
+    llm_calls: int = 0
 
 
 class ContextCompacted(Event, tag="ContextCompacted"):

@@ -90,6 +90,21 @@ class PolicyHost:
         self.save()
         return len(chunk)
 
+    def wall_clock(self, now_us: int) -> int:
+        """Give the wall-clock time to the policies that record it (`on_wall_clock(now_us) -> writes`,
+        e.g. the clock ticker's live ticks); the shell calls this, policies never read a clock.
+        Returns the number of events appended."""
+        appended = 0
+        for p in self.policies:
+            hook = getattr(p, "on_wall_clock", None)
+            if hook is None:
+                continue
+            writes = hook(now_us)
+            if writes:
+                self._append(writes)
+                appended += sum(len(w.events) for w in writes)
+        return appended
+
     def append(self, writes: list[Write]) -> list[Appended]:
         """Append writes a policy produced outside `handle` (e.g. answering a call)."""
         return self._append(writes)

@@ -27,6 +27,18 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
     "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
     # One context compactor per discussion (infinite context); compactions are rare, one member suffices.
     "context": (1, ["engram.policies.context_compactor:ContextCompactor"]),
+    # Background processes: the Observer on its own (its increments must not wait behind a reflection),
+    # and per shard the Reflector, the clock ticker and the Consolidator, in that order (the traces of a
+    # batch are in the log before the ticks they cross, and a tick is consolidated after them).
+    "observer": (1, ["engram.policies.observer:Observer"]),
+    "consolidation": (
+        1,
+        [
+            "engram.policies.reflector:Reflector",
+            "engram.policies.clock:ClockTicker",
+            "engram.policies.consolidator:Consolidator",
+        ],
+    ),
 }
 
 

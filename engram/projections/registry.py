@@ -17,6 +17,7 @@ PROJECTIONS: list[str] = [
     "engram.projections.traces:TraceProjection",
     "engram.projections.working_memory:WorkingMemoryProjection",
     "engram.projections.compactions:CompactionChainProjection",
+    "engram.projections.observations:ObservationLogProjection",
 ]
 
 

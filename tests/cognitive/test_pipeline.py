@@ -35,7 +35,9 @@ def world(ray_session, tmp_path_factory):
     home = tmp_path_factory.mktemp("cognitive") / "home"
     (home / "agents" / AGENT).mkdir(parents=True)
     (home / "agents" / AGENT / "agent.config.json").write_text(
-        json.dumps({"personality": {"openness": 0.7}, "mood": {"valence": 0.0}})
+        # No consolidation runs here (issue 6): these tests pin what ingest, recall and explicit sweeps do.
+        json.dumps({"personality": {"openness": 0.7}, "mood": {"valence": 0.0},
+                    "memory": {"consolidation": {"enabled": False}}})
     )
     config = load_service_config(home)
     mem = Engram(config, Runtime(config).start())

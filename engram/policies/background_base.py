@@ -1,0 +1,43 @@
+"""What the background policies (Observer, Reflector, clock ticker, Consolidator) share.
+
+Placement by agent on their pool (consistent hashing), the agent's configuration as recorded in the
+log (parsed once per recorded version, not once per event), and the memory tasks.
+"""
+
+from __future__ import annotations
+
+from engram.actors.pool import owner
+from engram.config.agent import AgentConfig
+from engram.policies.base import Policy, PolicyContext
+from engram.settings import SCOPE_AGENT, SettingsView
+
+
+class BackgroundPolicy(Policy):
+    def __init__(self, ctx: PolicyContext):
+        super().__init__(ctx)
+        self.settings = SettingsView()
+        self._configs: dict[str, tuple[str, AgentConfig]] = {}
+
+    def owns(self, agent: str) -> bool:
+        return owner(agent, self.ctx.members) == self.ctx.member
+
+    def config_of(self, agent: str) -> AgentConfig:
+        """The agent's configuration in force at the event being handled."""
+        digest = self.settings.recorded_hashes(agent).get(SCOPE_AGENT, "")
+        cached = self._configs.get(agent)
+        if cached is None or cached[0] != digest:
+            cached = self._configs[agent] = (digest, self.settings.agent_config(agent))
+        return cached[1]
+
+    def forget_agent(self, agent: str) -> None:
+        self._configs.pop(agent, None)
+
+    @property
+    def tasks(self):
+        tasks = self.ctx.services.get("tasks")
+        if tasks is None:
+            from engram.llm.factory import make_tasks
+
+            config = self.ctx.services.get("config")
+            tasks = self.ctx.services["tasks"] = make_tasks(config.llm if config is not None else None)
+        return tasks

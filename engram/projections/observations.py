@@ -1,0 +1,243 @@
+"""Observation logs in SQL and on disk (the fold of `engram.background.observation_log`).
+
+Tables:
+- `observation_notes`: every note ever recorded, with its status (buffered, active, reflected,
+  superseded), the seqs that recorded, activated and reflected it, and its provenance;
+- `observation_logs`: one row per log (scope "discussion" or "agent"): messages and tokens observed,
+  notes and their tokens, the observation compression, activations, reflections and their compression;
+- `reflections`: one row per Reflected event; `reflection_traces`: the traces each one made.
+
+Files: the log rendered as the guide shows it (`Date:` headings, bullet notes with nested details):
+`agents/<agent>/Public/<discussion>_observations.md` for a discussion's log, `agents/<agent>/observations.md`
+for an agent-wide one. Each file names the seq it reflects.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import duckdb
+import pyarrow as pa
+
+from engram.background.observation_log import INTERESTS, LogKey, LogState, NoteEntry, ObservationLog, ReflectionEntry
+from engram.background.render import ReflectionLine, render_log
+from engram.events.background import ObservationNote, Reflected
+from engram.events.cognitive import TraceEncoded
+from engram.events.envelope import Recorded
+from engram.home import ProjectionPaths
+from engram.projections.base import TableProjection, atomic_write
+
+FILE_SUFFIX = "_observations.md"
+AGENT_FILE = "observations.md"
+
+_TS = pa.timestamp("us", tz="UTC")
+_STRS = pa.list_(pa.string())
+_INTS = pa.list_(pa.int64())
+NOTE_SCHEMA = pa.schema([
+    ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("stream", pa.string()),
+    ("note_id", pa.string()), ("type", pa.string()), ("text", pa.string()), ("details", _STRS),
+    ("importance", pa.float64()), ("confidence", pa.float64()), ("observed_at", _TS), ("refers_to", pa.string()),
+    ("entities", _STRS), ("source_seqs", _INTS), ("source_message_ids", _STRS), ("tokens", pa.int64()),
+    ("buffered", pa.bool_()), ("status", pa.string()), ("recorded_seq", pa.int64()),
+    ("increment_last_seq", pa.int64()), ("activated_seq", pa.int64()), ("reflected_seq", pa.int64()),
+])
+LOG_SCHEMA = pa.schema([
+    ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("messages", pa.int64()),
+    ("message_tokens", pa.int64()), ("increments", pa.int64()), ("notes", pa.int64()), ("note_tokens", pa.int64()),
+    ("observation_compression", pa.float64()), ("active_notes", pa.int64()), ("active_tokens", pa.int64()),
+    ("buffered_notes", pa.int64()), ("reflected_notes", pa.int64()), ("activations", pa.int64()),
+    ("reflections", pa.int64()), ("reflection_input_tokens", pa.int64()), ("reflection_output_tokens", pa.int64()),
+    ("reflection_compression", pa.float64()), ("last_seq", pa.int64()), ("file", pa.string()),
+])
+REFLECTION_SCHEMA = pa.schema([
+    ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("seq", pa.int64()), ("ts", _TS),
+    ("stream", pa.string()), ("consumed", pa.int64()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
+    ("trace_ids", _STRS),
+])
+REFLECTION_TRACE_SCHEMA = pa.schema([
+    ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("reflected_seq", pa.int64()),
+    ("trace_id", pa.string()), ("trace_type", pa.string()), ("content", pa.string()), ("note_ids", _STRS),
+    ("first_observed", _TS),
+])
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
+              _TS: "TIMESTAMPTZ", _STRS: "VARCHAR[]", _INTS: "BIGINT[]"}
+_TABLES = {"observation_notes": NOTE_SCHEMA, "observation_logs": LOG_SCHEMA, "reflections": REFLECTION_SCHEMA,
+           "reflection_traces": REFLECTION_TRACE_SCHEMA}
+
+
+def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
+    if not rows:
+        return
+    schema = _TABLES[table]
+    arrow = pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)], schema=schema)
+    db.register(f"_{table}_batch", arrow)
+    try:
+        db.execute(f"INSERT INTO {table} SELECT * FROM _{table}_batch")
+    finally:
+        db.unregister(f"_{table}_batch")
+
+
+def log_file(paths: ProjectionPaths, key: LogKey):
+    agent, scope, scope_id = key
+    if scope == "discussion":
+        return paths.discussion_file(agent, scope_id, FILE_SUFFIX)
+    return paths.agent_dir(agent) / AGENT_FILE
+
+
+class ObservationLogProjection(TableProjection):
+    name = "observations"
+    tables: ClassVar[tuple[str, ...]] = tuple(_TABLES)
+    interests = INTERESTS | {"TraceEncoded"}
+
+    def create(self, db: duckdb.DuckDBPyConnection) -> None:
+        for table, schema in _TABLES.items():
+            cols = ", ".join(f"{f.name} {_SQL_TYPES[f.type]}" for f in schema)
+            db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
+        self.book = ObservationLog()
+        # Reflection traces by log: trace id -> (reflected seq, note ids); their content arrives with TraceEncoded.
+        self.wanted: dict[str, tuple[LogKey, int, tuple[str, ...]]] = {}
+        self.traces: dict[LogKey, dict[str, ReflectionLine]] = {}
+        self.trace_seq: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._dirty: set[LogKey] = set()
+        self._gone: set[LogKey] = set()
+        self._as_of: dict[LogKey, int] = {}
+
+    # ------------------------------------------------------------------ folding
+
+    def apply(self, rec: Recorded) -> None:
+        e = rec.event
+        if isinstance(e, TraceEncoded):
+            want = self.wanted.pop(e.trace_id, None)
+            if want is not None:
+                key, seq, note_ids = want
+                st = self.book.logs.get(key)
+                if st is not None:
+                    first = min((st.notes[n].note.observed_us for n in note_ids if n in st.notes), default=rec.ts_us)
+                    self.traces.setdefault(key, {})[e.trace_id] = ReflectionLine(
+                        e.trace_id, e.trace_type, e.content, first, len(note_ids))
+                    self.trace_seq[e.trace_id] = (seq, note_ids)
+                    self._touch(key, rec.seq)
+            return
+        changed = self.book.apply(rec)
+        if isinstance(e, Reflected):
+            key = (rec.agent, e.scope, e.scope_id or rec.stream)
+            notes = e.trace_note_ids or tuple(() for _ in e.trace_ids)
+            for tid, note_ids in zip(e.trace_ids, notes):
+                self.wanted[tid] = (key, rec.seq, tuple(note_ids))
+        for key in changed:
+            if key in self.book.logs:
+                # Forgetting a discussion drops the reflections made from it, in an agent-wide log too.
+                reflected = {t for r in self.book.logs[key].reflections for t in r.trace_ids}
+                self.traces[key] = {t: line for t, line in self.traces.get(key, {}).items() if t in reflected}
+                self._touch(key, rec.seq)
+            else:
+                self.traces.pop(key, None)
+                self._as_of.pop(key, None)
+                self._dirty.discard(key)
+                self._gone.add(key)
+
+    def _touch(self, key: LogKey, seq: int) -> None:
+        self._dirty.add(key)
+        self._gone.discard(key)
+        self._as_of[key] = seq
+
+    # ------------------------------------------------------------------ writing
+
+    def flush(self, db: duckdb.DuckDBPyConnection) -> None:
+        for key in sorted(self._dirty | self._gone):
+            for table in _TABLES:
+                db.execute(f"DELETE FROM {table} WHERE agent = ? AND scope = ? AND scope_id = ?", list(key))
+        for key in sorted(self._gone):
+            path = log_file(self.ctx.paths, key)
+            if path.exists():
+                path.unlink()
+        notes, logs, reflections, traces = [], [], [], []
+        for key in sorted(self._dirty):
+            st = self.book.logs[key]
+            notes += [_note_row(st, n) for n in st.notes.values()]
+            path = log_file(self.ctx.paths, key)
+            logs.append(_log_row(st, str(path.relative_to(self.ctx.paths.root))))
+            lines = self.traces.get(key, {})
+            for r in st.reflections:
+                reflections.append((*key, r.seq, r.ts_us, r.stream, r.consumed, r.input_tokens, r.output_tokens,
+                                    list(r.trace_ids)))
+                for tid in r.trace_ids:
+                    line = lines.get(tid)
+                    if line is not None:
+                        traces.append((*key, r.seq, tid, line.trace_type, line.content,
+                                       list(self.trace_seq.get(tid, (0, ()))[1]), line.first_observed_us))
+            ordered = [lines[t] for r in st.reflections for t in r.trace_ids if t in lines]
+            atomic_write(path, render_log(st, ordered, as_of_seq=self._as_of.get(key, st.last_seq)).encode())
+        _insert(db, "observation_notes", notes)
+        _insert(db, "observation_logs", logs)
+        _insert(db, "reflections", reflections)
+        _insert(db, "reflection_traces", traces)
+        self._dirty.clear()
+        self._gone.clear()
+
+    # ------------------------------------------------------------------ restart
+
+    def load(self, db: duckdb.DuckDBPyConnection) -> None:
+        """After a restart: the logs, their notes and reflections back from the tables."""
+        for row in db.execute(
+            "SELECT agent, scope, scope_id, messages, message_tokens, increments, activations, last_seq FROM observation_logs"
+        ).fetchall():
+            st = self.book.log(tuple(row[:3]))
+            st.messages, st.message_tokens, st.increments, st.activations, st.last_seq = row[3:]
+            self._as_of[st.key] = st.last_seq
+        for row in db.execute(
+            "SELECT agent, scope, scope_id, stream, note_id, type, text, details, importance, confidence, "
+            "epoch_us(observed_at), refers_to, entities, source_seqs, source_message_ids, tokens, buffered, status, "
+            "recorded_seq, increment_last_seq, activated_seq, reflected_seq FROM observation_notes "
+            "ORDER BY recorded_seq, note_id"
+        ).fetchall():
+            (agent, scope, scope_id, stream, note_id, kind, text, details, importance, confidence, observed_us,
+             refers_to, entities, seqs, mids, tokens, buffered, status, recorded, inc_last, activated, reflected) = row
+            note = ObservationNote(
+                note_id=note_id, type=kind, text=text, importance=importance, observed_us=observed_us,
+                entities=tuple(entities), refers_to=refers_to, details=tuple(details), source_seqs=tuple(seqs),
+                confidence=confidence, source_message_ids=tuple(mids),
+            )
+            self.book.log((agent, scope, scope_id)).notes[note_id] = NoteEntry(
+                note=note, stream=stream, recorded_seq=recorded, increment_last_seq=inc_last, buffered=buffered,
+                status=status, tokens=tokens, activated_seq=activated, reflected_seq=reflected,
+            )
+        for agent, scope, scope_id, seq, ts_us, stream, consumed, inp, out, tids in db.execute(
+            "SELECT agent, scope, scope_id, seq, epoch_us(ts), stream, consumed, input_tokens, output_tokens, trace_ids "
+            "FROM reflections ORDER BY seq"
+        ).fetchall():
+            self.book.log((agent, scope, scope_id)).reflections.append(
+                ReflectionEntry(seq, ts_us, stream, tuple(tids), consumed, inp, out))
+        for agent, scope, scope_id, seq, tid, kind, content, note_ids, first in db.execute(
+            "SELECT agent, scope, scope_id, reflected_seq, trace_id, trace_type, content, note_ids, epoch_us(first_observed) "
+            "FROM reflection_traces ORDER BY reflected_seq, trace_id"
+        ).fetchall():
+            self.traces.setdefault((agent, scope, scope_id), {})[tid] = ReflectionLine(tid, kind, content, first, len(note_ids))
+            self.trace_seq[tid] = (seq, tuple(note_ids))
+        for key, st in self.book.logs.items():
+            for r in st.reflections:
+                for tid in r.trace_ids:
+                    if tid not in self.traces.get(key, {}):
+                        self.wanted[tid] = (key, r.seq, ())  # its TraceEncoded was not folded before the restart
+
+
+def _note_row(st: LogState, n: NoteEntry) -> tuple:
+    note = n.note
+    return (
+        st.agent, st.scope, st.scope_id, n.stream, note.note_id, note.type, note.text, list(note.details),
+        note.importance, note.confidence, note.observed_us, note.refers_to, list(note.entities),
+        list(note.source_seqs), list(note.source_message_ids), n.tokens, n.buffered, n.status, n.recorded_seq,
+        n.increment_last_seq, n.activated_seq, n.reflected_seq,
+    )
+
+
+def _log_row(st: LogState, file: str) -> tuple:
+    inp = sum(r.input_tokens for r in st.reflections)
+    out = sum(r.output_tokens for r in st.reflections)
+    active = st.active()
+    return (
+        st.agent, st.scope, st.scope_id, st.messages, st.message_tokens, st.increments, len(st.notes),
+        st.recorded_note_tokens(), st.compression(), len(active), sum(n.tokens for n in active),
+        len(st.with_status("buffered")), len(st.with_status("reflected")) + len(st.with_status("superseded")),
+        st.activations, len(st.reflections), inp, out, round(inp / out, 3) if out else None, st.last_seq, file,
+    )

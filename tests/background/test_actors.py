@@ -1,0 +1,76 @@
+"""The background processes as Ray actors: the demo conversation through the whole system (every policy
+group, the MiniLM embedder), with the demo's lowered thresholds; the commands that show the result."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engram.cli.demo_background import DEMO_CONFIG
+from engram.ingest.formats import parse_file
+from engram.ingest.messages import discussion_write
+
+pytestmark = pytest.mark.ray
+
+AGENT = "demo-bg"
+SAMPLE = "engram/samples/acme-dashboard.jsonl"
+
+
+@pytest.fixture(scope="module")
+def world(ray_session, tmp_path_factory):
+    from engram.actors.runtime import Runtime
+    from engram.client import Engram
+    from engram.config.service import load_service_config
+
+    home = tmp_path_factory.mktemp("background") / "home"
+    (home / "agents" / AGENT).mkdir(parents=True)
+    (home / "agents" / AGENT / "agent.config.json").write_text(json.dumps(DEMO_CONFIG))
+    config = load_service_config(home)
+    mem = Engram(config, Runtime(config).start())
+    conv = parse_file(SAMPLE, now_us=0)[0]
+    write = discussion_write(AGENT, conv.discussion, conv.messages, max_message_chars=100_000)
+    mem.sync_settings(AGENT, ts_us=write.events[0].ts_us)
+    mem.append([write])
+    assert mem.wait_idle(timeout=300)
+    yield mem, conv.discussion, home
+    mem.close()
+
+
+def counts(mem) -> dict[str, int]:
+    return dict(mem.sql("SELECT type, count(*) FROM events WHERE agent = ? GROUP BY type", [AGENT])[1])
+
+
+def test_the_actors_observe_reflect_and_consolidate_the_conversation(world):
+    mem, discussion, home = world
+    n = counts(mem)
+    assert n["ObservationsRecorded"] >= 8 and n["ObservationsActivated"] >= 2 and n["Reflected"] >= 1
+    assert n["ClockTick"] == n["ConsolidationRan"] > 100  # the sample spans nine days: one run per hour
+    assert n.get("TraceReinforced", 0) > 0 and n.get("TracePruned", 0) > 0
+    status = mem.status()[0]
+    assert {"observer", "clock", "reflector", "consolidator"} <= set(status["consumers"])
+    assert status["projections"]["observations"] == status["head"]
+    log = home / "projections" / "agents" / AGENT / "Public" / f"{discussion}_observations.md"
+    assert log.read_text().startswith(f"# Observation log: discussion {discussion} (agent {AGENT})")
+
+
+def test_live_and_replayed_projections_are_identical(world):
+    import ray
+
+    mem, _, _ = world
+    assert ray.get(mem.runtime.shard(0).verify_replay.remote()) == []
+
+
+def test_the_commands_show_observation_logs_and_consolidation_runs(world, capsys):
+    from engram.cli.main import main
+
+    mem, discussion, home = world
+    mem.close()  # the commands read the files when no engram process runs
+    assert main(["--home", str(home), "observations", "--agent", AGENT]) == 0
+    out = capsys.readouterr().out
+    assert discussion in out and "compression" in out
+    assert main(["--home", str(home), "observations", "--agent", AGENT, "--discussion", discussion]) == 0
+    assert "Date: 2026-03-" in capsys.readouterr().out
+    assert main(["--home", str(home), "consolidations", "--agent", AGENT, "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "pruned" in out and "runs (" in out and "(3 rows)" in out

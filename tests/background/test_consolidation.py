@@ -1,0 +1,195 @@
+"""One consolidation run: the five steps, each pinned, and the bound on a run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from engram.background import consolidation as c
+from engram.background.traces import TraceFold
+from engram.cognitive.encoding import encode
+from engram.cognitive.personality import Pad
+from engram.config import defaults as d
+from engram.config.agent import AgentConfig
+from engram.events.cognitive import ConflictResolved, EdgeAdded, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced
+from engram.events.envelope import Recorded
+from engram.llm.factory import make_tasks
+
+HOUR_US = 3_600 * 1_000_000
+MINUTE_US = 60 * 1_000_000
+NOW = 1_772_460_000 * 1_000_000
+TASKS = make_tasks(None)
+
+
+def add(fold: TraceFold, tid: str, *, at: int, importance: float = 0.3, stream: str = "d", entities=(),
+        trace_type: str = "episodic", confidence: float = 0.7, content: str | None = None, state=None) -> None:
+    ev = encode(trace_id=tid, content=content or f"memory {tid}", config=AgentConfig(), scope="discussion",
+                scope_id=stream, source_type="user_statement", source_seqs=(1,), source_message_ids=("m1",),
+                trace_type=trace_type, importance=importance, confidence=confidence, entities=tuple(entities))
+    rec = Recorded(seq=0, stream=stream, stream_version=0, agent="a", ts_us=at, event=ev)
+    fold.apply(rec)
+    if state is not None:
+        state.observe(ev, at)
+
+
+def edge(fold: TraceFold, src: str, dst: str, kind: str, at: int = NOW, state=None) -> None:
+    ev = EdgeAdded(src=src, dst=dst, kind=kind, weight=1.0)
+    fold.apply(Recorded(seq=0, stream="d", stream_version=0, agent="a", ts_us=at, event=ev))
+    if state is not None:
+        state.observe(ev, at)
+
+
+def config(**consolidation) -> AgentConfig:
+    return AgentConfig.model_validate({"memory": {"consolidation": consolidation}})
+
+
+def run(fold, state=None, *, now=NOW, cfg=None, vectors=None, personality=None) -> c.RunResult:
+    cfg = cfg or AgentConfig()
+    if personality:
+        cfg = AgentConfig.model_validate({**cfg.to_json_dict(), "personality": personality})
+    return c.run("a", fold, state or c.ConsolidationState(), now_us=now, config=cfg, mood=Pad(),
+                 vectors=vectors or (lambda ids, texts: np.eye(len(ids), 8, dtype=np.float32)),
+                 summarize=TASKS.summarize_schema)
+
+
+def events(result, kind):
+    return [x.event for x in result.decisions if isinstance(x.event, kind)]
+
+
+def ago_for_strength(strength: float) -> int:
+    """How long before NOW a fresh (S0 0.5, stability 1 h) trace was encoded to be at `strength` now."""
+    return int(d.INITIAL_STABILITY_S * math.log(d.BASE_ENCODING_STRENGTH / strength) * 1_000_000)
+
+
+def test_the_decay_sweep_soft_deletes_traces_below_strength_0_05():
+    fold = TraceFold("a")
+    add(fold, "weak", at=NOW - ago_for_strength(0.049))
+    add(fold, "kept", at=NOW - ago_for_strength(0.051))
+    result = run(fold)
+    (pruned,) = events(result, TracePruned)
+    assert pruned.trace_id == "weak" and pruned.strength == pytest.approx(0.049, abs=1e-4)
+    assert result.pruned == 1 and not fold.book.traces["weak"].active and fold.book.traces["kept"].active
+    assert result.decisions[0].stream == "d" and result.decisions[0].event_id == f"prune:weak:{NOW}"
+
+
+def test_a_run_is_bounded_and_the_rest_waits_for_the_next_run():
+    fold = TraceFold("a")
+    for i in range(5):
+        add(fold, f"t{i}", at=NOW - 10 * HOUR_US - i * MINUTE_US)
+    first = run(fold, cfg=config(maxTracesPerRun=3))
+    assert [p.trace_id for p in events(first, TracePruned)] == ["t4", "t3", "t2"]  # weakest first
+    assert first.bounded == ["decay"]
+    second = run(fold, cfg=config(maxTracesPerRun=3), now=NOW + HOUR_US)
+    assert [p.trace_id for p in events(second, TracePruned)] == ["t1", "t0"] and second.bounded == []
+
+
+def test_co_activation_replay_links_shared_entities_and_traces_encoded_close_in_time():
+    fold = TraceFold("a")
+    add(fold, "x", at=NOW - 2 * HOUR_US, entities=("Ana",), importance=0.9)
+    add(fold, "y", at=NOW - HOUR_US, entities=("ana",), stream="d2", importance=0.9)
+    add(fold, "z", at=NOW - 30 * MINUTE_US, importance=0.9)
+    add(fold, "w", at=NOW - 28 * MINUTE_US, importance=0.9)
+    add(fold, "v", at=NOW - 10 * MINUTE_US, importance=0.9)
+    add(fold, "old", at=NOW - 30 * HOUR_US, entities=("Ana",), importance=0.9)
+    result = run(fold)
+    added = {(e.src, e.dst, e.kind, e.weight) for e in events(result, EdgeAdded)}
+    assert added == {("x", "y", "shared_entity", d.REPLAY_ENTITY_WEIGHT), ("z", "w", "temporal_sequence", d.REPLAY_TEMPORAL_WEIGHT)}
+    assert next(x.stream for x in result.decisions if isinstance(x.event, EdgeAdded) and x.event.src == "x") == "d2"
+    assert result.edges == 2 and run(fold, now=NOW + 1).edges == 0  # an edge is made once
+
+
+def test_schema_integration_summarises_a_cluster_of_five_related_episodic_traces():
+    fold = TraceFold("a")
+    state = c.ConsolidationState()
+    topics = ["hiking in the Alps", "hiking near Zurich", "a hiking trip with Tom", "hiking boots", "hiking at dawn"]
+    for i, topic in enumerate(topics):
+        add(fold, f"h{i}", at=NOW - (i + 1) * MINUTE_US, content=f"Maya went {topic} and loved it.", importance=0.5,
+            entities=("Maya",))
+    add(fold, "other", at=NOW - 9 * MINUTE_US, content="Maya paid the electricity bill.")
+    base = np.array([1, 0, 0, 0], dtype=np.float32)
+    vecs = {f"h{i}": base + np.array([0, 0.1 * i, 0, 0], dtype=np.float32) for i in range(5)}
+    vecs["other"] = np.array([0, 0, 1, 0], dtype=np.float32)
+    vectors = lambda ids, texts: np.stack([vecs[i] / np.linalg.norm(vecs[i]) for i in ids])  # noqa: E731
+    result = run(fold, state, vectors=vectors)
+    (schema,) = events(result, SchemaCreated)
+    assert set(schema.member_ids) == {f"h{i}" for i in range(5)} and schema.llm is not None
+    trace = next(e for e in events(result, TraceEncoded) if e.trace_id == schema.schema_trace_id)
+    assert trace.trace_type == "semantic" and trace.source_type == "schema" and trace.entities == ("Maya",)
+    links = [e for e in events(result, EdgeAdded) if e.kind == "schema_instance"]
+    assert {(e.src, e.dst) for e in links} == {(f"h{i}", schema.schema_trace_id) for i in range(5)}
+    assert all(e.weight == d.SCHEMA_INSTANCE_WEIGHT for e in links) and result.schemas == 1 and result.llm_calls == 1
+    assert run(fold, state, now=NOW + 1, vectors=vectors).schemas == 0  # members are not clustered again
+
+
+def test_four_related_traces_are_not_yet_a_schema():
+    fold = TraceFold("a")
+    for i in range(4):
+        add(fold, f"h{i}", at=NOW - i * MINUTE_US)
+    same = lambda ids, texts: np.ones((len(ids), 4), dtype=np.float32) / 2  # noqa: E731
+    assert run(fold, vectors=same).schemas == 0
+
+
+def contradiction(state) -> TraceFold:
+    fold = TraceFold("a")
+    add(fold, "older", at=NOW - 2 * HOUR_US, confidence=0.9, importance=0.9, trace_type="semantic", state=state)
+    add(fold, "newer", at=NOW - HOUR_US, confidence=0.6, importance=0.9, trace_type="semantic", state=state)
+    edge(fold, "newer", "older", "contradicts", state=state)
+    return fold
+
+
+@pytest.mark.parametrize("personality, how, loser", [
+    ({"honesty": 0.8}, "prefer_newer", "older"),
+    ({}, "prefer_confidence", "newer"),
+])
+def test_conflict_resolution_scans_contradiction_edges(personality, how, loser):
+    state = c.ConsolidationState()
+    fold = contradiction(state)
+    result = run(fold, state, personality=personality)
+    (resolved,) = events(result, ConflictResolved)
+    assert (resolved.resolution, resolved.loser) == (how, loser)
+    assert not fold.book.traces[loser].active and result.conflicts == 1
+    assert ("supersedes" in {e.kind for e in events(result, EdgeAdded)})
+    assert run(fold, state, now=NOW + 1, personality=personality).conflicts == 0
+
+
+def test_kept_contradictions_are_resolved_when_the_personality_no_longer_keeps_both():
+    state = c.ConsolidationState()
+    fold = contradiction(state)
+    kept = run(fold, state, personality={"agreeableness": 0.8})
+    assert [r.resolution for r in events(kept, ConflictResolved)] == ["keep_both"]
+    assert fold.book.traces["older"].active and fold.book.traces["newer"].active
+    assert run(fold, state, now=NOW + 1, personality={"agreeableness": 0.8}).conflicts == 0  # recorded once
+    honest = run(fold, state, now=NOW + 2, personality={"honesty": 0.8})
+    assert [(r.resolution, r.loser) for r in events(honest, ConflictResolved)] == [("prefer_newer", "older")]
+
+
+def test_spaced_repetition_reviews_due_traces_worth_keeping():
+    fold = TraceFold("a")
+    add(fold, "important", at=NOW - 90 * MINUTE_US, importance=0.8)
+    add(fold, "small-talk", at=NOW - 90 * MINUTE_US, importance=0.3)
+    add(fold, "not-due", at=NOW - 30 * MINUTE_US, importance=0.8)
+    result = run(fold)
+    (review,) = events(result, TraceReinforced)
+    assert review.trace_id == "important" and result.reinforced == 1
+    t = fold.book.traces["important"]
+    assert t.interval_s == 2 * d.INITIAL_REINFORCEMENT_INTERVAL_S  # the interval doubles on success
+    assert t.next_due_us == NOW + 2 * HOUR_US and t.last_access_us == NOW
+
+
+def test_traces_from_after_the_tick_take_no_part():
+    fold = TraceFold("a")
+    add(fold, "later", at=NOW + MINUTE_US, entities=("Ana",))
+    add(fold, "now", at=NOW - MINUTE_US, entities=("Ana",))
+    result = run(fold)
+    assert result.traces == 1 and result.decisions == []
+
+
+def test_a_trace_that_arrives_after_later_ticks_decays_from_its_arrival():
+    state = c.ConsolidationState()
+    fold = TraceFold("a")
+    run(fold, state, now=NOW)  # consolidation's clock is at NOW
+    add(fold, "late", at=NOW - 5 * HOUR_US, state=state)  # encoded five hours before, folded only now
+    assert run(fold, state, now=NOW + HOUR_US).pruned == 0  # one hour after arrival: strength 0.18
+    assert run(fold, state, now=NOW + 3 * HOUR_US).pruned == 1  # three hours after arrival: 0.025
