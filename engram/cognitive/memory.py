@@ -2,8 +2,9 @@
 
 `AgentMemory` folds events with `TraceBook` and keeps beside it what search needs: an HNSW index
 of the active traces' embeddings (items added single-threaded, one by one, in log order, so the
-index bytes are reproducible), the most recent traces naming each entity, and the last trace of
-each discussion. The embedder is injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
+index bytes are reproducible), a keyword (BM25) index of the same traces' text
+(`engram.cognitive.lexical`, the lexical half of hybrid similarity), the most recent traces naming
+each entity, and the last trace of each discussion. Both indexes change with the same events. The embedder is injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from engram.cognitive.book import Applied, TraceBook
+from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.model import MemoryTrace
 from engram.config import defaults as d
 from engram.events.envelope import Recorded
@@ -39,6 +41,7 @@ class AgentMemory:
         self.dim = dim
         self.book = TraceBook(agent, track=track)
         self.index = index or HnswIndex(dim)
+        self.lexical = LexicalIndex()
         self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.index_seq = 0  # seq of the last event that changed the index
@@ -59,6 +62,7 @@ class AgentMemory:
             for t in applied.added:
                 self._index_trace(t, vectors[t.trace_id], rec.seq)
             for tid in applied.removed:
+                self.lexical.remove(tid)
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -82,11 +86,24 @@ class AgentMemory:
         if t.trace_id not in self.index:
             self.index.add([t.trace_id], np.asarray(vector, dtype=np.float32).reshape(1, self.dim))
             self.index_seq = seq
+        self.lexical.add(t.trace_id, indexed_text(t))
         for name in t.entities:
             q = self.by_entity[entity_key(name)]
             if t.trace_id not in q:
                 q.append(t.trace_id)
         self.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+
+    def restore_lexical(self) -> None:
+        """The keyword index of the active traces, from the book (after loading traces from tables or an old snapshot)."""
+        self.lexical = LexicalIndex()
+        for tid, t in self.book.traces.items():
+            if t.active:
+                self.lexical.add(tid, indexed_text(t))
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "lexical" not in state:  # a snapshot from before the keyword index
+            self.restore_lexical()
 
     def _unlink(self, tid: str) -> None:
         for q in self.by_entity.values():
@@ -118,6 +135,11 @@ class AgentMemory:
                     seen.add(tid)
                     out.append(tid)
         return out
+
+
+def indexed_text(t: MemoryTrace) -> str:
+    """What the keyword index holds for a trace: its content (the text its embedding is made of)."""
+    return t.content
 
 
 def temporal_window_us() -> int:

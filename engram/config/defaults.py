@@ -98,7 +98,10 @@ DECAY_SWEEP_MAX_TRACES = 10_000
 
 # Retrieval: the six-factor composite (engram.cognitive.scoring), score = Σ weight · factor, each factor in [0, 1]:
 #   strength   = min(1, S0 · exp(−Δt / stability))          Δt since last access, event time
-#   similarity = max(0, cosine(query, trace))               via the agent's HNSW index
+#   similarity = max(0, cosine(query, trace))               via the agent's HNSW index ("embedding"), or, by default
+#                ("hybrid", memory.retrieval.similarity):
+#                (1 − SIMILARITY_LEXICAL_SHARE) · that cosine + SIMILARITY_LEXICAL_SHARE · lexical match,
+#                lexical match = min(1, BM25(query, trace) / Σ idf(query terms))   (engram.cognitive.lexical)
 #   recency    = 0.5 ** (age / RECENCY_HALF_LIFE_HOURS)      age since the trace was encoded
 #   emotional  = max(0, mood.valence · trace.valence)        mood-congruent recall
 #   activation = spreading activation from the top seeds     (below)
@@ -106,6 +109,9 @@ DECAY_SWEEP_MAX_TRACES = 10_000
 # Similarity leads: strength and recency say how alive a memory is, not whether it answers the query.
 # Weights: similarity leads, association (graph activation) comes second, and the four "state" factors
 # (strength, recency, emotional congruence, importance) share the rest equally.
+# Hybrid similarity gives the embedding and the keywords equal say: neither is known to be the better judge
+# of a given query (paraphrase favours the one, rare shared words the other).
+SIMILARITY_LEXICAL_SHARE = 0.5
 RETRIEVAL_WEIGHT_STRENGTH = 0.05
 RETRIEVAL_WEIGHT_SIMILARITY = 0.65
 RETRIEVAL_WEIGHT_RECENCY = 0.05
