@@ -2,9 +2,15 @@
 
 `AgentMemory` folds events with `TraceBook` and keeps beside it what search needs: an HNSW index
 of the active traces' embeddings (items added single-threaded, one by one, in log order, so the
-index bytes are reproducible), a keyword (BM25) index of the same traces' text
-(`engram.cognitive.lexical`, the lexical half of hybrid similarity), the most recent traces naming
-each entity, and the last trace of each discussion. Both indexes change with the same events. The embedder is injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
+index bytes are reproducible), a keyword (BM25) index of the same traces (`engram.cognitive.lexical`,
+the lexical half of hybrid similarity), the most recent traces naming each entity, and the last
+trace of each discussion. Both indexes change with the same events and hold the same text per trace
+(`engram.cognitive.indexing`: its content, the question it answers, its day). The embedder is
+injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
+
+`content_vectors=True` makes the HNSW index hold embeddings of the content alone: the question
+auto-ingest asks it ("is this the same memory, the same topic?") is about what a memory says, not
+about when it was said or what it answered — a fact restated a month later is still a duplicate.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from engram.cognitive.book import Applied, TraceBook
+from engram.cognitive.indexing import index_text
 from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.model import MemoryTrace
 from engram.config import defaults as d
@@ -36,9 +43,12 @@ def entity_key(name: str) -> str:
 
 
 class AgentMemory:
-    def __init__(self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None):
+    def __init__(
+        self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None, content_vectors: bool = False
+    ):
         self.agent = agent
         self.dim = dim
+        self.content_vectors = content_vectors
         self.book = TraceBook(agent, track=track)
         self.index = index or HnswIndex(dim)
         self.lexical = LexicalIndex()
@@ -50,7 +60,7 @@ class AgentMemory:
         """Fold `recs` in seq order; new traces are embedded in one call, the index follows event by event."""
         recs = list(recs)
         texts = {
-            r.event.trace_id: r.event.content
+            r.event.trace_id: r.event.content if self.content_vectors else index_text(r.event.content, r.event.context, r.ts_us)
             for r in recs
             if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
         }
@@ -102,6 +112,7 @@ class AgentMemory:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("content_vectors", False)
         if "lexical" not in state:  # a snapshot from before the keyword index
             self.restore_lexical()
 
@@ -138,8 +149,8 @@ class AgentMemory:
 
 
 def indexed_text(t: MemoryTrace) -> str:
-    """What the keyword index holds for a trace: its content (the text its embedding is made of)."""
-    return t.content
+    """What the keyword index holds for a trace: the text its embedding is made of (engram.cognitive.indexing)."""
+    return index_text(t.content, t.context, t.encoded_us)
 
 
 def temporal_window_us() -> int:

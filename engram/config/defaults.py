@@ -81,7 +81,9 @@ CONTENT_EMOTION_WEIGHT = 0.7
 #                                               · (1 + EMOTIONAL_CONSOLIDATION · intensity)
 #                                               / (1 + STABILITY_GAIN_DIMINISH · retrievals so far)
 #   difficulty = max(MIN_DIFFICULTY, 1 − min(1, S(t)))   (a weaker memory gains more)
-#   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + REINFORCEMENT_STRENGTH_BOOST)),  last access = t
+#   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + boost)),  last access = t,
+#         boost = REINFORCEMENT_STRENGTH_BOOST when the review was due (t >= next due), else 0 (the spacing effect:
+#         massed retrievals earn no strength; see engram.cognitive.decay)
 #   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, REINFORCEMENT_INTERVAL_GROWTH · interval),  next due = t + interval'
 STABILITY_GAIN_BASE = 0.5
 STABILITY_GAIN_DIFFICULTY = 2.0
@@ -135,7 +137,9 @@ SPREAD_FLOOR = 0.05
 SPREAD_CAP = 1.0
 SPREAD_MAX_DEPTH = 2
 SPREAD_MAX_RESULTS = 20
-# Hebbian co-activation: each pair among the HEBBIAN_TOP best results of a retrieval gets
+# Hebbian co-activation: each pair among the HEBBIAN_TOP best results of a retrieval that the query itself found
+# (by similarity, keywords or HyDE; not those only spreading activation brought in, which would let the graph
+# feed its own edges) gets
 #   w' = w + HEBBIAN_RATE · (1 − w)   (a new co_activated edge starts at HEBBIAN_RATE)
 HEBBIAN_RATE = 0.1
 HEBBIAN_TOP = 5
@@ -178,6 +182,9 @@ HYDE_THRESHOLD_STEP = 0.1
 # facts the message yielded (kept or not), else EPISODE_BASE_IMPORTANCE; content is cut at EPISODE_MAX_CHARS.
 EPISODE_BASE_IMPORTANCE = 0.3
 EPISODE_MAX_CHARS = 2_000
+# What a trace is indexed by (engram.cognitive.indexing): a reply's traces carry the question it answers,
+# cut to this many characters (a question; not a second message).
+REPLY_CONTEXT_MAX_CHARS = 400
 # Auto-ingest asks the memory tasks for every fact of a turn (up to this many) and applies its rules itself,
 # so that what was skipped, and why, is recorded too.
 EXTRACT_MAX_FACTS = 32

@@ -116,6 +116,7 @@ class TraceReader(CognitivePolicy):
             scores=tuple(round(h.score, 6) for h in result.hits),
             discussion=discussion,
             hyde=result.hyde.text if result.hyde is not None else "",
+            via=tuple(h.via for h in result.hits),
         )
         # Each retrieval is its own event, even when the same question is asked twice in one instant.
         event_id = f"recall:{uuid.uuid4().hex}"
