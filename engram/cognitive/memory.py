@@ -11,6 +11,7 @@ injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
 `content_vectors=True` makes the HNSW index hold embeddings of the content alone: the question
 auto-ingest asks it ("is this the same memory, the same topic?") is about what a memory says, not
 about when it was said or what it answered — a fact restated a month later is still a duplicate.
+Such a memory serves no recall, so it keeps no keyword index (`lexical` is None).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class AgentMemory:
         self.content_vectors = content_vectors
         self.book = TraceBook(agent, track=track)
         self.index = index or HnswIndex(dim)
-        self.lexical = LexicalIndex()
+        self.lexical: LexicalIndex | None = None if content_vectors else LexicalIndex()
         self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.index_seq = 0  # seq of the last event that changed the index
@@ -72,7 +73,8 @@ class AgentMemory:
             for t in applied.added:
                 self._index_trace(t, vectors[t.trace_id], rec.seq)
             for tid in applied.removed:
-                self.lexical.remove(tid)
+                if self.lexical is not None:
+                    self.lexical.remove(tid)
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -96,7 +98,8 @@ class AgentMemory:
         if t.trace_id not in self.index:
             self.index.add([t.trace_id], np.asarray(vector, dtype=np.float32).reshape(1, self.dim))
             self.index_seq = seq
-        self.lexical.add(t.trace_id, indexed_text(t))
+        if self.lexical is not None:
+            self.lexical.add(t.trace_id, indexed_text(t))
         for name in t.entities:
             q = self.by_entity[entity_key(name)]
             if t.trace_id not in q:
@@ -105,6 +108,9 @@ class AgentMemory:
 
     def restore_lexical(self) -> None:
         """The keyword index of the active traces, from the book (after loading traces from tables or an old snapshot)."""
+        if self.content_vectors:
+            self.lexical = None
+            return
         self.lexical = LexicalIndex()
         for tid, t in self.book.traces.items():
             if t.active:

@@ -14,10 +14,10 @@ Every trace carries provenance to its message (seq and message id, e.g. LoCoMo's
 by `engram.cognitive.encoding.encode` (personality, mood, flashbulb) and linked to what it follows,
 resembles, or names. The traces of a reply carry the question it answers as their `context` (the
 previous message of the discussion by another speaker, its question sentences;
-`engram.cognitive.indexing`): indexed with them, not part of them. Deduplication and same-topic links
-compare what memories say, so this policy's memories embed content alone (`content_vectors`). Appended to the message's discussion stream with the message's event time:
-`FactsIngested` (what was kept and skipped, and why, with the LLM provenance), then `TraceEncoded`
-and `EdgeAdded` events.
+`engram.cognitive.indexing`): indexed with them, not part of them. Deduplication and same-topic
+links compare what memories say, so this policy's memories embed content alone (`content_vectors`).
+Appended to the message's discussion stream with the message's event time: `FactsIngested` (what
+was kept and skipped, and why, with the LLM provenance), then `TraceEncoded` and `EdgeAdded` events.
 """
 
 from __future__ import annotations

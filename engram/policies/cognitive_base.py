@@ -108,3 +108,7 @@ class CognitivePolicy(Policy):
         if state:
             self.settings.restore(state["settings"])
             self.memories = state.get("memories", {})
+            for mem in self.memories.values():
+                if mem.content_vectors != self.content_vectors:  # a snapshot from before the flag: content vectors
+                    mem.content_vectors = self.content_vectors
+                    mem.restore_lexical()

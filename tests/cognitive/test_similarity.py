@@ -163,7 +163,7 @@ def test_the_context_finds_a_reply_but_is_not_part_of_what_recall_returns():
     plain = AgentMemory("a", 8, content_vectors=True)
     embedded.clear()
     plain.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)]))
-    assert embedded == ["Caroline: Yes, last weekend, with the kids!"]
+    assert embedded == ["Caroline: Yes, last weekend, with the kids!"] and plain.lexical is None
 
 
 def test_only_traces_the_query_found_wire_together():
