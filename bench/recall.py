@@ -246,6 +246,7 @@ def main(argv=None) -> int:
     ingested = work / "ingested"
     ingest_s, stats = ingest(path, ingested)
     best = max(out["bm25-raw-turns"]["recall@10"], out["dense-raw-turns"]["recall@10"])
+    runs = {}
     for similarity in ("hybrid", "embedding"):
         # Each run asks every question of a copy of the memory as ingest left it (the runs do not reinforce each other).
         home = work / similarity
@@ -253,10 +254,17 @@ def main(argv=None) -> int:
         report, info = run_engram(home, items_by_conv, turns, similarity)
         key = f"engram-recall ({similarity} similarity{', default' if similarity == 'hybrid' else ''})"
         out[key] = {**report, **info}
+        runs[similarity] = key
         out[f"{key} recall@10 minus best baseline"] = round(report["recall@10"] - best, 1)
     out["engram ingest"] = {"ingest_and_catch_up_s": round(ingest_s, 1), "traces": stats, **evidence_coverage(data, ingested)}
     if not args.no_ablations:
-        out["ablations (state after ingest, pure core)"] = ablations(ingested, items_by_conv, turns, embedder)
+        out["ablations (state after ingest, pure core)"] = abl = ablations(ingested, items_by_conv, turns, embedder)
+        # What the earlier questions' reinforcement changed: the run (questions in turn) minus the same weights on
+        # the memory as ingest left it.
+        out["recall@10 change from earlier questions' reinforcement"] = {
+            similarity: round(out[key]["recall@10"] - abl[similarity]["default weights"]["recall@10"], 1)
+            for similarity, key in runs.items()
+        }
     print(json.dumps(out, indent=1))
     return 0
 

@@ -98,14 +98,20 @@ class BM25:
         if n == 0 or k <= 0:
             return []
         scores: dict[str, float] = defaultdict(float)
+        verdict: dict[str, bool] = {}  # allowed(key), asked once per key
         for term in sorted(set(query_terms)):
             posting = self._postings.get(term)
             if not posting:
                 continue
             idf = self.idf(term)
             for key, tf in posting.items():
-                if allowed is None or allowed(key):
-                    scores[key] += idf * self._saturated(tf, key)
+                if allowed is not None:
+                    ok = verdict.get(key)
+                    if ok is None:
+                        ok = verdict[key] = bool(allowed(key))
+                    if not ok:
+                        continue
+                scores[key] += idf * self._saturated(tf, key)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
 
