@@ -77,11 +77,13 @@ class CognitiveMemory:
         mood: tuple[float, float, float] | None = None,
         now_us: int | None = None,
         fresh: bool = True,
+        similarity: str | None = None,
     ) -> RecallResult:
         """The composite-ranked traces of `agent` for `query` (in `discussion`'s scope, if given).
 
         `fresh`: the reader first folds everything the log holds now (read-your-writes); `now_us` is
-        the event time of the question (default: now); `weights` overrides factor weights for this call.
+        the event time of the question (default: now); `weights` overrides factor weights for this call;
+        `similarity` ("hybrid" or "embedding") overrides `memory.retrieval.similarity` for this call.
         """
         from engram.client import now_us as wall_clock
 
@@ -105,6 +107,7 @@ class CognitiveMemory:
                 weights=weights,
                 hyde=hyde,
                 mood=mood,
+                similarity=similarity,
             )
         )
 

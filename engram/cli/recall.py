@@ -29,6 +29,11 @@ def register(sub) -> None:
     hyde = p.add_mutually_exclusive_group()
     hyde.add_argument("--hyde", dest="hyde", action="store_const", const=True, help="use HyDE (default: rag.hyde.enabled)")
     hyde.add_argument("--no-hyde", dest="hyde", action="store_const", const=False)
+    p.add_argument(
+        "--similarity", choices=("hybrid", "embedding"),
+        help="the similarity factor for this recall: embedding cosine fused with a keyword (BM25) match, or the cosine "
+        "alone (default: memory.retrieval.similarity, hybrid)",
+    )
     p.add_argument("--at", help="event time of the question (ISO-8601; default: now)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run, hyde=None)
@@ -78,7 +83,7 @@ def run(args) -> int:
         try:
             result = cog.recall(
                 args.agent, args.query, discussion=args.discussion, limit=args.limit, weights=weights, hyde=args.hyde,
-                now_us=at,
+                now_us=at, similarity=args.similarity,
             )
         except Exception as exc:  # bad weights arrive from the reader actor wrapped in a RayTaskError
             cause = getattr(exc, "cause", None) or exc
@@ -99,6 +104,7 @@ def as_json(result, sources) -> dict:
         "agent": result.agent,
         "discussion": result.discussion,
         "candidates": result.candidates,
+        "similarity": result.similarity,
         "weights": result.weights.as_dict(),
         "mood": {"valence": result.mood.valence, "arousal": result.mood.arousal, "dominance": result.mood.dominance},
         "hyde": None if result.hyde is None else {"text": result.hyde.text, "threshold": result.hyde.threshold, "tried": result.hyde.tried},
@@ -106,6 +112,7 @@ def as_json(result, sources) -> dict:
             {
                 "rank": h.rank, "trace_id": h.trace_id, "score": round(h.score, 6), "content": h.content,
                 "factors": {k: round(v, 6) for k, v in h.factors.as_dict().items()},
+                "similarity_parts": {"cosine": round(h.cosine, 6), "lexical": round(h.lexical, 6)},
                 "contributions": {k: round(v, 6) for k, v in h.contributions.as_dict().items()},
                 "trace_type": h.trace_type, "category": h.category, "scope": h.scope, "scope_id": h.scope_id,
                 "via": h.via, "source_message_ids": list(h.source_message_ids),
@@ -129,6 +136,10 @@ def render(result, sources, *, explain: bool) -> str:
             "weights: " + ", ".join(f"{k} {v:.2f}" for k, v in w.as_dict().items())
             + f"   mood: valence {result.mood.valence:+.2f} arousal {result.mood.arousal:+.2f} dominance {result.mood.dominance:+.2f}"
         )
+        lines.append(
+            "similarity: hybrid = ½ embedding cosine + ½ keyword (BM25) match" if result.similarity == "hybrid"
+            else "similarity: embedding cosine"
+        )
         if result.hyde is not None:
             lines.append(
                 f'HyDE: "{result.hyde.text[:100]}" — threshold {result.hyde.threshold} '
@@ -143,7 +154,8 @@ def render(result, sources, *, explain: bool) -> str:
             lines.append("      factor       value   × weight = contribution")
             for name, value in h.factors.as_dict().items():
                 weight = getattr(result.weights, name)
-                lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}   = {getattr(h.contributions, name):.4f}")
+                parts = f"   (cosine {h.cosine:.3f}, keywords {h.lexical:.3f})" if name == "similarity" and result.similarity == "hybrid" else ""
+                lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}   = {getattr(h.contributions, name):.4f}{parts}")
             for s in h.source_seqs:
                 m = sources.get(s)
                 if m is not None:

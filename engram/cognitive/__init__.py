@@ -8,8 +8,11 @@
 - `linking`: the edges a new trace gets (temporal sequence, same topic, shared entity).
 - `scoring`: the six-factor composite with its weights.
 - `book`: the fold of cognitive events into traces and graph (projection, reader and policies share it);
-  `memory`: a book plus its HNSW index, entity and discussion bookkeeping (what readers of the log keep).
-- `retrieval`: recall over a book and an HNSW index; `hyde`: the adaptive-threshold HyDE loop.
+  `memory`: a book plus its HNSW and keyword indexes, entity and discussion bookkeeping (what readers of the log keep).
+- `indexing`: what finds a trace (its content, the question a reply answers, its day);
+  `lexical`: the BM25 keyword match in [0, 1], the lexical half of hybrid similarity.
+- `retrieval`: recall over a book and its indexes (similarity "hybrid" by default, or "embedding");
+  `hyde`: the adaptive-threshold HyDE loop.
 - `working_memory`: Baddeley's capacity-limited slots and `working-memory.md`.
 - `ingest`: auto-ingest rules (threshold, per-turn limit, deduplication); `tool_failures`: the six patterns.
 - `llm_bridge`: the one place that touches `engram.llm` (fact policy, emotional reading, chat lines).

@@ -4,7 +4,7 @@ The `memory_traces` projection, the trace reader that serves recall, and the pol
 to know what an agent remembers all fold the same events with this class, so they agree.
 
     TraceEncoded       a new trace
-    TraceRetrieved     each returned trace is reinforced; the best few strengthen co-activation edges
+    TraceRetrieved     each returned trace is reinforced; the best few the query found strengthen co-activation edges
     TraceReinforced    a reinforcement outside retrieval (spaced-repetition review)
     TracePruned        soft deletion
     EdgeAdded / EdgeStrengthened
@@ -169,6 +169,7 @@ class TraceBook:
             tags=tuple(e.tags),
             category=e.category,
             last_seq=rec.seq,
+            context=e.context,
         )
         self.traces[t.trace_id] = t
         self.forgotten_traces.discard(t.trace_id)
@@ -176,13 +177,22 @@ class TraceBook:
         out.added.append(t)
 
     def _retrieved(self, rec: Recorded, e: ev.TraceRetrieved) -> None:
+        """Every returned trace is reinforced; the best HEBBIAN_TOP that the query itself found wire together.
+
+        A trace that was returned only because spreading activation reached it did not respond to the
+        query: wiring it to the query's matches would let the graph strengthen its own edges (activation
+        → retrieval → a stronger edge → more activation), so co-activation edges only ever join traces
+        that each matched some query.
+        """
         fired = []
-        for tid in e.trace_ids:
+        for i, tid in enumerate(e.trace_ids):
             t = self._live(tid)
             if t is not None:
                 self._reinforce(t, rec, "retrieved", e.query[:200])
-                fired.append(tid)
-        for edge in self.graph.hebbian(fired[: d.HEBBIAN_TOP], rec.seq):
+                cued = i >= len(e.via) or e.via[i] != "activation"
+                fired.append((tid, cued))
+        together = [tid for tid, cued in fired[: d.HEBBIAN_TOP] if cued]
+        for edge in self.graph.hebbian(together, rec.seq):
             self._edge_changed(edge, edge.src, edge.dst)
 
     def _reinforce(self, t: MemoryTrace, rec: Recorded, change: str, detail: str) -> None:

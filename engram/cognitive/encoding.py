@@ -116,6 +116,7 @@ def encode(
     emotion: Emotion = NO_EMOTION,
     novelty: float = 0.0,
     llm: LlmCall | None = None,
+    context: str = "",
 ) -> TraceEncoded:
     """The `TraceEncoded` event of a new memory for an agent with `config` in `mood`."""
     if trace_type not in TRACE_TYPES:
@@ -156,4 +157,5 @@ def encode(
         intensity=enc.intensity,
         flashbulb=enc.flashbulb,
         llm=llm,
+        context=context,
     )

@@ -2,8 +2,16 @@
 
 `AgentMemory` folds events with `TraceBook` and keeps beside it what search needs: an HNSW index
 of the active traces' embeddings (items added single-threaded, one by one, in log order, so the
-index bytes are reproducible), the most recent traces naming each entity, and the last trace of
-each discussion. The embedder is injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
+index bytes are reproducible), a keyword (BM25) index of the same traces (`engram.cognitive.lexical`,
+the lexical half of hybrid similarity), the most recent traces naming each entity, and the last
+trace of each discussion. Both indexes change with the same events and hold the same text per trace
+(`engram.cognitive.indexing`: its content, the question it answers, its day). The embedder is
+injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
+
+`content_vectors=True` makes the HNSW index hold embeddings of the content alone: the question
+auto-ingest asks it ("is this the same memory, the same topic?") is about what a memory says, not
+about when it was said or what it answered — a fact restated a month later is still a duplicate.
+Such a memory serves no recall, so it keeps no keyword index (`lexical` is None).
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from engram.cognitive.book import Applied, TraceBook
+from engram.cognitive.indexing import index_text
+from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.model import MemoryTrace
 from engram.config import defaults as d
 from engram.events.envelope import Recorded
@@ -34,11 +44,15 @@ def entity_key(name: str) -> str:
 
 
 class AgentMemory:
-    def __init__(self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None):
+    def __init__(
+        self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None, content_vectors: bool = False
+    ):
         self.agent = agent
         self.dim = dim
+        self.content_vectors = content_vectors
         self.book = TraceBook(agent, track=track)
         self.index = index or HnswIndex(dim)
+        self.lexical: LexicalIndex | None = None if content_vectors else LexicalIndex()
         self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.index_seq = 0  # seq of the last event that changed the index
@@ -47,7 +61,7 @@ class AgentMemory:
         """Fold `recs` in seq order; new traces are embedded in one call, the index follows event by event."""
         recs = list(recs)
         texts = {
-            r.event.trace_id: r.event.content
+            r.event.trace_id: r.event.content if self.content_vectors else index_text(r.event.content, r.event.context, r.ts_us)
             for r in recs
             if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
         }
@@ -59,6 +73,8 @@ class AgentMemory:
             for t in applied.added:
                 self._index_trace(t, vectors[t.trace_id], rec.seq)
             for tid in applied.removed:
+                if self.lexical is not None:
+                    self.lexical.remove(tid)
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -82,11 +98,29 @@ class AgentMemory:
         if t.trace_id not in self.index:
             self.index.add([t.trace_id], np.asarray(vector, dtype=np.float32).reshape(1, self.dim))
             self.index_seq = seq
+        if self.lexical is not None:
+            self.lexical.add(t.trace_id, indexed_text(t))
         for name in t.entities:
             q = self.by_entity[entity_key(name)]
             if t.trace_id not in q:
                 q.append(t.trace_id)
         self.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+
+    def restore_lexical(self) -> None:
+        """The keyword index of the active traces, from the book (after loading traces from tables or an old snapshot)."""
+        if self.content_vectors:
+            self.lexical = None
+            return
+        self.lexical = LexicalIndex()
+        for tid, t in self.book.traces.items():
+            if t.active:
+                self.lexical.add(tid, indexed_text(t))
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("content_vectors", False)
+        if "lexical" not in state:  # a snapshot from before the keyword index
+            self.restore_lexical()
 
     def _unlink(self, tid: str) -> None:
         for q in self.by_entity.values():
@@ -118,6 +152,11 @@ class AgentMemory:
                     seen.add(tid)
                     out.append(tid)
         return out
+
+
+def indexed_text(t: MemoryTrace) -> str:
+    """What the keyword index holds for a trace: the text its embedding is made of (engram.cognitive.indexing)."""
+    return index_text(t.content, t.context, t.encoded_us)
 
 
 def temporal_window_us() -> int:

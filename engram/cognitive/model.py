@@ -68,6 +68,7 @@ class MemoryTrace:
     deleted_reason: str | None = None
     last_seq: int = 0
     links: set[str] = field(default_factory=set)
+    context: str = ""  # indexed with the content, not part of it: for a reply, the question it answers
 
     def in_scope(self, discussion: str | None) -> bool:
         """Visible from `discussion` (None: the whole agent): agent-scoped traces are visible everywhere."""

@@ -1,13 +1,23 @@
-"""Recall: nearest traces by embedding (HNSW), spreading activation, the six-factor composite.
+"""Recall: candidates by embedding (HNSW) and by keywords (BM25), spreading activation, the six-factor composite.
 
-1. Candidates: the `pool` nearest active traces in scope by cosine (HNSW, filtered by scope), plus
-   — with HyDE — the traces near a hypothetical memory above the adaptive threshold.
-2. Spreading activation from the best `SPREAD_SEEDS` candidates along the trace graph; what it
-   reaches joins the candidates (their cosine is computed exactly).
-3. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
+1. Candidates: the `pool` nearest active traces in scope by cosine (HNSW, filtered by scope), plus —
+   with hybrid similarity — the `pool` best lexical matches (`engram.cognitive.lexical`), plus — with
+   HyDE — the traces near a hypothetical memory above the adaptive threshold.
+2. Similarity of each candidate (`memory.retrieval.similarity`):
+   - "embedding": the cosine to the query (the issue's literal definition; with HyDE, the better of
+     the cosines to the query and to the hypothetical memory);
+   - "hybrid" (default): (1 − SIMILARITY_LEXICAL_SHARE) · that cosine + SIMILARITY_LEXICAL_SHARE ·
+     the lexical match. The embedding hears paraphrase, the keywords hear the rare words a question
+     shares with its answer (names, places, objects); on conversational memory each alone misses what
+     the other finds (see `engram.cognitive.lexical` for the numbers and the normalisation). Both
+     parts are absolute scales in [0, 1], so the fused value is too. When the query has no word the
+     index knows, there is no lexical evidence and similarity is the cosine.
+3. Spreading activation from the best `SPREAD_SEEDS` candidates by similarity along the trace graph;
+   what it reaches joins the candidates (their cosine and lexical match are computed exactly).
+4. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
    with the breakdown. Per-call weights replace the configured ones for the whole retrieval.
 
-Pure: the caller supplies vectors, the index, event time and mood; it records `TraceRetrieved`.
+Pure: the caller supplies vectors, the indexes, event time and mood; it records `TraceRetrieved`.
 """
 
 from __future__ import annotations
@@ -21,10 +31,14 @@ from engram.cognitive.book import TraceBook
 from engram.cognitive.decay import strength_at
 from engram.cognitive.graph import spread
 from engram.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
+from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.model import MemoryTrace
 from engram.cognitive.personality import Pad
 from engram.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors, weights_with
 from engram.config import defaults as d
+
+
+SIMILARITY_MODES = ("hybrid", "embedding")
 
 
 class VectorIndex(Protocol):
@@ -67,7 +81,9 @@ class RecallHit:
     strength: float  # current (Ebbinghaus) strength, may exceed 1 for flashbulb memories
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "hyde" | "activation": how the trace became a candidate
+    via: str  # "similarity" | "keywords" | "hyde" | "activation": how the trace became a candidate
+    cosine: float = 0.0  # the embedding part of similarity (to the query, or to HyDE's memory when better)
+    lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,7 @@ class RecallResult:
     mood: Pad
     hyde: HydeOutcome | None = None
     spread: dict[str, float] = field(default_factory=dict)
+    similarity: str = "embedding"  # how similarity was computed: "hybrid" or "embedding"
 
 
 def recall(
@@ -101,8 +118,15 @@ def recall(
     hyde_vector: np.ndarray | None = None,
     hyde_text: str = "",
     hyde_settings: HydeSettings = HydeSettings(),
+    lexical: LexicalIndex | None = None,
+    similarity: str = "hybrid",
+    lexical_share: float = d.SIMILARITY_LEXICAL_SHARE,
 ) -> RecallResult:
+    """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine)."""
+    if similarity not in SIMILARITY_MODES:
+        raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
+    hybrid = similarity == "hybrid" and lexical is not None
 
     def allowed(tid: str) -> bool:
         t = traces.get(tid)
@@ -110,18 +134,25 @@ def recall(
 
     q = _unit(query_vector)
     pool = max(pool, 4 * limit)
-    nearest = index.search(q, pool, allowed) if limit > 0 else []
-    sims: dict[str, float] = dict(nearest)
-    via = {tid: "similarity" for tid in sims}
+    cos: dict[str, float] = dict(index.search(q, pool, allowed)) if limit > 0 else {}
+    via = {tid: "similarity" for tid in cos}
+    terms = lexical.terms(query) if hybrid else []
+    lex: dict[str, float] = {}
+    if hybrid and limit > 0:
+        lex = dict(lexical.search(terms, pool, allowed))
+        for tid in lex:
+            via.setdefault(tid, "keywords")
     outcome = None
     if hyde_vector is not None and limit > 0:
         h = _unit(hyde_vector)
         hs = hyde_settings
         outcome = adaptive_search(index, h, pool, allowed, hs.initial, hs.minimum, hs.step, adaptive=hs.adaptive, text=hyde_text)
-        for tid, cos in outcome.hits:
-            if tid not in sims:
-                via[tid] = "hyde"
-            sims[tid] = max(sims.get(tid, -1.0), cos)
+        for tid, c in outcome.hits:
+            via.setdefault(tid, "hyde")
+            cos[tid] = max(cos.get(tid, -1.0), c)
+    _complete(cos, lex, via, index, lexical if hybrid else None, terms, q)
+    lexical_evidence = hybrid and lexical.information(terms) > 0
+    sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), lexical_share if lexical_evidence else 0.0) for tid in via}
     seeds = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: spreading.seeds])
     activation = spread(
         book.graph,
@@ -133,12 +164,13 @@ def recall(
         max_results=spreading.max_results,
         active=allowed,
     ) if spreading.max_depth > 0 and spreading.seeds > 0 else {}
-    reached = sorted(tid for tid in activation if tid not in sims and tid in index)
+    reached = sorted(tid for tid in activation if tid not in via and tid in index)
     if reached:
-        exact = index.vectors(reached) @ q
-        for tid, cos in zip(reached, exact):
-            sims[tid] = float(cos)
+        for tid in reached:
             via[tid] = "activation"
+        _complete(cos, lex, via, index, lexical if hybrid else None, terms, q)
+        for tid in reached:
+            sims[tid] = _fuse(cos[tid], lex.get(tid, 0.0), lexical_share if lexical_evidence else 0.0)
     scored = []
     for tid, sim in sims.items():
         t = traces[tid]
@@ -147,7 +179,10 @@ def recall(
         c = f.times(weights)
         scored.append((c.total(), tid, f, c))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    hits = tuple(_hit(rank, traces[tid], score, f, c, via[tid], now_us) for rank, (score, tid, f, c) in enumerate(scored[:limit], 1))
+    hits = tuple(
+        _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0))
+        for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
+    )
     return RecallResult(
         query=query,
         agent=book.agent,
@@ -159,7 +194,28 @@ def recall(
         mood=mood,
         hyde=outcome,
         spread=activation,
+        similarity="hybrid" if hybrid else "embedding",
     )
+
+
+def _fuse(cosine: float, lexical: float, share: float) -> float:
+    """Hybrid similarity: (1 − share) · cosine + share · lexical match, in [0, 1]."""
+    return (1.0 - share) * max(0.0, min(1.0, cosine)) + share * lexical
+
+
+def _complete(cos: dict, lex: dict, via: dict, index: VectorIndex, lexical: LexicalIndex | None, terms, q) -> None:
+    """Exact cosine and lexical match for every candidate that one side found and the other did not."""
+    missing = sorted(tid for tid in via if tid not in cos)
+    if missing:
+        have = [tid for tid in missing if tid in index]
+        exact = index.vectors(have) @ q if have else []
+        cos.update({tid: float(c) for tid, c in zip(have, exact)})
+        for tid in missing:
+            cos.setdefault(tid, 0.0)
+    if lexical is not None:
+        unknown = sorted(tid for tid in via if tid not in lex)
+        if unknown:
+            lex.update(lexical.match(terms, unknown))
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -168,7 +224,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
-def _hit(rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int) -> RecallHit:
+def _hit(
+    rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int, cosine: float, lexical: float
+) -> RecallHit:
     return RecallHit(
         rank=rank,
         trace_id=t.trace_id,
@@ -189,6 +247,8 @@ def _hit(rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: s
         retrieval_count=t.retrieval_count,
         encoded_us=t.encoded_us,
         via=via,
+        cosine=cosine,
+        lexical=lexical,
     )
 
 
@@ -213,6 +273,7 @@ class RecallSettings:
     half_life_hours: float
     hyde: HydeSettings
     hyde_enabled: bool
+    similarity: str = "hybrid"
 
     @classmethod
     def of(cls, config) -> "RecallSettings":
@@ -236,4 +297,5 @@ class RecallSettings:
             half_life_hours=config.memory.decay.recency_half_life_hours,
             hyde=HydeSettings.of(config.rag.hyde),
             hyde_enabled=config.rag.hyde.enabled,
+            similarity=r.similarity,
         )

@@ -93,6 +93,9 @@ class SpreadingActivation(ConfigModel):
 
 class RetrievalSettings(ConfigModel):
     weights: RetrievalWeights = RetrievalWeights()
+    # The similarity factor: "hybrid" fuses the embedding cosine with a BM25 keyword match (engram's
+    # default, see engram.cognitive.lexical for why); "embedding" is the cosine alone.
+    similarity: Literal["hybrid", "embedding"] = "hybrid"
     default_limit: int = Field(d.RECALL_DEFAULT_LIMIT, gt=0)
     candidate_pool: int = Field(d.RECALL_CANDIDATE_POOL, gt=0)
     spreading_activation: SpreadingActivation = SpreadingActivation()

@@ -86,7 +86,9 @@ CONTENT_EMOTION_WEIGHT = 0.7
 #                                               · (1 + EMOTIONAL_CONSOLIDATION · intensity)
 #                                               / (1 + STABILITY_GAIN_DIMINISH · retrievals so far)
 #   difficulty = max(MIN_DIFFICULTY, 1 − min(1, S(t)))   (a weaker memory gains more)
-#   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + REINFORCEMENT_STRENGTH_BOOST)),  last access = t
+#   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + boost)),  last access = t,
+#         boost = REINFORCEMENT_STRENGTH_BOOST when the review was due (t >= next due), else 0 (the spacing effect:
+#         massed retrievals earn no strength; see engram.cognitive.decay)
 #   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, REINFORCEMENT_INTERVAL_GROWTH · interval),  next due = t + interval'
 STABILITY_GAIN_BASE = 0.5
 STABILITY_GAIN_DIFFICULTY = 2.0
@@ -103,7 +105,10 @@ DECAY_SWEEP_MAX_TRACES = 10_000
 
 # Retrieval: the six-factor composite (engram.cognitive.scoring), score = Σ weight · factor, each factor in [0, 1]:
 #   strength   = min(1, S0 · exp(−Δt / stability))          Δt since last access, event time
-#   similarity = max(0, cosine(query, trace))               via the agent's HNSW index
+#   similarity = max(0, cosine(query, trace))               via the agent's HNSW index ("embedding"), or, by default
+#                ("hybrid", memory.retrieval.similarity):
+#                (1 − SIMILARITY_LEXICAL_SHARE) · that cosine + SIMILARITY_LEXICAL_SHARE · lexical match,
+#                lexical match = min(1, BM25(query, trace) / Σ idf(query terms))   (engram.cognitive.lexical)
 #   recency    = 0.5 ** (age / RECENCY_HALF_LIFE_HOURS)      age since the trace was encoded
 #   emotional  = max(0, mood.valence · trace.valence)        mood-congruent recall
 #   activation = spreading activation from the top seeds     (below)
@@ -111,6 +116,9 @@ DECAY_SWEEP_MAX_TRACES = 10_000
 # Similarity leads: strength and recency say how alive a memory is, not whether it answers the query.
 # Weights: similarity leads, association (graph activation) comes second, and the four "state" factors
 # (strength, recency, emotional congruence, importance) share the rest equally.
+# Hybrid similarity gives the embedding and the keywords equal say: neither is known to be the better judge
+# of a given query (paraphrase favours the one, rare shared words the other).
+SIMILARITY_LEXICAL_SHARE = 0.5
 RETRIEVAL_WEIGHT_STRENGTH = 0.05
 RETRIEVAL_WEIGHT_SIMILARITY = 0.65
 RETRIEVAL_WEIGHT_RECENCY = 0.05
@@ -134,7 +142,9 @@ SPREAD_FLOOR = 0.05
 SPREAD_CAP = 1.0
 SPREAD_MAX_DEPTH = 2
 SPREAD_MAX_RESULTS = 20
-# Hebbian co-activation: each pair among the HEBBIAN_TOP best results of a retrieval gets
+# Hebbian co-activation: each pair among the HEBBIAN_TOP best results of a retrieval that the query itself found
+# (by similarity, keywords or HyDE; not those only spreading activation brought in, which would let the graph
+# feed its own edges) gets
 #   w' = w + HEBBIAN_RATE · (1 − w)   (a new co_activated edge starts at HEBBIAN_RATE)
 HEBBIAN_RATE = 0.1
 HEBBIAN_TOP = 5
@@ -177,6 +187,9 @@ HYDE_THRESHOLD_STEP = 0.1
 # facts the message yielded (kept or not), else EPISODE_BASE_IMPORTANCE; content is cut at EPISODE_MAX_CHARS.
 EPISODE_BASE_IMPORTANCE = 0.3
 EPISODE_MAX_CHARS = 2_000
+# What a trace is indexed by (engram.cognitive.indexing): a reply's traces carry the question it answers,
+# cut to this many characters (a question; not a second message).
+REPLY_CONTEXT_MAX_CHARS = 400
 # Auto-ingest asks the memory tasks for every fact of a turn (up to this many) and applies its rules itself,
 # so that what was skipped, and why, is recorded too.
 EXTRACT_MAX_FACTS = 32

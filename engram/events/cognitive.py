@@ -39,6 +39,9 @@ class TraceEncoded(Event, tag="TraceEncoded"):
     intensity: float = 0.0  # emotional intensity of the content; > 0.8 makes a flashbulb memory
     flashbulb: bool = False
     llm: LlmCall | None = None
+    # What the trace is understood in, indexed with it but not part of it: for a reply, the question it
+    # answers (engram.cognitive.indexing).
+    context: str = ""
 
 
 class TraceRetrieved(Event, tag="TraceRetrieved"):
@@ -49,6 +52,9 @@ class TraceRetrieved(Event, tag="TraceRetrieved"):
     scores: tuple[float, ...] = ()
     discussion: str | None = None
     hyde: str = ""  # the hypothetical memory HyDE searched with, when it was used
+    # How each trace became a candidate ("similarity", "keywords", "hyde", "activation"); only traces the
+    # query itself found take part in Hebbian co-activation (empty in events recorded before this field).
+    via: tuple[str, ...] = ()
 
 
 class TraceReinforced(Event, tag="TraceReinforced"):

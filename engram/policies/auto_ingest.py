@@ -12,9 +12,12 @@ A turn is one message. Two kinds of traces come from it:
 
 Every trace carries provenance to its message (seq and message id, e.g. LoCoMo's "D1:3"), is encoded
 by `engram.cognitive.encoding.encode` (personality, mood, flashbulb) and linked to what it follows,
-resembles, or names. Appended to the message's discussion stream with the message's event time:
-`FactsIngested` (what was kept and skipped, and why, with the LLM provenance), then `TraceEncoded`
-and `EdgeAdded` events.
+resembles, or names. The traces of a reply carry the question it answers as their `context` (the
+previous message of the discussion by another speaker, its question sentences;
+`engram.cognitive.indexing`): indexed with them, not part of them. Deduplication and same-topic
+links compare what memories say, so this policy's memories embed content alone (`content_vectors`).
+Appended to the message's discussion stream with the message's event time: `FactsIngested` (what
+was kept and skipped, and why, with the LLM provenance), then `TraceEncoded` and `EdgeAdded` events.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from engram.cognitive import ingest, linking, llm_bridge
 from engram.cognitive.encoding import encode, trace_id
+from engram.cognitive.indexing import reply_context
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.events.cognitive import FactsIngested, SkippedFact
@@ -38,6 +42,7 @@ NEIGHBOURS = 8
 
 class AutoIngest(CognitivePolicy):
     name = "auto-ingest"
+    content_vectors = True
     # What deduplication and linking need to know (retrievals and reinforcements do not change it).
     interests = frozenset(
         {
@@ -46,10 +51,23 @@ class AutoIngest(CognitivePolicy):
         }
     )
 
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.previous: dict[str, tuple[str, str]] = {}  # stream -> (speaker, text) of its last message
+
+    def state(self):
+        return {**super().state(), "previous": dict(self.previous)}
+
+    def restore(self, state) -> None:
+        super().restore(state)
+        if state:
+            self.previous = dict(state.get("previous", {}))
+
     def handle(self, batch: list[Recorded]) -> list[Write]:
         writes: list[Write] = []
         pending: list[Recorded] = []  # trace events to fold before the next decision
-        turns = self._extract([r for r in batch if self._is_turn(r)])
+        contexts = self._contexts(batch)
+        turns = self._extract([r for r in batch if self._is_turn(r)], contexts)
         for rec in batch:
             if rec.type == "SettingsChanged":
                 self.settings.apply(rec)
@@ -75,7 +93,18 @@ class AutoIngest(CognitivePolicy):
         cfg = self.config_of(rec.agent)
         return cfg.storage.auto_ingest.enabled or (rec.event.role == "user" and cfg.memory.encoding.encode_messages)
 
-    def _extract(self, messages: list[Recorded]) -> dict[int, tuple]:
+    def _contexts(self, batch: list[Recorded]) -> dict[int, str]:
+        """The question each message of the batch answers (by seq), in log order; remembers each stream's last message."""
+        out = {}
+        for rec in batch:
+            if rec.type != "MessageAppended" or rec.event.role not in INGESTED_ROLES or not self.owns(rec.agent):
+                continue
+            speaker = _speaker(rec.event)
+            out[rec.seq] = reply_context(self.previous.get(rec.stream), speaker)
+            self.previous[rec.stream] = (speaker, rec.event.content)
+        return out
+
+    def _extract(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, tuple]:
         """Each turn's facts (one memory-task call per turn) and every text's embedding (one call for all)."""
         tasks = self.ctx.services.get("tasks")
         extracted, texts = [], []
@@ -96,16 +125,16 @@ class AutoIngest(CognitivePolicy):
                 ]
             episode = _episode_text(rec) if rec.event.role == "user" and cfg.memory.encoding.encode_messages else None
             texts += [f.content for f in facts] + ([episode] if episode else [])
-            extracted.append((rec, facts, episode, llm))
+            extracted.append((rec, facts, episode, llm, contexts.get(rec.seq, "")))
         vectors = self.embed(texts)
         out, k = {}, 0
-        for rec, facts, episode, llm in extracted:
+        for rec, facts, episode, llm, context in extracted:
             n = len(facts) + (1 if episode else 0)
-            out[rec.seq] = (facts, episode, vectors[k : k + n], llm)
+            out[rec.seq] = (facts, episode, vectors[k : k + n], llm, context)
             k += n
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm) -> Write | None:
+    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write | None:
         msg: MessageAppended = rec.event
         agent = rec.agent
         cfg = self.config_of(agent)
@@ -124,7 +153,7 @@ class AutoIngest(CognitivePolicy):
                 rec, tid, f.content, kept.vector, kept.similar, kept.novelty,
                 category=f.category, trace_type=ingest.TRACE_TYPE_OF.get(f.category, "episodic"),
                 importance=f.importance, entities=f.entities, scope_agent=agent_scoped,
-                source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category),
+                source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category), context=context,
             )
             kept_ids.append(tid)
         if episode:
@@ -145,6 +174,7 @@ class AutoIngest(CognitivePolicy):
                     rec, tid, episode, vector, similar, 1.0 - max(0.0, similar[0][1]) if similar else 1.0,
                     category=EPISODE_CATEGORY, trace_type="episodic", importance=importance, entities=entities,
                     scope_agent=False, source_type=source_type, confidence=confidence, tags=("episode",),
+                    context=context,
                 )
                 kept_ids.append(tid)
         if not kept_ids and not skipped:
@@ -165,7 +195,7 @@ class AutoIngest(CognitivePolicy):
     def _encode(
         self, rec: Recorded, tid: str, content: str, vector: np.ndarray, similar, novelty: float, *,
         category: str, trace_type: str, importance: float, entities: tuple[str, ...], scope_agent: bool,
-        source_type: str, confidence: float, tags: tuple[str, ...],
+        source_type: str, confidence: float, tags: tuple[str, ...], context: str = "",
     ) -> list[NewEvent]:
         """The TraceEncoded and EdgeAdded events of one new trace, folded at once into this policy's memory."""
         agent = rec.agent
@@ -188,6 +218,7 @@ class AutoIngest(CognitivePolicy):
             tags=tags,
             emotion=llm_bridge.emotion(content),
             novelty=novelty,
+            context=context,
         )
         edges = linking.edges_for(
             tid,
@@ -210,8 +241,11 @@ def _episode_text(rec: Recorded) -> str | None:
     text = " ".join(msg.content.split())
     if not text:
         return None
-    speaker = msg.name or msg.role.capitalize()
-    return f"{speaker}: {text}"[: d.EPISODE_MAX_CHARS]
+    return f"{_speaker(msg)}: {text}"[: d.EPISODE_MAX_CHARS]
+
+
+def _speaker(msg: MessageAppended) -> str:
+    return msg.name or msg.role.capitalize()
 
 
 def _local(cause: Recorded, new: NewEvent) -> Recorded:

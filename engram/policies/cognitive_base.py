@@ -54,6 +54,7 @@ class CognitivePolicy(Policy):
     """A policy over agents' cognitive memory; subclasses set `interests` and implement `handle`."""
 
     uses_memory = False  # True: keep an AgentMemory (book + HNSW index) per owned agent
+    content_vectors = False  # True: the memories' HNSW indexes hold content embeddings (see AgentMemory)
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
@@ -87,7 +88,7 @@ class CognitivePolicy(Policy):
     def memory(self, agent: str) -> AgentMemory:
         mem = self.memories.get(agent)
         if mem is None:
-            mem = self.memories[agent] = AgentMemory(agent, self.embedder.dim)
+            mem = self.memories[agent] = AgentMemory(agent, self.embedder.dim, content_vectors=self.content_vectors)
         return mem
 
     def fold(self, recs: list[Recorded]) -> None:
@@ -107,3 +108,7 @@ class CognitivePolicy(Policy):
         if state:
             self.settings.restore(state["settings"])
             self.memories = state.get("memories", {})
+            for mem in self.memories.values():
+                if mem.content_vectors != self.content_vectors:  # a snapshot from before the flag: content vectors
+                    mem.content_vectors = self.content_vectors
+                    mem.restore_lexical()

@@ -60,11 +60,13 @@ class TraceReader(CognitivePolicy):
         hyde: bool | None = None,
         mood: tuple[float, float, float] | None = None,
         record: bool = True,
+        similarity: str | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
 
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
-        `mood` overrides the agent's current mood (valence, arousal, dominance).
+        `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
+        overrides `memory.retrieval.similarity` ("hybrid" or "embedding").
         """
         validate_agent(agent)
         if discussion is not None:
@@ -99,6 +101,8 @@ class TraceReader(CognitivePolicy):
             hyde_vector=vectors[1] if len(texts) > 1 else None,
             hyde_text=hyde_text,
             hyde_settings=settings.hyde,
+            lexical=mem.lexical,
+            similarity=similarity or settings.similarity,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)
@@ -112,6 +116,7 @@ class TraceReader(CognitivePolicy):
             scores=tuple(round(h.score, 6) for h in result.hits),
             discussion=discussion,
             hyde=result.hyde.text if result.hyde is not None else "",
+            via=tuple(h.via for h in result.hits),
         )
         # Each retrieval is its own event, even when the same question is asked twice in one instant.
         event_id = f"recall:{uuid.uuid4().hex}"

@@ -2,7 +2,8 @@
 
 Tables (the fold of the cognitive events, `engram.cognitive.book.TraceBook`):
 - `memory_traces`: one row per trace with its content, provenance, emotional context, decay and
-  spaced-repetition state, graph links, active / soft-deleted;
+  spaced-repetition state, graph links, active / soft-deleted, and `context` (what it is indexed
+  with besides its content: for a reply, the question it answers);
 - `trace_edges`: the typed weighted edges of the trace graph;
 - `trace_changes`: a trace's life, one row per event that changed it (encoded, retrieved,
   reinforced, verified, pruned, superseded) with its strength before and after.
@@ -49,6 +50,8 @@ TRACE_SCHEMA = pa.schema(
         ("reinforcement_interval_s", pa.float64()), ("next_due", _TS),
         ("links", _STRS), ("active", pa.bool_()), ("deleted_at", _TS), ("deleted_reason", pa.string()),
         ("last_seq", pa.int64()),
+        # Last, so that a table made before it gains it with ALTER TABLE and keeps its column order.
+        ("context", pa.string()),
     ]
 )
 EDGE_SCHEMA = pa.schema(
@@ -95,7 +98,7 @@ def trace_row(t: MemoryTrace) -> tuple:
         t.confidence, t.verification_count, list(t.contradicted_by), t.valence, t.arousal, t.dominance,
         t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
         t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
-        t.deleted_us, t.deleted_reason, t.last_seq,
+        t.deleted_us, t.deleted_reason, t.last_seq, t.context,
     )
 
 
@@ -106,6 +109,7 @@ class TraceProjection(TableProjection):
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(_ddl("memory_traces", TRACE_SCHEMA, "PRIMARY KEY (trace_id)"))
+        db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS context VARCHAR")
         db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
         db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
         self.memories: dict[str, AgentMemory] = {}
@@ -205,6 +209,7 @@ class TraceProjection(TableProjection):
                 retrieval_count=r["retrieval_count"], verification_count=r["verification_count"],
                 contradicted_by=tuple(r["contradicted_by"]), active=r["active"], deleted_us=r["deleted_at"],
                 deleted_reason=r["deleted_reason"], last_seq=r["last_seq"], links=set(r["links"]),
+                context=r["context"] or "",
             )
             traces_by_agent.setdefault(t.agent, []).append(t)
         for agent, traces in traces_by_agent.items():
@@ -227,6 +232,7 @@ class TraceProjection(TableProjection):
                     mem.by_entity[entity_key(name)].append(t.trace_id)
                 mem.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
             mem.book.last_seq = max(mem.book.last_seq, t.last_seq)
+        mem.restore_lexical()
         for src, dst, kind, weight, created, updated, strengthened in db.execute(
             "SELECT src, dst, kind, weight, created_seq, updated_seq, strengthened FROM trace_edges WHERE agent = ?", [agent]
         ).fetchall():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from typing import Callable, Iterable
 
 # Okapi BM25 constants (Robertson & Zaragoza): term-frequency saturation and length normalisation.
 BM25_K1 = 1.2
@@ -47,6 +48,7 @@ class BM25:
         self.k1, self.b = k1, b
         self._postings: dict[str, dict[str, int]] = defaultdict(dict)
         self._lengths: dict[str, int] = {}
+        self._terms: dict[str, tuple[str, ...]] = {}  # key -> its distinct terms (removal touches only those)
         self._total = 0
 
     def __len__(self) -> int:
@@ -60,37 +62,80 @@ class BM25:
             self._postings[term][key] = tf
         length = sum(terms.values())
         self._lengths[key] = length
+        self._terms[key] = tuple(terms)
         self._total += length
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._lengths
 
     def remove(self, key: str) -> None:
         length = self._lengths.pop(key, None)
         if length is None:
             return
         self._total -= length
-        for term in list(self._postings):
-            if self._postings[term].pop(key, None) is not None and not self._postings[term]:
+        for term in self._terms.pop(key, ()):
+            posting = self._postings.get(term)
+            if posting is not None and posting.pop(key, None) is not None and not posting:
                 del self._postings[term]
 
-    def search(self, query_terms: list[str], k: int) -> list[tuple[str, float]]:
-        """Top-k ids for the (already tokenised) terms, OR semantics, best first; ties by id."""
+    def idf(self, term: str) -> float:
+        """Okapi idf of `term` (0 for a term no document has)."""
+        posting = self._postings.get(term)
+        if not posting:
+            return 0.0
+        n = len(self._lengths)
+        return math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+
+    def search(
+        self, query_terms: list[str], k: int, allowed: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-k ids for the (already tokenised) terms, OR semantics, best first; ties by id.
+
+        `allowed`: only ids it accepts are ranked (e.g. a scope filter). Terms are summed in sorted
+        order, so scores do not depend on hash randomisation.
+        """
         n = len(self._lengths)
         if n == 0 or k <= 0:
             return []
-        avg = self._total / n or 1.0
         scores: dict[str, float] = defaultdict(float)
-        for term in set(query_terms):
+        verdict: dict[str, bool] = {}  # allowed(key), asked once per key
+        for term in sorted(set(query_terms)):
             posting = self._postings.get(term)
             if not posting:
                 continue
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            idf = self.idf(term)
             for key, tf in posting.items():
-                norm = tf + self.k1 * (1 - self.b + self.b * self._lengths[key] / avg)
-                scores[key] += idf * tf * (self.k1 + 1) / norm
+                if allowed is not None:
+                    ok = verdict.get(key)
+                    if ok is None:
+                        ok = verdict[key] = bool(allowed(key))
+                    if not ok:
+                        continue
+                scores[key] += idf * self._saturated(tf, key)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
 
-    def query(self, text: str, k: int) -> list[tuple[str, float]]:
-        return self.search(tokenize(text), k)
+    def scores(self, query_terms: list[str], keys: Iterable[str]) -> dict[str, float]:
+        """The BM25 score of each of `keys` for the terms (0 for a key that matches none, or is not indexed)."""
+        terms = [(t, self.idf(t), self._postings.get(t)) for t in sorted(set(query_terms))]
+        out = {}
+        for key in keys:
+            total = 0.0
+            for _, idf, posting in terms:
+                tf = posting.get(key) if posting else None
+                if tf:
+                    total += idf * self._saturated(tf, key)
+            out[key] = total
+        return out
+
+    def _saturated(self, tf: int, key: str) -> float:
+        """BM25's term-frequency saturation with length normalisation: tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))."""
+        avg = self._total / len(self._lengths) or 1.0
+        norm = tf + self.k1 * (1 - self.b + self.b * self._lengths[key] / avg)
+        return tf * (self.k1 + 1) / norm
+
+    def query(self, text: str, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+        return self.search(tokenize(text), k, allowed)
 
 
 def reciprocal_rank_fusion(rankings: list[list[str]], k: int, *, constant: int = 60) -> list[tuple[str, float]]:

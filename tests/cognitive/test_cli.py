@@ -27,6 +27,11 @@ def test_recall_traces_working_memory_and_mood_from_the_command_line(ray_session
         assert f"      {factor}" in out
     assert "source: seq" in out and "CSS-in-JS" in out
     assert out.count("\n 1. ") + out.count("\n 2. ") + out.count("\n 3. ") == 3
+    assert "similarity: hybrid = ½ embedding cosine + ½ keyword (BM25) match" in out and "(cosine " in out
+
+    code, out = run(capsys, "--home", home, "recall", "what does Priya dislike?", "--agent", "demo", "--explain",
+                    "--similarity", "embedding", "--at", "2026-03-11T12:00:00Z")
+    assert code == 0 and "similarity: embedding cosine" in out and "(cosine " not in out
 
     code, out = run(capsys, "--home", home, "recall", "x", "--agent", "demo", "--weight", "luck=1")
     assert code == 2

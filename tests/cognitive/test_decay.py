@@ -88,6 +88,21 @@ def test_retrieval_raises_strength():
     assert strength_at(t, at) == pytest.approx(max(0.5, before + 0.1))
 
 
+def test_massed_retrievals_add_no_strength_only_spaced_ones_do():
+    massed = trace()  # S0 = 0.5, first review due an hour after encoding
+    for _ in range(5):  # five retrievals at one instant
+        apply_reinforcement(massed, reinforce(massed, T0))
+    assert strength_at(massed, T0) == 0.5 and massed.retrieval_count == 5
+    assert massed.stability_s > 3_600 and massed.interval_s == 3_600 * 2**5  # stability still grows, the interval doubles
+    # A memory that barely decays, at 0.95: retrieved a microsecond before its review is due it gains nothing;
+    # retrieved when due it gains the 0.1 boost, up to the cap of 1.
+    early, due = trace("early", s0=0.95, stability_s=1e12), trace("due", s0=0.95, stability_s=1e12)
+    apply_reinforcement(early, reinforce(early, T0 + HOUR_US - 1))
+    apply_reinforcement(due, reinforce(due, T0 + HOUR_US))
+    assert strength_at(early, T0 + HOUR_US) == pytest.approx(0.95)
+    assert strength_at(due, T0 + HOUR_US) == pytest.approx(1.0)
+
+
 def test_decay_sweep_prunes_what_fell_below_five_hundredths_weakest_first():
     now = T0 + 3 * HOUR_US  # 0.5·e^-3 ≈ 0.0249 < 0.05
     old = trace("old")

@@ -126,6 +126,21 @@ def test_recall_returns_the_composite_by_factor_and_the_source_messages(world):
     assert all(h.score == pytest.approx(h.factors.similarity) for h in only.hits)
 
 
+def test_a_reply_carries_the_question_it_answers_and_is_found_by_it(world):
+    mem, cog, discussion, last_ts = world
+    (reply,) = rows(mem, "SELECT trace_id, content, context FROM memory_traces WHERE category = 'message' "
+                         "AND content LIKE 'User: Yes, server components%'")
+    assert reply["context"] == "Assistant: Are you using the App Router with server components?"
+    assert "App Router" not in reply["content"]
+    result = cog.recall(AGENT, "Is Priya on the App Router?", discussion=discussion, now_us=last_ts + HOUR_US, limit=3)
+    assert result.similarity == "hybrid"
+    hit = next(h for h in result.hits if h.trace_id == reply["trace_id"])
+    assert hit.lexical > 0 and hit.content == reply["content"]
+    literal = cog.recall(AGENT, "Is Priya on the App Router?", discussion=discussion, now_us=last_ts + HOUR_US, limit=3,
+                         similarity="embedding")
+    assert literal.similarity == "embedding" and all(h.lexical == 0 for h in literal.hits)
+
+
 def test_every_retrieval_is_recorded_after_the_answer_and_reinforces_through_the_fold(world):
     mem, cog, discussion, last_ts = world
     at = last_ts + 2 * HOUR_US
@@ -139,6 +154,9 @@ def test_every_retrieval_is_recorded_after_the_answer_and_reinforces_through_the
             break
         time.sleep(0.1)
     assert json.loads(recorded[0]["trace_ids"]) == ids
+    assert json.loads(rows(mem, "SELECT via FROM ev_trace_retrieved WHERE query = 'When is the launch?'")[0]["via"]) == [
+        h.via for h in result.hits
+    ]
     assert mem.wait_idle(timeout=60)
     after = {r["trace_id"]: r for r in rows(mem, "SELECT * FROM memory_traces WHERE agent = ?", [AGENT])}
     for tid in ids:

