@@ -203,6 +203,20 @@ def micro(sizes=(1_000, 10_000)) -> dict:
     return out
 
 
+def compaction(path: Path) -> dict:
+    """Infinite-context compaction per strategy on the same conversations (bench/compaction.py, summarised)."""
+    from bench.compaction import STRATEGIES, WINDOW, conversations, run
+
+    convs = conversations(path)
+    out = {"context_window_tokens": WINDOW, "how": "the ContextCompactor's rules and compactor message by message "
+           "(engram.context.simulate); details per conversation: bench/compaction.py"}
+    for strategy in STRATEGIES:
+        r = run(convs, strategy, WINDOW)
+        out[strategy] = {k: r[k] for k in ("chain_compression_ratio", "per_compaction_ratio", "context_ratio",
+                                           "compactions", "merges", "max_level", "compaction_ms_p50")}
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("path", nargs="?", default=str(DEFAULT_PATH))
@@ -211,15 +225,15 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-background-"))
+    with open(args.path) as fh:
+        samples = [s["sample_id"] for s in json.load(fh)]
     for config in configs:
-        for sample in ("conv-26", "conv-30", "conv-41"):
+        for sample in samples:
             folder = home / "agents" / agent_of(sample, config)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "agent.config.json").write_text(json.dumps(CONFIGS[config]))
     from engram.client import Engram
 
-    with open(args.path) as fh:
-        samples = [s["sample_id"] for s in json.load(fh)]
     mem = Engram.open(home)
     try:
         run = ingest(mem, Path(args.path), configs)
@@ -234,6 +248,7 @@ def main(argv=None) -> int:
         "configs": {name: CONFIGS[name] or "the guide's defaults" for name in configs},
         "results": results,
         "consolidation_micro": micro(),
+        "compaction": compaction(Path(args.path)),
         "notes": [
             "defaults: every LoCoMo dev conversation stays below the Observer's 30,000 tokens; increments are buffered, "
             "none is activated, and the Reflector never runs",

@@ -35,7 +35,7 @@ from engram.ingest.formats import parse_file  # noqa: E402
 from engram.llm.offline.provider import OfflineTasks  # noqa: E402
 from engram.llm.types import ChatLine  # noqa: E402
 
-DEFAULT_DATA = Path("/work/shared/data/locomo/locomo-dev.json")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 STRATEGIES = ("sliding", "hierarchical", "hybrid")
 WINDOW = 8_000
 SWEEP = (4_000, 16_000)

@@ -59,9 +59,9 @@ class CognitiveMemory:
 
     def reader(self, agent: str):
         """The trace reader actor that hosts `agent`'s logical actor."""
-        from engram.policies.registry import GROUPS
+        from engram.policies.registry import members as pool_size
 
-        members = GROUPS[READER_GROUP][0]
+        members = pool_size(READER_GROUP, self.mem.config.ray.pools)
         shard = self.mem.shard_of(agent)
         return self.mem.runtime.policies()[(READER_GROUP, shard, owner(agent, members))]
 

@@ -140,11 +140,12 @@ class Runtime:
     def policies(self) -> dict[tuple[str, int, int], ray.actor.ActorHandle]:
         """The policy actors, (group, shard, member) -> handle; started on first use."""
         from engram.actors.policy import PolicyActor
-        from engram.policies.registry import GROUPS
+        from engram.policies.registry import GROUPS, members as pool_size
 
         if GROUPS and not self._policies:
             self.embedder().warm.remote()  # the policies embed: load the model while they start
-        for group, (members, specs) in GROUPS.items():
+        for group, (_, specs) in GROUPS.items():
+            members = pool_size(group, self.config.ray.pools)
             for shard in range(self.config.shards):
                 self.shard(shard)
                 for member in range(members):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from engram.cli.errors import UsageError  # re-exported: command modules may import it from here
@@ -47,13 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--address", help="Ray cluster address to join (default: $RAY_ADDRESS, else start locally)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"engram.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"engram.cli.{name}":
-                continue  # a command whose module is not part of this build
-            raise
-        module.register(sub)
+        importlib.import_module(f"engram.cli.{name}").register(sub)
     return parser
 
 
@@ -73,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `engram sql ... | head`: the reader has gone; stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

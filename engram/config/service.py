@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import Field, field_validator
 
 from engram.config.base import ConfigModel
 from engram.config.llm import EmbedderConfig, LlmConfig
@@ -21,6 +23,19 @@ class RaySettings(ConfigModel):
     address: str | None = None  # None: start a local Ray instance (the embedded default)
     namespace: str = "engram"
     num_cpus: int | None = None
+    # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:
+    # more members spread a group's logical actors (one Summarizer per discussion) over more processes.
+    pools: dict[str, Annotated[int, Field(ge=1, le=64)]] = {}
+
+    @field_validator("pools")
+    @classmethod
+    def _known_groups(cls, pools: dict[str, int]) -> dict[str, int]:
+        from engram.policies.registry import GROUPS
+
+        unknown = sorted(set(pools) - set(GROUPS))
+        if unknown:
+            raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(GROUPS)}")
+        return pools
 
 
 class Limits(ConfigModel):

@@ -141,9 +141,9 @@ class EngramMemory(MemoryFiles):
         Returns a line about a failure of the Summarizer (empty when it succeeded)."""
         import ray
 
-        from engram.policies.registry import GROUPS
+        from engram.policies.registry import members as pool_size
 
-        members, _ = GROUPS[SUMMARIZER_GROUP]
+        members = pool_size(SUMMARIZER_GROUP, self.mem.config.ray.pools)
         shard = self.mem.shard_of(self.agent)
         handle = self.mem.runtime.policies()[(SUMMARIZER_GROUP, shard, owner(validate_discussion(discussion), members))]
         ray.get(handle.drain.remote())

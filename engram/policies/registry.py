@@ -8,12 +8,16 @@ its member (`engram.actors.pool.owner`). Add a policy by adding it to a group he
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from engram.policies.base import Policy
+if TYPE_CHECKING:  # the configuration checks group names here: importing the policies would be circular
+    from engram.policies.base import Policy
 
-# group name -> (members per shard, ["module:Class", ...])
+# group name -> (default members per shard, ["module:Class", ...]); `ray.pools` in engram.json overrides the size
 GROUPS: dict[str, tuple[int, list[str]]] = {
     # One Summarizer per discussion (a logical actor), hosted by a pool of two actors per shard.
+    # On a 2-core machine every actor is a process that costs start-up time and memory: one member for
+    # the rest by default; a cluster sizes the pools in `ray.pools`.
     "summarizer": (2, ["engram.policies.summarizer:Summarizer"]),
     "auto-ingest": (
         1,
@@ -23,8 +27,8 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
             "engram.policies.mood:MoodTracker",
         ],
     ),
-    "working-memory": (2, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
-    "traces": (2, ["engram.policies.trace_reader:TraceReader"]),
+    "working-memory": (1, ["engram.policies.working_memory:WorkingMemoryPolicy"]),
+    "traces": (1, ["engram.policies.trace_reader:TraceReader"]),
     # One context compactor per discussion (infinite context); compactions are rare, one member suffices.
     "context": (1, ["engram.policies.context_compactor:ContextCompactor"]),
     # Background processes: the Observer on its own (its increments must not wait behind a reflection),
@@ -40,6 +44,11 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
         ],
     ),
 }
+
+
+def members(group: str, pools: dict[str, int]) -> int:
+    """Actors per shard hosting `group`: the configured pool size, else the group's default."""
+    return pools.get(group, GROUPS[group][0])
 
 
 def policy_classes(specs: list[str]) -> list[type[Policy]]:

@@ -1,6 +1,9 @@
 """The CLI as a user types it: ingest, then SQL in a new process; bad input fails cleanly."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -87,3 +90,15 @@ def test_a_typo_in_the_settings_file_stops_ingest_with_the_closest_key(home_dir)
     assert res.returncode == 2
     assert "unknown key 'lookbackStartTurns'; did you mean 'lookbackStartTurn'?" in res.stderr
     assert count_events(home_dir) == 0
+
+
+def test_output_cut_short_by_the_reader_is_no_error(home_dir):
+    """`engram sql ... | head -1`: the reader closes the pipe; engram stops quietly (exit 141, as Unix tools)."""
+    env = {**os.environ, "ENGRAM_HOME": str(home_dir)}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.Popen([sys.executable, "-m", "engram", "sql", "SELECT range AS n FROM range(200000)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline().split() == [b"n"]
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err

@@ -39,6 +39,8 @@ def world(ray_session, tmp_path_factory):
         json.dumps({"personality": {"openness": 0.7}, "mood": {"valence": 0.0},
                     "memory": {"consolidation": {"enabled": False}}})
     )
+    # Two trace readers and two working-memory actors per shard: recall and focus route to the owner member.
+    (home / "engram.json").write_text(json.dumps({"ray": {"pools": {"traces": 2, "working-memory": 2}}}))
     config = load_service_config(home)
     mem = Engram(config, Runtime(config).start())
     convs = parse_file(SAMPLE, now_us=0)
@@ -54,6 +56,15 @@ def world(ray_session, tmp_path_factory):
 def rows(mem, sql, params=None):
     names, data = mem.sql(sql, params)
     return [dict(zip(names, r)) for r in data]
+
+
+def test_the_pools_have_the_configured_sizes(world):
+    mem = world[0]
+    sizes = {}
+    for group, _, _ in mem.runtime.policies():
+        sizes[group] = sizes.get(group, 0) + 1
+    assert sizes["traces"] == 2 and sizes["working-memory"] == 2  # configured
+    assert sizes["summarizer"] == 2 and sizes["observer"] == 1  # the defaults
 
 
 def test_every_user_message_and_the_facts_worth_keeping_become_traces_with_provenance(world):

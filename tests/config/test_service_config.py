@@ -39,3 +39,17 @@ def test_a_typo_in_engram_json_is_an_error(tmp_path):
     (tmp_path / "engram.json").write_text('{"shard": 4}')
     with pytest.raises(ConfigError, match="unknown key 'shard'; did you mean 'shards'"):
         load_service_config(tmp_path)
+
+
+def test_pool_sizes_name_known_policy_groups(tmp_path):
+    from engram.policies.registry import members
+
+    (tmp_path / "engram.json").write_text(json.dumps({"ray": {"pools": {"summarizer": 4}}}))
+    pools = load_service_config(tmp_path).ray.pools
+    assert members("summarizer", pools) == 4 and members("traces", pools) == 1
+    (tmp_path / "engram.json").write_text(json.dumps({"ray": {"pools": {"sumarizer": 4}}}))
+    with pytest.raises(ConfigError, match="unknown policy group.*sumarizer.*the groups are summarizer"):
+        load_service_config(tmp_path)
+    (tmp_path / "engram.json").write_text(json.dumps({"ray": {"pools": {"summarizer": 0}}}))
+    with pytest.raises(ConfigError, match="greater than or equal to 1"):
+        load_service_config(tmp_path)
