@@ -42,7 +42,6 @@ class Limits(ConfigModel):
     max_message_chars: int = Field(100_000, gt=0)
     max_payload_bytes: int = Field(1 << 20, gt=0)
     max_batch_events: int = Field(20_000, gt=0)
-    max_pending_calls: int = Field(64, gt=0)
 
 
 class ServiceConfig(ConfigModel):
