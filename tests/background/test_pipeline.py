@@ -1,12 +1,14 @@
 """Issue 6, done when: a 100,000-token conversation passes through all of it with every threshold crossing
-visible as events, and replay reproduces the same observations, traces, edges and observation log with no
-LLM call.
+visible as events, and replay reproduces the same observations, traces, edges, observation log and
+compaction chain with no LLM call.
 
 The conversation (tests/background/synthetic.py: 13 sessions over a month; facts, preferences, commitments,
 corrections, emotions) goes through auto-ingest and the background processes on a real shard (DuckDB log
 and projections), hosted by a PolicyHost in this process so that every memory-task call is counted. The
 Observer runs at its real thresholds (30,000 tokens, buffering every 6,000); the Reflector's is lowered to
-2,000 tokens so that it runs within 100,000 tokens (its 40,000 is pinned in test_reflector). The agent starts
+2,000 tokens so that it runs within 100,000 tokens (its 40,000 is pinned in test_reflector), and the
+ContextCompactor compacts the discussion hierarchically in a 24,000-token window (the default 200,000 would
+not be reached by 100,000 tokens). The agent starts
 agreeable (the contradictions it reflects are kept) and turns honest after its second reflection (consolidation
 then resolves the kept ones in favour of the newer side). The hashing
 embedder keeps this test fast; the ONNX model is exercised by the Ray test and the benchmark.
@@ -19,20 +21,23 @@ import pytest
 from engram.config.llm import EmbedderConfig
 from engram.embeddings import make_embedder
 from engram.policies.auto_ingest import AutoIngest
+from engram.policies.context_compactor import ContextCompactor
 from engram.tokens import estimate_tokens
 from tests.background.harness import BACKGROUND, Pipeline, services
 from tests.background.synthetic import HOUR_US, conversation
 
 AGENT, DISCUSSION = "maya", "life"
 REFLECTOR = 2_000
+WINDOW = 24_000
 
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
     svc = services(make_embedder(EmbedderConfig(name="hashing")))
-    p = Pipeline(tmp_path_factory.mktemp("pipeline"), svc, policies=(AutoIngest,) + BACKGROUND)
+    p = Pipeline(tmp_path_factory.mktemp("pipeline"), svc, policies=(AutoIngest,) + BACKGROUND + (ContextCompactor,))
     sessions = conversation(100_000)
-    config = {"memory": {"reflector": {"activationTokens": REFLECTOR}}}
+    config = {"memory": {"reflector": {"activationTokens": REFLECTOR},
+                         "infiniteContext": {"contextWindowTokens": WINDOW, "strategy": "hierarchical"}}}
     p.configure(AGENT, {**config, "personality": {"agreeableness": 0.8}}, sessions[0][0].ts_us - 1)
     honest = False
     for session in sessions:
@@ -106,6 +111,18 @@ def test_consolidation_runs_every_hour_of_event_time_and_each_step_leaves_events
     ((pruned, weakest),) = rows(pipeline, "SELECT count(*), max(strength) FROM ev_trace_pruned")
     assert pruned > 0 and weakest < 0.05
     assert all(b == "[]" for (b,) in rows(pipeline, "SELECT bounded FROM ev_consolidation_ran"))
+
+
+def test_the_context_is_compacted_past_75_percent_of_the_window_and_the_chain_merges_upward(pipeline):
+    compactions = rows(pipeline, "SELECT trigger, level, context_tokens_before, first_turn, last_turn FROM "
+                                 "ev_context_compacted ORDER BY seq")
+    threshold = [c for c in compactions if c[0] == "threshold"]
+    assert len(threshold) >= 3 and all(c[2] > 0.75 * WINDOW for c in threshold)
+    assert any(c[0] == "chain" and c[1] >= 1 for c in compactions)  # maxSummaryChainTokens passed: L0 -> L1
+    total_turns = sum(len(s) for s in pipeline.sessions)
+    assert max(c[4] for c in threshold) <= total_turns - 20  # the last 20 turns are never compacted
+    ((chain,),) = rows(pipeline, "SELECT count(*) FROM context_compactions WHERE in_chain")
+    assert chain >= 1
 
 
 def test_replay_reproduces_observations_traces_edges_and_the_log_file_with_no_llm_call(pipeline):
