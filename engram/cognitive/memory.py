@@ -43,7 +43,41 @@ def entity_key(name: str) -> str:
     return " ".join(name.lower().split())
 
 
-class AgentMemory:
+class EntityLinks:
+    """What linking looks up beside a trace book: the most recent traces naming each entity
+    (`by_entity`) and the latest trace of each stream (`last_in_stream`)."""
+
+    book: TraceBook
+    by_entity: dict[str, deque[str]]
+    last_in_stream: dict[str, tuple[str, int]]
+
+    def _link_entities(self, t: MemoryTrace) -> None:
+        for name in t.entities:
+            q = self.by_entity[entity_key(name)]
+            if t.trace_id not in q:
+                q.append(t.trace_id)
+
+    def _unlink(self, tid: str) -> None:
+        for q in self.by_entity.values():
+            if tid in q:
+                q.remove(tid)
+        for stream, (last, _) in list(self.last_in_stream.items()):
+            if last == tid:
+                del self.last_in_stream[stream]
+
+    def recent_with_entities(self, entities: Iterable[str], exclude: str = "") -> list[str]:
+        """Active traces naming one of `entities`, most recent first."""
+        seen, out = set(), []
+        for name in entities:
+            for tid in reversed(self.by_entity.get(entity_key(name), ())):
+                t = self.book.traces.get(tid)
+                if tid != exclude and tid not in seen and t is not None and t.active:
+                    seen.add(tid)
+                    out.append(tid)
+        return out
+
+
+class AgentMemory(EntityLinks):
     def __init__(
         self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None, content_vectors: bool = False
     ):
@@ -100,10 +134,7 @@ class AgentMemory:
             self.index_seq = seq
         if self.lexical is not None:
             self.lexical.add(t.trace_id, indexed_text(t))
-        for name in t.entities:
-            q = self.by_entity[entity_key(name)]
-            if t.trace_id not in q:
-                q.append(t.trace_id)
+        self._link_entities(t)
         self.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
 
     def restore_lexical(self) -> None:
@@ -122,14 +153,6 @@ class AgentMemory:
         if "lexical" not in state:  # a snapshot from before the keyword index
             self.restore_lexical()
 
-    def _unlink(self, tid: str) -> None:
-        for q in self.by_entity.values():
-            if tid in q:
-                q.remove(tid)
-        for stream, (last, _) in list(self.last_in_stream.items()):
-            if last == tid:
-                del self.last_in_stream[stream]
-
     # ------------------------------------------------------------------ questions the policies ask
 
     def nearest(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]:
@@ -142,16 +165,6 @@ class AgentMemory:
 
         return self.index.search(vector, k, allowed)
 
-    def recent_with_entities(self, entities: Iterable[str], exclude: str = "") -> list[str]:
-        """Traces naming one of `entities`, most recent first, active only."""
-        seen, out = set(), []
-        for name in entities:
-            for tid in reversed(self.by_entity.get(entity_key(name), ())):
-                t = self.book.traces.get(tid)
-                if tid != exclude and tid not in seen and t is not None and t.active:
-                    seen.add(tid)
-                    out.append(tid)
-        return out
 
 
 def indexed_text(t: MemoryTrace) -> str:

@@ -34,10 +34,4 @@ class BackgroundPolicy(Policy):
 
     @property
     def tasks(self):
-        tasks = self.ctx.services.get("tasks")
-        if tasks is None:
-            from engram.llm.factory import make_tasks
-
-            config = self.ctx.services.get("config")
-            tasks = self.ctx.services["tasks"] = make_tasks(config.llm if config is not None else None)
-        return tasks
+        return self.ctx.tasks

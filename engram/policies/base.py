@@ -33,6 +33,17 @@ class PolicyContext:
     read: Callable[..., list[Recorded]] | None = None
     append: Callable[[list[Write]], list[Appended]] | None = None
 
+    @property
+    def tasks(self) -> Any:
+        """The memory tasks: the service's, else made once from the configured (or default) LLM settings."""
+        tasks = self.services.get("tasks")
+        if tasks is None:
+            from engram.llm.factory import make_tasks
+
+            config = self.services.get("config")
+            tasks = self.services["tasks"] = make_tasks(config.llm if config is not None else None)
+        return tasks
+
 
 class Policy(ABC):
     name: ClassVar[str]

@@ -60,12 +60,7 @@ class ContextCompactor(Policy):
     @property
     def tasks(self):
         if self._tasks is None:
-            self._tasks = self.ctx.services.get("tasks")
-            if self._tasks is None:
-                from engram.llm.factory import make_tasks
-
-                config = self.ctx.services.get("config")
-                self._tasks = make_tasks(config.llm if config is not None else None)
+            self._tasks = self.ctx.tasks
         return self._tasks
 
     def mine(self, discussion: str) -> bool:
