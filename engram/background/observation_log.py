@@ -64,6 +64,7 @@ class ReflectionEntry:
     consumed: int
     input_tokens: int
     output_tokens: int
+    duplicates: tuple[str, ...] = ()  # existing traces the reflection restated (verified, not stored again)
 
 
 @dataclass
@@ -148,7 +149,7 @@ class ObservationLog:
                     n.reflected_seq = rec.seq
             st.reflections.append(
                 ReflectionEntry(rec.seq, rec.ts_us, rec.stream, tuple(e.trace_ids), len(e.consumed_note_ids),
-                                e.input_tokens, e.output_tokens)
+                                e.input_tokens, e.output_tokens, tuple(e.duplicates))
             )
             st.last_seq = rec.seq
             return {st.key}

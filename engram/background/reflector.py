@@ -6,7 +6,9 @@ contradictions; this module turns its answer into events:
 
 - `Reflected`: every note given to the task is consumed (it stays in the log, marked), with the
   traces made and what lost a contradiction;
-- one `TraceEncoded` per candidate through the cognitive layer's `encode` (provenance: source type
+- a candidate that restates an active trace naming the same entities (e.g. auto-ingest's fact of the
+  same message) makes no second copy: `Reflected.duplicates` verifies that trace instead;
+- one `TraceEncoded` per other candidate through the cognitive layer's `encode` (provenance: source type
   "observation" for a single note, "reflection" for merged ones; the notes' message seqs and ids),
   linked to the discussion's previous trace and to recent traces naming its entities;
 - per contradiction, resolved again by personality (`engram.background.conflicts`): `EdgeAdded`
@@ -34,6 +36,7 @@ from engram.events.cognitive import ConflictResolved, EdgeAdded
 from engram.events.envelope import Recorded
 from engram.events.provenance import LlmCall
 from engram.llm.types import Reflection, TraceBrief
+from engram.search.bm25 import tokenize
 from engram.tokens import estimate_tokens
 
 # Trace category by the observation type of a trace's most important note: what personality attends to
@@ -79,6 +82,19 @@ def existing_briefs(fold: TraceFold, notes: Sequence[ObservationNote], limit: in
     return out
 
 
+def restated(fold: TraceFold, content: str, entities: Sequence[str]) -> str | None:
+    """The active trace naming one of `entities` that says what `content` says (the same words, as
+    BM25 tokenises them, at REFLECTION_RESTATES_OVERLAP or more), most recent first; None if none does."""
+    words = set(tokenize(content))
+    if not words:
+        return None
+    for tid in fold.recent_with_entities(entities):
+        other = set(tokenize(fold.book.traces[tid].content))
+        if len(words & other) / len(words | other) >= d.REFLECTION_RESTATES_OVERLAP:
+            return tid
+    return None
+
+
 def _message_ids(notes: Sequence[ObservationNote]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     pairs: dict[int, str] = {}
     for n in notes:
@@ -118,6 +134,8 @@ def reflection_events(
     traces: list[tuple[str, Event]] = []
     trace_ids: list[str] = []
     trace_notes: list[tuple[str, ...]] = []
+    duplicates: list[str] = []
+    duplicate_notes: list[tuple[str, ...]] = []
     out_tokens = 0
     for c in reflection.traces:
         members = [by_id[nid] for nid in dict.fromkeys(c.source_note_ids) if nid in by_id]
@@ -127,13 +145,20 @@ def reflection_events(
         tid = trace_id(agent, "reflection", *ids)
         if tid in fold.book.traces:
             continue  # the same notes were condensed before (a re-run)
+        entities = tuple(dict.fromkeys(c.entities or [e for n in members for e in n.entities]))
+        same = restated(fold, c.content, entities)
+        if same is not None:  # already remembered: verify it, and let the notes stand for it
+            duplicates.append(same)
+            duplicate_notes.append(ids)
+            for n in members:
+                trace_of[n.note_id] = same
+            continue
         seqs, message_ids = _message_ids(members)
         lead = max(members, key=lambda n: (n.importance, -n.observed_us, n.note_id))
         lexicon = llm_bridge.emotion(c.content)
         pad = (c.valence, c.arousal, c.dominance)
         emotion = Emotion(*pad, lexicon.intensity) if any(pad) else lexicon
         episodic = c.trace_type == "episodic"
-        entities = tuple(dict.fromkeys(c.entities or [e for n in members for e in n.entities]))
         trace = encode(
             trace_id=tid,
             content=c.content,
@@ -183,6 +208,8 @@ def reflection_events(
         threshold=threshold,
         conflicts=sum(1 for _, e in conflicts if isinstance(e, ConflictResolved)),
         trace_note_ids=tuple(trace_notes),
+        duplicates=tuple(duplicates),
+        duplicate_note_ids=tuple(duplicate_notes),
     )
     return [(f"reflected:{reflection_id}", reflected)] + traces + conflicts
 

@@ -9,6 +9,7 @@ to know what an agent remembers all fold the same events with this class, so the
     TracePruned        soft deletion
     EdgeAdded / EdgeStrengthened
     FactsIngested      a fact skipped as a duplicate verifies the trace it duplicates
+    Reflected          likewise, a reflection's candidate that restates an active trace
     ConflictResolved   the loser is contradicted by the winner, and soft-deleted unless both are kept
     MoodChanged        the agent's current mood
     DiscussionForgotten / AgentForgotten   everything derived from that stream or agent is dropped
@@ -24,6 +25,7 @@ from engram.cognitive.model import US_PER_S, MemoryTrace, canonical_edge
 from engram.cognitive.personality import Pad
 from engram.config import defaults as d
 from engram.events import cognitive as ev
+from engram.events.background import Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 
@@ -36,6 +38,7 @@ INTERESTS = frozenset(
         "EdgeAdded",
         "EdgeStrengthened",
         "FactsIngested",
+        "Reflected",
         "ConflictResolved",
         "MoodChanged",
         "DiscussionForgotten",
@@ -118,11 +121,11 @@ class TraceBook:
                 self._edge_changed(self.graph.strengthen(e.src, e.dst, e.kind, e.delta, rec.seq), e.src, e.dst)
         elif isinstance(e, ev.FactsIngested):
             for skipped in e.skipped:
-                t = self._live(skipped.duplicate_of) if skipped.duplicate_of else None
-                if t is not None:
-                    t.verification_count += 1
-                    t.last_seq = rec.seq
-                    self._log(t, rec, "verified", strength_at(t, rec.ts_us), f"restated at seq {e.source_seq}")
+                if skipped.duplicate_of:
+                    self._verify(skipped.duplicate_of, rec, f"restated at seq {e.source_seq}")
+        elif isinstance(e, Reflected):
+            for tid in e.duplicates:
+                self._verify(tid, rec, "restated by a reflection")
         elif isinstance(e, ev.ConflictResolved):
             self._contradicted(e.loser, e.winner, rec)
             if e.resolution != "keep_both":
@@ -265,6 +268,13 @@ class TraceBook:
     def _dirty(self, trace_id: str) -> None:
         if self.track:
             self.dirty_traces.add(trace_id)
+
+    def _verify(self, tid: str, rec: Recorded, detail: str) -> None:
+        t = self._live(tid)
+        if t is not None:
+            t.verification_count += 1
+            t.last_seq = rec.seq
+            self._log(t, rec, "verified", strength_at(t, rec.ts_us), detail)
 
     def _log(self, t: MemoryTrace, rec: Recorded, change: str, before: float, detail: str, after: float | None = None) -> None:
         self._dirty(t.trace_id)

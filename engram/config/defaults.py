@@ -211,6 +211,10 @@ OBSERVER_BUFFER_TOKENS = 6_000
 # Reflector: existing traces shown to the reflect task so it can flag contradictions (those sharing an
 # entity with the notes, most recent first).
 REFLECTOR_EXISTING_TRACES = 64
+# A reflection's candidate whose words (BM25 tokens) overlap an active trace naming the same entities at
+# least this much (Jaccard) restates it (typically auto-ingest's fact of the same message): that trace is
+# verified instead of a second copy being stored.
+REFLECTION_RESTATES_OVERLAP = 0.9
 # A reflection trace's edges (engram.cognitive.linking): shared-entity and temporal-sequence links; a
 # contradiction adds `contradicts` (newer -> older) and, when one side loses, `supersedes` (winner -> loser).
 CONTRADICTION_EDGE_WEIGHT = 1.0

@@ -83,6 +83,10 @@ class Reflected(Event, tag="Reflected"):
     threshold: int = 0
     conflicts: int = 0  # contradictions resolved (ConflictResolved events that follow)
     trace_note_ids: tuple[tuple[str, ...], ...] = ()  # per trace of `trace_ids`: the notes it condenses
+    # Candidates that restate an active trace (e.g. auto-ingest's fact of the same message): no new trace;
+    # the trace in `duplicates` gains a verification, and `duplicate_note_ids` are the notes it stands for.
+    duplicates: tuple[str, ...] = ()
+    duplicate_note_ids: tuple[tuple[str, ...], ...] = ()
 
 
 class ConsolidationRan(Event, tag="ConsolidationRan"):

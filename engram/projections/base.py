@@ -71,6 +71,7 @@ class Projection(ABC):
 
 
 POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (projection VARCHAR PRIMARY KEY, position BIGINT NOT NULL)"
+VERSIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_versions (projection VARCHAR PRIMARY KEY, version INTEGER NOT NULL)"
 
 
 class TableProjection(Projection):
@@ -78,14 +79,29 @@ class TableProjection(Projection):
 
     Subclasses create their tables in `create()`, keep changes in memory in `apply`, and write
     them in `flush(con)`; the position is written in the same transaction.
+
+    `version` is the shape of the tables: a projection whose tables were written by another version
+    (an upgrade changed a column) drops its `tables` and folds the log again from the start, since
+    a projection is only ever a fold of the log.
     """
+
+    version: ClassVar[int] = 1
+    tables: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: ProjectionContext):
         super().__init__(ctx)
         db = ctx.db
         db.execute(POSITIONS_DDL)
-        self.create(db)
+        db.execute(VERSIONS_DDL)
         row = db.execute("SELECT position FROM projection_positions WHERE projection = ?", [self.name]).fetchone()
+        stored = db.execute("SELECT version FROM projection_versions WHERE projection = ?", [self.name]).fetchone()
+        if row is not None and (stored[0] if stored else 1) != self.version:
+            for table in self.tables:
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+            db.execute("DELETE FROM projection_positions WHERE projection = ?", [self.name])
+            row = None
+        db.execute("INSERT OR REPLACE INTO projection_versions VALUES (?, ?)", [self.name, self.version])
+        self.create(db)
         self.position = row[0] if row else 0
         self.load(db)
 

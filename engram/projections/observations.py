@@ -5,7 +5,8 @@ Tables:
   superseded), the seqs that recorded, activated and reflected it, and its provenance;
 - `observation_logs`: one row per log (scope "discussion" or "agent"): messages and tokens observed,
   notes and their tokens, the observation compression, activations, reflections and their compression;
-- `reflections`: one row per Reflected event; `reflection_traces`: the traces each one made.
+- `reflections`: one row per Reflected event (with the existing traces it restated, verified rather than
+  stored again); `reflection_traces`: the traces each one made.
 
 Files: the log rendered as the guide shows it (`Date:` headings, bullet notes with nested details):
 `agents/<agent>/Public/<discussion>_observations.md` for a discussion's log, `agents/<agent>/observations.md`
@@ -52,7 +53,7 @@ LOG_SCHEMA = pa.schema([
 REFLECTION_SCHEMA = pa.schema([
     ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("seq", pa.int64()), ("ts", _TS),
     ("stream", pa.string()), ("consumed", pa.int64()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
-    ("trace_ids", _STRS),
+    ("trace_ids", _STRS), ("restated_trace_ids", _STRS),
 ])
 REFLECTION_TRACE_SCHEMA = pa.schema([
     ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("reflected_seq", pa.int64()),
@@ -86,6 +87,7 @@ def log_file(paths: ProjectionPaths, key: LogKey):
 
 class ObservationLogProjection(TableProjection):
     name = "observations"
+    version = 2  # 2: reflections.restated_trace_ids
     tables: ClassVar[tuple[str, ...]] = tuple(_TABLES)
     interests = INTERESTS | {"TraceEncoded"}
 
@@ -160,7 +162,7 @@ class ObservationLogProjection(TableProjection):
             lines = self.traces.get(key, {})
             for r in st.reflections:
                 reflections.append((*key, r.seq, r.ts_us, r.stream, r.consumed, r.input_tokens, r.output_tokens,
-                                    list(r.trace_ids)))
+                                    list(r.trace_ids), list(r.duplicates)))
                 for tid in r.trace_ids:
                     line = lines.get(tid)
                     if line is not None:
@@ -202,12 +204,12 @@ class ObservationLogProjection(TableProjection):
                 note=note, stream=stream, recorded_seq=recorded, increment_last_seq=inc_last, buffered=buffered,
                 status=status, tokens=tokens, activated_seq=activated, reflected_seq=reflected,
             )
-        for agent, scope, scope_id, seq, ts_us, stream, consumed, inp, out, tids in db.execute(
-            "SELECT agent, scope, scope_id, seq, epoch_us(ts), stream, consumed, input_tokens, output_tokens, trace_ids "
-            "FROM reflections ORDER BY seq"
+        for agent, scope, scope_id, seq, ts_us, stream, consumed, inp, out, tids, restated in db.execute(
+            "SELECT agent, scope, scope_id, seq, epoch_us(ts), stream, consumed, input_tokens, output_tokens, trace_ids, "
+            "restated_trace_ids FROM reflections ORDER BY seq"
         ).fetchall():
             self.book.log((agent, scope, scope_id)).reflections.append(
-                ReflectionEntry(seq, ts_us, stream, tuple(tids), consumed, inp, out))
+                ReflectionEntry(seq, ts_us, stream, tuple(tids), consumed, inp, out, tuple(restated)))
         for agent, scope, scope_id, seq, tid, kind, content, note_ids, first in db.execute(
             "SELECT agent, scope, scope_id, reflected_seq, trace_id, trace_type, content, note_ids, epoch_us(first_observed) "
             "FROM reflection_traces ORDER BY reflected_seq, trace_id"

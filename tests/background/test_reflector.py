@@ -159,3 +159,22 @@ def test_otherwise_the_higher_confidence_wins(services, tmp_path):
     (reflected,) = [e.event for e in of(writes, Reflected)]
     assert reflected.superseded == ("n1",)  # the weaker note lost; it stays in the log, marked
     assert r.folds["a"].book.traces["t-old"].active
+
+
+def test_a_note_restating_an_existing_trace_verifies_it_instead_of_storing_a_copy(services, tmp_path):
+    """Auto-ingest already made a trace of the message the note comes from: the reflection keeps one copy."""
+    from engram.background.traces import TraceFold
+
+    same = note(1, "Maya loves running in the morning before work.", kind="preference", seq=5)
+    new = note(2, "Maya adopted a grey cat called Pixel.", seq=6, entities=("Maya", "Pixel"))
+    r = reflector(services, tmp_path)
+    writes = r.handle([settings(1, threshold=10), existing_running_trace(), recorded(3, [same, new])])
+    (reflected,) = of(writes, Reflected)
+    traces = [e.event for e in of(writes, TraceEncoded)]
+    assert [t.content for t in traces] == ["Maya adopted a grey cat called Pixel."]
+    assert reflected.event.duplicates == ("t-old",) and reflected.event.duplicate_note_ids == (("n1",),)
+    assert reflected.event.trace_ids == (traces[0].trace_id,)
+    fold = TraceFold("a")
+    fold.apply(existing_running_trace())
+    fold.apply(Recorded(seq=4, stream="d", stream_version=3, agent="a", ts_us=T0, event=reflected.event))
+    assert fold.book.traces["t-old"].verification_count == 1  # the restatement counts as a verification
