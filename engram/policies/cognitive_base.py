@@ -85,6 +85,13 @@ class CognitivePolicy(Policy):
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.asarray(self.embedder.embed(texts), dtype=np.float32)
 
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        """Query-time embedding (a recall): the `query_embedder` service, the same model in this process and
+        uncached, which answers in milliseconds where a round trip to the home's embedder actor queues
+        behind index-time batches; without one, the index-time embedder."""
+        embedder = self.ctx.services.get("query_embedder") or self.embedder
+        return np.asarray(embedder.embed(texts), dtype=np.float32)
+
     def memory(self, agent: str) -> AgentMemory:
         mem = self.memories.get(agent)
         if mem is None:

@@ -84,7 +84,7 @@ class TraceReader(CognitivePolicy):
             hyde_text = tasks.hyde(query).value or ""
             if hyde_text.strip():
                 texts.append(hyde_text)
-        vectors = self.embed(texts)
+        vectors = self.embed_query(texts)
         result = recall(
             mem.book,
             mem.index,

@@ -254,3 +254,17 @@ def test_replay_reproduces_traces_edges_index_and_working_memory(world):
     assert ray.get(shard.verify_replay.remote()) == []
     files = {p.name for p in (mem.runtime.home.projections_dir / "agents" / AGENT).iterdir()}
     assert {"traces.hnsw", "traces.hnsw.json", "working-memory.md"} <= files
+
+
+def test_a_recall_embeds_its_query_in_the_readers_process_not_through_the_embedder_actor(world):
+    import ray
+
+    mem, cog, discussion, last_ts = world
+    actor = mem.runtime.embedder()
+    assert mem.wait_idle(timeout=120)
+    before = ray.get(actor.stats.remote())
+    result = cog.recall(AGENT, "Which charting library renders the dashboard graphs?", discussion=discussion,
+                        now_us=last_ts + 3 * HOUR_US, limit=3)
+    assert result.hits
+    after = ray.get(actor.stats.remote())
+    assert after["texts_requested"] == before["texts_requested"]  # the query and its HyDE text: in-process
