@@ -23,7 +23,7 @@ from typing import Sequence
 
 from engram.background.conflicts import Side, resolve
 from engram.background.observation_log import note_tokens
-from engram.background.traces import TraceFold
+from engram.background.traces import TraceFold, words_of
 from engram.cognitive import linking, llm_bridge
 from engram.cognitive.encoding import Emotion, encode, trace_id
 from engram.cognitive.memory import entity_key
@@ -83,11 +83,15 @@ def existing_briefs(fold: TraceFold, notes: Sequence[ObservationNote], limit: in
 
 
 def restated(fold: TraceFold, content: str, entities: Sequence[str]) -> str | None:
-    """The active trace naming one of `entities` that says what `content` says (the same words, as
-    BM25 tokenises them, at REFLECTION_RESTATES_OVERLAP or more), most recent first; None if none does."""
-    words = set(tokenize(content))
+    """The active trace that says what `content` says: one with the same words (as BM25 tokenises them),
+    else one of the recent traces naming one of `entities` whose words overlap at REFLECTION_RESTATES_OVERLAP
+    or more; None if none does."""
+    words = words_of(content)
     if not words:
         return None
+    same = fold.by_words.get(words)
+    if same is not None and fold.book.traces[same].active:
+        return same
     for tid in fold.recent_with_entities(entities):
         other = set(tokenize(fold.book.traces[tid].content))
         if len(words & other) / len(words | other) >= d.REFLECTION_RESTATES_OVERLAP:

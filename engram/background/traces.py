@@ -9,8 +9,13 @@ from collections import defaultdict, deque
 from engram.cognitive.book import TraceBook
 from engram.cognitive.memory import EntityLinks, _entity_queue
 from engram.events.envelope import Recorded
+from engram.search.bm25 import tokenize
 
 _queue = _entity_queue  # the name saved policy state (pickles) refer to
+
+
+def words_of(text: str) -> frozenset[str]:
+    return frozenset(tokenize(text))
 
 
 class TraceFold(EntityLinks):
@@ -19,13 +24,23 @@ class TraceFold(EntityLinks):
         self.book = TraceBook(agent)
         self.by_entity: dict[str, deque[str]] = defaultdict(_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
+        self.by_words: dict[frozenset[str], str] = {}  # a trace's words (BM25 tokens) -> the latest trace saying them
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "by_words" not in state:  # saved before the word index
+            self.by_words = {words_of(t.content): tid for tid, t in self.book.traces.items()}
 
     def apply(self, rec: Recorded) -> None:
         applied = self.book.apply(rec)
         for t in applied.added:
             self._link_entities(t)
+            self.by_words[words_of(t.content)] = t.trace_id
             last = self.last_in_stream.get(t.stream)
             if last is None or (t.encoded_us, t.trace_id) >= (last[1], last[0]):
                 self.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
         for tid in applied.forgotten:
             self._unlink(tid)
+        if applied.forgotten:
+            gone = set(applied.forgotten)
+            self.by_words = {w: tid for w, tid in self.by_words.items() if tid not in gone}

@@ -178,3 +178,20 @@ def test_a_note_restating_an_existing_trace_verifies_it_instead_of_storing_a_cop
     fold.apply(existing_running_trace())
     fold.apply(Recorded(seq=4, stream="d", stream_version=3, agent="a", ts_us=T0, event=reflected.event))
     assert fold.book.traces["t-old"].verification_count == 1  # the restatement counts as a verification
+
+
+def test_a_restatement_is_found_however_many_later_traces_name_the_same_person(services, tmp_path):
+    """The restated trace is older than the 16 most recent traces naming Maya: the word index still finds it."""
+    later = [
+        Recorded(seq=10 + i, stream="d", stream_version=10 + i, agent="a", ts_us=T0,
+                 event=encode(trace_id=f"t-later-{i}", content=f"Maya mentioned topic number {i} today.",
+                              config=AgentConfig(), scope="agent", scope_id="a", source_type="user_statement",
+                              source_seqs=(10 + i,), source_message_ids=(f"m{10 + i}",), trace_type="semantic",
+                              category="knowledge", importance=0.5, confidence=0.8, entities=("Maya",)))
+        for i in range(20)
+    ]
+    same = note(1, "Maya loves running in the morning before work!", kind="preference", seq=5)
+    r = reflector(services, tmp_path)
+    writes = r.handle([settings(1, threshold=10), existing_running_trace(), *later, recorded(40, [same])])
+    (reflected,) = of(writes, Reflected)
+    assert reflected.event.duplicates == ("t-old",) and of(writes, TraceEncoded) == []
