@@ -29,12 +29,20 @@ from engram.cognitive.encoding import encode, trace_id
 from engram.cognitive.indexing import reply_context
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
+from engram.config.agent import AgentConfig
 from engram.events.cognitive import FactsIngested, SkippedFact
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.policies.cognitive_base import CognitivePolicy
 
 INGESTED_ROLES = frozenset({"user", "assistant", "tool"})
+
+
+def ingests(cfg: AgentConfig, role: str) -> bool:
+    """Whether auto-ingest handles a message of `role` for an agent configured `cfg` (one FactsIngested each)."""
+    if role not in INGESTED_ROLES:
+        return False
+    return cfg.storage.auto_ingest.enabled or (role == "user" and cfg.memory.encoding.encode_messages)
 EPISODE_CATEGORY = "message"
 # Nearest traces looked at for deduplication and same-topic links.
 NEIGHBOURS = 8
@@ -78,9 +86,7 @@ class AutoIngest(CognitivePolicy):
                     self.fold(pending)
                     pending = []
                 if rec.seq in turns:
-                    write = self._turn(rec, *turns[rec.seq])
-                    if write is not None:
-                        writes.append(write)
+                    writes.append(self._turn(rec, *turns[rec.seq]))
             else:
                 pending.append(rec)
         if pending:
@@ -88,10 +94,7 @@ class AutoIngest(CognitivePolicy):
         return writes
 
     def _is_turn(self, rec: Recorded) -> bool:
-        if rec.type != "MessageAppended" or rec.event.role not in INGESTED_ROLES or not self.owns(rec.agent):
-            return False
-        cfg = self.config_of(rec.agent)
-        return cfg.storage.auto_ingest.enabled or (rec.event.role == "user" and cfg.memory.encoding.encode_messages)
+        return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)
 
     def _contexts(self, batch: list[Recorded]) -> dict[int, str]:
         """The question each message of the batch answers (by seq), in log order; remembers each stream's last message."""
@@ -134,7 +137,7 @@ class AutoIngest(CognitivePolicy):
             k += n
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write | None:
+    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write:
         msg: MessageAppended = rec.event
         agent = rec.agent
         cfg = self.config_of(agent)
@@ -177,8 +180,8 @@ class AutoIngest(CognitivePolicy):
                     context=context,
                 )
                 kept_ids.append(tid)
-        if not kept_ids and not skipped:
-            return None
+        # Recorded for every turn, also when nothing was kept: it says auto-ingest has handled the message
+        # (the Reflector waits for that before condensing notes of the message).
         summary = FactsIngested(
             source_seq=rec.seq,
             message_id=msg.message_id,

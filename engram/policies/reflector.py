@@ -9,6 +9,12 @@ contradictions resolved by personality. In an agent-wide log, each discussion's 
 separately so that every trace derives from one discussion (forgetting it forgets them).
 
 Events take the event time of the event that crossed the threshold, with it as causation.
+
+For an agent whose messages auto-ingest turns into traces, a reflection waits until auto-ingest has
+handled (`FactsIngested`) every message its notes come from, so that a note restating what auto-ingest
+kept verifies that trace instead of becoming a second copy, whichever of the two actors is ahead (an
+imported history is observed and reflected long before auto-ingest reaches its end). The reflection
+then takes the event time and causation of the `FactsIngested` that let it run.
 """
 
 from __future__ import annotations
@@ -21,22 +27,26 @@ from engram.background.traces import TraceFold
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad
 from engram.events.background import ObservationsActivated, ObservationsRecorded
+from engram.events.cognitive import FactsIngested
 from engram.events.control import AgentForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.policies.background_base import BackgroundPolicy
+from engram.policies.auto_ingest import ingests
 from engram.policies.base import PolicyContext
 from engram.settings import SCOPE_AGENT
 
 
 class Reflector(BackgroundPolicy):
     name = "reflector"
-    interests = obs.INTERESTS | TRACE_EVENTS | {"SettingsChanged"}
+    interests = obs.INTERESTS | TRACE_EVENTS | {"SettingsChanged", "MessageAppended"}
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
         self.log = obs.ObservationLog()
         self.folds: dict[str, TraceFold] = {}
         self._own: set[str] = set()  # ids of events folded when decided: their echo from the log is skipped
+        # Per agent, the seqs of messages auto-ingest will handle and has not yet (it handles them in order).
+        self.uningested: dict[str, list[int]] = {}
 
     def fold(self, agent: str) -> TraceFold:
         f = self.folds.get(agent)
@@ -65,12 +75,21 @@ class Reflector(BackgroundPolicy):
                 continue
             if not self.owns(rec.agent):
                 continue
+            if rec.type == "MessageAppended" and ingests(self.config_of(rec.agent), rec.event.role):
+                self.uningested.setdefault(rec.agent, []).append(rec.seq)
             if rec.type in TRACE_EVENTS:
                 self.fold(rec.agent).apply(rec)
+            if isinstance(rec.event, FactsIngested):
+                waiting = self.uningested.get(rec.agent)
+                if waiting and waiting[0] <= rec.event.source_seq:
+                    self.uningested[rec.agent] = [s for s in waiting if s > rec.event.source_seq]
+                    for key in sorted(k for k in self.log.logs if k[0] == rec.agent):
+                        writes += self._maybe_reflect(key, rec)
             if rec.type in obs.INTERESTS:
                 changed = self.log.apply(rec)
                 if isinstance(rec.event, AgentForgotten):
                     self.folds.pop(rec.event.agent_id, None)
+                    self.uningested.pop(rec.event.agent_id, None)
                     self.forget_agent(rec.event.agent_id)
                 elif isinstance(rec.event, ObservationsActivated) or (
                     isinstance(rec.event, ObservationsRecorded) and not rec.event.buffered
@@ -86,6 +105,9 @@ class Reflector(BackgroundPolicy):
         threshold = cfg.memory.reflector.activation_tokens
         if st is None or not cfg.memory.reflector.enabled or not due(st.active_tokens(), threshold):
             return []
+        waiting = self.uningested.get(agent) if ingests(cfg, "user") or ingests(cfg, "assistant") else None
+        if waiting and waiting[0] <= max((s for e in st.active() for s in e.note.source_seqs), default=0):
+            return []  # auto-ingest has not handled every message of these notes yet: its FactsIngested resumes this
         by_stream: dict[str, list] = {}
         for entry in st.active():
             by_stream.setdefault(entry.stream, []).append(entry.note)
@@ -113,9 +135,11 @@ class Reflector(BackgroundPolicy):
     # ------------------------------------------------------------------ snapshots
 
     def state(self) -> Any:
-        return {"settings": self.settings.state(), "log": self.log, "folds": self.folds, "own": self._own}
+        return {"settings": self.settings.state(), "log": self.log, "folds": self.folds, "own": self._own,
+                "uningested": self.uningested}
 
     def restore(self, state: Any) -> None:
         if state:
             self.settings.restore(state["settings"])
             self.log, self.folds, self._own = state["log"], state["folds"], state["own"]
+            self.uningested = state.get("uningested", {})

@@ -7,10 +7,11 @@ import pytest
 
 from engram.config.llm import EmbedderConfig
 from engram.embeddings import make_embedder
+from engram.policies.auto_ingest import AutoIngest
 from engram.policies.consolidator import Consolidator
 from engram.policies.observer import Observer
 from engram.policies.reflector import Reflector
-from tests.background.harness import Pipeline, services
+from tests.background.harness import BACKGROUND, Pipeline, services
 from tests.background.synthetic import DAY_US, Message, conversation
 
 AGENT = "maya"
@@ -24,7 +25,7 @@ def shifted(messages: list[Message], days: int) -> list[Message]:
 @pytest.fixture(scope="module")
 def forgotten(tmp_path_factory):
     svc = services(make_embedder(EmbedderConfig(name="hashing")))
-    p = Pipeline(tmp_path_factory.mktemp("forget"), svc)
+    p = Pipeline(tmp_path_factory.mktemp("forget"), svc, policies=(AutoIngest,) + BACKGROUND)
     first = [m for s in conversation(6_000, seed=1, session_tokens=3_000) for m in s]
     second = shifted([m for s in conversation(6_000, seed=2, session_tokens=3_000) for m in s], 1)
     p.configure(AGENT, CONFIG, first[0].ts_us - 1)

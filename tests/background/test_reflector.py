@@ -195,3 +195,32 @@ def test_a_restatement_is_found_however_many_later_traces_name_the_same_person(s
     writes = r.handle([settings(1, threshold=10), existing_running_trace(), *later, recorded(40, [same])])
     (reflected,) = of(writes, Reflected)
     assert reflected.event.duplicates == ("t-old",) and of(writes, TraceEncoded) == []
+
+
+def test_a_reflection_waits_until_auto_ingest_has_handled_the_messages_of_its_notes(services, tmp_path):
+    """Observed ahead of auto-ingest (an imported history): the reflection runs at the FactsIngested of the
+    notes' last message, and then finds the trace auto-ingest made of it."""
+    from engram.events.cognitive import FactsIngested
+    from engram.events.messages import MessageAppended
+
+    def message(seq: int, text: str) -> Recorded:
+        ev = MessageAppended(role="user", content=text, message_id=f"m{seq}", token_estimate=10)
+        return Recorded(seq=seq, stream="d", stream_version=seq, agent="a", ts_us=T0, event=ev)
+
+    def ingested(seq: int, source_seq: int, trace_ids=()) -> Recorded:
+        ev = FactsIngested(source_seq=source_seq, message_id=f"m{source_seq}", trace_ids=tuple(trace_ids))
+        return Recorded(seq=seq, stream="d", stream_version=seq, agent="a", ts_us=T0 + HOUR_US, event=ev)
+
+    running = existing_running_trace()
+    running = Recorded(seq=8, stream="d", stream_version=8, agent="a", ts_us=T0, event=running.event)
+    notes = [note(1, "Maya loves running in the morning before work.", kind="preference", seq=5),
+             note(2, "Maya adopted a grey cat called Pixel.", seq=6, entities=("Maya", "Pixel"))]
+    r = reflector(services, tmp_path)
+    assert r.handle([settings(1, threshold=10), message(5, "I love running in the morning before work."),
+                     message(6, "I adopted a grey cat called Pixel."), recorded(7, notes)]) == []  # nothing ingested yet
+    assert r.handle([ingested(9, 5), running]) == []  # message 6 is still waiting for auto-ingest
+    writes = r.handle([ingested(10, 6)])
+    (reflected,) = of(writes, Reflected)
+    assert reflected.causation == 10 and reflected.ts_us == T0 + HOUR_US
+    assert reflected.event.duplicates == ("t-old",)  # auto-ingest's trace of message 5, verified
+    assert [e.event.content for e in of(writes, TraceEncoded)] == ["Maya adopted a grey cat called Pixel."]
