@@ -65,6 +65,7 @@ class ReflectionEntry:
     input_tokens: int
     output_tokens: int
     duplicates: tuple[str, ...] = ()  # existing traces the reflection restated (verified, not stored again)
+    duplicate_note_ids: tuple[tuple[str, ...], ...] = ()  # per restated trace: the notes that restated it
 
 
 @dataclass
@@ -149,7 +150,8 @@ class ObservationLog:
                     n.reflected_seq = rec.seq
             st.reflections.append(
                 ReflectionEntry(rec.seq, rec.ts_us, rec.stream, tuple(e.trace_ids), len(e.consumed_note_ids),
-                                e.input_tokens, e.output_tokens, tuple(e.duplicates))
+                                e.input_tokens, e.output_tokens, tuple(e.duplicates),
+                                tuple(tuple(ids) for ids in e.duplicate_note_ids))
             )
             st.last_seq = rec.seq
             return {st.key}

@@ -21,10 +21,24 @@ from engram.events.envelope import from_us
 @dataclass(frozen=True)
 class ReflectionLine:
     trace_id: str
-    trace_type: str
+    trace_type: str  # or RESTATED: notes saying what an existing trace says (it was verified, not copied)
     content: str
     first_observed_us: int
     notes: int
+
+
+RESTATED = "restated"
+
+
+def restated_lines(log: LogState) -> list[ReflectionLine]:
+    """The reflections' restatements of existing traces, each shown by the text of its first note."""
+    out = []
+    for r in log.reflections:
+        for tid, note_ids in zip(r.duplicates, r.duplicate_note_ids):
+            notes = [log.notes[n].note for n in note_ids if n in log.notes]
+            if notes:
+                out.append(ReflectionLine(tid, RESTATED, notes[0].text, min(n.observed_us for n in notes), len(notes)))
+    return out
 
 
 def _date(us: int) -> str:
@@ -79,7 +93,11 @@ def render_log(log: LogState, reflections: list[ReflectionLine], *, as_of_seq: i
         for date, items in _by_date(reflections, lambda r: r.first_observed_us, lambda r: (r.first_observed_us, r.trace_id)):
             out.append(f"Date: {date}")
             for r in items:
-                out.append(f"- ({r.trace_type}, from {r.notes} note{'s' if r.notes != 1 else ''}) {_one_line(r.content)}")
+                plural = "s" if r.notes != 1 else ""
+                if r.trace_type == RESTATED:
+                    out.append(f"- (already remembered: {r.trace_id} verified, by {r.notes} note{plural}) {_one_line(r.content)}")
+                else:
+                    out.append(f"- ({r.trace_type}, from {r.notes} note{plural}) {_one_line(r.content)}")
             out.append("")
     out += ["## Observations", ""]
     if not active:

@@ -62,6 +62,13 @@ def background(demo) -> None:
         "left(t.content, 70) AS content FROM memory_traces t WHERE t.agent = '" + demo.agent + "' AND t.source_type IN "
         "('observation', 'reflection') ORDER BY t.last_seq LIMIT 5"
     )
+    print("...or, where a note restates a trace auto-ingest already made of the same message, verified that trace "
+          "instead of storing a copy:")
+    demo.sql(
+        "SELECT t.trace_id, t.source_type, t.verification_count AS verified, left(t.content, 70) AS content "
+        "FROM (SELECT DISTINCT unnest(restated_trace_ids) AS trace_id FROM reflections WHERE agent = '" + demo.agent
+        + "') r JOIN memory_traces t USING (trace_id) ORDER BY t.encoded_at LIMIT 5"
+    )
     demo.sql("SELECT winner, loser, resolution, note FROM ev_conflict_resolved WHERE agent = '" + demo.agent + "'")
 
     print(f"\nConsolidation: one run per hour of event time (clock ticks), five steps each.\n$ engram consolidations --agent {demo.agent} --limit 6")

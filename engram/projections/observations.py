@@ -6,7 +6,8 @@ Tables:
 - `observation_logs`: one row per log (scope "discussion" or "agent"): messages and tokens observed,
   notes and their tokens, the observation compression, activations, reflections and their compression;
 - `reflections`: one row per Reflected event (with the existing traces it restated, verified rather than
-  stored again); `reflection_traces`: the traces each one made.
+  stored again, and the notes that restated each, comma-separated); `reflection_traces`: the traces each
+  one made.
 
 Files: the log rendered as the guide shows it (`Date:` headings, bullet notes with nested details):
 `agents/<agent>/Public/<discussion>_observations.md` for a discussion's log, `agents/<agent>/observations.md`
@@ -21,7 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from engram.background.observation_log import INTERESTS, LogKey, LogState, NoteEntry, ObservationLog, ReflectionEntry
-from engram.background.render import ReflectionLine, render_log
+from engram.background.render import ReflectionLine, render_log, restated_lines
 from engram.events.background import ObservationNote, Reflected
 from engram.events.cognitive import TraceEncoded
 from engram.events.envelope import Recorded
@@ -53,7 +54,7 @@ LOG_SCHEMA = pa.schema([
 REFLECTION_SCHEMA = pa.schema([
     ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("seq", pa.int64()), ("ts", _TS),
     ("stream", pa.string()), ("consumed", pa.int64()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
-    ("trace_ids", _STRS), ("restated_trace_ids", _STRS),
+    ("trace_ids", _STRS), ("restated_trace_ids", _STRS), ("restated_note_ids", _STRS),
 ])
 REFLECTION_TRACE_SCHEMA = pa.schema([
     ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("reflected_seq", pa.int64()),
@@ -87,7 +88,7 @@ def log_file(paths: ProjectionPaths, key: LogKey):
 
 class ObservationLogProjection(TableProjection):
     name = "observations"
-    version = 2  # 2: reflections.restated_trace_ids
+    version = 2  # 2: reflections.restated_trace_ids and restated_note_ids
     tables: ClassVar[tuple[str, ...]] = tuple(_TABLES)
     interests = INTERESTS | {"TraceEncoded"}
 
@@ -162,13 +163,15 @@ class ObservationLogProjection(TableProjection):
             lines = self.traces.get(key, {})
             for r in st.reflections:
                 reflections.append((*key, r.seq, r.ts_us, r.stream, r.consumed, r.input_tokens, r.output_tokens,
-                                    list(r.trace_ids), list(r.duplicates)))
+                                    list(r.trace_ids), list(r.duplicates),
+                                    [",".join(ids) for ids in r.duplicate_note_ids]))
                 for tid in r.trace_ids:
                     line = lines.get(tid)
                     if line is not None:
                         traces.append((*key, r.seq, tid, line.trace_type, line.content,
                                        list(self.trace_seq.get(tid, (0, ()))[1]), line.first_observed_us))
             ordered = [lines[t] for r in st.reflections for t in r.trace_ids if t in lines]
+            ordered += restated_lines(st)
             atomic_write(path, render_log(st, ordered, as_of_seq=self._as_of.get(key, st.last_seq)).encode())
         _insert(db, "observation_notes", notes)
         _insert(db, "observation_logs", logs)
@@ -204,12 +207,13 @@ class ObservationLogProjection(TableProjection):
                 note=note, stream=stream, recorded_seq=recorded, increment_last_seq=inc_last, buffered=buffered,
                 status=status, tokens=tokens, activated_seq=activated, reflected_seq=reflected,
             )
-        for agent, scope, scope_id, seq, ts_us, stream, consumed, inp, out, tids, restated in db.execute(
+        for agent, scope, scope_id, seq, ts_us, stream, consumed, inp, out, tids, restated, by in db.execute(
             "SELECT agent, scope, scope_id, seq, epoch_us(ts), stream, consumed, input_tokens, output_tokens, trace_ids, "
-            "restated_trace_ids FROM reflections ORDER BY seq"
+            "restated_trace_ids, restated_note_ids FROM reflections ORDER BY seq"
         ).fetchall():
             self.book.log((agent, scope, scope_id)).reflections.append(
-                ReflectionEntry(seq, ts_us, stream, tuple(tids), consumed, inp, out, tuple(restated)))
+                ReflectionEntry(seq, ts_us, stream, tuple(tids), consumed, inp, out, tuple(restated),
+                                tuple(tuple(ids.split(",")) for ids in by)))
         for agent, scope, scope_id, seq, tid, kind, content, note_ids, first in db.execute(
             "SELECT agent, scope, scope_id, reflected_seq, trace_id, trace_type, content, note_ids, epoch_us(first_observed) "
             "FROM reflection_traces ORDER BY reflected_seq, trace_id"

@@ -129,3 +129,19 @@ def test_a_restarted_projection_writes_what_a_single_pass_writes(tmp_path):
     again.apply_batch(events[3:])
     again.checkpoint()
     assert log_path(paths).read_text() == log_path(once).read_text()
+
+
+def test_a_restatement_is_shown_as_the_trace_it_verified_and_survives_a_restart(tmp_path):
+    restating = rec(2, Reflected(consumed_note_ids=("n3",), trace_ids=(), superseded=(), input_tokens=10,
+                                 output_tokens=0, llm=LLM, scope="discussion", scope_id="acme", threshold=40_000,
+                                 duplicates=("t-auto",), duplicate_note_ids=(("n3",),)))
+    _, paths, db = project(tmp_path, [recorded(1, NOTES[2:], 3, 3, buffered=False), restating])
+    text = log_path(paths).read_text()
+    assert "- (already remembered: t-auto verified, by 1 note) User asked about middleware for protected routes" in text
+    assert db.execute("SELECT restated_trace_ids, restated_note_ids FROM reflections").fetchall() == [(["t-auto"], ["n3"])]
+    db.close()
+    db = duckdb.connect(str(paths.shard_db(0)))
+    again = ObservationLogProjection(ProjectionContext(shard=0, paths=paths, db=db))
+    again.apply_batch([rec(3, DiscussionForgotten(discussion_id="other"), stream="agent:a")])
+    (log,) = again.book.logs.values()
+    assert log.reflections[0].duplicate_note_ids == (("n3",),)  # restored from the table
