@@ -80,23 +80,29 @@ def print_rows(names: list[str], rows: Iterable[tuple], fmt: str = "table", out=
 
 
 class Progress:
-    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+    """Progress on stderr: on a terminal, a one-line bar redrawn at most ten times a second; into a file or
+    a pipe, a plain line at most every five seconds (a log gets lines, not carriage returns)."""
 
     def __init__(self, label: str, total: int, stream=None):
         self.label, self.total, self.stream = label, max(total, 1), stream or sys.stderr
-        self._last = 0.0
+        isatty = getattr(self.stream, "isatty", None)
+        self.terminal = bool(isatty and isatty())
+        self._last = 0.0 if self.terminal else time.monotonic()
 
     def update(self, done: int, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self._last < 0.1:
+        if not force and now - self._last < (0.1 if self.terminal else 5.0):
             return
         self._last = now
-        frac = min(1.0, done / self.total)
-        bar = "#" * int(frac * 30)
-        self.stream.write(f"\r{self.label} [{bar:<30}] {done}/{self.total}")
+        if self.terminal:
+            bar = "#" * int(min(1.0, done / self.total) * 30)
+            self.stream.write(f"\r{self.label} [{bar:<30}] {done}/{self.total}")
+        else:
+            self.stream.write(f"{self.label}: {done}/{self.total}\n")
         self.stream.flush()
 
     def finish(self, done: int | None = None) -> None:
         self.update(self.total if done is None else done, force=True)
-        self.stream.write("\n")
+        if self.terminal:
+            self.stream.write("\n")
         self.stream.flush()

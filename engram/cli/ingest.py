@@ -73,8 +73,9 @@ def wait_for_memory(mem) -> None:
 
     def show(done: int, total: int) -> None:
         nonlocal bar
-        if bar is None or bar.total != max(total, 1):
-            bar = Progress("memory", total)
+        if bar is None:
+            bar = Progress("memory (events every projection and policy has handled)", total)
+        bar.total = max(total, 1)  # policies append as they work: the log grows while memory catches up
         bar.update(done)
 
     idle = mem.wait_idle(on_progress=show)

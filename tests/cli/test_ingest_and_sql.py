@@ -102,3 +102,26 @@ def test_output_cut_short_by_the_reader_is_no_error(home_dir):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
+
+
+def test_progress_into_a_pipe_is_plain_lines_and_on_a_terminal_one_redrawn_bar():
+    import io
+
+    from engram.cli.common import Progress
+
+    piped = io.StringIO()
+    p = Progress("memory", 10, stream=piped)
+    for done in range(10):
+        p.update(done)  # within five seconds: nothing
+    p.finish()
+    assert piped.getvalue() == "memory: 10/10\n"
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Terminal()
+    p = Progress("memory", 10, stream=tty)
+    p.update(5)
+    p.finish()
+    assert tty.getvalue() == "\rmemory [###############               ] 5/10\rmemory [##############################] 10/10\n"
