@@ -88,7 +88,7 @@ def log_file(paths: ProjectionPaths, key: LogKey):
 
 class ObservationLogProjection(TableProjection):
     name = "observations"
-    version = 2  # 2: reflections.restated_trace_ids and restated_note_ids
+    version = 3  # 2: reflections.restated_trace_ids; 3: reflections.restated_note_ids
     tables: ClassVar[tuple[str, ...]] = tuple(_TABLES)
     interests = INTERESTS | {"TraceEncoded"}
 
