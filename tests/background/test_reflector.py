@@ -224,3 +224,18 @@ def test_a_reflection_waits_until_auto_ingest_has_handled_the_messages_of_its_no
     assert reflected.causation == 10 and reflected.ts_us == T0 + HOUR_US
     assert reflected.event.duplicates == ("t-old",)  # auto-ingest's trace of message 5, verified
     assert [e.event.content for e in of(writes, TraceEncoded)] == ["Maya adopted a grey cat called Pixel."]
+
+
+def test_without_auto_ingest_a_reflection_does_not_wait(services, tmp_path):
+    from engram.events.messages import MessageAppended
+
+    cfg = AgentConfig.model_validate({"memory": {"reflector": {"activationTokens": 5}, "encoding": {"encodeMessages": False}},
+                                      "storage": {"autoIngest": {"enabled": False}}})
+    off = Recorded(seq=1, stream="agent:a", stream_version=1, agent="a", ts_us=T0,
+                   event=settings_event(SCOPE_AGENT, "agent.config.json", cfg))
+    msg = Recorded(seq=5, stream="d", stream_version=5, agent="a", ts_us=T0,
+                   event=MessageAppended(role="user", content="I adopted a cat.", message_id="m5", token_estimate=5))
+    writes = reflector(services, tmp_path).handle(
+        [off, msg, recorded(6, [note(1, "Maya adopted a grey cat called Pixel.", seq=5, entities=("Maya", "Pixel"))])])
+    (reflected,) = of(writes, Reflected)
+    assert reflected.causation == 6  # nothing will come from auto-ingest: reflected at the threshold crossing
