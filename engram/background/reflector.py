@@ -36,7 +36,6 @@ from engram.events.cognitive import ConflictResolved, EdgeAdded
 from engram.events.envelope import Recorded
 from engram.events.provenance import LlmCall
 from engram.llm.types import Reflection, TraceBrief
-from engram.search.bm25 import tokenize
 from engram.tokens import estimate_tokens
 
 # Trace category by the observation type of a trace's most important note: what personality attends to
@@ -93,7 +92,7 @@ def restated(fold: TraceFold, content: str, entities: Sequence[str]) -> str | No
     if same is not None and fold.book.traces[same].active:
         return same
     for tid in fold.recent_with_entities(entities):
-        other = set(tokenize(fold.book.traces[tid].content))
+        other = words_of(fold.book.traces[tid].content)
         if len(words & other) / len(words | other) >= d.REFLECTION_RESTATES_OVERLAP:
             return tid
     return None
