@@ -19,7 +19,7 @@ from pathlib import Path
 
 import ray
 
-from engram.actors.pool import owner
+from engram.placement import owner
 from engram.cognitive.retrieval import RecallResult
 from engram.cognitive.working_memory import budget_tokens, fit_notes
 from engram.events.cognitive import MoodChanged, WorkingMemoryWritten

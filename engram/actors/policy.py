@@ -14,7 +14,7 @@ from engram.home import Home
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.registry import policy_classes
-from engram.services import build_services
+from engram.actors.services import actor_services
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class PolicyActor:
         config = ServiceConfig.model_validate(config_json)
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
-        services = build_services(config, embedder_actor=embedder_actor)
+        services = actor_services(config, embedder_actor)
         read = lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw))
         append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
         ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
