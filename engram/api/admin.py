@@ -30,6 +30,20 @@ def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
     return None, to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
 
 
+def cell(value):
+    """A SQL value as JSON shows it: times in ISO-8601, decimals as numbers, bytes as hex."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return value
+
+
 class AdminOps:
     def status(self) -> t.StatusResponse:
         """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
@@ -46,7 +60,7 @@ class AdminOps:
             names, rows = self.rt.sql(req.query, list(req.params))
         except QueryError as exc:
             raise error("bad_query", str(exc)) from None
-        return t.SqlResponse(columns=list(names), rows=[list(r) for r in rows])
+        return t.SqlResponse(columns=list(names), rows=[[cell(v) for v in r] for r in rows])
 
     # ------------------------------------------------------------------ forgetting
 

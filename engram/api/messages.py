@@ -47,6 +47,12 @@ class MessageOps:
         out += [t.AppendResult(discussion=d, appended=0, duplicates=0, seqs=[]) for d in empty]
         return t.AppendResponse(agent=agent, results=out, settings_recorded=recorded)
 
+    def record_settings(self, agent: str) -> t.SettingsRecorded:
+        """Record the agent's settings files (agent.config.json, the discussion settings) in the log if they
+        changed; policies react to the recorded settings. Every write does this too."""
+        validate_agent(agent)
+        return t.SettingsRecorded(agent=agent, recorded=self.sync_settings(agent))
+
     def record_tool_failure(self, agent: str, discussion: str, req: t.ToolFailureRequest) -> t.EventResponse:
         """Record a failed tool call (the tool-failure learner turns known failures into lessons)."""
         from engram.events.envelope import NewEvent, Write

@@ -129,6 +129,11 @@ class AppendResponse(Model, kw_only=True):
     settings_recorded: int = 0  # SettingsChanged events appended because the settings files changed
 
 
+class SettingsRecorded(Model, kw_only=True):
+    agent: str
+    recorded: int  # SettingsChanged events appended (0: the files match what the log holds)
+
+
 class ToolFailureRequest(Model, kw_only=True):
     tool: Annotated[str, Meta(min_length=1, max_length=256)]
     error: Annotated[str, Meta(max_length=100_000)]

@@ -26,7 +26,8 @@ from engram.api.errors import CODES, error, translate
 from engram.server.auth import authenticate
 
 SCHEMA_TYPES: list[type] = []  # every type a route names, for the OpenAPI components
-_ENCODER = msgspec.json.Encoder()
+# Values of read models msgspec has no JSON form for (a DuckDB interval, a UUID…) travel as text.
+_ENCODER = msgspec.json.Encoder(decimal_format="number", enc_hook=str)
 _decoders: dict[type, msgspec.json.Decoder] = {}
 
 

@@ -78,7 +78,10 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # someone else's process: alive, but the health probe decides whether it is ours
-    return True
+    try:  # a zombie (exited, not yet reaped by its parent) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> dict | None:

@@ -31,3 +31,9 @@ def append_messages(api, agent: str, discussion: str, body: t.AppendRequest):
 def tool_failure(api, agent: str, discussion: str, body: t.ToolFailureRequest):
     """Record a failed tool call; known failures become procedural lessons of the agent."""
     return api.record_tool_failure(agent, discussion, body)
+
+
+@route(router, "POST", "/v1/agents/{agent}/settings", response=t.SettingsRecorded, errors=("invalid_id", "bad_settings"))
+def record_settings(api, agent: str):
+    """Record the agent's settings files in the log now if they changed (every write does it too)."""
+    return api.record_settings(agent)
