@@ -183,6 +183,10 @@ class _Operations:
     def observation_notes(self, agent: str, discussion: str):
         return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observation-notes", t.Table)
 
+    def recent_observations(self, agent: str, discussion: str, *, limit: int = 10):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/recent-observations"
+                          + _query({"limit": limit}), t.RecentObservations)
+
     def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50):
         return self._call("GET", f"/v1/agents/{_seg(agent)}/consolidations"
                           + _query({"all": include_idle, "limit": limit}), t.ConsolidationsResponse)

@@ -187,6 +187,20 @@ class CognitiveOps:
                 return t.ObservationLogResponse(agent=agent, discussion=discussion, path=str(path), markdown=path.read_text())
         return t.ObservationLogResponse(agent=agent, discussion=discussion, path=None, markdown=None)
 
+    def recent_observations(self, agent: str, discussion: str, *, limit: int = 10) -> t.RecentObservations:
+        """The Observer's latest notes for a discussion (and the agent-wide ones), rendered as the log renders them."""
+        from engram.context.hybrid import render_notes
+
+        self.require_agent(agent)
+        validate_discussion(discussion)
+        if limit < 1:
+            raise error("invalid_request", "limit must be positive")
+        records = self.rt.read(agent, types=["ObservationsRecorded"], limit=None)
+        notes = [n for r in records if r.stream in (discussion, f"agent:{agent}") for n in r.event.notes]
+        notes = sorted(notes, key=lambda n: (n.observed_us, n.note_id))[-limit:]
+        return t.RecentObservations(agent=agent, discussion=discussion, notes=len(notes),
+                                    markdown=render_notes(notes) if notes else "")
+
     def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50) -> t.ConsolidationsResponse:
         """What each consolidation run did (latest `limit`), and totals over every run."""
         self.require_agent(agent)

@@ -343,6 +343,13 @@ class ObservationLogResponse(Model, kw_only=True):
     markdown: str | None
 
 
+class RecentObservations(Model, kw_only=True):
+    agent: str
+    discussion: str
+    notes: int
+    markdown: str  # the notes as the observation log renders them (Date: headings, bullets)
+
+
 class ConsolidationsResponse(Model, kw_only=True):
     agent: str
     runs: Table

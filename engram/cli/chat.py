@@ -97,12 +97,10 @@ class ChatSession:
             out += [f"  {s['tag']} {s['activation']:.2f} {_clip(s['content'])}" for s in wm.slots]
         else:
             out.append(f"working memory of {self.agent}: empty (nothing has taken focus yet)")
-        notes = self.mem.observation_notes(self.agent, self.discussion)
-        rows = notes.rows[-RECENT_NOTES:]
-        if rows:
-            idx = {c: i for i, c in enumerate(notes.columns)}
-            out.append(f"recent observations ({len(rows)} latest notes of the Observer):")
-            out += [f"  {r[idx['observed']]} [{r[idx['type']]}] {_clip(r[idx['text']])}" for r in rows]
+        recent = self.mem.recent_observations(self.agent, self.discussion, limit=RECENT_NOTES)
+        if recent.notes:
+            out.append(f"recent observations ({recent.notes} latest notes of the Observer):")
+            out += ["  " + line for line in recent.markdown.splitlines()]
         else:
             out.append("recent observations: none yet (the Observer writes notes as the conversation grows)")
         comp = self.mem.compactions(self.agent, self.discussion)

@@ -56,7 +56,7 @@ def test_regenerating_the_same_texts_computes_no_embedding_twice_and_replay_comp
 
 
 def test_the_cache_outlives_the_process_that_filled_it(engine):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     write_settings(engine.home.root, **SETTINGS)
     ingest(engine, "e", messages(28, tokens=25))
@@ -108,7 +108,7 @@ class Overlapping:
 
 
 def test_periodic_flushes_append_once_their_embeddings_arrive_and_the_log_is_the_same(engine, tmp_path, monkeypatch):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     monkeypatch.setattr("engram.policies.summarizer.FLUSH_INTERVAL_S", 0.0)  # a periodic flush after every event
     overlapping = Overlapping(engine.services["embedder"])

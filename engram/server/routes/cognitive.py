@@ -68,6 +68,13 @@ def observation_notes(api, agent: str, discussion: str):
     return api.observation_notes(agent, discussion)
 
 
+@route(router, "GET", f"{A}/discussions/{{discussion}}/recent-observations", response=t.RecentObservations,
+       errors=("invalid_id",))
+def recent_observations(api, agent: str, discussion: str, limit: int = 10):
+    """The Observer's latest notes for a discussion, rendered as its observation log renders them."""
+    return api.recent_observations(agent, discussion, limit=limit)
+
+
 @route(router, "GET", f"{A}/consolidations", response=t.ConsolidationsResponse, errors=("invalid_id",))
 def consolidations(api, agent: str, all: bool = False, limit: int = 50):
     """What each consolidation run did (`all`: idle runs too), and totals."""
