@@ -128,6 +128,7 @@ def serve(args) -> int:
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
     token = secrets.token_hex(16)
     backend = args.backend or settings.backend
+    args.runtime = args.runtime or settings.runtime
     print(f"engram: starting the server of {home} ({backend}, runtime {args.runtime})…", flush=True)
     started = time.perf_counter()
     try:
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host")
     p.add_argument("--port", type=int)
     p.add_argument("--address", help="a Ray cluster to join (default: RAY_ADDRESS, ray.address, else a local instance)")
-    p.add_argument("--runtime", choices=("ray", "inprocess"), default="ray")
+    p.add_argument("--runtime", choices=("ray", "inprocess"), help="default: server.runtime (ray)")
     p.add_argument("--backend", choices=("uvicorn", "ray-serve"))
     p.add_argument("--started-by-command", action="store_true", help="stop after server.idleTimeoutSeconds idle")
     args = parser.parse_args(argv)

@@ -82,8 +82,12 @@ def llm_error(exc: BaseException) -> ApiError | None:
     except ImportError:  # the anthropic SDK is part of the install; without it there is no outage to report
         return None
     if isinstance(exc, CallFailed):
-        text = str(exc)
-        unreachable = any(w in text.lower() for w in ("connect", "timed out", "timeout", "api key", "unreachable",
-                                                      "overloaded"))
-        return error("llm_unavailable" if unreachable else "llm_error", f"the LLM failed: {text}")
+        return llm_failure(str(exc))
     return None
+
+
+def llm_failure(cause: str, suffix: str = "") -> ApiError:
+    """503 when the LLM could not be reached (connection, timeout, overload, no key), else 502."""
+    unreachable = any(w in cause.lower() for w in ("connect", "timed out", "timeout", "api key", "unreachable",
+                                                   "overloaded", "is not set", "529", "503"))
+    return error("llm_unavailable" if unreachable else "llm_error", f"the LLM failed: {cause}{suffix}")

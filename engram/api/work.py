@@ -193,6 +193,10 @@ class WorkOps:
         memory_block = ctx.block("working_memory").text
         system = CHAT_SYSTEM_PROMPT.format(agent=agent) + (f"\n\n{memory_block}" if memory_block else "")
         result = tasks.respond(lines, system_prompt=system, context=ctx.memory_passages() if req.memory else ())
+        if result.llm.error:  # an outage: say so (the fallback is no reply of the model); the message stays logged
+            from engram.api.errors import llm_failure
+
+            raise llm_failure(result.llm.error, f" (your message is recorded at seq {user_seq}; send it again later)")
         reply = result.value.strip()
         responder = f"{result.llm.provider}/{result.llm.model}"
         reply_seq = self._chat_append(agent, discussion, "assistant", reply, responder=responder)

@@ -59,6 +59,9 @@ class ServerSettings(ConfigModel):
     max_body_bytes: int = Field(32 << 20, gt=0)
     # "uvicorn": the app in this process; "ray-serve": the same app as a Ray Serve application (a cluster).
     backend: Literal["uvicorn", "ray-serve"] = "uvicorn"
+    # "ray": the actors on Ray (the default); "inprocess": everything in the server's process, no Ray
+    # (synchronous: each write returns once memory is created; for tests and small embedded uses).
+    runtime: Literal["ray", "inprocess"] = "ray"
 
 
 class ServiceConfig(ConfigModel):

@@ -26,6 +26,17 @@ READER_GROUP = "traces"
 READER_POLICY = "trace-reader"
 
 
+def pump(host) -> int:
+    """Run a policy host until it has caught up, or until one of its policies fails (a failing policy, e.g. on an
+    unreachable LLM, keeps its position and is retried at the next settle; it must not spin here)."""
+    total = 0
+    while True:
+        n = host.pump()
+        if n == 0 or host.errors:
+            return total
+        total += n
+
+
 class InProcessRuntime(Runtime):
     def __init__(self, config: ServiceConfig, *, groups: Sequence[str] | None = None, wall_clock: bool = True,
                  snapshots: bool = True, auto_settle: bool = True):
@@ -162,7 +173,7 @@ class InProcessRuntime(Runtime):
             while True:
                 handled = 0
                 for host in self.policy_hosts.values():
-                    handled += host.run_until_caught_up()
+                    handled += pump(host)
                     if self.wall_clock:
                         handled += host.wall_clock(int(time.time() * 1_000_000))
                 for s in self.all_shards():
@@ -175,7 +186,7 @@ class InProcessRuntime(Runtime):
         with self._policy_lock:
             wanted = self.shard_host(self.shard_of(agent)).head() if min_position is None else min_position
             if host.position < wanted:
-                host.run_until_caught_up()
+                pump(host)
             reader = next(p for p in host.policies if p.name == READER_POLICY)
             result = reader.recall(agent, query, now_us=now_us, **options)
             writes = reader.take_writes()
@@ -186,7 +197,7 @@ class InProcessRuntime(Runtime):
     def drain_summarizer(self, agent: str, discussion: str) -> str:
         host = self._member(SUMMARIZER_GROUP, agent, discussion)
         with self._policy_lock:
-            host.run_until_caught_up()
+            pump(host)
         self.wait_projections()
         error = host.errors.get("summarizer")
         return f"the Summarizer failed and will retry: {error}" if error else ""

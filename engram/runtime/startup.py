@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import _thread
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import ray
@@ -68,22 +70,43 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
             os.environ["RAY_AUTH_MODE"] = "token"
             _refresh_ray_config()
         kwargs.update(address="local", _temp_dir=str(temp), num_cpus=num_cpus, include_dashboard=False)
-    outcome: dict = {}
+    # ray.init runs on the main thread: Ray ties the lives of the GCS and raylet it starts to the thread that
+    # started them (PR_SET_PDEATHSIG), so a helper thread would kill them when it ends. The timeout is a timer
+    # that interrupts the main thread instead.
+    fired = threading.Event()
 
-    def start() -> None:
-        try:
-            ray.init(**kwargs)
-            outcome["ok"] = True
-        except BaseException as exc:  # reported to the caller below
-            outcome["error"] = exc
+    def interrupt() -> None:
+        fired.set()
+        _thread.interrupt_main()
 
-    thread = threading.Thread(target=start, name="ray-init", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise RayStartError(f"{where} did not start within {timeout_s:.0f}s; {hint}")
-    if "error" in outcome:
-        exc = outcome["error"]
+    timer = threading.Timer(timeout_s, interrupt) if threading.current_thread() is threading.main_thread() else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        ray.init(**kwargs)
+    except KeyboardInterrupt:
+        if not fired.is_set():
+            raise
+        _shutdown_quietly()
+        raise RayStartError(f"{where} did not start within {timeout_s:.0f}s; {hint}") from None
+    except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        _shutdown_quietly()
         raise RayStartError(f"could not start {where}: {first}; {hint}") from exc
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if fired.is_set():  # the timer fired just as ray.init returned: the interrupt is still on its way
+        try:
+            time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
     return not address
+
+
+def _shutdown_quietly() -> None:
+    try:
+        ray.shutdown()
+    except Exception:  # nothing more to clean up
+        pass

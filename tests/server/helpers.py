@@ -68,3 +68,26 @@ class Served:
         if self._thread is not None:
             self._thread.join(timeout=30)
         remove_instance(self.home, self.token)
+
+
+class served_home:
+    """A home served over HTTP from the test process by the API over the in-process runtime (no Ray): CLI commands
+    run against it as against `engram serve`."""
+
+    def __init__(self, home: Path, **runtime_options):
+        self.home, self.options = Path(home), runtime_options
+
+    def __enter__(self):
+        from engram.config.service import load_service_config
+        from engram.embedded import Engram
+        from engram.runtime.inprocess import InProcessRuntime
+
+        self.mem = Engram(InProcessRuntime(load_service_config(self.home), **self.options).start())
+        self.served = Served(self.mem).__enter__()
+        return self.mem
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.served.__exit__(*exc)
+        finally:
+            self.mem.close()
