@@ -43,14 +43,20 @@ def client(args):
     info = live_server(home)
     if info is None:
         config = validate_settings(home)
-        print(f"engram: starting a server for {home} (in the background; logs in {log_path(home)}; "
-              "`engram down` stops it)…", file=sys.stderr, flush=True)
         started = time.perf_counter()
+
+        def announce() -> None:
+            print(f"engram: starting a server for {home} (in the background; logs in {log_path(home)}; "
+                  "`engram down` stops it)…", file=sys.stderr, flush=True)
+
         try:
-            info = start_server(home, timeout=config.server.start_timeout_seconds, address=getattr(args, "address", None))
+            info = start_server(home, timeout=config.server.start_timeout_seconds, address=getattr(args, "address", None),
+                                on_spawn=announce)
         except ServerStartError as exc:
             raise UsageError(str(exc)) from None
-        print(f"engram: server ready at {info['url']} in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+        if info.get("started_now"):
+            print(f"engram: server ready at {info['url']} in {time.perf_counter() - started:.1f}s", file=sys.stderr,
+                  flush=True)
     return Client(info["url"])
 
 

@@ -264,6 +264,29 @@ class RayRuntime(Runtime):
             ray.shutdown()
             self.started_ray = False
 
+    def stop_named_actors(self) -> None:
+        """Close and end the home's named actors, whoever started them (a Serve deployment's replicas)."""
+        from engram.actors.embedder import EMBEDDER_ROLE
+        from engram.policies.registry import GROUPS
+
+        names = [self.actor_name(f"{g}-{s:03d}-{m:03d}") for g in GROUPS for s in self.all_shards()
+                 for m in range(pool_size(g, self.config.ray.pools))]
+        names += [self.actor_name(f"shard-{s:03d}") for s in self.all_shards()] + [self.actor_name(EMBEDDER_ROLE)]
+        # Named actors live in the namespace of the job that made them (a Serve application's, here).
+        where = {a["name"]: a["namespace"] for a in ray.util.list_named_actors(all_namespaces=True)}
+        for name in names:  # policies, then shards, then the embedder: the order `close` keeps
+            if name not in where:
+                continue
+            try:
+                handle = ray.get_actor(name, namespace=where[name])
+            except ValueError:
+                continue
+            try:
+                ray.get(handle.close.remote(), timeout=120)
+            except Exception:  # already gone or stuck: it is ended below either way
+                pass
+            ray.kill(handle)
+
     def __enter__(self) -> "RayRuntime":
         return self.start()
 

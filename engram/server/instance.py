@@ -174,9 +174,10 @@ def last_lines(path: Path, n: int = 3) -> str:
     return " | ".join(lines[-n:])
 
 
-def start_server(home: Path, *, timeout: float, address: str | None = None) -> dict:
+def start_server(home: Path, *, timeout: float, address: str | None = None, on_spawn=None) -> dict:
     """Start a server for `home` in the background (detached, its log under `<home>/logs/`) unless one runs,
-    and wait for it. Exactly one starts when several commands race. Returns its instance.json."""
+    and wait for it. Exactly one starts when several commands race (`on_spawn()` is called by the one that
+    starts it). Returns its instance.json."""
     info = live_server(home)
     if info is not None:
         return info
@@ -187,6 +188,8 @@ def start_server(home: Path, *, timeout: float, address: str | None = None) -> d
         instance_path(home).unlink(missing_ok=True)  # stale: a dead or foreign PID
         log = log_path(home)
         log.parent.mkdir(parents=True, exist_ok=True)
+        if on_spawn is not None:
+            on_spawn()
         with open(log, "ab") as out:
             out.write(f"\n--- started by `engram` (pid {os.getpid()}) at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
             out.flush()
@@ -201,7 +204,7 @@ def start_server(home: Path, *, timeout: float, address: str | None = None) -> d
                                        + (f": {detail}" if detail else "") + f"; log: {log}")
             info = read_instance(home)
             if info is not None and int(info.get("pid", -1)) == proc.pid and live_server(home) is not None:
-                return info
+                return {**info, "started_now": True}
             time.sleep(POLL_S)
         raise ServerStartError(f"the engram server for {home} did not answer within {timeout:.0f}s "
                                f"(pid {proc.pid} is still starting; `engram down` stops it); log: {log}")
