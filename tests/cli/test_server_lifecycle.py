@@ -22,7 +22,7 @@ from tests.cli.helpers import SAMPLE, engram
 pytestmark = pytest.mark.server
 
 
-def configure(home, **server) -> None:
+def configure(home, **server) -> None:  # noqa: D103 - the lifecycle tests pick their server settings
     (home / "engram.json").write_text(json.dumps({"server": {"runtime": "inprocess", **server}}))
 
 
