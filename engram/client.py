@@ -291,23 +291,13 @@ class Client(_Operations):
     def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int], None] | None = None) -> bool:
         """Wait until every projection and policy has handled the whole log and nothing new came
         (`on_progress(done, total)` in events, as the log grows while memory is created)."""
-        deadline = time.monotonic() + timeout
-        previous = None
-        while time.monotonic() < deadline:
+        from engram.api.idle import wait_idle
+
+        def look():
             shards = self.status().shards
-            heads = [s.head for s in shards]
-            done = [consumed(s) for s in shards]
-            if on_progress:
-                on_progress(sum(min(p, h) for p, h in zip(done, heads)), sum(heads))
-            if all(p >= h for p, h in zip(done, heads)):
-                if heads == previous:
-                    return True
-                previous = heads
-                time.sleep(JOB_POLL_S / 2)
-                continue
-            previous = None
-            time.sleep(JOB_POLL_S)
-        return False
+            return [s.head for s in shards], [consumed(s) for s in shards]
+
+        return wait_idle(look, timeout, on_progress, JOB_POLL_S)
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

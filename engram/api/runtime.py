@@ -14,7 +14,6 @@ a runtime: the composition root (`engram.boot`, `engram.embedded`) picks one.
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from typing import Callable, Sequence
 
@@ -139,23 +138,14 @@ class Runtime(ABC):
         Policies append events (summaries, observations…), so the log may grow while waiting;
         idle means two consecutive looks with the same heads and every consumer at its head.
         """
-        deadline = time.monotonic() + timeout
-        previous = None
-        while time.monotonic() < deadline:
+        from engram.api.idle import wait_idle
+
+        def look():
             self.settle()
             status = self.shard_status()
-            heads = [st["head"] for st in status]
-            done = [consumed(st) for st in status]
-            if on_progress:
-                on_progress(sum(min(p, h) for p, h in zip(done, heads)), sum(heads))
-            if all(p >= h for p, h in zip(done, heads)):
-                if heads == previous:
-                    return True
-                previous = heads
-                continue
-            previous = None
-            time.sleep(IDLE_POLL_S)
-        return False
+            return [st["head"] for st in status], [consumed(st) for st in status]
+
+        return wait_idle(look, timeout, on_progress, IDLE_POLL_S)
 
     def sync_settings(self, agent: str, ts_us: int) -> int:
         """Record the agent's settings files in the log when they changed since last recorded (event time
