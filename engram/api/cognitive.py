@@ -92,14 +92,19 @@ class CognitiveOps:
 
     def _sources(self, result) -> dict[int, t.SourceMessage]:
         """The messages the hits were made from, by seq (from the log)."""
+        from datetime import datetime, timezone
+
         seqs = sorted({s for h in result.hits for s in h.source_seqs})
         if not seqs:
             return {}
-        _, rows = self.sql_rows(
-            "SELECT seq, discussion_id, message_id, role, name, content, ts FROM messages "
-            "WHERE agent = ? AND seq IN (SELECT unnest(?)) ORDER BY seq", [result.agent, seqs])
-        return {r[0]: t.SourceMessage(seq=r[0], discussion=r[1], message_id=r[2], role=r[3], name=r[4], content=r[5],
-                                      ts=str(r[6])) for r in rows}
+        out = {}
+        for r in self.rt.read_seqs(result.agent, seqs):  # point reads of the log: no SQL session per recall
+            if r.type == "MessageAppended":
+                ev = r.event
+                ts = datetime.fromtimestamp(r.ts_us / 1_000_000, tz=timezone.utc)
+                out[r.seq] = t.SourceMessage(seq=r.seq, discussion=r.stream, message_id=ev.message_id, role=ev.role,
+                                             name=ev.name, content=ev.content, ts=str(ts))
+        return out
 
     # ------------------------------------------------------------------ state
 

@@ -76,6 +76,10 @@ class Runtime(ABC):
         """Events of `agent`'s shard after `after` (filters: stream, types, limit, to_seq, agent)."""
 
     @abstractmethod
+    def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
+        """The events of `agent`'s shard at positions `seqs` (point reads, all at once), in seq order."""
+
+    @abstractmethod
     def heads(self) -> dict[int, int]:
         """The last seq of every shard."""
 

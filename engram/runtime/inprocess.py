@@ -130,6 +130,10 @@ class InProcessRuntime(Runtime):
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
         return self.shard_host(self.shard_of(agent)).read(after, agent=agent, **filters)
 
+    def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
+        host = self.shard_host(self.shard_of(agent))
+        return [r for s in sorted(set(seqs)) for r in host.read(s - 1, to_seq=s, limit=1, agent=agent)]
+
     def heads(self) -> dict[int, int]:
         return {s: self.shard_host(s).head() for s in self.all_shards()}
 

@@ -167,6 +167,11 @@ class RayRuntime(Runtime):
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
         return get(self.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters))
 
+    def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
+        shard = self.shard(self.shard_of(agent))
+        refs = [shard.read.remote(s - 1, to_seq=s, limit=1, agent=agent) for s in sorted(set(seqs))]
+        return [r for batch in get(refs) for r in batch]
+
     def heads(self) -> dict[int, int]:
         return dict(enumerate(get([s.head.remote() for s in self.shards()])))
 
