@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     except ApiError as exc:
         print(f"engram: error: {one_line(exc.message)}", file=sys.stderr)
         return 1 if exc.code == "internal" else 2
+    except BrokenPipeError:  # `engram sql ... | head`: the reader has gone; stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except ConnectionError as exc:
         from engram.server.instance import home_path, log_path
 
@@ -90,9 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `engram sql ... | head`: the reader has gone; stop quietly, as Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
     except Exception as exc:  # a bug: still one line (the server log has the server's side)
         if os.environ.get("ENGRAM_DEBUG"):
             raise
