@@ -175,6 +175,21 @@ class Runtime(ABC):
         where the work runs by itself."""
 
 
+# Positions closer than this are read as one range (one query) rather than one by one.
+SEQ_RANGE_GAP = 256
+
+
+def seq_ranges(seqs: Sequence[int], gap: int = SEQ_RANGE_GAP) -> list[tuple[int, int]]:
+    """`seqs` as few (first, last) ranges: neighbours within `gap` share a range (one read instead of many)."""
+    out: list[list[int]] = []
+    for s in sorted(set(seqs)):
+        if out and s - out[-1][1] <= gap:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return [(a, b) for a, b in out]
+
+
 def consumed(status: dict) -> int:
     """The position every projection and policy of one shard has reached."""
     return min(list(status["projections"].values()) + list(status.get("consumers", {}).values()), default=status["head"])

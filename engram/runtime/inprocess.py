@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from engram.api.runtime import Runtime
+from engram.api.runtime import Runtime, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.home import Home
@@ -132,7 +132,9 @@ class InProcessRuntime(Runtime):
 
     def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
         host = self.shard_host(self.shard_of(agent))
-        return [r for s in sorted(set(seqs)) for r in host.read(s - 1, to_seq=s, limit=1, agent=agent)]
+        wanted = set(seqs)
+        return [r for lo, hi in seq_ranges(seqs) for r in host.read(lo - 1, to_seq=hi, limit=None, agent=agent)
+                if r.seq in wanted]
 
     def heads(self) -> dict[int, int]:
         return {s: self.shard_host(s).head() for s in self.all_shards()}

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import ray
 
 from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
-from engram.api.runtime import Runtime, RuntimeUnavailable
+from engram.api.runtime import Runtime, RuntimeUnavailable, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.home import Home
@@ -169,8 +169,9 @@ class RayRuntime(Runtime):
 
     def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
         shard = self.shard(self.shard_of(agent))
-        refs = [shard.read.remote(s - 1, to_seq=s, limit=1, agent=agent) for s in sorted(set(seqs))]
-        return [r for batch in get(refs) for r in batch]
+        refs = [shard.read.remote(lo - 1, to_seq=hi, limit=None, agent=agent) for lo, hi in seq_ranges(seqs)]
+        wanted = set(seqs)
+        return [r for batch in get(refs) for r in batch if r.seq in wanted]
 
     def heads(self) -> dict[int, int]:
         return dict(enumerate(get([s.head.remote() for s in self.shards()])))
