@@ -81,13 +81,14 @@ def check_files_free(config) -> None:
 def open_api(config, runtime: str, address: str | None):
     from engram.api.runtime import RuntimeUnavailable
     from engram.api.service import Api
+    from engram.config.errors import ConfigError
     from engram.home import HomeLayoutError
     from engram.runtime import open_runtime
     from engram.runtime.startup import RayStartError
 
     try:
         rt = open_runtime(config, runtime, **({"address": address} if runtime == "ray" else {}))
-    except (RayStartError, HomeLayoutError) as exc:
+    except (RayStartError, HomeLayoutError, ConfigError) as exc:
         raise BootError(str(exc)) from None
     try:
         rt.start_policies()
@@ -105,11 +106,14 @@ def serve(args) -> int:
     from engram.config.errors import ConfigError
     from engram.config.service import load_service_config
 
+    from engram.llm.factory import select_provider
+
     home = home_path(args.home)
     try:
         config = load_service_config(home)
+        select_provider(config.llm)  # e.g. llm.provider "anthropic" with its API key variable unset
     except ConfigError as exc:
-        return fail(str(exc))
+        return fail(" ".join(str(exc).split()))
     try:
         lock_fd = hold_serving_lock(home)
         check_files_free(config)

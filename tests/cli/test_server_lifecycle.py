@@ -169,3 +169,14 @@ def test_a_home_locked_by_another_process_is_one_clear_line_with_the_log(home):
     finally:
         holder.kill()
     del duckdb
+
+
+def test_a_missing_api_key_variable_is_one_line_before_anything_starts(home, monkeypatch):
+    monkeypatch.delenv("ENGRAM_TEST_NO_SUCH_KEY", raising=False)
+    (home / "engram.json").write_text(json.dumps({"server": {"runtime": "inprocess"}, "llm": {
+        "provider": "anthropic", "endpoints": {"default": {"apiKeyEnv": "ENGRAM_TEST_NO_SUCH_KEY"}}}}))
+    res = engram(home, "status")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    line = res.stderr.strip().splitlines()[-1]
+    assert "ENGRAM_TEST_NO_SUCH_KEY is not set" in line and f"log: {home / 'logs' / 'server.log'}" in line
+    assert not (home / "instance.json").exists()
