@@ -27,29 +27,34 @@ def free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
+def build_state(config_json: dict, home: str, token: str, owner_pid: int):
+    """In a replica: the Api over the home's shared actors, the health document, and shutdown."""
+    from engram import __version__
+    from engram.api.service import Api
+    from engram.api.types import Health
+    from engram.config.service import ServiceConfig
+    from engram.runtime.ray_runtime import RayRuntime
+
+    config = ServiceConfig.model_validate(config_json)
+    runtime = RayRuntime(config, shared=True).start()
+    runtime.start_policies()
+    health = Health(home=home, instance=token, pid=owner_pid, version=__version__,
+                    runtime=f"Ray Serve ({runtime.description})")
+    return Api(runtime), health, lambda: os.kill(owner_pid, signal.SIGTERM)
+
+
 def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
+    from functools import partial
+
     from engram.server.app import create_app
 
-    app = create_app(api=None, health=None)
+    app = create_app(api=None, health=None, factory=partial(build_state, config_json, home, token, owner_pid),
+                     max_body_bytes=config_json["server"]["max_body_bytes"])
 
     @serve.deployment(name="engram", num_replicas=1, ray_actor_options={"num_cpus": 0})
     @serve.ingress(app)
     class EngramServe:
-        def __init__(self):
-            from engram import __version__
-            from engram.api.service import Api
-            from engram.api.types import Health
-            from engram.config.service import ServiceConfig
-            from engram.runtime.ray_runtime import RayRuntime
-
-            config = ServiceConfig.model_validate(config_json)
-            runtime = RayRuntime(config, shared=True).start()
-            runtime.start_policies()
-            self.api = Api(runtime)
-            app.state.api = self.api
-            app.state.health = Health(home=home, instance=token, pid=owner_pid, version=__version__,
-                                      runtime=f"Ray Serve ({runtime.description})")
-            app.state.shutdown = lambda: os.kill(owner_pid, signal.SIGTERM)
+        """The app's state is built on the first request (see engram.server.app.ensure_state)."""
 
     return EngramServe
 
@@ -59,7 +64,11 @@ def deploy(config, home: Path, token: str, *, host: str, port: int, owner_pid: i
     serve.start(http_options={"host": host, "port": port})
     deployment = make_deployment(config.model_dump(mode="json"), str(home), token, owner_pid)
     serve.run(deployment.bind(), name=f"{APP_PREFIX}-{abs(hash(str(home))) % 10**8}", route_prefix="/")
-    return f"http://{host}:{port}"
+    url = f"http://{host}:{port}"
+    from engram.server.instance import probe
+
+    probe(url, timeout=600)  # the first request builds the replica's runtime: made before anyone waits on it
+    return url
 
 
 def stop(config) -> None:

@@ -8,6 +8,7 @@ deployment in `engram.runtime.serve`). Every refusal is `{"error": {"code", "mes
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Callable
 
@@ -73,8 +74,21 @@ class Activity:
         return 0.0 if self.in_flight else time.monotonic() - self.last
 
 
+_STATE_LOCK = threading.Lock()
+
+
+def ensure_state(state) -> None:
+    """Build the app's api, health and shutdown on first use when a `factory` was given instead (a Ray Serve
+    replica: the app travels to the replica by value, so its state is made there)."""
+    if state.api is None and state.factory is not None:
+        with _STATE_LOCK:
+            if state.api is None:
+                state.api, state.health, state.shutdown = state.factory()
+
+
 def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               activity: Activity | None = None) -> FastAPI:
+               activity: Activity | None = None, factory: Callable | None = None) -> FastAPI:
+    """`factory() -> (api, health, shutdown)`: build them in the process that serves, on first use."""
     from engram import __version__
 
     app = FastAPI(title="engram", version=__version__, docs_url="/docs", redoc_url=None,
@@ -84,6 +98,7 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
     app.state.health = health
     app.state.shutdown = shutdown
     app.state.activity = activity or Activity()
+    app.state.factory = factory
     for router in ROUTERS:
         app.include_router(router)
 

@@ -77,7 +77,12 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 kwargs["body"] = decode(body, await request.body())
             if scoped:
                 authenticate(request).require(kwargs["agent"])
-            first = request.app.state if wants_state else request.app.state.api
+            state = request.app.state
+            if state.api is None:
+                from engram.server.app import ensure_state
+
+                await run_in_threadpool(ensure_state, state)
+            first = state if wants_state else state.api
             try:
                 result = await run_in_threadpool(handler, first, **kwargs)
             except Exception as exc:

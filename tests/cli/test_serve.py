@@ -30,7 +30,7 @@ def test_four_commands_at_once_share_one_server_and_status_answers_during_an_ing
             ingest = pool.submit(engram, home_dir, "ingest", str(SAMPLE), "--agent", "priya", timeout=600)
             time.sleep(1.0)
             others = [pool.submit(engram, home_dir, *args, timeout=600) for args in
-                      (("status", "--json"), ("sql", "SELECT 1 AS one", "--json"), ("traces", "--agent", "priya"))]
+                      (("status", "--json"), ("sql", "SELECT 1 AS one", "--json"), ("sql", "SELECT 2 AS two", "--csv"))]
             outs = [f.result() for f in others]
             done = ingest.result()
         assert done.returncode == 0, done.stderr
