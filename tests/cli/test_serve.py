@@ -23,7 +23,7 @@ def ray_instances(home) -> set[str]:
     return {p.name for p in root.glob("session_2*")} if root.exists() else set()
 
 
-def test_four_commands_at_once_share_one_server_and_status_answers_during_an_ingest(home_dir):
+def test_four_commands_at_once_share_one_server_and_status_answers_during_an_ingest(home_dir, tmp_path):
     before = ray_instances(home_dir)
     try:
         with ThreadPoolExecutor(4) as pool:
@@ -42,7 +42,12 @@ def test_four_commands_at_once_share_one_server_and_status_answers_during_an_ing
         log = (home_dir / "logs" / "server.log").read_text()
         assert log.count("engram: serving ") == 1
         # While another ingest runs (and memory is being created), status answers at once.
-        again = subprocess.Popen([sys.executable, "-m", "engram", "ingest", str(SAMPLE), "--agent", "second"],
+        other = tmp_path / "other.jsonl"
+        other.write_text("".join(json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                                             "content": f"Note {i}: the Lisbon trip needs item {i} packed."}) + "\n"
+                                 for i in range(120)))
+        again = subprocess.Popen([sys.executable, "-m", "engram", "ingest", str(other), "--agent", "second",
+                                  "--discussion", "packing"],
                                  env={**os.environ, "ENGRAM_HOME": str(home_dir)}, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
