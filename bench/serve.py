@@ -68,7 +68,8 @@ def load(url: str, clients: int, per_client: int, call) -> dict:
     for th in threads:
         th.join()
     wall = time.perf_counter() - started
-    return {"clients": clients, "requests": len(latencies), "errors": len(errors), "p50_ms": pct(latencies, 0.5),
+    return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "p50_ms": pct(latencies, 0.5),
             "p99_ms": pct(latencies, 0.99), "mean_ms": round(statistics.mean(latencies), 2),
             "throughput_rps": round(len(latencies) / wall, 1)}
 

@@ -229,7 +229,8 @@ class InProcessRuntime(Runtime):
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         try:
-            return self.shard_host(self.shard_of(agent)).forget(agent, discussion, reason=reason)
+            with self._policy_lock:  # no policy reads the log while the shard rewrites it
+                return self.shard_host(self.shard_of(agent)).forget(agent, discussion, reason=reason)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

@@ -241,10 +241,22 @@ class RayRuntime(Runtime):
         return [d for diffs in self._each(shards, lambda h: h.verify_replay.remote(), on_shard) for d in diffs]
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+        """The shard rewrites its log file and rebuilds its projections: the policy actors, which read the log
+        all the time, are stopped first (snapshots saved) and started again after (they resume from them)."""
+        shard = self.shard_of(agent)
+        paused = {k: h for k, h in self._policies.items() if k[1] == shard}
+        if paused:
+            get([h.close.remote() for h in paused.values()])
+            for key, h in paused.items():
+                ray.kill(h)
+                del self._policies[key]
         try:
-            return get(self.shard(self.shard_of(agent)).forget.remote(agent, discussion, reason))
+            return get(self.shard(shard).forget.remote(agent, discussion, reason))
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
+        finally:
+            if paused:
+                self.policies()
 
     # ------------------------------------------------------------------ closing
 

@@ -131,17 +131,15 @@ def test_on_ray_the_summarizers_embed_through_the_homes_one_embedder_actor(engra
     import ray
 
     from engram.actors.embedder import EMBEDDER_ROLE
-    from engram.ingest.messages import IncomingMessage
+    from engram.ingest.messages import discussion_write
 
     mem = engram_client
     (mem.config.home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(
         '{"chunkEstimatedTokenSize": 200, "vectorMemoryChunkEstimatedTokenSize": 200}')
     seen = []
     for discussion in ("ray-a", "ray-b"):  # the same messages twice (on one Summarizer actor of the pool or both)
-        mem.append_messages(AGENT, discussion, [
-            IncomingMessage(role=m.role, content=m.content, ts_us=m.ts_us, message_id=m.message_id)
-            for m in messages(28, tokens=25)
-        ])
+        mem.sync_settings(AGENT)
+        mem.append([discussion_write(AGENT, discussion, messages(28, tokens=25), max_message_chars=100_000)])
         assert mem.wait_idle(timeout=120)
         actor = ray.get_actor(mem.runtime.actor_name(EMBEDDER_ROLE))  # the home's one, by its name
         seen.append(ray.get(actor.stats.remote()))
