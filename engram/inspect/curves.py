@@ -23,7 +23,8 @@ PAGE = 50
 
 def sample(changes: list[dict], now_us: int, points: int = CURVE_POINTS) -> list[tuple[int, float]]:
     """(event time, strength) along the curve of a trace whose life is `changes` (oldest first, the first
-    one its encoding), up to `now_us` or its deletion. Each reset draws a vertical step."""
+    one its encoding), up to `now_us` or its deletion. A segment ends at the next reset with what that reset
+    found (its strength_before), and the next one starts there from the new S0: a vertical step."""
     if not changes:
         return []
     end = now_us
@@ -38,8 +39,6 @@ def sample(changes: list[dict], now_us: int, points: int = CURVE_POINTS) -> list
         start = c["ts_us"]
         stop = resets[i + 1]["ts_us"] if i + 1 < len(resets) else end
         s0, stability = c["encoding_strength"], c["stability_s"]
-        if i > 0:
-            out.append((start, c["strength_before"]))  # the step: what the retrieval found, then the new S0
         for k in range(per):
             t = start + (stop - start) * k // (per - 1) if stop > start else start
             out.append((t, ebbinghaus(s0, (t - start) / US, stability)))
