@@ -21,7 +21,7 @@ from engram.inspect.source import MemoryReader
 # What a report file holds at most (the served page asks for anything): lineage of timeline items, curves
 # of listed traces, pages of the trace list.
 LINEAGE_CAP = 600
-CURVE_CAP = 200
+CURVE_CAP = 150
 
 
 class InspectError(ValueError):
@@ -242,8 +242,8 @@ def snapshot(inspector: Inspector, agent: str, discussion_id: str | None, querie
     lanes = ask("timeline", agent=agent, discussion=d)["lanes"]
     # Lineage: every item but messages first (they are what a click most wants explained), newest first.
     items = sorted((i for lane in lanes for i in lane["items"]), key=lambda i: (i["type"] == "MessageAppended", -i["seq"]))
-    for item in items[:LINEAGE_CAP]:
-        ask("lineage", agent=agent, seq=item["seq"])
+    for seq, answer in timeline.lineages(inspector.reader, agent, [i["seq"] for i in items[:LINEAGE_CAP]]).items():
+        out[request_key("lineage", {"agent": agent, "seq": seq})] = answer
     ask("forgetting", agent=agent)
     listed: list[str] = []
     offset = 0
@@ -253,8 +253,9 @@ def snapshot(inspector: Inspector, agent: str, discussion_id: str | None, querie
         offset += page["limit"]
         if offset >= page["total"] or not page["rows"]:
             break
-    for tid in listed[:CURVE_CAP]:
-        ask("curve", agent=agent, trace=tid)
+    if listed and inspector.has("memory_traces"):
+        for tid, answer in curves.curves(inspector.reader, agent, listed[:CURVE_CAP]).items():
+            out[request_key("curve", {"agent": agent, "trace": tid})] = answer
     ask("graph", agent=agent)
     for q in queries:
         ask("recall", agent=agent, query=q, discussion=d)

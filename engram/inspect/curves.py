@@ -16,7 +16,7 @@ from engram.inspect.source import MemoryReader
 
 US = 1_000_000
 RESETS = frozenset({"encoded", "retrieved", "reinforced"})  # changes after which S(t) starts again from S0
-CURVE_POINTS = 600  # samples per curve, spread over its segments
+CURVE_POINTS = 240  # samples per curve, spread over its segments
 MULTIPLES = 6  # strongest and weakest traces each in the small multiples
 PAGE = 50
 
@@ -101,7 +101,8 @@ def _curve(trace_row: tuple, changes: list[dict], now_us: int) -> dict:
         "next_due": iso(next_due) if next_due is not None and active else None,
         "interval_h": round((interval or 0) / 3600, 3), "deleted_reason": deleted_reason,
         "strength_now": round(points[-1][1], 6) if points else None,
-        "x": [iso(t) for t, _ in points], "y": [round(s, 6) for _, s in points], "events": events,
+        # Event time in epoch milliseconds (what a date axis reads; shorter than ISO text over hundreds of points).
+        "x": [t // 1000 for t, _ in points], "y": [round(s, 6) for _, s in points], "events": events,
     }
 
 
@@ -116,12 +117,18 @@ def curves_of(reader: MemoryReader, agent: str, trace_ids: list[str], now_us: in
     return [_curve(by_id[t], changes[t], now_us) for t in trace_ids if t in by_id]
 
 
-def curve(reader: MemoryReader, agent: str, trace_id: str) -> dict | None:
+def curves(reader: MemoryReader, agent: str, trace_ids: list[str]) -> dict[str, dict]:
+    """The curve of each trace (those that exist), with "now" and the prune threshold: a fixed number of queries."""
     now = agent_now(reader, agent)
-    found = curves_of(reader, agent, [trace_id], now) if now is not None else []
-    if not found:
-        return None
-    return {"agent": agent, "now": iso(now), "prune_threshold": prune_threshold(reader, agent), "curve": found[0]}
+    if now is None:
+        return {}
+    threshold = prune_threshold(reader, agent)
+    return {c["trace_id"]: {"agent": agent, "now": iso(now), "prune_threshold": threshold, "curve": c}
+            for c in curves_of(reader, agent, trace_ids, now)}
+
+
+def curve(reader: MemoryReader, agent: str, trace_id: str) -> dict | None:
+    return curves(reader, agent, [trace_id]).get(trace_id)
 
 
 def _strength_order(reader: MemoryReader, agent: str, order: str, limit: int, offset: int = 0,

@@ -13,7 +13,7 @@ from engram.inspect.source import MemoryReader
 
 MAX_NODES = 400
 LAYOUT_SEED = 7
-LAYOUT_ITERATIONS = 60
+LAYOUT_ITERATIONS = 50
 # Edge weight in the layout: schema_instance pulls a cluster together; the rest at their own weight.
 CLUSTER_PULL = 3.0
 

@@ -145,105 +145,118 @@ def label(type_: str, payload: dict) -> str:
 
 # ---------------------------------------------------------------------- lineage
 
-_MESSAGE_COLUMNS = "seq, message_id, role, name, epoch_us(ts), content"
+
+def _payload(value) -> dict:
+    p = json.loads(value) if isinstance(value, str) else dict(value or {})
+    if isinstance(p.get("embedding"), str):
+        p["embedding"] = f"(the embedding, {len(p['embedding'])} base64 characters, is left out here)"
+    return p
 
 
-def _messages(reader: MemoryReader, agent: str, where: str, params: list) -> tuple[list[dict], int]:
-    _, rows = reader.sql(
-        f"SELECT {_MESSAGE_COLUMNS}, count(*) OVER () FROM messages WHERE agent = ? AND {where} ORDER BY seq LIMIT ?",
-        [agent, *params, LINEAGE_MESSAGES],
-    )
-    msgs = [{"seq": r[0], "message_id": r[1], "role": r[2], "name": r[3], "ts": iso(r[4]), "content": r[5]} for r in rows]
-    return msgs, (rows[0][6] if rows else 0)
-
-
-def _event_row(reader: MemoryReader, agent: str, seq: int) -> dict | None:
+def _events(reader: MemoryReader, agent: str, seqs: list[int]) -> dict[int, dict]:
     _, rows = reader.sql(
         "SELECT seq, epoch_us(ts), type, stream, stream_version, causation, event_id, schema_version, payload "
-        "FROM events_raw WHERE agent = ? AND seq = ?",
-        [agent, seq],
+        "FROM events_raw WHERE agent = ? AND seq IN (SELECT unnest(?))",
+        [agent, seqs],
     )
-    if not rows:
-        return None
-    r = rows[0]
-    payload = json.loads(r[8]) if isinstance(r[8], str) else (r[8] or {})
-    if isinstance(payload.get("embedding"), str):
-        payload["embedding"] = f"(the embedding, {len(payload['embedding'])} base64 characters, is left out here)"
-    return {"seq": r[0], "ts": iso(r[1]), "type": r[2], "stream": r[3], "stream_version": r[4], "causation": r[5],
-            "event_id": r[6], "schema_version": r[7], "payload": payload}
+    return {r[0]: {"seq": r[0], "ts": iso(r[1]), "type": r[2], "stream": r[3], "stream_version": r[4], "causation": r[5],
+                   "event_id": r[6], "schema_version": r[7], "payload": _payload(r[8])} for r in rows}
+
+
+def _message_ranges(reader: MemoryReader, agent: str, ranges: list[tuple[int, str | None, int, int]]) -> dict[int, tuple[list, int]]:
+    """Messages of many (key, stream or None for any, first seq, last seq) ranges in one query: key -> (the first
+    LINEAGE_MESSAGES of them, how many there are)."""
+    if not ranges:
+        return {}
+    keys, streams, lows, highs = (list(x) for x in zip(*ranges))
+    _, rows = reader.sql(
+        "SELECT k, seq, message_id, role, name, epoch_us(ts), content, total FROM ("
+        "  SELECT r.k, m.seq, m.message_id, m.role, m.name, m.ts, m.content, count(*) OVER (PARTITION BY r.k) AS total,"
+        "         row_number() OVER (PARTITION BY r.k ORDER BY m.seq) AS n"
+        "  FROM (SELECT unnest(?) AS k, unnest(?::VARCHAR[]) AS stream, unnest(?) AS lo, unnest(?) AS hi) r"
+        "  JOIN messages m ON m.seq BETWEEN r.lo AND r.hi AND (r.stream IS NULL OR m.discussion_id = r.stream)"
+        "  WHERE m.agent = ?) WHERE n <= ? ORDER BY k, seq",
+        [keys, streams, lows, highs, agent, LINEAGE_MESSAGES],
+    )
+    out: dict[int, tuple[list, int]] = {}
+    for k, seq, mid, role, name, ts, content, total in rows:
+        msgs, _ = out.get(k, ([], 0))
+        msgs.append({"seq": seq, "message_id": mid, "role": role, "name": name, "ts": iso(ts), "content": content})
+        out[k] = (msgs, total)
+    return out
+
+
+def _rows_by(reader: MemoryReader, query: str, params: list, key: int = 0) -> dict:
+    _, rows = reader.sql(query, params)
+    return {r[key]: r for r in rows}
+
+
+def lineages(reader: MemoryReader, agent: str, seqs: list[int]) -> dict[int, dict]:
+    """Where each item came from: its event, its source messages, the LLM call(s) that made it, its cause and
+    what it relates to (merged memories, consumed notes, traces made). A fixed number of queries for any number
+    of items."""
+    events = _events(reader, agent, sorted(set(seqs)))
+    causes = _events(reader, agent, sorted({e["causation"] for e in events.values() if e["causation"]}))
+    memory_ids = sorted({m for e in events.values() if e["type"] == "RollingSummaryUpdated"
+                         for m in e["payload"].get("merged_memory_ids", [])})
+    memories = _rows_by(reader, "SELECT memory_id, first_seq, last_seq, summary, discussion_id FROM discussion_memories "
+                        "WHERE agent = ? AND memory_id IN (SELECT unnest(?))", [agent, memory_ids]) if memory_ids else {}
+    note_ids = sorted({n for e in events.values() if e["type"] == "Reflected" for n in e["payload"].get("consumed_note_ids", [])})
+    notes = _rows_by(reader, "SELECT note_id, type, text, source_seqs FROM observation_notes WHERE agent = ? "
+                     "AND note_id IN (SELECT unnest(?))", [agent, note_ids]) if note_ids else {}
+    trace_ids = sorted({t for e in events.values() for f in ("trace_ids", "traces_created") for t in e["payload"].get(f) or []})
+    traces = _rows_by(reader, "SELECT trace_id, content FROM memory_traces WHERE agent = ? AND trace_id IN (SELECT unnest(?))",
+                      [agent, trace_ids]) if trace_ids else {}
+    ranges: list[tuple[int, str | None, int, int]] = []
+    related: dict[int, list[dict]] = {}
+    for seq, e in events.items():
+        p, type_, rel = e["payload"], e["type"], related.setdefault(seq, [])
+        if type_ == "MessageAppended":
+            ranges.append((seq, None, seq, seq))
+        elif type_ == "RollingSummaryUpdated":
+            merged = sorted((memories[m] for m in p.get("merged_memory_ids", []) if m in memories), key=lambda r: r[1])
+            rel += [{"kind": "chunk memory", "id": r[0], "text": f"messages {r[1]}–{r[2]}: {r[3]}"} for r in merged]
+            if merged:
+                ranges.append((seq, e["stream"], merged[0][1], merged[-1][2]))
+        elif type_ == "Reflected":
+            consumed = [notes[n] for n in p.get("consumed_note_ids", []) if n in notes]
+            rel += [{"kind": f"note ({r[1]})", "id": r[0], "text": r[2]} for r in consumed]
+            ranges += [(seq, None, s, s) for s in sorted({s for r in consumed for s in (r[3] or ())})]
+        elif "first_seq" in p and "last_seq" in p:
+            ranges.append((seq, e["stream"], p["first_seq"], p["last_seq"]))
+        elif p.get("source_seqs"):
+            ranges += [(seq, None, s, s) for s in p["source_seqs"]]
+        if type_ == "ObservationsActivated":
+            _, rows = reader.sql(
+                "SELECT seq, payload->>'$.first_seq', payload->>'$.last_seq', json_array_length(payload->'$.notes') "
+                "FROM events_raw WHERE agent = ? AND stream = ? AND type = 'ObservationsRecorded' "
+                "AND TRY_CAST(payload->>'$.buffered' AS BOOLEAN) AND seq < ? "
+                "AND TRY_CAST(payload->>'$.last_seq' AS BIGINT) <= ? ORDER BY seq",
+                [agent, e["stream"], seq, p.get("through_seq", 0)],
+            )
+            rel += [{"kind": "buffered increment", "id": f"seq {r[0]}", "text": f"{r[3]} notes from messages {r[1]}–{r[2]}"}
+                    for r in rows]
+        if type_ == "ContextCompacted":
+            rel += [{"kind": "merged node", "id": c, "text": ""} for c in p.get("children", [])]
+        for field, kind in (("trace_ids", "trace made" if type_ == "Reflected" else "trace"), ("traces_created", "trace made")):
+            rel += [{"kind": kind, "id": t, "text": traces[t][1]} for t in p.get(field) or [] if t in traces]
+    messages = _message_ranges(reader, agent, ranges)
+    out = {}
+    for seq, e in events.items():
+        llm = e["payload"].get("llm")
+        cause = causes.get(e["causation"]) if e["causation"] else None
+        msgs, total = messages.get(seq, ([], 0))
+        out[seq] = {
+            "event": e,
+            "llm": llm if isinstance(llm, list) else ([llm] if isinstance(llm, dict) else []),
+            "messages": msgs,
+            "messages_total": total,
+            "related": related[seq],
+            "cause": None if cause is None else {"seq": cause["seq"], "ts": cause["ts"], "type": cause["type"],
+                                                 "label": label(cause["type"], cause["payload"])},
+        }
+    return out
 
 
 def lineage(reader: MemoryReader, agent: str, seq: int) -> dict | None:
-    """Where an item came from: its event, its source messages, the LLM call(s) that made it, its cause."""
-    event = _event_row(reader, agent, seq)
-    if event is None:
-        return None
-    p, type_ = event["payload"], event["type"]
-    llm = p.get("llm")
-    calls = llm if isinstance(llm, list) else ([llm] if isinstance(llm, dict) else [])
-    related: list[dict] = []
-    messages, total = [], 0
-    if type_ == "MessageAppended":
-        messages, total = _messages(reader, agent, "seq = ?", [seq])
-    elif "first_seq" in p and "last_seq" in p:
-        messages, total = _messages(reader, agent, "discussion_id = ? AND seq BETWEEN ? AND ?",
-                                    [event["stream"], p["first_seq"], p["last_seq"]])
-    elif p.get("source_seqs"):
-        messages, total = _messages(reader, agent, "seq IN (SELECT unnest(?))", [list(p["source_seqs"])])
-    if type_ == "RollingSummaryUpdated" and p.get("merged_memory_ids"):
-        _, rows = reader.sql(
-            "SELECT memory_id, first_seq, last_seq, summary FROM discussion_memories WHERE agent = ? AND discussion_id = ? "
-            "AND memory_id IN (SELECT unnest(?)) ORDER BY first_seq",
-            [agent, event["stream"], list(p["merged_memory_ids"])],
-        )
-        related += [{"kind": "chunk memory", "id": r[0], "text": f"messages {r[1]}–{r[2]}: {r[3]}"} for r in rows]
-        if rows:
-            messages, total = _messages(reader, agent, "discussion_id = ? AND seq BETWEEN ? AND ?",
-                                        [event["stream"], rows[0][1], rows[-1][2]])
-    elif type_ == "Reflected" and p.get("consumed_note_ids"):
-        _, rows = reader.sql(
-            "SELECT note_id, type, text, source_seqs FROM observation_notes WHERE agent = ? AND note_id IN (SELECT unnest(?)) "
-            "ORDER BY observed_at, note_id",
-            [agent, list(p["consumed_note_ids"])],
-        )
-        related += [{"kind": f"note ({r[1]})", "id": r[0], "text": r[2]} for r in rows]
-        seqs = sorted({s for r in rows for s in (r[3] or ())})
-        if seqs:
-            messages, total = _messages(reader, agent, "seq IN (SELECT unnest(?))", [seqs])
-        related += _traces(reader, agent, list(p.get("trace_ids", [])), "trace made")
-    elif type_ == "ObservationsActivated":
-        _, rows = reader.sql(
-            "SELECT seq, payload->>'$.first_seq', payload->>'$.last_seq', json_array_length(payload->'$.notes') "
-            "FROM events_raw WHERE agent = ? AND stream = ? AND type = 'ObservationsRecorded' "
-            "AND TRY_CAST(payload->>'$.buffered' AS BOOLEAN) AND seq < ? AND TRY_CAST(payload->>'$.last_seq' AS BIGINT) <= ? "
-            "ORDER BY seq",
-            [agent, event["stream"], seq, p.get("through_seq", 0)],
-        )
-        related += [{"kind": "buffered increment", "id": f"seq {r[0]}", "text": f"{r[3]} notes from messages {r[1]}–{r[2]}"}
-                    for r in rows]
-    elif type_ == "ContextCompacted" and p.get("children"):
-        related += [{"kind": "merged node", "id": c, "text": ""} for c in p["children"]]
-    if p.get("trace_ids") and type_ != "Reflected":
-        related += _traces(reader, agent, list(p["trace_ids"]), "trace")
-    if p.get("traces_created"):
-        related += _traces(reader, agent, list(p["traces_created"]), "trace made")
-    cause = _event_row(reader, agent, event["causation"]) if event["causation"] else None
-    return {
-        "event": event,
-        "llm": calls,
-        "messages": messages,
-        "messages_total": total,
-        "related": related,
-        "cause": None if cause is None else {"seq": cause["seq"], "ts": cause["ts"], "type": cause["type"],
-                                             "label": label(cause["type"], cause["payload"])},
-    }
-
-
-def _traces(reader: MemoryReader, agent: str, ids: list[str], kind: str) -> list[dict]:
-    if not ids:
-        return []
-    _, rows = reader.sql(
-        "SELECT trace_id, content FROM memory_traces WHERE agent = ? AND trace_id IN (SELECT unnest(?)) ORDER BY trace_id",
-        [agent, ids],
-    )
-    return [{"kind": kind, "id": r[0], "text": r[1]} for r in rows]
+    return lineages(reader, agent, [seq]).get(seq)
