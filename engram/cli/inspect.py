@@ -32,6 +32,7 @@ def run(args) -> int:
     from engram.inspect.adapter import open_reader
     from engram.inspect.api import InspectError, Inspector, NotFound
     from engram.inspect.page import report_html
+    from engram.inspect.recall import default_queries
 
     agent = validate_agent(args.agent)
     if args.discussion is not None:
@@ -54,7 +55,7 @@ def run(args) -> int:
             if not overview["events"]:
                 raise UsageError(f"agent {agent!r} has no events in {config.home}")
             if args.recall and not queries and overview["discussion"]:
-                queries = _latest_user_message(reader, agent, overview["discussion"])
+                queries = default_queries(reader, agent, overview["discussion"])
             html = report_html(inspector, agent, overview["discussion"], queries if args.recall else [],
                                home=str(config.home))
         except (InspectError, NotFound) as exc:
@@ -64,11 +65,3 @@ def run(args) -> int:
           f"{overview['active_traces']} active traces; open it in a browser (no network needed)")
     return 0
 
-
-def _latest_user_message(reader, agent: str, discussion: str) -> list[str]:
-    _, rows = reader.sql(
-        "SELECT content FROM messages WHERE agent = ? AND discussion_id = ? AND role = 'user' ORDER BY seq DESC LIMIT 1",
-        [agent, discussion],
-    )
-    text = " ".join((rows[0][0] if rows else "").split())
-    return [text[:300]] if text else []

@@ -31,3 +31,15 @@ def recall_view(reader: MemoryReader, agent: str, query: str, *, discussion: str
             steps.append({"threshold": threshold, "hits": len(hits) if last else 0,
                           "kept": bool(hits) and last})
     return {**result, "factor_order": list(FACTORS), "hyde_steps": steps}
+
+
+def default_queries(reader: MemoryReader, agent: str, discussion: str | None) -> list[str]:
+    """What to explain when nobody asked: the discussion's latest user message (as `engram context` recalls for)."""
+    if discussion is None:
+        return []
+    _, rows = reader.sql(
+        "SELECT content FROM messages WHERE agent = ? AND discussion_id = ? AND role = 'user' ORDER BY seq DESC LIMIT 1",
+        [agent, discussion],
+    )
+    text = " ".join((rows[0][0] if rows else "").split())
+    return [text[:300]] if text else []
