@@ -60,8 +60,13 @@ def report_html(inspector: Inspector, agent: str, discussion: str | None, querie
 
 
 def served_html(inspector: Inspector, agent: str, discussion: str | None, *, base: str, home: str,
-                queries: list[str] = ()) -> str:
+                queries: list[str] | None = None) -> str:
+    """`queries`: offered in the recall view (default: the discussion's latest user message, explained at once)."""
+    from engram.inspect.recall import default_queries
+
     overview = inspector.get("overview", {"agent": agent, **({"discussion": discussion} if discussion else {})})
+    if queries is None:
+        queries = default_queries(inspector.reader, agent, overview["discussion"])
     data = {"mode": "served", "agent": agent, "discussion": overview["discussion"], "overview": overview,
             "queries": list(queries), "home": home, "base": base.rstrip("/")}
     return _html(f"{agent}", data)

@@ -69,3 +69,28 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(home, tmp_path, caps
 def test_a_home_with_no_log_is_refused(tmp_path, capsys):
     assert main(["--home", str(tmp_path / "empty"), "inspect", "--agent", AGENT, "--out", str(tmp_path / "r.html")]) == 2
     assert "has no event log" in capsys.readouterr().err
+
+
+def test_served_inspector_answers_pages_views_and_errors(home):
+    from engram.config.service import load_service_config
+    from engram.inspect.adapter import HomeFilesReader
+    from engram.inspect.web import respond
+
+    reader = HomeFilesReader(load_service_config(home))
+    try:
+        agents = respond(reader, "/inspect", "", home=str(home))
+        assert agents.status == 200 and f'href="/inspect?agent={AGENT}"' in agents.body.decode()
+        page = respond(reader, "/inspect", f"agent={AGENT}", home=str(home))
+        assert page.status == 200 and page.content_type.startswith("text/html")
+        data = data_of(page.body.decode())
+        assert data["mode"] == "served" and data["base"] == "/inspect/api" and data["discussion"] == DISCUSSION
+        assert data["queries"] == ["message 11 about Lisbon"]  # the latest user message
+        answer = respond(reader, "/inspect/api/traces", f"agent={AGENT}&limit=2", home=str(home))
+        assert answer.status == 200 and len(json.loads(answer.body)["rows"]) == 2
+        bad = respond(reader, "/inspect/api/traces", f"agent={AGENT}&limit=x", home=str(home))
+        assert bad.status == 400 and "limit" in json.loads(bad.body)["detail"]
+        missing = respond(reader, "/inspect/api/lineage", f"agent={AGENT}&seq=99999", home=str(home))
+        assert missing.status == 404
+        assert respond(reader, "/inspect", "agent=../x", home=str(home)).status == 400
+    finally:
+        reader.close()

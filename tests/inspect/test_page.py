@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -206,11 +206,9 @@ def retrieval_marks(sql, agent: str, trace: str) -> dict:
 
 def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_launcher):
     from engram.inspect.adapter import EngramReader
-    from engram.inspect.api import InspectError, Inspector, NotFound
-    from engram.inspect.page import served_html
+    from engram.inspect.web import respond
 
     reader = EngramReader(demo.mem)
-    inspector = Inspector(reader)
     files = Path(demo.config.home) / "projections" / "agents" / demo.agent / "Public"
     exp = expected_counts(reader.sql, demo.agent, demo.discussion, files / f"{demo.discussion}_memories.jsonl")
     _, before = reader.sql("SELECT count(*) FROM events_raw WHERE type = 'TraceRetrieved'")
@@ -218,18 +216,8 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
 
     def serve(route):
         url = urlsplit(route.request.url)
-        if url.path == "/inspect":
-            return route.fulfill(status=200, content_type="text/html",
-                                 body=served_html(inspector, demo.agent, None, base="/inspect/api", home=str(demo.config.home),
-                                                  queries=["What is the deadline?"]))
-        view = url.path.removeprefix("/inspect/api/")
-        try:
-            body, status = inspector.get(view, dict(parse_qsl(url.query))), 200
-        except InspectError as exc:
-            body, status = {"detail": str(exc)}, 400
-        except NotFound as exc:
-            body, status = {"detail": str(exc)}, 404
-        route.fulfill(status=status, content_type="application/json", body=json.dumps(body, default=str))
+        answer = respond(reader, url.path, url.query, home=str(demo.config.home))
+        route.fulfill(status=answer.status, content_type=answer.content_type, body=answer.body)
 
     ctx = browser_launcher()
     try:
@@ -238,7 +226,7 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
         page.on("pageerror", lambda e: errors.append(str(e)))
         ctx.route(f"{SERVED}/**", serve)
         ctx.route(lambda u: not u.startswith(SERVED), lambda r: (elsewhere.append(r.request.url), r.abort()))
-        page.goto(f"{SERVED}/inspect")
+        page.goto(f"{SERVED}/inspect?agent={demo.agent}")
         found = check_views(page, "served", exp, recall=True)
         assert found["curve_marks"] == retrieval_marks(reader.sql, demo.agent, found["curve_trace"])
         # Any query recalls live: type one.
