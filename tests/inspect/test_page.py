@@ -118,11 +118,15 @@ def shot(page, mode: str, view: str) -> None:
 
 
 def drawn(page, plot: str) -> list[dict]:
-    """Per Plotly trace of `plot`: its meta, the points drawn in the DOM, and its data length."""
+    """Per Plotly trace of `plot`: its meta, the points drawn in the DOM (each trace group knows its trace by the
+    calcdata Plotly binds to it; a trace with no data gets no group), and its data length."""
     return page.evaluate(
-        """(id) => { const gd = document.getElementById(id); const groups = gd.querySelectorAll('.scatterlayer .trace, .barlayer .trace');
-        return gd.data.map((t, i) => ({ meta: t.meta, points: groups[i] ? groups[i].querySelectorAll('.point').length : 0,
-                                          n: (t.x || []).length, visible: t.visible === undefined ? true : t.visible })); }""",
+        """(id) => { const gd = document.getElementById(id); const points = gd.data.map(() => 0);
+        gd.querySelectorAll('.scatterlayer .trace, .barlayer .trace').forEach((g) => {
+          const cd = g.__data__; const i = cd && cd[0] && cd[0].trace ? cd[0].trace.index : -1;
+          if (i >= 0) points[i] += g.querySelectorAll('.point').length; });
+        return gd.data.map((t, i) => ({ meta: t.meta, points: points[i], n: (t.x || []).length,
+                                          visible: t.visible === undefined ? true : t.visible })); }""",
         plot,
     )
 
@@ -138,7 +142,8 @@ def check_views(page, mode: str, exp: dict, *, recall: bool) -> dict:
     chunk = exp["memories"][-1]
     box = page.evaluate(
         """() => { const gd = document.getElementById('timeline-plot'); const i = gd.data.findIndex(t => t.meta === 'chunk_memories');
-        const pts = gd.querySelectorAll('.scatterlayer .trace')[i].querySelectorAll('path.point'); const r = pts[pts.length - 1].getBoundingClientRect();
+        const g = [...gd.querySelectorAll('.scatterlayer .trace')].find((x) => x.__data__[0].trace.index === i);
+        const pts = g.querySelectorAll('path.point'); const r = pts[pts.length - 1].getBoundingClientRect();
         return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; }""")
     page.mouse.click(box["x"], box["y"])
     page.wait_for_selector("#lineage .lineage-messages .message", timeout=10_000)
@@ -230,6 +235,7 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
         found = check_views(page, "served", exp, recall=True)
         assert found["curve_marks"] == retrieval_marks(reader.sql, demo.agent, found["curve_trace"])
         # Any query recalls live: type one.
+        page.click("nav button[data-tab=recall]")
         page.fill("#recall-query", "Who is Marco?")
         page.click("#recall-form button")
         page.wait_for_function("() => document.getElementById('recall-note').textContent.startsWith('\"Who is Marco?\"')")
@@ -266,6 +272,7 @@ def test_the_report_file_shows_the_same_views_offline(demo, browser_launcher, tm
             found = check_views(page, "file", exp, recall=True)
             assert found["curve_marks"] == retrieval_marks(reader.sql, demo.agent, found["curve_trace"])
             # A query the file holds no recall for: the page says so instead of showing nothing.
+            page.click("nav button[data-tab=recall]")
             page.fill("#recall-query", "something never asked")
             page.click("#recall-form button")
             page.wait_for_function("() => document.getElementById('recall-note').textContent.includes('does not hold')")

@@ -405,7 +405,7 @@ RENDERERS.working = async function () {
     const freeNames = Array.from({ length: free }, (_, i) => `${wm.slots.length + i + 1}. (free)`);
     await plot("slots-plot", [
       { type: "bar", x: names, y: wm.slots.map((s) => s.activation), name: "activation", marker: { color: "#3366cc" }, meta: "slots",
-        text: wm.slots.map((s) => `${s.tag} · entered turn ${s.entered_turn} · ${s.rehearsals} rehearsals<br>${clip(s.content, 90)}`), hovertemplate: "%{text}<br>activation %{y:.3f}<extra></extra>" },
+        text: wm.slots.map((s) => `${s.tag} · entered turn ${s.entered_turn} · ${s.rehearsals} rehearsals<br>${clip(s.content, 90)}`), hovertemplate: "%{text}<br>activation %{y:.3f}<extra></extra>", textposition: "none" },
       { type: "bar", x: freeNames, y: freeNames.map(() => 0), name: "free", meta: "free", hoverinfo: "skip" },
     ], { yaxis: { title: "activation", range: [0, 1.05] }, xaxis: { tickangle: -25, automargin: true }, showlegend: false,
          title: { text: `${wm.slots.length} of ${wm.capacity} slots in use · turn ${wm.turn}`, font: { size: 13 } } });
