@@ -354,16 +354,18 @@ async function runRecall(query) {
     marker: { color: FACTOR_COLORS[f] }, text: r.hits.map((h) => `${f} ${fmt(h.factors[f])} × ${fmt(w[f], 2)} = ${fmt(h.contributions[f], 4)}`),
     hovertemplate: "%{text}<extra></extra>", textposition: "none",
   }));
+  const height = Math.max(300, 40 * r.hits.length + 140);
+  document.getElementById("recall-plot").style.height = height + "px";
   await plot("recall-plot", traces, {
     barmode: "stack", yaxis: { autorange: "reversed", automargin: true }, xaxis: { title: "composite score (weighted factors)" },
-    legend: { orientation: "h", y: -0.2 }, margin: { l: 20, r: 20, t: 10, b: 60 }, height: Math.max(260, 44 * r.hits.length + 120),
+    legend: { orientation: "h", y: -0.12 }, margin: { l: 20, r: 20, t: 10, b: 60 }, height,
   });
   const hyde = document.getElementById("recall-hyde");
   if (r.hyde) {
     const viaHyde = r.hits.filter((h) => h.via === "hyde").length;
     hyde.replaceChildren(
       el("h4", { text: "HyDE: searching near a hypothetical memory" }),
-      el("div", { text: `hypothetical memory: "${r.hyde.text}"` }),
+      el("div", { text: `hypothetical memory (written by the "hyde" memory task; "offline" means the labelled heuristic, not a model): "${r.hyde.text}"` }),
       table(el("table", { class: "list hyde-steps" }), ["step", "threshold", "traces at or above it", ""],
         r.hyde_steps.map((s, i) => [String(i + 1), fmt(s.threshold, 2), String(s.hits), s.kept ? "kept: these join the candidates" : (i === r.hyde_steps.length - 1 ? "nothing cleared the lowest threshold" : "none: lower the threshold")])),
       el("div", { class: "meta", text: `${(r.hyde.hits || []).length} trace(s) found through HyDE; ${viaHyde} of the results became candidates only through it` }),
@@ -421,20 +423,20 @@ RENDERERS.working = async function () {
     return;
   }
   const colors = { working_memory: "#9467bd", rolling_summary: "#17becf", chain: "#2ca02c", recalled: "#ff7f0e", recent_turns: "#3366cc" };
-  const traces = c.segments.map((s) => ({ type: "bar", orientation: "h", y: ["context"], x: [s.tokens], name: `${s.title} ${s.tokens}`, meta: s.name,
+  const traces = c.segments.map((s) => ({ type: "bar", x: ["context now"], y: [s.tokens], name: `${s.title} ${s.tokens}`, meta: s.name,
                                           marker: { color: colors[s.name] || "#999" }, hovertemplate: `${s.title}: ${s.tokens} tokens` + (s.budget !== null ? ` (budget ${s.budget})` : "") + "<extra></extra>" }));
   await plot("context-plot", traces, {
-    barmode: "stack", xaxis: { title: "tokens", range: [0, Math.max(c.window_tokens, c.tokens) * 1.04] }, yaxis: { visible: false }, legend: { orientation: "h", y: -0.45 },
-    margin: { l: 20, r: 20, t: 30, b: 80 },
+    barmode: "stack", yaxis: { title: "tokens", range: [0, Math.max(c.window_tokens, c.tokens) * 1.08] }, legend: { x: 1.02, y: 0.5 },
+    margin: { l: 60, r: 20, t: 40, b: 30 },
     shapes: [
-      { type: "line", x0: c.window_tokens, x1: c.window_tokens, yref: "paper", y0: 0, y1: 1, line: { color: "#1d2330", width: 2 } },
-      { type: "line", x0: c.threshold_tokens, x1: c.threshold_tokens, yref: "paper", y0: 0, y1: 1, line: { color: "#d62728", dash: "dash" } },
+      { type: "line", xref: "paper", x0: 0, x1: 1, y0: c.window_tokens, y1: c.window_tokens, line: { color: "#1d2330", width: 2 } },
+      { type: "line", xref: "paper", x0: 0, x1: 1, y0: c.threshold_tokens, y1: c.threshold_tokens, line: { color: "#d62728", dash: "dash" } },
     ],
     annotations: [
-      { x: c.window_tokens, yref: "paper", y: 1.12, text: `window ${c.window_tokens}`, showarrow: false, xanchor: "right" },
-      { x: c.threshold_tokens, yref: "paper", y: 1.12, text: `compaction threshold ${c.threshold_tokens}`, showarrow: false, xanchor: "right", font: { color: "#d62728" } },
+      { xref: "paper", x: 0, y: c.window_tokens, text: `window ${c.window_tokens}`, showarrow: false, xanchor: "left", yanchor: "bottom" },
+      { xref: "paper", x: 0, y: c.threshold_tokens, text: `compaction threshold ${c.threshold_tokens}`, showarrow: false, xanchor: "left", yanchor: "bottom", font: { color: "#d62728" } },
     ],
-    title: { text: `${c.tokens} tokens, ${fmt(100 * c.tokens / c.window_tokens, 1)}% of the window`, font: { size: 13 }, x: 0.01 },
+    title: { text: `${c.tokens} tokens, ${fmt(100 * c.tokens / c.window_tokens, 1)}% of the window`, font: { size: 13 } },
   });
   const blocks = c.blocks.concat([{ name: "recent_turns", title: "recent turns", tokens: c.recent_tokens, budget: null, note: `${c.turns.length} raw turns`, text: "" }]);
   table("context-blocks", ["block", "tokens", "budget", "", "text"], blocks.map((b) => [b.title, String(b.tokens), b.budget === null ? "–" : String(b.budget), b.note || "", clip(b.text, 160)]));
