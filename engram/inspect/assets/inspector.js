@@ -365,7 +365,7 @@ async function runRecall(query) {
     const viaHyde = r.hits.filter((h) => h.via === "hyde").length;
     hyde.replaceChildren(
       el("h4", { text: "HyDE: searching near a hypothetical memory" }),
-      el("div", { text: `hypothetical memory (written by the "hyde" memory task; "offline" means the labelled heuristic, not a model): "${r.hyde.text}"` }),
+      el("div", { text: `hypothetical memory (what the "hyde" memory task answered): "${r.hyde.text}"` }),
       table(el("table", { class: "list hyde-steps" }), ["step", "threshold", "traces at or above it", ""],
         r.hyde_steps.map((s, i) => [String(i + 1), fmt(s.threshold, 2), String(s.hits), s.kept ? "kept: these join the candidates" : (i === r.hyde_steps.length - 1 ? "nothing cleared the lowest threshold" : "none: lower the threshold")])),
       el("div", { class: "meta", text: `${(r.hyde.hits || []).length} trace(s) found through HyDE; ${viaHyde} of the results became candidates only through it` }),
