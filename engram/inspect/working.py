@@ -9,6 +9,7 @@ from __future__ import annotations
 from engram.events.envelope import iso
 from engram.inspect.source import MemoryReader
 
+RECENT_TURNS_SHOWN = 20
 SLOT_COLUMNS = ("rank", "tag", "activation", "trace_id", "content", "entered_turn", "rehearsals")
 
 
@@ -44,6 +45,10 @@ def context_window(reader: MemoryReader, agent: str, discussion: str) -> dict:
     recent = sum(_tokens(t["content"]) for t in turns)
     return {
         **ctx,
+        # The raw turns are counted whole but shipped only in part: a discussion nothing has compacted yet may
+        # have thousands.
+        "turns": turns[-RECENT_TURNS_SHOWN:],
+        "turns_total": len(turns),
         "recent_tokens": recent,
         "segments": [{"name": b["name"], "title": b["title"], "tokens": b["tokens"], "budget": b["budget"]}
                      for b in ctx["blocks"]] + [{"name": "recent_turns", "title": "recent turns", "tokens": recent,

@@ -104,8 +104,9 @@ def large_home(root: Path, traces: int, messages: int = 2_000) -> Path:
         events: list[tuple[int, object]] = []
         for i in range(traces):
             ts = T0 + i * MINUTE
+            # Strength by runs of 50 traces, so the strongest ones are neighbours (edges and clusters among them).
             events.append((ts, _trace(f"t{i}", f"fact number {i} about topic {i % 97}", (seqs[i % len(seqs)],),
-                                      strength=0.3 + (i % 7) / 10)))
+                                      strength=0.3 + ((i // 50) % 7) / 10)))
             if i:
                 events.append((ts, EdgeAdded(src=f"t{i - 1}", dst=f"t{i}", kind="temporal_sequence", weight=0.3)))
             if i >= 3 and i % 3 == 0:

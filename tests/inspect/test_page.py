@@ -49,7 +49,8 @@ def demo(ray_session, tmp_path_factory):
         if name != "replay":  # replay verifies the projections; nothing here depends on it
             getattr(importlib.import_module(module), name)(d)
     mem.wait_idle()
-    state = SimpleNamespace(home=home, config=config, mem=mem, agent=d.agent, discussion=d.discussion)
+    state = SimpleNamespace(home=home, config=config, mem=mem, agent=d.agent, discussion=d.discussion,
+                            demo_file=getattr(d, "inspector_file", None))
     yield state
     if state.mem is not None:
         state.mem.close()
@@ -213,6 +214,8 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
     from engram.inspect.adapter import EngramReader
     from engram.inspect.web import respond
 
+    # The demo's last section wrote the inspector file that `make demo` ends by naming.
+    assert demo.demo_file == Path(demo.home) / "inspector.html" and "plotly.js v" in demo.demo_file.read_text()
     reader = EngramReader(demo.mem)
     files = Path(demo.config.home) / "projections" / "agents" / demo.agent / "Public"
     exp = expected_counts(reader.sql, demo.agent, demo.discussion, files / f"{demo.discussion}_memories.jsonl")

@@ -127,7 +127,7 @@ def test_graph_draws_the_schema_cluster_around_its_members(inspector):
     assert kinds["schema_instance"] == 2 and kinds["contradicts"] == 0
 
 
-def test_graph_of_a_large_memory_keeps_its_strongest_traces(tmp_path):
+def test_a_large_memory_is_cut_to_its_strongest_traces_and_latest_turns(tmp_path):
     home = large_home(tmp_path, traces=300, messages=50)
     reader = HomeFilesReader(load_service_config(home))
     try:
@@ -138,6 +138,11 @@ def test_graph_of_a_large_memory_keeps_its_strongest_traces(tmp_path):
         assert g["total_nodes"] == 306 and len(g["nodes"]) == 40
         shown = {n["id"] for n in g["nodes"]}
         assert all(e["src"] in shown and e["dst"] in shown for e in g["edges"])
+        # Nothing compacted the 50 messages: the context counts them all and ships the latest 20.
+        ctx = get(inspector, "working", agent=AGENT, discussion=DISCUSSION)["context"]
+        assert ctx["turns_total"] == 50 and [t["turn"] for t in ctx["turns"]] == list(range(31, 51))
+        assert ctx["segments"][-1] == {"name": "recent_turns", "title": "recent turns", "tokens": ctx["recent_tokens"],
+                                       "budget": None}
     finally:
         reader.close()
 

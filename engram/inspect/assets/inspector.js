@@ -438,7 +438,7 @@ RENDERERS.working = async function () {
     ],
     title: { text: `${c.tokens} tokens, ${fmt(100 * c.tokens / c.window_tokens, 1)}% of the window`, font: { size: 13 } },
   });
-  const blocks = c.blocks.concat([{ name: "recent_turns", title: "recent turns", tokens: c.recent_tokens, budget: null, note: `${c.turns.length} raw turns`, text: "" }]);
+  const blocks = c.blocks.concat([{ name: "recent_turns", title: "recent turns", tokens: c.recent_tokens, budget: null, note: `${c.turns_total} raw turns`, text: "" }]);
   table("context-blocks", ["block", "tokens", "budget", "", "text"], blocks.map((b) => [b.title, String(b.tokens), b.budget === null ? "–" : String(b.budget), b.note || "", clip(b.text, 160)]));
   const chain = document.getElementById("context-chain");
   chain.replaceChildren(el("h4", { text: `compaction chain: ${c.nodes.filter((n) => n.in_chain).length} node(s) in the chain, ${c.nodes.length} made` }),
