@@ -2,7 +2,8 @@
 projections (`engram.shard.ShardHost`), with the hashing embedder (what is tested here is not the embedder).
 
 `small_home` holds one of everything the views show, at known times; `large_home` holds `traces` traces
-with edges between neighbours and one schema cluster per 50 traces (the benchmark's 10,000-trace agent).
+with edges between neighbours, one schema cluster per 50 traces and retrievals of neighbours and schemas
+(the benchmark's 10,000-trace agent).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def small_home(root: Path) -> Path:
 
 def large_home(root: Path, traces: int, messages: int = 2_000) -> Path:
     """`traces` traces over `messages` messages, a temporal edge between consecutive traces, a shared-entity
-    edge every third, a schema trace per 50 traces linked from them; retrievals of every tenth."""
+    edge every third, a schema trace per 50 traces linked from five of them; every tenth trace retrieved with
+    its two predecessors, and every schema trace retrieved."""
     host = _host(root)
     try:
         seqs: list[int] = []
@@ -116,9 +118,11 @@ def large_home(root: Path, traces: int, messages: int = 2_000) -> Path:
                 events.append((ts, _trace(sid, f"schema {i // 50}", (seqs[i % len(seqs)],), trace_type="semantic",
                                           source_type="schema", category="schema")))
                 events += [(ts, EdgeAdded(src=f"t{j}", dst=sid, kind="schema_instance", weight=0.6)) for j in range(i - 49, i + 1, 10)]
-            if i % 10 == 0:
-                events.append((ts + HOUR, TraceRetrieved(query=f"topic {i % 97}", trace_ids=(f"t{i}",), scores=(0.7,),
+                events.append((ts + HOUR, TraceRetrieved(query=f"schema {i // 50}", trace_ids=(sid,), scores=(0.7,),
                                                           discussion=DISCUSSION)))
+            if i % 10 == 0 and i >= 2:  # three neighbours at once: the strongest traces are linked
+                events.append((ts + HOUR, TraceRetrieved(query=f"topic {i % 97}", trace_ids=(f"t{i - 2}", f"t{i - 1}", f"t{i}"),
+                                                          scores=(0.7, 0.6, 0.5), discussion=DISCUSSION)))
         events.sort(key=lambda e: e[0])
         for start in range(0, len(events), 10_000):
             _append(host, DISCUSSION, events[start:start + 10_000])

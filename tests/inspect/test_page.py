@@ -204,6 +204,22 @@ def check_views(page, mode: str, exp: dict, *, recall: bool) -> dict:
     return found
 
 
+def browse(ctx, url: str, mode: str, exp: dict, sql, agent: str, *, query: str, note: str) -> list[str]:
+    """Open the inspector at `url`, check every view, then ask the recall view `query` and wait for a note
+    containing `note`. Returns the page's script errors."""
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    found = check_views(page, mode, exp, recall=True)
+    assert found["curve_marks"] == retrieval_marks(sql, agent, found["curve_trace"])
+    page.click("nav button[data-tab=recall]")
+    page.fill("#recall-query", query)
+    page.click("#recall-form button")
+    page.wait_for_function("(text) => document.getElementById('recall-note').textContent.includes(text)", arg=note)
+    return errors
+
+
 def retrieval_marks(sql, agent: str, trace: str) -> dict:
     rows = dict(sql("SELECT change, count(*) FROM trace_changes WHERE agent = ? AND trace_id = ? GROUP BY change",
                     [agent, trace])[1])
@@ -229,19 +245,11 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
 
     ctx = browser_launcher()
     try:
-        page = ctx.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
         ctx.route(f"{SERVED}/**", serve)
         ctx.route(lambda u: not u.startswith(SERVED), lambda r: (elsewhere.append(r.request.url), r.abort()))
-        page.goto(f"{SERVED}/inspect?agent={demo.agent}")
-        found = check_views(page, "served", exp, recall=True)
-        assert found["curve_marks"] == retrieval_marks(reader.sql, demo.agent, found["curve_trace"])
         # Any query recalls live: type one.
-        page.click("nav button[data-tab=recall]")
-        page.fill("#recall-query", "Who is Marco?")
-        page.click("#recall-form button")
-        page.wait_for_function("() => document.getElementById('recall-note').textContent.startsWith('\"Who is Marco?\"')")
+        errors = browse(ctx, f"{SERVED}/inspect?agent={demo.agent}", "served", exp, reader.sql, demo.agent,
+                        query="Who is Marco?", note='"Who is Marco?"')
         assert errors == [] and elsewhere == []
     finally:
         ctx.close()
@@ -268,17 +276,9 @@ def test_the_report_file_shows_the_same_views_offline(demo, browser_launcher, tm
         requested: list[str] = []
         try:
             ctx.route(lambda u: not u.startswith("file:"), lambda r: (requested.append(r.request.url), r.abort()))
-            page = ctx.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(out.as_uri())
-            found = check_views(page, "file", exp, recall=True)
-            assert found["curve_marks"] == retrieval_marks(reader.sql, demo.agent, found["curve_trace"])
             # A query the file holds no recall for: the page says so instead of showing nothing.
-            page.click("nav button[data-tab=recall]")
-            page.fill("#recall-query", "something never asked")
-            page.click("#recall-form button")
-            page.wait_for_function("() => document.getElementById('recall-note').textContent.includes('does not hold')")
+            errors = browse(ctx, out.as_uri(), "file", exp, reader.sql, demo.agent, query="something never asked",
+                            note="does not hold")
             assert errors == [] and requested == []
         finally:
             ctx.close()
