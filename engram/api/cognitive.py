@@ -54,14 +54,18 @@ class CognitiveOps:
             raise error("bad_query", "the query is empty")
         result = self._recall(agent, req.query, discussion=req.discussion, limit=req.limit, weights=req.weights,
                               hyde=req.hyde, similarity=req.similarity, mood=req.mood,
-                              at=to_us(req.at) if req.at is not None else None)
+                              at=to_us(req.at) if req.at is not None else None,
+                              **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
-            query=result.query, agent=result.agent, discussion=result.discussion, candidates=result.candidates,
+            query=result.query, agent=result.agent, discussion=result.discussion, now_us=result.now_us,
+            candidates=result.candidates,
             similarity=result.similarity, weights=result.weights.as_dict(),
             mood=t.Mood(valence=result.mood.valence, arousal=result.mood.arousal, dominance=result.mood.dominance),
-            hyde=None if result.hyde is None else t.Hyde(text=result.hyde.text, threshold=result.hyde.threshold,
-                                                        tried=list(result.hyde.tried), hits=len(result.hyde.hits)),
+            hyde=None if result.hyde is None else t.Hyde(
+                text=result.hyde.text, threshold=result.hyde.threshold, tried=list(result.hyde.tried),
+                hits=len(result.hyde.hits),
+                matches=[t.HydeMatch(trace_id=tid, cosine=r6(c)) for tid, c in result.hyde.hits]),
             hits=[t.RecallHit(
                 rank=h.rank, trace_id=h.trace_id, score=r6(h.score), content=h.content,
                 factors={k: r6(v) for k, v in h.factors.as_dict().items()},

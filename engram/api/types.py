@@ -253,6 +253,7 @@ class RecallRequest(Model, kw_only=True):
     at: datetime | None = None  # event time of the question; default now
     mood: tuple[Unit, Unit, Unit] | None = None
     sources: bool = True  # include the source messages of every hit
+    record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
 
 
 class SourceMessage(Model, kw_only=True):
@@ -283,11 +284,17 @@ class RecallHit(Model, kw_only=True):
     sources: list[SourceMessage] = []
 
 
+class HydeMatch(Model, kw_only=True):
+    trace_id: str
+    cosine: float
+
+
 class Hyde(Model, kw_only=True):
     text: str
     threshold: float
     tried: list[float]
     hits: int
+    matches: list[HydeMatch] = []  # the traces near the hypothetical memory, above the threshold
 
 
 class Mood(Model, kw_only=True):
@@ -300,6 +307,7 @@ class RecallResponse(Model, kw_only=True):
     query: str
     agent: str
     discussion: str | None
+    now_us: int  # the event time the recall was made at (µs since the epoch)
     candidates: int
     similarity: str
     weights: dict[str, float]

@@ -46,6 +46,7 @@ COMMANDS = [
     "context",
     "observations",
     "consolidations",
+    "inspect",
 ]
 
 
