@@ -90,8 +90,10 @@ class PolicyActor:
                 self.host.run_until_caught_up()
             result = getattr(target, method)(*args, **kwargs)
         if hasattr(target, "take_writes"):
-            self._flushing = threading.Thread(target=self._flush, args=(target,), daemon=True)
-            self._flushing.start()
+            # Started before it is published: a concurrent call joins it, and a thread not yet started cannot be joined.
+            flusher = threading.Thread(target=self._flush, args=(target,), daemon=True)
+            flusher.start()
+            self._flushing = flusher
         return result
 
     def _flush(self, target) -> None:
