@@ -162,6 +162,7 @@ class ShardHost:
             "projections": dict(self.runner.checkpointed),
             "projection_lag": self.store.head() - self.runner.durable_position,
             "projection_error": None if self._error is None else repr(self._error),
+            "projection_timings": self.runner.timings.report(),
             "events_by_type": dict(rows),
         }
 

@@ -127,14 +127,21 @@ class AutoIngest(CognitivePolicy):
                     if f.content.strip()
                 ]
             episode = _episode_text(rec) if rec.event.role == "user" and cfg.memory.encoding.encode_messages else None
-            texts += [f.content for f in facts] + ([episode] if episode else [])
-            extracted.append((rec, facts, episode, llm, contexts.get(rec.seq, "")))
+            # Only what `ingest.select` will compare is embedded: a fact skipped for its category or importance needs no vector.
+            rules = ingest_rules(cfg)
+            rows = [i for i, f in enumerate(facts) if ingest.unembedded_skip(f, rules) is None]
+            texts += [facts[i].content for i in rows] + ([episode] if episode else [])
+            extracted.append((rec, facts, rows, episode, llm, contexts.get(rec.seq, "")))
         vectors = self.embed(texts)
         out, k = {}, 0
-        for rec, facts, episode, llm, context in extracted:
-            n = len(facts) + (1 if episode else 0)
-            out[rec.seq] = (facts, episode, vectors[k : k + n], llm, context)
-            k += n
+        for rec, facts, rows, episode, llm, context in extracted:
+            turn = np.zeros((len(facts) + (1 if episode else 0), vectors.shape[1]), dtype=np.float32)
+            turn[rows] = vectors[k : k + len(rows)]
+            k += len(rows)
+            if episode:
+                turn[len(facts)] = vectors[k]
+                k += 1
+            out[rec.seq] = (facts, episode, turn, llm, context)
         return out
 
     def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write:

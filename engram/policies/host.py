@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from engram.events.envelope import Appended, Recorded, Write
 from engram.policies.base import Policy
 from engram.projections.base import atomic_write
+from engram.timing import StageTimings
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ class PolicyHost:
         self.batch = batch
         self.errors: dict[str, str] = {}
         self._saved: dict[str, bytes] = {}
+        # Per policy: decide (handle), append and snapshot seconds, events handled; "(log)": reading.
+        self.timings = StageTimings()
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None and path.exists():
@@ -64,7 +67,9 @@ class PolicyHost:
         head = self._head()
         if head <= after:
             return 0
-        chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
+        with self.timings.measure("(log)", "read"):
+            chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
+        self.timings.add("(log)", "events", len(chunk))
         # A short chunk means everything up to `head` was read: events of no interest count as seen.
         reached = head if len(chunk) < self.batch else chunk[-1].seq
         if not chunk:
@@ -78,13 +83,16 @@ class PolicyHost:
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
             if todo:
                 try:
-                    writes = p.handle(todo)
+                    with self.timings.measure(p.name, "decide"):
+                        writes = p.handle(todo)
                 except Exception as exc:  # one failing policy must not stop the others; it retries later
                     log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
                     self.errors[p.name] = repr(exc)
                     continue
+                self.timings.add(p.name, "events", len(todo))
                 if writes:
-                    self._append(writes)
+                    with self.timings.measure(p.name, "append"):
+                        self._append(writes)
                 self.errors.pop(p.name, None)
             p.position = max(p.position, reached)
         self.save()
@@ -122,10 +130,11 @@ class PolicyHost:
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
-                data = p.snapshot() if snapshots else None
-                if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
-                    atomic_write(path, data)
-                    self._saved[p.name] = data
+                with self.timings.measure(p.name, "snapshot"):
+                    data = p.snapshot() if snapshots else None
+                    if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
+                        atomic_write(path, data)
+                        self._saved[p.name] = data
                 # Beside it, the position alone, for `engram status` without unpickling anything.
                 position = json.dumps(
                     {"policy": p.name, "shard": p.ctx.shard, "member": p.ctx.member, "members": p.ctx.members,

@@ -6,6 +6,7 @@ from typing import Callable, Sequence
 
 from engram.events.envelope import Recorded
 from engram.projections.base import Projection
+from engram.timing import StageTimings
 
 
 class ProjectionRunner:
@@ -16,6 +17,8 @@ class ProjectionRunner:
         # Positions as of the last checkpoint: what readers of the outputs can rely on (a
         # projection's `position` moves while it folds, before its files or rows are written).
         self.checkpointed: dict[str, int] = {p.name: p.position for p in self.projections}
+        # Per projection: fold and checkpoint seconds, events folded; "(log)": reading the log.
+        self.timings = StageTimings()
 
     @property
     def position(self) -> int:
@@ -30,13 +33,17 @@ class ProjectionRunner:
         after = self.position
         read = since_checkpoint = 0
         while True:
-            chunk = self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
+            with self.timings.measure("(log)", "read"):
+                chunk = self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
             if not chunk:
                 break
+            self.timings.add("(log)", "events", len(chunk))
             for proj in self.projections:
                 todo = chunk if chunk[0].seq > proj.position else [r for r in chunk if r.seq > proj.position]
                 if todo:
-                    proj.apply_batch(todo)
+                    with self.timings.measure(proj.name, "fold"):
+                        proj.apply_batch(todo)
+                    self.timings.add(proj.name, "events", len(todo))
             after = chunk[-1].seq
             read += len(chunk)
             since_checkpoint += len(chunk)
@@ -52,7 +59,8 @@ class ProjectionRunner:
 
     def checkpoint(self) -> None:
         for proj in self.projections:
-            proj.checkpoint()
+            with self.timings.measure(proj.name, "checkpoint"):
+                proj.checkpoint()
         self.checkpointed = {p.name: p.position for p in self.projections}
 
     def close(self) -> None:

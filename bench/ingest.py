@@ -1,0 +1,205 @@
+"""Whole-system ingest throughput: every projection and policy, the offline provider, the MiniLM embedder.
+
+    .venv/bin/python bench/ingest.py [LOCOMO_JSON ...] [--home DIR] [--no-verify] [--profile DIR]
+
+The conversations of the given LoCoMo-format files (default: LoCoMo dev) are ingested the way
+`engram ingest FILE` does it: one agent, one discussion per conversation, every turn at its session's
+date, all of a file in one append, on local Ray with the default settings. The clock starts at the
+first append (actors already started, as in a running server) and stops when every projection and
+policy has handled the whole log, including the events the policies appended along the way.
+
+Reported (one JSON object):
+- messages, seconds, messages/s end to end and seconds per 1,000 messages;
+- embeddings: texts the model computed per message (the home's EmbedderActor counters), texts asked
+  for per message, embedder calls, and the embedder's own rate over the run (texts computed per second
+  of model time) beside the rate the target is set against (one embedding per message);
+- the per-stage breakdown: for each projection (fold and checkpoint seconds) and each policy (decide,
+  append and snapshot seconds, events handled), as the shard and policy actors report them in
+  `status()` (absent from builds that do not measure them);
+- events appended by type, and whether `engram replay --verify` finds the replayed projections
+  identical to the live ones (skipped with --no-verify).
+
+`--profile DIR`: py-spy samples every engram actor process during the ingest (flame graphs and
+collapsed stacks into DIR; needs `py-spy` on PATH or in the virtual environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engram.client import Engram  # noqa: E402
+from engram.evaluation import locomo  # noqa: E402
+from engram.ingest.formats import parse_file  # noqa: E402
+from engram.ingest.messages import discussion_write  # noqa: E402
+
+AGENT = "locomo"
+# The issue's target: whole-system ingest of at least this many messages per second on 2 cores.
+TARGET_MESSAGES_PER_S = 120.0
+
+
+def writes_of(paths: list[Path], max_message_chars: int) -> list:
+    writes = []
+    for path in paths:
+        for conv in parse_file(path, fmt="locomo", now_us=0):
+            writes.append(discussion_write(AGENT, conv.discussion, conv.messages, max_message_chars=max_message_chars))
+    return [w for w in writes if w]
+
+
+def actor_pids() -> dict[str, int]:
+    """pid of every live engram actor of this Ray instance, by actor name."""
+    from ray._private import state  # the GCS's actor table (the state API needs the dashboard, not started here)
+
+    return {a["Name"]: a["Pid"] for a in state.actors().values()
+            if a["State"] == "ALIVE" and (a.get("Name") or "").startswith("engram-")}
+
+
+def start_profilers(out: Path) -> list[subprocess.Popen]:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    out.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for name, pid in sorted(actor_pids().items()):
+        role = name.split("-", 2)[-1]
+        procs.append(subprocess.Popen(
+            [spy, "record", "--pid", str(pid), "--rate", "50", "--format", "raw", "--nonblocking",
+             "--output", str(out / f"{role}.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs
+
+
+def stop_profilers(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def breakdown(status: list[dict], policy_timings: list[dict]) -> dict:
+    """Per stage, seconds spent over the run (as the actors measured them)."""
+    projections: dict[str, dict] = {}
+    for st in status:
+        for name, t in (st.get("projection_timings") or {}).items():
+            agg = projections.setdefault(name, {})
+            for key, value in t.items():
+                agg[key] = round(agg.get(key, 0) + value, 3)
+    policies: dict[str, dict] = {}
+    for rep in policy_timings:
+        for name, t in rep.items():
+            agg = policies.setdefault(name, {})
+            for key, value in t.items():
+                agg[key] = round(agg.get(key, 0) + value, 3)
+    return {"projections": projections, "policies": policies}
+
+
+def start_ray(num_cpus: int) -> Path:
+    """A local Ray instance of our own (its own temp dir; never a stale cluster)."""
+    import logging
+
+    import ray
+
+    temp = Path(tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp"))
+    ray.init(address="local", _temp_dir=str(temp), num_cpus=num_cpus, include_dashboard=False, namespace="engram-bench",
+             log_to_driver=False, logging_level=logging.WARNING)
+    return temp
+
+
+def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> dict:
+    import ray
+
+    with Engram.open(home) as mem:
+        writes = writes_of(paths, mem.config.limits.max_message_chars)
+        messages = sum(len(w.events) for w in writes)
+        mem.sync_settings(AGENT, ts_us=min(e.ts_us for w in writes for e in w.events))
+        mem.status()  # start every actor: start-up is not ingest
+        ray.get(mem.runtime.embedder().warm.remote())
+        mem.wait_idle(timeout=600)
+        embedder = mem.runtime.embedder()
+        before = ray.get(embedder.stats.remote())
+        profilers = start_profilers(profile) if profile else []
+        started = time.perf_counter()
+        mem.append(writes)
+        appended = time.perf_counter() - started
+        idle = mem.wait_idle(timeout=3600)
+        seconds = time.perf_counter() - started
+        if profilers:
+            stop_profilers(profilers)
+        after = ray.get(embedder.stats.remote())
+        status = mem.status()
+        policy_reports = ray.get([h.status.remote() for h in mem.runtime.policies().values()])
+        _, rows = mem.sql("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
+        differences = None
+        if verify:
+            differences = [d for shard in mem.runtime.shards() for d in ray.get(shard.verify_replay.remote())]
+    delta = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
+    computed = delta.get("texts_computed", 0)
+    model_s = delta.get("model_seconds")
+    report = {
+        "benchmark": "ingest",
+        "data": [str(p) for p in paths],
+        "provider": "offline heuristic (offline-heuristic-v1)",
+        "settings": "defaults (every projection and policy group, one agent, one shard)",
+        "messages": messages,
+        "append_seconds": round(appended, 3),
+        "seconds": round(seconds, 2),
+        "messages_per_s": round(messages / seconds, 1),
+        "seconds_per_1000_messages": round(seconds / messages * 1000, 2),
+        "target_messages_per_s": TARGET_MESSAGES_PER_S,
+        "target_met": messages / seconds >= TARGET_MESSAGES_PER_S,
+        "all_memory_written": idle,
+        "embeddings": {
+            "texts_computed": computed,
+            "per_message": round(computed / messages, 3),
+            "texts_requested": delta.get("texts_requested"),
+            "requested_per_message": round(delta.get("texts_requested", 0) / messages, 3),
+            "calls": delta.get("calls"),
+            **({"model_seconds": round(model_s, 2),
+                "model_texts_per_s": round(computed / model_s, 1) if model_s else None,
+                "share_of_wall_time": round(model_s / seconds, 3)} if model_s is not None else {}),
+        },
+        "breakdown": breakdown(status, [r.get("timings", {}) for r in policy_reports]),
+        "events": dict(rows),
+        "events_total": sum(n for _, n in rows),
+        "replay_verify": None if differences is None else {"identical": not differences, "differences": differences[:20]},
+        "cpus": os.cpu_count(),
+        "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
+    }
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="*", default=[str(locomo.DEFAULT_PATH)])
+    parser.add_argument("--home", help="engram home to build (default: a fresh temporary one, removed afterwards)")
+    parser.add_argument("--no-verify", action="store_true", help="skip `replay --verify` after the ingest")
+    parser.add_argument("--profile", help="py-spy every actor during the ingest, output into this directory")
+    args = parser.parse_args()
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-ingest-"))
+    import ray
+
+    ray_temp = start_ray(os.cpu_count() or 2)
+    try:
+        report = run([Path(p) for p in args.data], home, not args.no_verify, Path(args.profile) if args.profile else None)
+        print(json.dumps(report, indent=1))
+        return 0
+    finally:
+        ray.shutdown()
+        shutil.rmtree(ray_temp, ignore_errors=True)
+        if not args.home:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
