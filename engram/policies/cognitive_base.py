@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from engram.actors.pool import owner
-from engram.cognitive.memory import AgentMemory
+from engram.cognitive.memory import VECTOR_TEXT, AgentMemory
 from engram.cognitive.personality import Pad
 from engram.config.agent import AgentConfig
 from engram.events.envelope import Recorded
@@ -119,3 +119,5 @@ class CognitivePolicy(Policy):
                 if mem.content_vectors != self.content_vectors:  # a snapshot from before the flag: content vectors
                     mem.content_vectors = self.content_vectors
                     mem.restore_lexical()
+                if not mem.content_vectors and mem.vector_text != VECTOR_TEXT:  # indexed by other texts' vectors
+                    mem.reembed(self.embed)
