@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -16,6 +17,12 @@ from engram.projections.base import atomic_write
 from engram.timing import StageTimings
 
 log = logging.getLogger(__name__)
+
+# While a host is busy, its snapshots (and position sidecars) are written at most this often; when it
+# has caught up with the log, and when it closes, at once. A snapshot only spares a restarted host
+# work (it handles the events after its snapshot again, and the log refuses the repeated appends by
+# their ids), while pickling the whole state after every batch cost a growing share of a long ingest.
+SNAPSHOT_INTERVAL_S = 2.0
 
 
 class PolicyHost:
@@ -39,6 +46,9 @@ class PolicyHost:
         self._saved: dict[str, bytes] = {}
         # Per policy: decide (handle), append and snapshot seconds, events handled; "(log)": reading.
         self.timings = StageTimings()
+        self.snapshot_interval_s = SNAPSHOT_INTERVAL_S
+        self._unsaved: bool | None = None  # True: states and positions to write; False: positions only
+        self._saved_at = time.monotonic()
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None and path.exists():
@@ -66,6 +76,7 @@ class PolicyHost:
         after = self.position
         head = self._head()
         if head <= after:
+            self.save_pending()  # caught up: what is unsaved is written now
             return 0
         with self.timings.measure("(log)", "read"):
             chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
@@ -77,7 +88,8 @@ class PolicyHost:
             # snapshots, which can be large, are not rewritten whenever other events arrive).
             for p in self.policies:
                 p.position = max(p.position, reached)
-            self.save(snapshots=False)
+            self._unsaved = bool(self._unsaved)
+            self._save_when_due()
             return 0
         for p in self.policies:
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
@@ -95,8 +107,18 @@ class PolicyHost:
                         self._append(writes)
                 self.errors.pop(p.name, None)
             p.position = max(p.position, reached)
-        self.save()
+        self._unsaved = True
+        self._save_when_due()
         return len(chunk)
+
+    def _save_when_due(self) -> None:
+        if time.monotonic() - self._saved_at >= self.snapshot_interval_s:
+            self.save_pending()
+
+    def save_pending(self) -> None:
+        """Write what changed since the last save: snapshots and positions, or positions only."""
+        if self._unsaved is not None:
+            self.save(snapshots=self._unsaved)
 
     def wall_clock(self, now_us: int) -> int:
         """Give the wall-clock time to the policies that record it (`on_wall_clock(now_us) -> writes`,
@@ -124,9 +146,13 @@ class PolicyHost:
             if n == 0:
                 break
             total += n
+        self.save_pending()
         return total
 
     def save(self, snapshots: bool = True) -> None:
+        if snapshots or not self._unsaved:
+            self._unsaved = None
+        self._saved_at = time.monotonic()
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
