@@ -24,11 +24,15 @@ class ProjectionRunner:
     def position(self) -> int:
         return min((p.position for p in self.projections), default=0)
 
-    def catch_up(self, *, to_seq: int | None = None, until_us: int | None = None, checkpoint_every: int = 200_000) -> int:
+    def catch_up(
+        self, *, to_seq: int | None = None, until_us: int | None = None, checkpoint_every: int = 200_000,
+        checkpoint: bool = True,
+    ) -> int:
         """Apply every event after the lowest position (up to `to_seq`, and with ts <= `until_us`).
 
-        Returns the number of events read. State and positions are checkpointed at the end and
-        every `checkpoint_every` events, so a long replay can be interrupted and resumed.
+        Returns the number of events read. State and positions are checkpointed every
+        `checkpoint_every` events, so a long replay can be interrupted and resumed, and at the end
+        unless `checkpoint` is False (the live host then checkpoints when it is due).
         """
         after = self.position
         read = since_checkpoint = 0
@@ -50,8 +54,14 @@ class ProjectionRunner:
             if since_checkpoint >= checkpoint_every:
                 self.checkpoint()
                 since_checkpoint = 0
-        self.checkpoint()
+        if checkpoint:
+            self.checkpoint()
         return read
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether some projection has folded events its last checkpoint does not hold."""
+        return any(self.checkpointed.get(p.name) != p.position for p in self.projections)
 
     @property
     def durable_position(self) -> int:
