@@ -105,6 +105,9 @@ class ShardHost:
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:
         return self.store.read(after, **kwargs)
 
+    def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
+        return self.store.read_rows(after, **kwargs)
+
     def head(self) -> int:
         return self.store.head()
 

@@ -10,6 +10,7 @@ import time
 import ray
 
 from engram.config.service import ServiceConfig
+from engram.events.store import decode_rows
 from engram.home import Home
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
@@ -32,7 +33,9 @@ class PolicyActor:
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
         services = build_services(config, embedder_actor=embedder_actor)
-        read = lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw))
+        # Rows cross from the shard undecoded and are decoded here: cheaper to send, and the shard's
+        # process (its log, its projections) does not decode for every consumer.
+        read = lambda after, **kw: decode_rows(ray.get(self.shard_handle.read_rows.remote(after, **kw)), shard)
         append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
         ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
                             read=read, append=append)
