@@ -141,10 +141,11 @@ class AutoIngest(CognitivePolicy):
             if episode:
                 turn[len(facts)] = vectors[k]
                 k += 1
-            out[rec.seq] = (facts, episode, turn, llm, context)
+            out[rec.seq] = (facts, episode, turn, llm, context, frozenset(rows))
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write:
+    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str,
+              embedded: frozenset[int] = frozenset()) -> Write:
         msg: MessageAppended = rec.event
         agent = rec.agent
         cfg = self.config_of(agent)
@@ -152,6 +153,11 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         events: list[NewEvent] = []
         kept_ids: list[str] = []
+        # Settings recorded in the same batch may let through a fact the rules at extraction skipped: embed it now.
+        late = [i for i, f in enumerate(facts) if i not in embedded and ingest.unembedded_skip(f, rules) is None]
+        if late:
+            vectors = vectors.copy()
+            vectors[late] = self.embed([facts[i].content for i in late])
         selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS))
         skipped = list(selection.skipped)
         source_type, confidence = ingest.SOURCE_OF_ROLE[msg.role]

@@ -142,3 +142,45 @@ def test_working_memory_capacity_follows_personality_and_late_traces_enter_faded
     slots = {s.trace_id: s.activation for s in updates[-1].slots}
     assert slots == {"from-first": pytest.approx(0.6), "from-third": pytest.approx(0.8)}
     assert all(w.stream == "agent:a" for w in writes)
+
+
+def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(services, tmp_path):
+    from engram.embeddings import CachedEmbedder, EmbeddingCache
+    from engram.policies.trace_reader import TraceReader
+
+    embedder = CachedEmbedder(services["embedder"], EmbeddingCache(":memory:"))
+    svc = {**services, "embedder": embedder}
+    strict = AgentConfig.model_validate({"storage": {"autoIngest": {"importanceThreshold": 0.61}}})
+    batch = [
+        rec(settings_event(SCOPE_AGENT, "agent.config.json", strict), seq=1, stream="agent:a"),
+        message(2, "I'm building a Next.js app called Acme Dashboard with Supabase auth, due on March 9. Nice weather."),
+        message(3, "Which database sits under Supabase? Do you like it?", role="assistant", name=None),
+        message(4, "Postgres, and I love it. My sister Ana moved to Lisbon in 2021."),
+    ]
+    policy = AutoIngest(ctx(svc, tmp_path))
+    policy.handle(batch[:1])
+    writes = policy.handle(batch[1:])
+    traces = events_of(writes, TraceEncoded)
+    skipped = [s for f in events_of(writes, FactsIngested) for s in f.skipped]
+    compared = {t.content for t in traces} | {s.content for s in skipped if s.reason in ("duplicate", "over_limit")}
+    # Auto-ingest embedded what it compared, and nothing it skipped before comparing.
+    assert embedder.stats.texts_computed == len(compared)
+    assert any(s.reason == "below_threshold" for s in skipped)
+    # Recall's index (the reader, like the shard's trace projection) embeds a trace by its content, after
+    # the question it answers: only the replies to a question cost a second text.
+    replies = {(t.context, t.content) for t in traces if t.context}
+    assert replies and len(replies) < len(traces)
+    # Lenient settings recorded in the same batch as the turns: the facts the strict rules skipped before
+    # embedding are kept now, embedded when they are compared.
+    late = AutoIngest(ctx(services, tmp_path))
+    late.handle(batch[:1])
+    lenient = AgentConfig.model_validate({"storage": {"autoIngest": {"importanceThreshold": 0.2}}})
+    more = events_of(late.handle([rec(settings_event(SCOPE_AGENT, "agent.config.json", lenient), seq=5, stream="agent:a")]
+                                 + batch[1:]), TraceEncoded)
+    sister = next(t for t in more if "Ana moved to Lisbon" in t.content and t.category != "message")
+    vector = late.memory("a").index.vectors([sister.trace_id])[0]
+    assert abs(float(vector @ vector) - 1.0) < 1e-4  # a real embedding, not a missing row
+    log = [rec(e.event, seq=10 + k, ts_us=e.ts_us, stream=w.stream)
+           for k, (w, e) in enumerate((w, e) for w in writes for e in w.events)]
+    TraceReader(ctx(svc, tmp_path)).handle(batch[:1] + log)
+    assert embedder.stats.texts_computed == len(compared) + len(replies)
