@@ -185,3 +185,22 @@ def test_status_counts_every_event_by_type_as_the_log_grows(tmp_path):
         assert reopened.status()["events_by_type"] == {"MessageAppended": 5}
     finally:
         reopened.close()
+
+
+def test_a_reader_waiting_for_projections_gets_them_durable_without_waiting_for_the_checkpoint_interval(tmp_path, monkeypatch):
+    import time
+
+    from engram import shard as shard_module
+
+    monkeypatch.setattr(shard_module, "PROJECTION_CHECKPOINT_S", 3600.0)
+    host = ShardHost(tmp_path / "log.duckdb", tmp_path / "live")  # with its fold thread
+    try:
+        for k in range(5):
+            host.append_many([write(f"d{k}", range(3 * k, 3 * k + 3), agent="agent0")])
+            started = time.monotonic()
+            assert host.wait_projections(host.head(), timeout=10)
+            assert time.monotonic() - started < 2.0
+        assert set(host.status()["projections"].values()) == {15}
+        assert host.query("SELECT count(*) FROM discussions")[1] == [(5,)]
+    finally:
+        host.close()
