@@ -16,6 +16,9 @@ Reported (one JSON object):
 - the per-stage breakdown: for each projection (fold and checkpoint seconds) and each policy (decide,
   append and snapshot seconds, events handled), as the shard and policy actors report them in
   `status()` (absent from builds that do not measure them);
+- CPU seconds of each actor process over the ingest (the per-stage breakdown by process);
+- the embedder's own rate at one text per message, measured in the same run (the issue's yardstick:
+  ingest should reach 60% of it), and the ingest rate as a share of it;
 - events appended by type, and whether `engram replay --verify` finds the replayed projections
   identical to the live ones (skipped with --no-verify).
 
@@ -62,6 +65,32 @@ def actor_pids() -> dict[str, int]:
 
     return {a["Name"]: a["Pid"] for a in state.actors().values()
             if a["State"] == "ALIVE" and (a.get("Name") or "").startswith("engram-")}
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds of each process so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name, pid in pids.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def embedder_own_rate(texts: list[str]) -> dict:
+    """The index-time embedder alone (same model and settings, no cache) on one text per message."""
+    from engram.config.service import ServiceConfig
+    from engram.embeddings.factory import index_time, make_embedder
+
+    embedder = make_embedder(index_time(ServiceConfig().embedder))
+    embedder.embed(texts[:16])  # warm
+    started = time.perf_counter()
+    embedder.embed(texts)
+    seconds = time.perf_counter() - started
+    return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 1)}
 
 
 def start_profilers(out: Path) -> list[subprocess.Popen]:
@@ -128,12 +157,15 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         mem.wait_idle(timeout=600)
         embedder = mem.runtime.embedder()
         before = ray.get(embedder.stats.remote())
+        pids = actor_pids()
+        cpu_before = cpu_seconds(pids)
         profilers = start_profilers(profile) if profile else []
         started = time.perf_counter()
         mem.append(writes)
         appended = time.perf_counter() - started
         idle = mem.wait_idle(timeout=3600)
         seconds = time.perf_counter() - started
+        cpu_after = cpu_seconds(pids)
         if profilers:
             stop_profilers(profilers)
         after = ray.get(embedder.stats.remote())
@@ -143,6 +175,8 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         differences = None
         if verify:
             differences = [d for shard in mem.runtime.shards() for d in ray.get(shard.verify_replay.remote())]
+    own = embedder_own_rate([f"{e.event.name or e.event.role}: {e.event.content}" for w in writes for e in w.events])
+    cpu = {name.split("-", 2)[-1]: round(cpu_after[name] - cpu_before.get(name, 0.0), 2) for name in cpu_after}
     delta = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
     computed = delta.get("texts_computed", 0)
     model_s = delta.get("model_seconds")
@@ -169,6 +203,11 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
                 "model_texts_per_s": round(computed / model_s, 1) if model_s else None,
                 "share_of_wall_time": round(model_s / seconds, 3)} if model_s is not None else {}),
         },
+        # The issue's yardstick: the embedder's own rate at one text per message, measured here and now.
+        "embedder_own_rate_one_text_per_message": own,
+        "share_of_embedder_rate": round(messages / seconds / own["texts_per_s"], 3),
+        "cpu_seconds_by_actor": dict(sorted(cpu.items(), key=lambda kv: -kv[1])),
+        "cpu_seconds_total": round(sum(cpu.values()), 2),
         "breakdown": breakdown(status, [r.get("timings", {}) for r in policy_reports]),
         "events": dict(rows),
         "events_total": sum(n for _, n in rows),

@@ -68,8 +68,9 @@ class PolicyActor:
                     self._stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if n == 0:
-                    ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S))
+                if n == 0 and not ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S)):
+                    with self._lock:  # nothing new for a while: what is unsaved is written now
+                        self.host.save_pending()
             except Exception:
                 log.exception("policy loop failed; retrying")
                 self._stop.wait(1.0)

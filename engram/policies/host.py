@@ -19,7 +19,8 @@ from engram.timing import StageTimings
 log = logging.getLogger(__name__)
 
 # While a host is busy, its snapshots (and position sidecars) are written at most this often; when it
-# has caught up with the log, and when it closes, at once. A snapshot only spares a restarted host
+# is idle (its shell calls `save_pending`), after `run_until_caught_up`, and when it closes, at once.
+# A snapshot only spares a restarted host
 # work (it handles the events after its snapshot again, and the log refuses the repeated appends by
 # their ids), while pickling the whole state after every batch cost a growing share of a long ingest.
 SNAPSHOT_INTERVAL_S = 2.0
@@ -76,7 +77,6 @@ class PolicyHost:
         after = self.position
         head = self._head()
         if head <= after:
-            self.save_pending()  # caught up: what is unsaved is written now
             return 0
         with self.timings.measure("(log)", "read"):
             chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
