@@ -7,7 +7,7 @@ instance handles only the agents that consistent hashing places on its pool memb
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -84,6 +84,29 @@ class CognitivePolicy(Policy):
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.asarray(self.embedder.embed(texts), dtype=np.float32)
+
+    def embed_async(self, texts: list[str]) -> Callable[[], np.ndarray]:
+        """Start embedding `texts`; the returned function waits for the vectors (once). With the home's
+        embedder actor the vectors are computed while this policy goes on; in-process, at once."""
+        start = getattr(self.embedder, "embed_async", None)
+        if not texts or start is None:
+            vectors = self.embed(texts)
+            return lambda: vectors
+        wait, got = start(list(texts)), []
+
+        def vectors() -> np.ndarray:
+            if not got:
+                got.append(np.asarray(wait(), dtype=np.float32))
+            return got[0]
+
+        return vectors
+
+    def prefetch(self, texts: list[str]) -> None:
+        """Have the home's embedder actor compute `texts` now, without waiting for them: vectors that other
+        consumers will ask for next (their requests are then cache hits). In-process, nothing to gain: no-op."""
+        start = getattr(self.embedder, "embed_async", None)
+        if texts and start is not None:
+            start(list(dict.fromkeys(texts)))
 
     def embed_query(self, texts: list[str]) -> np.ndarray:
         """Query-time embedding (a recall): the `query_embedder` service, the same model in this process and

@@ -184,3 +184,40 @@ def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(s
            for k, (w, e) in enumerate((w, e) for w in writes for e in w.events)]
     TraceReader(ctx(svc, tmp_path)).handle(batch[:1] + log)
     assert embedder.stats.texts_computed == len(compared) + len(replies)
+
+
+def test_with_the_embedder_actor_auto_ingest_asks_per_chunk_of_turns_and_prefetches_the_reply_index_texts(
+        services, tmp_path, monkeypatch):
+    from engram.cognitive.indexing import vector_text
+    from engram.policies import auto_ingest
+
+    class AsyncEmbedder:  # the RemoteEmbedder's interface: embed, and embed_async returning a waiter
+        def __init__(self, inner):
+            self.inner, self.name, self.dim, self.is_fallback = inner, inner.name, inner.dim, inner.is_fallback
+            self.requests: list[list[str]] = []
+
+        def embed(self, texts):
+            return self.embed_async(texts)()
+
+        def embed_async(self, texts):
+            self.requests.append(list(texts))
+            vectors = self.inner.embed(texts)
+            return lambda: vectors
+
+    monkeypatch.setattr(auto_ingest, "EMBED_CHUNK_TURNS", 2)
+    embedder = AsyncEmbedder(services["embedder"])
+    turns = [
+        settings(1),
+        message(2, "I'm building a Next.js app called Acme Dashboard with Supabase auth, due on March 9."),
+        message(3, "Which database sits under Supabase?", role="assistant", name=None),
+        message(4, "Postgres, and I love it. My sister Ana moved to Lisbon in 2021."),
+        message(5, "Do you have a deadline for the launch?", role="assistant", name=None),
+        message(6, "Yes, the launch is on March 12 and my brother Tom helps with testing."),
+    ]
+    writes = AutoIngest(ctx({**services, "embedder": embedder}, tmp_path)).handle(turns)
+    plain = AutoIngest(ctx(services, tmp_path)).handle(turns)
+    assert _decisions(writes) == _decisions(plain)  # the same decisions as embedding everything at once
+    *per_chunk, prefetched = embedder.requests
+    assert len(per_chunk) == 3  # five turns, two per request
+    replies = [t for t in events_of(writes, TraceEncoded) if t.context]
+    assert replies and prefetched == list(dict.fromkeys(vector_text(t.content, t.context) for t in replies))
