@@ -19,11 +19,13 @@ Reported (one JSON object):
 - CPU seconds of each actor process over the ingest (the per-stage breakdown by process);
 - the embedder's own rate at one text per message, measured in the same run (the issue's yardstick:
   ingest should reach 60% of it), and the ingest rate as a share of it;
-- events appended by type, and whether `engram replay --verify` finds the replayed projections
-  identical to the live ones (skipped with --no-verify).
+- events appended by type, and when each type was first and last appended (seconds after the first
+  append: the stage whose events come last is on the critical path);
+- whether `engram replay --verify` finds the replayed projections identical to the live ones
+  (skipped with --no-verify).
 
-`--profile DIR`: py-spy samples every engram actor process during the ingest (flame graphs and
-collapsed stacks into DIR; needs `py-spy` on PATH or in the virtual environment).
+`--profile DIR`: py-spy samples every engram actor process during the ingest (collapsed stacks, one
+file per actor, into DIR; needs `py-spy`: the `profile` extra).
 """
 
 from __future__ import annotations
@@ -160,7 +162,8 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         pids = actor_pids()
         cpu_before = cpu_seconds(pids)
         profilers = start_profilers(profile) if profile else []
-        started = time.perf_counter()
+        head_before = sum(mem.heads().values())
+        started, started_epoch = time.perf_counter(), time.time()
         mem.append(writes)
         appended = time.perf_counter() - started
         idle = mem.wait_idle(timeout=3600)
@@ -172,6 +175,11 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         status = mem.status()
         policy_reports = ray.get([h.status.remote() for h in mem.runtime.policies().values()])
         _, rows = mem.sql("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
+        # When each kind of event was appended, in seconds after the first append: which stage ends last.
+        _, spans = mem.sql("SELECT type, epoch_ms(min(recorded_at)), epoch_ms(max(recorded_at)) FROM events "
+                           "WHERE seq > ? GROUP BY type ORDER BY 3", [head_before])
+        timeline = {t: [round(first / 1000 - started_epoch, 1), round(last / 1000 - started_epoch, 1)]
+                    for t, first, last in spans}
         differences = None
         if verify:
             differences = [d for shard in mem.runtime.shards() for d in ray.get(shard.verify_replay.remote())]
@@ -210,6 +218,7 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         "cpu_seconds_total": round(sum(cpu.values()), 2),
         "breakdown": breakdown(status, [r.get("timings", {}) for r in policy_reports]),
         "events": dict(rows),
+        "appended_from_to_s": timeline,
         "events_total": sum(n for _, n in rows),
         "replay_verify": None if differences is None else {"identical": not differences, "differences": differences[:20]},
         "cpus": os.cpu_count(),
