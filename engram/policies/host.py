@@ -20,9 +20,9 @@ log = logging.getLogger(__name__)
 
 # While a host is busy, its snapshots (and position sidecars) are written at most this often; when it
 # is idle (its shell calls `save_pending`), after `run_until_caught_up`, and when it closes, at once.
-# A snapshot only spares a restarted host
-# work (it handles the events after its snapshot again, and the log refuses the repeated appends by
-# their ids), while pickling the whole state after every batch cost a growing share of a long ingest.
+# A snapshot only spares a restarted host work (it handles the events after its snapshot again, and
+# the log refuses the repeated appends by their ids), while pickling the whole state after every
+# batch cost a growing share of a long ingest.
 SNAPSHOT_INTERVAL_S = 2.0
 
 
