@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 POLL_TIMEOUT_S = 1.0
 # Longest wait between retries of a failing policy.
 MAX_BACKOFF_S = 30.0
-# After a batch shorter than the host's, wait this long before reading again so that new events gather:
+# After a batch shorter than the host's (or a wake-up by new events), wait this long before reading again
+# so that new events gather:
 # while the log grows steadily, every policy actor otherwise reads it (a query at the shard) for the
 # handful of events appended since its last read.
 POLICY_LINGER_S = 0.05
@@ -75,7 +76,7 @@ class PolicyActor:
                 if n == 0 and not ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S)):
                     with self._lock:  # nothing new for a while: what is unsaved is written now
                         self.host.save_pending()
-                elif 0 < n < self.host.batch:
+                elif n < self.host.batch:
                     self._stop.wait(POLICY_LINGER_S)
             except Exception:
                 log.exception("policy loop failed; retrying")
