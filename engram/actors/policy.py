@@ -24,9 +24,8 @@ POLL_TIMEOUT_S = 1.0
 # Longest wait between retries of a failing policy.
 MAX_BACKOFF_S = 30.0
 # After a batch shorter than the host's (or a wake-up by new events), wait this long before reading again
-# so that new events gather:
-# while the log grows steadily, every policy actor otherwise reads it (a query at the shard) for the
-# handful of events appended since its last read.
+# so that new events gather: while the log grows steadily, every policy actor otherwise reads it (a query
+# at the shard) for the handful of events appended since its last read.
 POLICY_LINGER_S = 0.05
 
 
