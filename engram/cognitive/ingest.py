@@ -69,6 +69,16 @@ class Selection:
     skipped: tuple[SkippedFact, ...]
 
 
+def unembedded_skip(f: Candidate, rules: IngestRules) -> str | None:
+    """Why `f` is skipped before its embedding is looked at ("category", "below_threshold"), or None: only
+    the facts this returns None for need a vector (`select` reads no other row of its `vectors`)."""
+    if f.category not in rules.categories:
+        return "category"
+    if f.importance < rules.importance_threshold:
+        return "below_threshold"
+    return None
+
+
 def select(
     facts: Sequence[Candidate],
     vectors: np.ndarray,
@@ -90,11 +100,9 @@ def select(
     order = sorted(range(len(facts)), key=lambda i: (-facts[i].importance, i))
     for i in order:
         f = facts[i]
-        if f.category not in rules.categories:
-            skip(f, "category")
-            continue
-        if f.importance < rules.importance_threshold:
-            skip(f, "below_threshold")
+        reason = unembedded_skip(f, rules)
+        if reason is not None:
+            skip(f, reason)
             continue
         v = np.asarray(vectors[i], dtype=np.float32)
         similar = nearest(v)

@@ -22,15 +22,17 @@ was kept and skipped, and why, with the LLM provenance), then `TraceEncoded` and
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from engram.cognitive import ingest, linking, llm_bridge
 from engram.cognitive.encoding import encode, trace_id
-from engram.cognitive.indexing import reply_context
+from engram.cognitive.indexing import reply_context, vector_text
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
-from engram.events.cognitive import FactsIngested, SkippedFact
+from engram.events.cognitive import FactsIngested, SkippedFact, TraceEncoded
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.policies.cognitive_base import CognitivePolicy
@@ -46,6 +48,8 @@ def ingests(cfg: AgentConfig, role: str) -> bool:
 EPISODE_CATEGORY = "message"
 # Nearest traces looked at for deduplication and same-topic links.
 NEIGHBOURS = 8
+# Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
+EMBED_CHUNK_TURNS = 64
 
 
 class AutoIngest(CognitivePolicy):
@@ -86,11 +90,15 @@ class AutoIngest(CognitivePolicy):
                     self.fold(pending)
                     pending = []
                 if rec.seq in turns:
-                    writes.append(self._turn(rec, *turns[rec.seq]))
+                    writes.append(self._turn(rec, *turns[rec.seq]()))
             else:
                 pending.append(rec)
         if pending:
             self.fold(pending)
+        # The traces' index vectors (a reply's question and content) are known now: the home's embedder
+        # computes them while the log takes the traces, before the trace index and the reader ask for them.
+        self.prefetch([vector_text(n.event.content, n.event.context) for w in writes for n in w.events
+                       if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
         return writes
 
     def _is_turn(self, rec: Recorded) -> bool:
@@ -107,8 +115,16 @@ class AutoIngest(CognitivePolicy):
             self.previous[rec.stream] = (speaker, rec.event.content)
         return out
 
-    def _extract(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, tuple]:
-        """Each turn's facts (one memory-task call per turn) and every text's embedding (one call for all)."""
+    def _extract(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, Callable[[], tuple]]:
+        """Each turn's facts (one memory-task call per turn) and their embeddings, by seq: a function that
+        returns them. Embeddings are requested for every EMBED_CHUNK_TURNS turns as soon as those are
+        extracted, so the home's embedder computes while the next turns are extracted and decided."""
+        out: dict[int, Callable[[], tuple]] = {}
+        for start in range(0, len(messages), EMBED_CHUNK_TURNS):
+            out.update(self._extract_chunk(messages[start : start + EMBED_CHUNK_TURNS], contexts))
+        return out
+
+    def _extract_chunk(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, Callable[[], tuple]]:
         tasks = self.ctx.services.get("tasks")
         extracted, texts = [], []
         for rec in messages:
@@ -127,17 +143,32 @@ class AutoIngest(CognitivePolicy):
                     if f.content.strip()
                 ]
             episode = _episode_text(rec) if rec.event.role == "user" and cfg.memory.encoding.encode_messages else None
-            texts += [f.content for f in facts] + ([episode] if episode else [])
-            extracted.append((rec, facts, episode, llm, contexts.get(rec.seq, "")))
-        vectors = self.embed(texts)
+            # Only what `ingest.select` will compare is embedded: a fact skipped for its category or importance needs no vector.
+            rules = ingest_rules(cfg)
+            rows = [i for i, f in enumerate(facts) if ingest.unembedded_skip(f, rules) is None]
+            texts += [facts[i].content for i in rows] + ([episode] if episode else [])
+            extracted.append((rec, facts, rows, episode, llm, contexts.get(rec.seq, "")))
+        vectors = self.embed_async(texts)
+
+        def turn_of(k: int, facts, rows, episode, llm, context) -> Callable[[], tuple]:
+            def turn() -> tuple:
+                computed = vectors()
+                own = np.zeros((len(facts) + (1 if episode else 0), computed.shape[1]), dtype=np.float32)
+                own[rows] = computed[k : k + len(rows)]
+                if episode:
+                    own[len(facts)] = computed[k + len(rows)]
+                return facts, episode, own, llm, context, frozenset(rows)
+
+            return turn
+
         out, k = {}, 0
-        for rec, facts, episode, llm, context in extracted:
-            n = len(facts) + (1 if episode else 0)
-            out[rec.seq] = (facts, episode, vectors[k : k + n], llm, context)
-            k += n
+        for rec, facts, rows, episode, llm, context in extracted:
+            out[rec.seq] = turn_of(k, facts, rows, episode, llm, context)
+            k += len(rows) + (1 if episode else 0)
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write:
+    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str,
+              embedded: frozenset[int] = frozenset()) -> Write:
         msg: MessageAppended = rec.event
         agent = rec.agent
         cfg = self.config_of(agent)
@@ -145,6 +176,11 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         events: list[NewEvent] = []
         kept_ids: list[str] = []
+        # Settings recorded in the same batch may let through a fact the rules at extraction skipped: embed it now.
+        late = [i for i, f in enumerate(facts) if i not in embedded and ingest.unembedded_skip(f, rules) is None]
+        if late:
+            vectors = vectors.copy()
+            vectors[late] = self.embed([facts[i].content for i in late])
         selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS))
         skipped = list(selection.skipped)
         source_type, confidence = ingest.SOURCE_OF_ROLE[msg.role]
