@@ -218,6 +218,34 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     return out
 
 
+def spacing() -> dict:
+    """Stability after 10 recalls of one trace 1 s apart against 10 recalls a day apart (pure core: the fold that
+    every reader of the log uses, `engram.cognitive.book.TraceBook`), starting from a default encoding."""
+    from engram.cognitive.book import TraceBook
+    from engram.cognitive.encoding import encode
+    from engram.config.agent import AgentConfig
+    from engram.events.cognitive import TraceRetrieved
+    from engram.events.envelope import Recorded
+
+    def after(gap_s: float) -> dict:
+        book = TraceBook("spacing")
+        enc = encode(trace_id="t", content="Dancing helps Jon de-stress.", config=AgentConfig(), scope="discussion",
+                     scope_id="d", source_type="user_statement")
+        t0 = 1_700_000_000 * 1_000_000
+        book.apply(Recorded(seq=1, stream="d", stream_version=1, agent="spacing", ts_us=t0, event=enc))
+        for n in range(10):
+            ts = t0 + int((n + 1) * gap_s * 1_000_000)
+            book.apply(Recorded(seq=n + 2, stream="d", stream_version=n + 2, agent="spacing", ts_us=ts,
+                                event=TraceRetrieved(query="how does Jon de-stress?", trace_ids=("t",))))
+        t = book.traces["t"]
+        return {"stability_h": round(t.stability_s / 3_600, 2), "review_interval_h": round(t.interval_s / 3_600, 2),
+                "encoding_strength": round(t.encoding_strength, 3)}
+
+    massed, spaced = after(1.0), after(86_400.0)
+    return {"initial_stability_h": 1.0, "10 recalls 1 s apart": massed, "10 recalls a day apart": spaced,
+            "stability ratio spaced/massed": round(spaced["stability_h"] / massed["stability_h"], 2)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default=str(locomo.DEFAULT_PATH))
@@ -241,6 +269,7 @@ def main(argv=None) -> int:
         "embedder": embedder.name,
         "published_dragon_reference": locomo.PUBLISHED_DRAGON,
     }
+    out["spacing"] = spacing()
     out.update(baselines(items_by_conv, turns, embedder))
     work = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-recall-"))
     ingested = work / "ingested"

@@ -150,8 +150,9 @@ class AgentMemory(EntityLinks):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("content_vectors", False)
-        if "lexical" not in state:  # a snapshot from before the keyword index
-            self.restore_lexical()
+        lexical = state.get("lexical", False)
+        if lexical is False or (lexical is not None and not lexical.bm25.current):
+            self.restore_lexical()  # a snapshot from before the keyword index, or from another tokenizer
 
     # ------------------------------------------------------------------ questions the policies ask
 
