@@ -104,6 +104,8 @@ def trace_row(t: MemoryTrace) -> tuple:
 
 class TraceProjection(TableProjection):
     name = "traces"
+    # 2: the spacing effect changes how a retrieval reinforces (engram.cognitive.decay.reinforce): refold.
+    version = 2
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 

@@ -82,6 +82,8 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: 
 
 class WorkingMemoryProjection(TableProjection):
     name = "working-memory"
+    # 2: its key traces fold reinforcement with the spacing effect (engram.cognitive.decay.reinforce): refold.
+    version = 2
     tables: ClassVar[tuple[str, ...]] = ("working_memory", "working_memory_state", "working_memory_keys")
     interests = frozenset({"WorkingMemoryUpdated", "WorkingMemoryWritten", "SettingsChanged"}) | TRACE_EVENTS
 
