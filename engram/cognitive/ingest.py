@@ -5,9 +5,10 @@ knowledge, correction, action_item, emotional_context). Of those, a fact is kept
 1. its category is stored under the agent's personality (action items need conscientiousness,
    emotional context needs openness or emotionality),
 2. its importance is at least the threshold (0.4; lower for high openness),
-3. it is not a near-duplicate: cosine < 0.85 (lower for high honesty) with every existing trace of
-   the agent and with the facts kept before it in the same turn (a duplicate instead counts as a
-   verification of the trace it restates),
+3. it is not a near-duplicate: cosine < 0.85 (lower for high honesty) with every trace of the agent
+   that was alive when the message was said and with the facts kept before it in the same turn (a
+   duplicate instead counts as a verification of the trace it restates — unless the assistant said it:
+   the assistant restating a memory is quoting it, "quoted", which verifies nothing),
 4. and fewer than 3 facts (4 for high openness) were kept from the turn already, most important first.
 """
 
@@ -74,8 +75,12 @@ def select(
     vectors: np.ndarray,
     rules: IngestRules,
     nearest: Callable[[np.ndarray], list[tuple[str, float]]],
+    *,
+    quoting: bool = False,
 ) -> Selection:
-    """Apply the auto-ingest rules to one turn's `facts` (with their embeddings, row by row)."""
+    """Apply the auto-ingest rules to one turn's `facts` (with their embeddings, row by row).
+
+    `quoting`: the speaker is the assistant, whose restatement of a memory is a quote, not a verification."""
     kept: list[Kept] = []
     skipped: list[SkippedFact] = []
 
@@ -100,7 +105,7 @@ def select(
         similar = nearest(v)
         best_id, best = (similar[0] if similar else (None, -1.0))
         if best_id is not None and best >= rules.dedup_threshold:
-            skip(f, "duplicate", best_id, best)
+            skip(f, "quoted", None, best) if quoting else skip(f, "duplicate", best_id, best)
             continue
         twin = next(((k, float(k.vector @ v)) for k in kept if float(k.vector @ v) >= rules.dedup_threshold), None)
         if twin is not None:

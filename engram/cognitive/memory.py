@@ -11,7 +11,9 @@ injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
 `content_vectors=True` makes the HNSW index hold embeddings of the content alone: the question
 auto-ingest asks it ("is this the same memory, the same topic?") is about what a memory says, not
 about when it was said or what it answered — a fact restated a month later is still a duplicate.
-Such a memory serves no recall, so it keeps no keyword index (`lexical` is None).
+Such a memory serves no recall, so it keeps no keyword index (`lexical` is None), and it keeps
+soft-deleted traces in its index: whether one was still alive when a message was said is a question
+of event time (`engram.background.schedule.alive_at`), not of when consolidation recorded it.
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ class AgentMemory(EntityLinks):
             for tid in applied.removed:
                 if self.lexical is not None:
                     self.lexical.remove(tid)
+                if self.content_vectors and tid not in applied.forgotten:
+                    continue  # kept: see the module docstring
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -121,7 +125,7 @@ class AgentMemory(EntityLinks):
 
     def _rebuild_index(self, seq: int) -> None:
         """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
-        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
+        keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]
         vectors = self.index.vectors(keep) if keep else None
         self.index = HnswIndex(self.dim)
         for k, tid in enumerate(keep):

@@ -246,8 +246,7 @@ SCHEMA_INSTANCE_WEIGHT = 0.6
 # storing (0.4). Everything else (small talk, messages that said nothing notable) is left to the Ebbinghaus
 # curve and the decay sweep.
 REVIEW_MIN_IMPORTANCE = AUTO_INGEST_IMPORTANCE
-# Clock ticks (engram.background.clock). Event time: every interval boundary an agent's messages cross
-# gets a tick, but after a long silence at most MAX_CATCH_UP_TICKS of the latest boundaries (92 days).
+# Clock ticks (engram.background.clock). Event time: an agent's traces passing one or more interval boundaries
+# bring one tick, at the latest (consolidation does what fell due in between, each at its own boundary).
 # Wall clock: the actor shell ticks agents whose last message is within LIVE_AGENT_WINDOW_S of now.
-MAX_CATCH_UP_TICKS = 92 * 24
 LIVE_AGENT_WINDOW_S = 86_400

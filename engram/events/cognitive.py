@@ -143,8 +143,10 @@ class SkippedFact(msgspec.Struct, frozen=True, kw_only=True):
     content: str
     category: str
     importance: float
-    reason: str  # "duplicate" | "below_threshold" | "over_limit" | "category"
-    duplicate_of: str | None = None  # the trace it duplicates (that trace gains a verification)
+    reason: str  # "duplicate" | "quoted" | "below_threshold" | "over_limit" | "category"
+    # The trace it duplicates (that trace gains a verification). A "quoted" fact — the assistant restating a
+    # memory — names none: repeating a memory is no evidence for it.
+    duplicate_of: str | None = None
     similarity: float | None = None
 
 

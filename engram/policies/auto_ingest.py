@@ -10,6 +10,19 @@ A turn is one message. Two kinds of traces come from it:
   message becomes an episodic trace of what was said, unless it is a near-duplicate of a trace
   (e.g. of a fact just kept from it, which then stands for it).
 
+Provenance: facts come from the speaker's own words (`engram.cognitive.llm_bridge.own_words`): the offline
+responder's labelled quotes of memory make no trace, and an assistant's fact that restates an existing memory
+is skipped as "quoted" (no trace, no verification). Deduplication compares with the traces that were alive
+when the message was said (encoded before it and not yet decayed away on their own timelines,
+`engram.background.schedule.alive_at`), so what is kept does not depend on the order conversations are
+imported in, nor on how far consolidation has got.
+
+Corrections at the turn: each new trace is checked against the active traces naming its entities
+(`engram.cognitive.corrections.contradiction`, older and newer by event time whichever arrived first); a
+contradiction is recorded at once — `EdgeAdded(contradicts)` newer -> older — and resolved by the
+personality rules (`engram.background.conflicts.resolve`): `EdgeAdded(supersedes)` + `ConflictResolved`
+(the loser is soft-deleted), or `ConflictResolved(keep_both)`.
+
 Every trace carries provenance to its message (seq and message id, e.g. LoCoMo's "D1:3"), is encoded
 by `engram.cognitive.encoding.encode` (personality, mood, flashbulb) and linked to what it follows,
 resembles, or names. The traces of a reply carry the question it answers as their `context` (the
@@ -24,13 +37,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from engram.cognitive import ingest, linking, llm_bridge
+from engram.background import schedule
+from engram.background.conflicts import Side, resolve
+from engram.background.consolidation import interval_us
+from engram.cognitive import corrections, ingest, linking, llm_bridge
 from engram.cognitive.encoding import encode, trace_id
 from engram.cognitive.indexing import reply_context
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
-from engram.events.cognitive import FactsIngested, SkippedFact
+from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.policies.cognitive_base import CognitivePolicy
@@ -114,10 +130,11 @@ class AutoIngest(CognitivePolicy):
         for rec in messages:
             cfg = self.config_of(rec.agent)
             facts, llm = [], None
-            if cfg.storage.auto_ingest.enabled and tasks is not None:
+            line = llm_bridge.chat_line(rec)  # the speaker's own words (the assistant's quotes of memory are not)
+            if cfg.storage.auto_ingest.enabled and tasks is not None and line.content.strip():
                 # Everything the task finds comes back; `ingest.select` applies the thresholds and records skips.
                 result = tasks.extract_facts(
-                    [llm_bridge.chat_line(rec)], personality=cfg.personality, importance_threshold=0.0,
+                    [line], personality=cfg.personality, importance_threshold=0.0,
                     max_per_turn=d.EXTRACT_MAX_FACTS,
                 )
                 llm = result.llm
@@ -145,7 +162,9 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         events: list[NewEvent] = []
         kept_ids: list[str] = []
-        selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS))
+        alive = self._alive_at(agent, rec.ts_us)
+        selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS, alive),
+                                  quoting=msg.role == "assistant")
         skipped = list(selection.skipped)
         source_type, confidence = ingest.SOURCE_OF_ROLE[msg.role]
         for i, kept in enumerate(selection.kept):
@@ -161,7 +180,7 @@ class AutoIngest(CognitivePolicy):
             kept_ids.append(tid)
         if episode:
             vector = vectors[len(facts)]
-            similar = mem.nearest(vector, NEIGHBOURS)
+            similar = mem.nearest(vector, NEIGHBOURS, alive)
             if similar and similar[0][1] >= rules.dedup_threshold:
                 skipped.append(
                     SkippedFact(
@@ -180,6 +199,7 @@ class AutoIngest(CognitivePolicy):
                     context=context,
                 )
                 kept_ids.append(tid)
+        events += self._corrections(rec, kept_ids)
         # Recorded for every turn, also when nothing was kept: it says auto-ingest has handled the message
         # (the Reflector waits for that before condensing notes of the message).
         summary = FactsIngested(
@@ -194,6 +214,60 @@ class AutoIngest(CognitivePolicy):
         )
         events.insert(0, NewEvent(event=summary, ts_us=rec.ts_us, event_id=f"ingest:{rec.seq}", causation=rec.seq))
         return Write(stream=rec.stream, agent=agent, events=tuple(events))
+
+    def _alive_at(self, agent: str, at_us: int):
+        """Traces a message said at `at_us` can duplicate: encoded by then and alive then on their own timelines."""
+        cfg = self.config_of(agent)
+        traces = self.memory(agent).book.traces
+        every, threshold = interval_us(cfg), cfg.memory.decay.prune_threshold
+        decays = cfg.memory.consolidation.enabled
+
+        def allowed(tid: str) -> bool:
+            t = traces.get(tid)
+            if t is None or t.encoded_us > at_us:
+                return False
+            if not decays:
+                return t.active or (t.deleted_us is not None and t.deleted_us > at_us)
+            return schedule.alive_at(t, at_us, every, threshold)
+
+        return allowed
+
+    def _corrections(self, rec: Recorded, new_ids: list[str]) -> list[NewEvent]:
+        """Contradictions between this turn's traces and the active traces naming their entities, recorded and
+        resolved at once (see the module docstring)."""
+        agent = rec.agent
+        mem = self.memory(agent)
+        traces = mem.book.traces
+        personality = self.config_of(agent).personality
+        out: list[NewEvent] = []
+        for tid in new_ids:
+            x = traces.get(tid)
+            if x is None or not x.active or not x.entities:
+                continue
+            for oid in mem.recent_with_entities(x.entities, exclude=tid):
+                y = traces[oid]
+                if not (x.active and y.active) or set(y.source_seqs) & set(x.source_seqs):
+                    continue  # gone meanwhile, or the same message said both
+                older, newer = (y, x) if (y.encoded_us, y.trace_id) < (x.encoded_us, x.trace_id) else (x, y)
+                reason = corrections.contradiction(older, newer)
+                if reason is None or not self._alive_at(agent, newer.encoded_us)(older.trace_id):
+                    continue  # no conflict, or the older memory had faded before the newer one was said
+                res = resolve(personality, Side(older.trace_id, older.encoded_us, older.confidence),
+                              Side(newer.trace_id, newer.encoded_us, newer.confidence))
+                decided = [EdgeAdded(src=newer.trace_id, dst=older.trace_id, kind="contradicts",
+                                     weight=d.CONTRADICTION_EDGE_WEIGHT)]
+                if res.loser is None:
+                    decided.append(ConflictResolved(winner=newer.trace_id, loser=older.trace_id, resolution=res.how,
+                                                    note=f"{reason}: both kept, discrepancy recorded at the turn"))
+                else:
+                    decided.append(EdgeAdded(src=res.winner, dst=res.loser, kind="supersedes",
+                                             weight=d.SUPERSEDES_EDGE_WEIGHT))
+                    decided.append(ConflictResolved(winner=res.winner, loser=res.loser, resolution=res.how,
+                                                    note=f"{reason}: resolved at the turn"))
+                new = [NewEvent(event=e, ts_us=rec.ts_us, causation=rec.seq, event_id=_decision_id(e)) for e in decided]
+                mem.apply_batch([_local(rec, n) for n in new], lambda texts: np.zeros((len(texts), mem.dim), np.float32))
+                out += new
+        return out
 
     def _encode(
         self, rec: Recorded, tid: str, content: str, vector: np.ndarray, similar, novelty: float, *,
@@ -249,6 +323,12 @@ def _episode_text(rec: Recorded) -> str | None:
 
 def _speaker(msg: MessageAppended) -> str:
     return msg.name or msg.role.capitalize()
+
+
+def _decision_id(e) -> str:
+    if isinstance(e, EdgeAdded):
+        return f"edge:{e.src}:{e.dst}:{e.kind}"
+    return f"conflict:{e.winner}:{e.loser}:{e.resolution}"
 
 
 def _local(cause: Recorded, new: NewEvent) -> Recorded:
