@@ -81,7 +81,7 @@ class RecallHit:
     source_message_ids: tuple[str, ...]
     entities: tuple[str, ...]
     importance: float
-    strength: float  # current (Ebbinghaus) strength, may exceed 1 for flashbulb memories
+    strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
     via: str  # "similarity" | "keywords" | "hyde" | "activation" | "correction": how the trace became a candidate

@@ -281,3 +281,18 @@ def test_a_chunk_task_takes_a_few_milliseconds():
         tasks.summarize_chunk(chunk)
         times.append(time.perf_counter() - start)
     assert statistics.median(times) < 0.02  # the benchmark reports the real figure (well under 5 ms)
+
+
+def test_names_with_initials_survive_sentences_entities_and_facts():
+    """Issue 12, finding 6: "Ursula K. Le Guin" was cut to "Ursula K."."""
+    from engram.llm.offline.entities import extract
+    from engram.llm.offline.provider import OfflineTasks
+    from engram.llm.offline.text import sentences
+    from engram.llm.types import ChatLine
+
+    text = "I just finished a book by Ursula K. Le Guin and loved it. J. R. R. Tolkien is next."
+    assert sentences(text) == ["I just finished a book by Ursula K. Le Guin and loved it.", "J. R. R. Tolkien is next."]
+    assert [e.text for e in extract(text)] == ["Ursula K. Le Guin", "J. R. R. Tolkien"]
+    facts = OfflineTasks().extract_facts([ChatLine(role="user", content=text, seq=1, ts_us=0, name="Mel", message_id="m")],
+                                         importance_threshold=0.0, max_per_turn=5).value
+    assert any("Ursula K. Le Guin" in f.content and "Ursula K. Le Guin" in f.entities for f in facts)
