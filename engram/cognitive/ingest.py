@@ -14,6 +14,7 @@ knowledge, correction, action_item, emotional_context). Of those, a fact is kept
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -116,3 +117,25 @@ def select(
             continue
         kept.append(Kept(fact=f, vector=v, novelty=max(0.0, 1.0 - max(0.0, best)), similar=tuple(similar)))
     return Selection(kept=tuple(kept), skipped=tuple(skipped))
+
+
+# The user telling the agent their name: "my name is Priya", "my name's Ana Lucia", "call me Jo", "I go by Sam".
+_STATED_NAME = re.compile(
+    r"\b(?:my name is|my name's|my name’s|call me|i go by|people call me)\s+"
+    r"((?:[A-Z][\w'’-]*\.?)(?:\s+(?:[A-Z][\w'’-]*\.?|de|da|van|von|del|la|le)){0,3})"
+)
+# A tag on the traces of a message that states the user's name (the working-memory profile reads it).
+NAME_TAG = "name:"
+# What a user says about who they are is worth keeping (at least as important as auto-ingest asks of a fact).
+IDENTITY_IMPORTANCE = 0.6
+
+
+def stated_name(text: str) -> str | None:
+    """The name a message states as its speaker's own, or None."""
+    m = _STATED_NAME.search(text)
+    if m is None:
+        return None
+    name = m.group(1).strip().rstrip(".")
+    while name.split() and name.split()[-1].lower() in {"de", "da", "van", "von", "del", "la", "le"}:
+        name = " ".join(name.split()[:-1])
+    return name or None

@@ -162,6 +162,15 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         events: list[NewEvent] = []
         kept_ids: list[str] = []
+        # The user saying who they are: such a fact is worth keeping, and its traces carry the name (profile).
+        name = ingest.stated_name(msg.content) if msg.role == "user" else None
+        name_tags = (f"{ingest.NAME_TAG}{name}",) if name else ()
+        if name:
+            facts = [
+                ingest.Candidate(f.category, f.content, max(f.importance, ingest.IDENTITY_IMPORTANCE), f.entities)
+                if name in f.content else f
+                for f in facts
+            ]
         alive = self._alive_at(agent, rec.ts_us)
         selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS, alive),
                                   quoting=msg.role == "assistant")
@@ -175,7 +184,8 @@ class AutoIngest(CognitivePolicy):
                 rec, tid, f.content, kept.vector, kept.similar, kept.novelty,
                 category=f.category, trace_type=ingest.TRACE_TYPE_OF.get(f.category, "episodic"),
                 importance=f.importance, entities=f.entities, scope_agent=agent_scoped,
-                source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category), context=context,
+                source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category) + name_tags,
+                context=context,
             )
             kept_ids.append(tid)
         if episode:
@@ -195,7 +205,7 @@ class AutoIngest(CognitivePolicy):
                 events += self._encode(
                     rec, tid, episode, vector, similar, 1.0 - max(0.0, similar[0][1]) if similar else 1.0,
                     category=EPISODE_CATEGORY, trace_type="episodic", importance=importance, entities=entities,
-                    scope_agent=False, source_type=source_type, confidence=confidence, tags=("episode",),
+                    scope_agent=False, source_type=source_type, confidence=confidence, tags=("episode",) + name_tags,
                     context=context,
                 )
                 kept_ids.append(tid)
