@@ -296,3 +296,24 @@ def test_names_with_initials_survive_sentences_entities_and_facts():
     facts = OfflineTasks().extract_facts([ChatLine(role="user", content=text, seq=1, ts_us=0, name="Mel", message_id="m")],
                                          importance_threshold=0.0, max_per_turn=5).value
     assert any("Ursula K. Le Guin" in f.content and "Ursula K. Le Guin" in f.entities for f in facts)
+
+
+def test_the_person_addressed_is_never_made_the_speaker():
+    """Issue 12, finding 6: speakers were swapped ("Melanie! This necklace is super special to Caroline" for a line
+    Caroline said to Melanie), in facts from one message and in chunk summaries alike."""
+    from engram.llm.offline.provider import OfflineTasks
+    from engram.llm.types import ChatLine
+
+    said = "Thanks, Melanie! This necklace is super special to me - a gift from my grandma in Sweden."
+    lines = [ChatLine(role="user", name="Melanie", content="That necklace is gorgeous, where is it from?", seq=1, ts_us=0,
+                      message_id="D1:1"),
+             ChatLine(role="user", name="Caroline", content=said, seq=2, ts_us=0, message_id="D1:2"),
+             ChatLine(role="user", name="Jon", content="Hey Gina, I had to shut down my bank account for the biz.", seq=3,
+                      ts_us=0, message_id="D1:3")]
+    tasks = OfflineTasks()
+    for line in lines[1:]:  # one message at a time, as auto-ingest asks
+        for fact in tasks.extract_facts([line], importance_threshold=0.0, max_per_turn=5).value:
+            assert not fact.content.startswith(("Melanie", "Gina")) and line.name in fact.content, fact.content
+    summary = tasks.summarize_chunk(lines).value
+    assert "Melanie!" not in summary and "Gina," not in summary
+    assert "special to Caroline" in summary

@@ -45,7 +45,7 @@ class Unit:
         self.message_id = line.message_id
         self.speaker = line.speaker
         self.text = text
-        self.clean = trim_filler(text)
+        self.clean = trim_filler(text, tuple(s for s in speakers if s and s != line.speaker))
         words = content_words(cues.PLEASANTRY.sub(" ", self.clean))
         self.stems = tuple(stem(w) for w in words)
         self.question = bool(cues.QUESTION.search(text))
