@@ -317,3 +317,33 @@ def test_the_person_addressed_is_never_made_the_speaker():
     summary = tasks.summarize_chunk(lines).value
     assert "Melanie!" not in summary and "Gina," not in summary
     assert "special to Caroline" in summary
+
+
+CHAT_WITH_A_CONSTRAINT = [
+    "We just got back from Lisbon, where Joao and I spent a week with his parents in Alfama.",
+    "On Tuesday we took the tram to Belem and ate pastries at the old bakery near the monastery.",
+    "Joao's sister Marta showed us the new museum of art and technology on the river.",
+    "By the way, I'm allergic to shellfish, so the seafood restaurants were tricky.",
+    "On Saturday we drove to Sintra with Marta and her husband Pedro to see the Pena palace.",
+    "Pedro told us about his new job at the bank in Porto, which starts in June.",
+    "We are planning to go back in September for Marta's 40th birthday party in Cascais.",
+    "I also bought two azulejo tiles for our kitchen at a small shop in the Chiado district.",
+    "My boss Ana wants the quarterly report by Friday, so I worked on it on the flight home.",
+    "Next month I'll start Portuguese classes at the cultural centre with my friend Leila.",
+]
+
+
+def test_a_stated_constraint_survives_into_the_chunk_summary_and_the_offline_answer():
+    """Issue 12, finding 6: a shellfish allergy was dropped from the summary of the chunk that stated it, and the
+    offline `Standard` answer to "What food should I avoid?" did not mention it."""
+    from engram.llm.offline.provider import OfflineTasks
+    from engram.llm.types import ChatLine
+
+    lines = [ChatLine(role="user", name="Priya", content=t, seq=i, ts_us=1_714_000_000_000_000, message_id=f"m{i}")
+             for i, t in enumerate(CHAT_WITH_A_CONSTRAINT, 1)]
+    tasks = OfflineTasks()
+    summary = tasks.summarize_chunk(lines, max_tokens=120).value
+    assert "allergic to shellfish" in summary
+    answer = tasks.respond([ChatLine(role="user", content="What food should I avoid?", seq=99, ts_us=0)],
+                           context=[summary], max_tokens=200).value
+    assert "shellfish" in answer

@@ -33,7 +33,8 @@ def category_evidence(u: Unit) -> dict[str, float]:
     # Knowledge: general statements, or statements about named things with numbers or dates.
     knowledge = float(u.cue["knowledge"]) + (0.5 if names and (u.has_number or u.refers_to) else 0.0)
     return {
-        "user_preference": float(u.cue["preference"]),
+        # A constraint (allergy, diet, deadline) is a standing preference of the strongest kind.
+        "user_preference": float(u.cue["preference"]) + 1.5 * u.cue["constraint"],
         "episodic": float(u.cue["episodic"]),
         "goal": float(u.cue["goal"]),
         "knowledge": knowledge,
