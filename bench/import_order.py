@@ -42,6 +42,13 @@ from engram.evaluation.locomo import Hit  # noqa: E402
 
 AGENT = "locomo"
 DAY_US = 86_400 * 1_000_000
+
+
+def hit(h) -> Hit:
+    """A recalled memory as a prompt would show it: its context (for a reply, the question it answers) and its
+    content, mapped to the dialog ids of both (their recorded provenance)."""
+    text = f"{h.context}\n{h.content}" if h.context else h.content
+    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), text)
 YEAR_US = 365 * DAY_US
 
 
@@ -103,7 +110,7 @@ def evaluate_recall(mem, items, present_us: int) -> dict:
 
     def retrieve(item, k):
         result = cog.recall(AGENT, item.question, discussion=item.sample_id, limit=k, now_us=present_us, fresh=False)
-        return [Hit(frozenset(h.source_message_ids), h.content) for h in result.hits]
+        return [hit(h) for h in result.hits]
 
     r = locomo.evaluate(items, retrieve)
     return {k: r[k] for k in ("recall@5", "recall@10", "recall@25", "tokens@10", "per_category")}

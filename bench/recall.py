@@ -42,6 +42,13 @@ from engram.evaluation.locomo import Hit  # noqa: E402
 DAY_US = 86_400 * 1_000_000
 
 
+def hit(h) -> Hit:
+    """A recalled memory as a prompt would show it: its context (for a reply, the question it answers) and its
+    content, mapped to the dialog ids of both (their recorded provenance)."""
+    text = f"{h.context}\n{h.content}" if h.context else h.content
+    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), text)
+
+
 def agent_of(sample_id: str) -> str:
     return f"locomo-{sample_id}"
 
@@ -128,7 +135,7 @@ def run_engram(home: Path, items_by_conv, turns, similarity: str) -> tuple[dict,
                 now_us=query_time[item.sample_id], fresh=False, similarity=similarity,
             )
             latencies.append(time.perf_counter() - t)
-            return [Hit(frozenset(h.source_message_ids), h.content) for h in result.hits]
+            return [hit(h) for h in result.hits]
 
         items = [it for its in items_by_conv.values() for it in its]
         if not mem.wait_idle(timeout=3_600):  # the trace readers have folded the log before the first question
@@ -200,7 +207,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
                 hyde_vector=hv[item.question] if hyde else None, hyde_text=hyde_text[item.question] if hyde else "",
                 hyde_settings=settings.hyde, lexical=m.lexical, similarity=similarity,
             )
-            return [Hit(frozenset(h.source_message_ids), h.content) for h in res.hits]
+            return [hit(h) for h in res.hits]
 
         r = locomo.evaluate(items, retrieve)
         return {k: r[k] for k in ("recall@5", "recall@10", "recall@25", "tokens@10")}

@@ -123,6 +123,7 @@ class ConsolidationState:
     fresh: dict[str, int] = field(default_factory=dict)  # new trace -> its first boundary (replay, contradictions)
     schema_checks: set[tuple[str, int]] = field(default_factory=set)  # (discussion, boundary)
     conflict_due: dict[tuple[str, str], int] = field(default_factory=dict)  # contradicts edge -> boundary
+    conflicts_seen: set[tuple[str, str]] = field(default_factory=set)  # contradicts edges ever scheduled
     known: set[str] = field(default_factory=set)  # traces ever scheduled
     touched: set[str] = field(default_factory=set)  # traces whose state changed since they were scheduled
     timeline: list[tuple[int, str]] = field(default_factory=list)  # (encoded, trace) of every trace, sorted
@@ -135,6 +136,7 @@ class ConsolidationState:
         self.schematized = {t for t in self.schematized if t in traces}
         self.contradictions = {k for k in self.contradictions if k[0] in traces and k[1] in traces}
         self.conflict_due = {k: b for k, b in self.conflict_due.items() if k in self.contradictions}
+        self.conflicts_seen = {k for k in self.conflicts_seen if k in self.contradictions}
         self.due = {t: v for t, v in self.due.items() if t in traces}
         self.checked = {t: v for t, v in self.checked.items() if t in traces}
         self.fresh = {t: v for t, v in self.fresh.items() if t in traces}
@@ -205,13 +207,14 @@ class ConsolidationState:
                 self.due[tid] = (b, what)
                 self._push(b, TRACE, tid)
         self.touched = set()
-        for key in sorted(self.contradictions):
-            if key in self.conflict_due or pair(*key) in self.resolved:
-                continue  # scheduled, or resolved (a kept pair is looked at again after a settings change)
+        for key in sorted(self.contradictions - self.conflicts_seen):
+            if pair(*key) in self.resolved:
+                continue  # resolved at the turn (a kept pair is looked at again after a personality change)
             a, b = traces.get(key[0]), traces.get(key[1])
             if a is None or b is None:
                 continue
             at = schedule.ceil_boundary(max(a.encoded_us, b.encoded_us), every_us)
+            self.conflicts_seen.add(key)
             self.conflict_due[key] = at
             self._push(at, CONFLICT, _pair_key(key))
 

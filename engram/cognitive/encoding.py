@@ -119,6 +119,7 @@ def encode(
     novelty: float = 0.0,
     llm: LlmCall | None = None,
     context: str = "",
+    context_message_ids: tuple[str, ...] = (),
 ) -> TraceEncoded:
     """The `TraceEncoded` event of a new memory for an agent with `config` in `mood`."""
     if trace_type not in TRACE_TYPES:
@@ -160,4 +161,5 @@ def encode(
         flashbulb=enc.flashbulb,
         llm=llm,
         context=context,
+        context_message_ids=tuple(context_message_ids) if context else (),
     )

@@ -19,6 +19,11 @@
    its correction, whatever its composite (what was corrected must not be what a question finds first).
 5. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
    with the breakdown. Per-call weights replace the configured ones for the whole retrieval.
+6. One memory per source: a candidate made from the same message(s) as a better one already returned
+   (a fact and the episode of the message it came from; two facts of one message) says nothing the
+   answer does not already have, so it gives its place to the next memory from other messages. Each
+   hit carries the question it answers (`context`, a reply's only) with that question's message, so
+   what it returns reads on its own.
 
 Pure: the caller supplies vectors, the indexes, event time and mood; it records `TraceRetrieved`.
 """
@@ -87,6 +92,8 @@ class RecallHit:
     via: str  # "similarity" | "keywords" | "hyde" | "activation" | "correction": how the trace became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to HyDE's memory when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
+    context: str = ""  # for a reply, the question it answers (shown with it)
+    context_message_ids: tuple[str, ...] = ()  # where the context comes from
 
 
 @dataclass(frozen=True)
@@ -187,7 +194,8 @@ def recall(
         c = f.times(weights)
         scored.append((c.total(), tid, f, c))
     scored.sort(key=lambda x: (-x[0], x[1]))
-    scored = _corrections_first(scored, traces)
+    considered = len(scored)
+    scored = _one_per_source(_corrections_first(scored, traces), traces, limit)
     hits = tuple(
         _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0))
         for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
@@ -199,12 +207,27 @@ def recall(
         now_us=now_us,
         weights=weights,
         hits=hits,
-        candidates=len(scored),
+        candidates=considered,
         mood=mood,
         hyde=outcome,
         spread=activation,
         similarity="hybrid" if hybrid else "embedding",
     )
+
+
+def _one_per_source(scored: list, traces, limit: int) -> list:
+    """The best `limit` of `scored` whose source messages are not all covered by better ones (step 6)."""
+    out, covered = [], set()
+    for x in scored:
+        t = traces[x[1]]
+        source = set(t.source_message_ids) or {f"seq:{s}" for s in t.source_seqs}
+        if source and source <= covered:
+            continue
+        covered |= source
+        out.append(x)
+        if len(out) >= limit:
+            break
+    return out
 
 
 def _corrections_first(scored: list, traces) -> list:
@@ -277,6 +300,8 @@ def _hit(
         via=via,
         cosine=cosine,
         lexical=lexical,
+        context=t.context,
+        context_message_ids=t.context_message_ids,
     )
 
 

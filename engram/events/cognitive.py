@@ -42,6 +42,8 @@ class TraceEncoded(Event, tag="TraceEncoded"):
     # What the trace is understood in, indexed with it but not part of it: for a reply, the question it
     # answers (engram.cognitive.indexing).
     context: str = ""
+    # The message(s) `context` was taken from (its provenance: recall shows the context with the memory).
+    context_message_ids: tuple[str, ...] = ()
 
 
 class TraceRetrieved(Event, tag="TraceRetrieved"):

@@ -77,7 +77,7 @@ class AutoIngest(CognitivePolicy):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.previous: dict[str, tuple[str, str]] = {}  # stream -> (speaker, text) of its last message
+        self.previous: dict[str, tuple[str, str, str]] = {}  # stream -> (speaker, text, message id) of its last message
 
     def state(self):
         return {**super().state(), "previous": dict(self.previous)}
@@ -112,18 +112,20 @@ class AutoIngest(CognitivePolicy):
     def _is_turn(self, rec: Recorded) -> bool:
         return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)
 
-    def _contexts(self, batch: list[Recorded]) -> dict[int, str]:
+    def _contexts(self, batch: list[Recorded]) -> dict[int, tuple[str, tuple[str, ...]]]:
         """The question each message of the batch answers (by seq), in log order; remembers each stream's last message."""
         out = {}
         for rec in batch:
             if rec.type != "MessageAppended" or rec.event.role not in INGESTED_ROLES or not self.owns(rec.agent):
                 continue
             speaker = _speaker(rec.event)
-            out[rec.seq] = reply_context(self.previous.get(rec.stream), speaker)
-            self.previous[rec.stream] = (speaker, rec.event.content)
+            before = self.previous.get(rec.stream)
+            context = reply_context(before[:2] if before else None, speaker)
+            out[rec.seq] = (context, (before[2],) if context and len(before) > 2 and before[2] else ())
+            self.previous[rec.stream] = (speaker, rec.event.content, rec.event.message_id)
         return out
 
-    def _extract(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, tuple]:
+    def _extract(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, tuple]:
         """Each turn's facts (one memory-task call per turn) and every text's embedding (one call for all)."""
         tasks = self.ctx.services.get("tasks")
         extracted, texts = [], []
@@ -145,7 +147,7 @@ class AutoIngest(CognitivePolicy):
                 ]
             episode = _episode_text(rec) if rec.event.role == "user" and cfg.memory.encoding.encode_messages else None
             texts += [f.content for f in facts] + ([episode] if episode else [])
-            extracted.append((rec, facts, episode, llm, contexts.get(rec.seq, "")))
+            extracted.append((rec, facts, episode, llm, contexts.get(rec.seq, ("", ()))))
         vectors = self.embed(texts)
         out, k = {}, 0
         for rec, facts, episode, llm, context in extracted:
@@ -154,7 +156,8 @@ class AutoIngest(CognitivePolicy):
             k += n
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write:
+    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: tuple) -> Write:
+        context, context_ids = context
         msg: MessageAppended = rec.event
         agent = rec.agent
         cfg = self.config_of(agent)
@@ -185,7 +188,7 @@ class AutoIngest(CognitivePolicy):
                 category=f.category, trace_type=ingest.TRACE_TYPE_OF.get(f.category, "episodic"),
                 importance=f.importance, entities=f.entities, scope_agent=agent_scoped,
                 source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category) + name_tags,
-                context=context,
+                context=context, context_ids=context_ids,
             )
             kept_ids.append(tid)
         if episode:
@@ -206,7 +209,7 @@ class AutoIngest(CognitivePolicy):
                     rec, tid, episode, vector, similar, 1.0 - max(0.0, similar[0][1]) if similar else 1.0,
                     category=EPISODE_CATEGORY, trace_type="episodic", importance=importance, entities=entities,
                     scope_agent=False, source_type=source_type, confidence=confidence, tags=("episode",) + name_tags,
-                    context=context,
+                    context=context, context_ids=context_ids,
                 )
                 kept_ids.append(tid)
         events += self._corrections(rec, kept_ids)
@@ -282,7 +285,7 @@ class AutoIngest(CognitivePolicy):
     def _encode(
         self, rec: Recorded, tid: str, content: str, vector: np.ndarray, similar, novelty: float, *,
         category: str, trace_type: str, importance: float, entities: tuple[str, ...], scope_agent: bool,
-        source_type: str, confidence: float, tags: tuple[str, ...], context: str = "",
+        source_type: str, confidence: float, tags: tuple[str, ...], context: str = "", context_ids: tuple[str, ...] = (),
     ) -> list[NewEvent]:
         """The TraceEncoded and EdgeAdded events of one new trace, folded at once into this policy's memory."""
         agent = rec.agent
@@ -306,6 +309,7 @@ class AutoIngest(CognitivePolicy):
             emotion=llm_bridge.emotion(content),
             novelty=novelty,
             context=context,
+            context_message_ids=context_ids,
         )
         edges = linking.edges_for(
             tid,

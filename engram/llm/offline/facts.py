@@ -23,6 +23,8 @@ _MAX_FACT_CHARS = k.MAX_NOTE_CHARS
 # A first-person statement with no cue still tells what is going on with the speaker: an episode.
 _SITUATION_EVIDENCE = 0.5
 _SITUATION_MIN_WORDS = 3
+# ...and so does any other statement with this many content words: what the speaker holds true, or observes.
+_STATEMENT_MIN_WORDS = 4
 # ...but a cue-less statement is worth storing only with something concrete in it (a name, a time, a number, a feeling).
 _SITUATION_IMPORTANCE_PENALTY = 0.1
 
@@ -72,7 +74,9 @@ def extract_facts(
         for c in allowed:  # fixed order: ties go to the earlier category
             if ev[c] > score:
                 best, score = c, ev[c]
-        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and cues.FIRST_PERSON.search(u.text):
+        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and (
+            cues.FIRST_PERSON.search(u.text) or len(u.stems) >= _STATEMENT_MIN_WORDS
+        ):
             best, score = "episodic", _SITUATION_EVIDENCE
         if not best:
             continue
