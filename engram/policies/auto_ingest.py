@@ -46,7 +46,8 @@ from engram.cognitive.indexing import reply_context
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
-from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact
+from engram.cognitive.decay import strength_at
+from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact, TracePruned
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.policies.cognitive_base import CognitivePolicy
@@ -212,6 +213,7 @@ class AutoIngest(CognitivePolicy):
                     context=context, context_ids=context_ids,
                 )
                 kept_ids.append(tid)
+        events += self._later_duplicates(rec, kept_ids, rules.dedup_threshold)
         events += self._corrections(rec, kept_ids)
         # Recorded for every turn, also when nothing was kept: it says auto-ingest has handled the message
         # (the Reflector waits for that before condensing notes of the message).
@@ -245,6 +247,51 @@ class AutoIngest(CognitivePolicy):
 
         return allowed
 
+    def _later_duplicates(self, rec: Recorded, new_ids: list[str], threshold: float) -> list[NewEvent]:
+        """Traces encoded after this message (a later conversation imported first) that restate one of its new
+        traces: live, they would have been skipped as duplicates of it, so they are retired now (soft-deleted,
+        reason "restates <earlier trace>") and what is remembered does not depend on the import order."""
+        agent = rec.agent
+        mem = self.memory(agent)
+        traces = mem.book.traces
+        out: list[NewEvent] = []
+        for tid in new_ids:
+            if tid not in mem.index:
+                continue
+            vector = mem.index.vectors([tid])[0]
+
+            def later(oid: str) -> bool:
+                t = traces.get(oid)
+                return (t is not None and t.active and t.encoded_us > rec.ts_us and oid not in new_ids
+                        and rec.seq not in t.source_seqs)
+
+            alive = None
+            for oid, sim in mem.nearest(vector, NEIGHBOURS, later):
+                if sim < threshold or not traces[oid].active:
+                    continue
+                t = traces[oid]
+                alive = alive or self._alive_at(agent, t.encoded_us)
+                if not alive(tid):
+                    continue  # live, this trace would have faded before the later one was said: no duplicate
+                pruned = TracePruned(trace_id=oid, strength=round(strength_at(t, rec.ts_us), 6),
+                                     reason=f"restates earlier {tid}")
+                new = NewEvent(event=pruned, ts_us=rec.ts_us, causation=rec.seq, event_id=f"restated:{oid}:{tid}")
+                mem.apply_batch([_local(rec, new)], lambda texts: np.zeros((len(texts), mem.dim), np.float32))
+                out.append(new)
+        return out
+
+    @staticmethod
+    def _related(mem, x) -> list[str]:
+        """The traces a new one may contradict, found the same way whichever arrived first: those naming one of
+        its subjects (named things other than its speaker) and those on the same topic (content cosine >=
+        SAME_TOPIC_SIMILARITY), active, in id order."""
+        out = set(mem.recent_with_entities(corrections.subjects(x), exclude=x.trace_id))
+        if x.trace_id in mem.index:
+            vector = mem.index.vectors([x.trace_id])[0]
+            out |= {oid for oid, sim in mem.nearest(vector, 4 * NEIGHBOURS) if sim >= d.SAME_TOPIC_SIMILARITY}
+        out.discard(x.trace_id)
+        return sorted(out)
+
     def _corrections(self, rec: Recorded, new_ids: list[str]) -> list[NewEvent]:
         """Contradictions between this turn's traces and the active traces naming their entities, recorded and
         resolved at once (see the module docstring)."""
@@ -257,7 +304,7 @@ class AutoIngest(CognitivePolicy):
             x = traces.get(tid)
             if x is None or not x.active or not x.entities:
                 continue
-            for oid in mem.recent_with_entities(x.entities, exclude=tid):
+            for oid in self._related(mem, x):
                 y = traces[oid]
                 if not (x.active and y.active) or set(y.source_seqs) & set(x.source_seqs):
                     continue  # gone meanwhile, or the same message said both
