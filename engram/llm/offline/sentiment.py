@@ -41,7 +41,7 @@ PAD_LEXICON: dict[str, tuple[float, float, float]] = {
     "sad": (-0.7, -0.3, -0.4), "lonely": (-0.7, -0.3, -0.5), "tired": (-0.4, -0.6, -0.3), "exhausted": (-0.5, -0.4, -0.4),
     "bored": (-0.4, -0.6, -0.2), "depressed": (-0.8, -0.4, -0.6), "disappointed": (-0.6, -0.1, -0.3), "sorry": (-0.4, 0.0, -0.3),
     "miss": (-0.4, 0.0, -0.2), "missed": (-0.4, 0.0, -0.2), "lost": (-0.6, 0.1, -0.5), "sick": (-0.6, 0.0, -0.4),
-    "ill": (-0.6, 0.0, -0.4), "grief": (-0.8, 0.1, -0.5), "died": (-0.8, 0.3, -0.5), "passed": (-0.3, 0.0, -0.2),
+    "ill": (-0.6, 0.0, -0.4), "grief": (-0.8, 0.1, -0.5), "passed": (-0.3, 0.0, -0.2),
     "alone": (-0.5, -0.3, -0.4), "rejected": (-0.7, 0.3, -0.6), "bad": (-0.6, 0.2, -0.2), "worse": (-0.6, 0.3, -0.3),
     "broke": (-0.5, 0.3, -0.4), "injured": (-0.6, 0.4, -0.4), "pain": (-0.7, 0.5, -0.4),
     # Major life events and their superlatives: as intense one way as the other (a death is no calmer news than a
