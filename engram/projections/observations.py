@@ -188,6 +188,8 @@ class ObservationLogProjection(TableProjection):
                     if line is not None:
                         traces.append((*key, r.seq, tid, line.trace_type, line.content,
                                        list(self.trace_seq.get(tid, (0, ()))[1]), line.first_observed_us))
+            if not (st.notes or st.reflections):
+                continue  # nothing observed yet: the row says how far the log is from activation, no file yet
             ordered = [lines[t] for r in st.reflections for t in r.trace_ids if t in lines]
             ordered += restated_lines(st)
             atomic_write(path, render_log(st, ordered, as_of_seq=self._as_of.get(key, st.last_seq)).encode())
