@@ -29,6 +29,8 @@ from engram.config import defaults as d
 CONSOLIDATED_SOURCES = frozenset({"observation", "reflection", "schema"})
 # A review schedule at most doubles per review up to a year: a timeline is walked in far fewer steps.
 MAX_STEPS = 256
+# A trace still kept by its reviews this long after its last access is taken to stay (no walk goes further).
+HORIZON_US = 10 * 365 * 86_400 * 1_000_000
 
 
 def worth_reviewing(t: MemoryTrace) -> bool:
@@ -81,6 +83,21 @@ def next_check(t: MemoryTrace, checked_us: int, every_us: int, threshold: float)
         if review < prune:
             return review, "review"
     return prune, "prune"
+
+
+def fades_at(t: MemoryTrace, every_us: int, threshold: float, checked_us: int = 0) -> int | None:
+    """The boundary at which the decay sweep prunes an active `t` on its own timeline (its reviews made as they
+    fall due), or None if it outlives MAX_STEPS reviews."""
+    walk = replace(t, links=set())
+    for _ in range(MAX_STEPS):
+        b, what = next_check(walk, checked_us, every_us, threshold)
+        if what == "prune":
+            return b
+        if b - t.last_access_us > HORIZON_US:
+            return None
+        apply_reinforcement(walk, reinforce(walk, b))
+        checked_us = b
+    return None
 
 
 def alive_at(t: MemoryTrace, at_us: int, every_us: int, threshold: float, checked_us: int = 0) -> bool:

@@ -79,6 +79,7 @@ class AutoIngest(CognitivePolicy):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.previous: dict[str, tuple[str, str, str]] = {}  # stream -> (speaker, text, message id) of its last message
+        self._fades: dict[str, dict[str, tuple]] = {}  # agent -> trace -> (its state, when it fades): a cache
 
     def state(self):
         return {**super().state(), "previous": dict(self.previous)}
@@ -236,14 +237,20 @@ class AutoIngest(CognitivePolicy):
         traces = self.memory(agent).book.traces
         every, threshold = interval_us(cfg), cfg.memory.decay.prune_threshold
         decays = cfg.memory.consolidation.enabled
+        fades = self._fades.setdefault(agent, {})
 
         def allowed(tid: str) -> bool:
             t = traces.get(tid)
             if t is None or t.encoded_us > at_us:
                 return False
-            if not decays:
+            if not (decays and t.active):
                 return t.active or (t.deleted_us is not None and t.deleted_us > at_us)
-            return schedule.alive_at(t, at_us, every, threshold)
+            known = fades.get(tid)
+            if known is None or known[0] != (t.last_seq, t.last_access_us, every, threshold):
+                # When it fades on its own timeline, cached until the trace changes (the HNSW filter asks often).
+                known = fades[tid] = ((t.last_seq, t.last_access_us, every, threshold),
+                                      schedule.fades_at(t, every, threshold))
+            return known[1] is None or known[1] > at_us
 
         return allowed
 
