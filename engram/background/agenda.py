@@ -43,6 +43,9 @@ class ConsolidationState:
     contradictions: set[tuple[str, str]] = field(default_factory=set)  # (src, dst) of contradicts edges
     # Per discussion, the schema candidates of the last check that found no cluster: the same set again is skipped.
     unclustered: dict[str, str] = field(default_factory=dict)
+    # Per discussion, the schema candidates the last check saw: none of them can form a cluster among themselves
+    # any more (the greedy clustering took every cluster it found), so a new cluster needs a new candidate.
+    schema_seen: dict[str, frozenset[str]] = field(default_factory=dict)
     # The agenda: a heap of (boundary, kind, key) with the current entry of each key beside it (others are stale).
     heap: list[tuple[int, int, str]] = field(default_factory=list)
     due: dict[str, tuple[int, str]] = field(default_factory=dict)  # trace -> (boundary, "prune" | "review")
@@ -71,6 +74,7 @@ class ConsolidationState:
         self.touched = {t for t in self.touched if t in traces}
         self.timeline = [x for x in self.timeline if x[1] in traces]
         self.unclustered = {}
+        self.schema_seen = {}
 
     def observe(self, event: Event, ts_us: int) -> None:
         """Fold one event (recorded at event time `ts_us`) of the agent: what it changes is rescheduled."""

@@ -220,7 +220,15 @@ class Run:
             fingerprint = hashlib.sha1("\x1f".join(t.trace_id for t in pool).encode()).hexdigest()
             if len(pool) < d.SCHEMA_MIN_CLUSTER or self.state.unclustered.get(stream) == fingerprint:
                 continue  # too few, or the same candidates that formed no cluster last time
+            seen = self.state.schema_seen.get(stream, frozenset())
+            fresh = [k for k, t in enumerate(pool) if t.trace_id not in seen]
+            if not fresh:
+                continue  # candidates only left: no new cluster can form
             vecs = vectors([t.trace_id for t in pool], [t.content for t in pool])
+            self.state.schema_seen[stream] = frozenset(t.trace_id for t in pool)
+            if not _may_form(vecs, fresh, d.SCHEMA_SIMILARITY, d.SCHEMA_MIN_CLUSTER):
+                self.state.unclustered[stream] = fingerprint
+                continue
             found = clusters(vecs, d.SCHEMA_SIMILARITY, d.SCHEMA_MIN_CLUSTER, d.SCHEMA_MAX_CLUSTER)
             if not found:
                 self.state.unclustered[stream] = fingerprint
@@ -316,6 +324,16 @@ def may_cluster(fold: TraceFold, state: ConsolidationState, now_us: int) -> bool
     return any(b <= now_us for _, b in state.schema_checks) or any(
         b <= now_us for tid, b in state.fresh.items() if tid in fold.book.traces and _schema_candidate(fold.book.traces[tid], state)
     )
+
+
+def _may_form(vectors: np.ndarray, fresh: list[int], threshold: float, min_size: int) -> bool:
+    """Whether a cluster can include one of the `fresh` items: one of them, or an item near one of them, has at
+    least `min_size` − 1 items within `threshold` (the others formed none among themselves last time)."""
+    v = np.asarray(vectors, dtype=np.float32)
+    near_fresh = (v[fresh] @ v.T) >= threshold
+    touched = sorted(set(np.nonzero(near_fresh.any(axis=0))[0].tolist()) | set(fresh))
+    counts = ((v[touched] @ v.T) >= threshold).sum(axis=1) - 1  # without itself
+    return bool((counts >= min_size - 1).any())
 
 
 def clusters(vectors: np.ndarray, threshold: float, min_size: int, max_size: int) -> list[list[int]]:
