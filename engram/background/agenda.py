@@ -115,7 +115,8 @@ class ConsolidationState:
                 self._push(b, SCHEMA, stream)
             for key, b in self.conflict_due.items():
                 self._push(b, CONFLICT, _pair_key(key))
-        new = [tid for tid in traces if tid not in self.known]
+        # Traces folded without `observe` (a direct fold) are found by count: known ones are never dropped alone.
+        new = [tid for tid in traces if tid not in self.known] if len(self.known) < len(traces) else []
         for tid in sorted(self.touched | set(new)):
             t = traces.get(tid)
             if t is None:

@@ -372,6 +372,7 @@ def run(
     vectors: Vectors,
     summarize: Summarize,
     contradicts: Contradicts | None = None,
+    count: bool = True,
 ) -> RunResult:
     """Everything due through event time `now_us`, boundary by boundary in order (the module's rule);
     at each boundary the five steps in order, each folding its decisions before the next looks."""
@@ -416,7 +417,8 @@ def run(
             result.late += 1 if b <= previous else 0
             result.first_us = result.first_us or b
     state.clock_us = max(state.clock_us, now_us)
-    result.traces = sum(1 for t in fold.book.traces.values() if t.active and t.encoded_us <= now_us)
+    if count:  # the active traces at `now` (a report's figure; a late arrival's catch-up does not need it)
+        result.traces = sum(1 for t in fold.book.traces.values() if t.active and t.encoded_us <= now_us)
     return result
 
 
