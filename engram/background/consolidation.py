@@ -42,7 +42,7 @@ from engram.background.agenda import (  # noqa: F401 (ConsolidationState and pai
     CONFLICT, FRESH, SCHEMA, TRACE, ConsolidationState, _key_pair, _pair_key, _schema_candidate, active_at, pair,
 )
 from engram.background.conflicts import Side, resolve
-from engram.background.schedule import worth_reviewing
+from engram.background.schedule import time_order, worth_reviewing
 from engram.background.traces import TraceFold
 from engram.cognitive import llm_bridge
 from engram.cognitive.decay import strength_at
@@ -144,7 +144,7 @@ class Run:
 
     def replay(self, fresh: list[str]) -> None:
         traces = self.fold.book.traces
-        new = sorted((traces[t] for t in fresh if t in traces), key=lambda t: (t.encoded_us, t.trace_id))
+        new = sorted((traces[t] for t in fresh if t in traces), key=time_order)
         if not new:
             return
         recent = self.state.window(self.fold, self.now - d.REPLAY_WINDOW_S * US_PER_S, self.now)
@@ -161,7 +161,7 @@ class Run:
             for name in dict.fromkeys(entity_key(e) for e in x.entities):
                 members = [m for m in by_entity.get(name, ()) if m.trace_id != x.trace_id]
                 for m in members[-d.REPLAY_MAX_PER_ENTITY:]:
-                    a, b = (m, x) if (m.encoded_us, m.trace_id) < (x.encoded_us, x.trace_id) else (x, m)
+                    a, b = (m, x) if time_order(m) < time_order(x) else (x, m)
                     candidates.append((a, b, "shared_entity", d.REPLAY_ENTITY_WEIGHT))
             k = position[x.trace_id]
             for a, b in ((recent[k - 1], x) if k > 0 else (None, None), (x, recent[k + 1]) if k + 1 < len(recent) else (None, None)):
@@ -197,7 +197,7 @@ class Run:
                 if pair(tid, oid) in self.state.resolved or (tid, oid) in self.state.contradictions \
                         or (oid, tid) in self.state.contradictions or not active_at(y, self.now):
                     continue
-                older, newer = (y, x) if (y.encoded_us, y.trace_id) < (x.encoded_us, x.trace_id) else (x, y)
+                older, newer = (y, x) if time_order(y) < time_order(x) else (x, y)
                 if contradicts(older, newer) is None:
                     continue
                 self.decide(older.stream, f"edge:{newer.trace_id}:{older.trace_id}:contradicts",
@@ -212,7 +212,7 @@ class Run:
                 t for t in self.fold.book.traces.values()
                 if t.stream == stream and active_at(t, self.now) and _schema_candidate(t, self.state)
             ]
-            pool.sort(key=lambda t: (t.encoded_us, t.trace_id))
+            pool.sort(key=time_order)
             if len(pool) > self.bound:
                 if "schema" not in self.result.bounded:
                     self.result.bounded.append("schema")
@@ -236,7 +236,7 @@ class Run:
                 self._schema(stream, [pool[i] for i in cluster], summarize)
 
     def _schema(self, stream: str, members: list[MemoryTrace], summarize: Summarize) -> None:
-        members = sorted(members, key=lambda t: (t.encoded_us, t.trace_id))
+        members = sorted(members, key=time_order)
         result = summarize([t.content for t in members])
         self.result.llm_calls += 1
         summary = (result.value or "").strip()
@@ -284,10 +284,11 @@ class Run:
             before = self.state.resolved.get(pair(src, dst))
             if before is not None and before != "keep_both":
                 continue
-            res = resolve(personality, Side(src, a.encoded_us, a.confidence), Side(dst, b.encoded_us, b.confidence))
+            res = resolve(personality, Side(src, a.encoded_us, a.confidence, time_order(a)),
+                          Side(dst, b.encoded_us, b.confidence, time_order(b)))
             if before == "keep_both" and res.loser is None:
                 continue  # still kept both: nothing new to record
-            newer, older = (a, b) if (a.encoded_us, a.trace_id) >= (b.encoded_us, b.trace_id) else (b, a)
+            newer, older = (a, b) if time_order(a) >= time_order(b) else (b, a)
             if res.loser is None:
                 resolved = ConflictResolved(winner=newer.trace_id, loser=older.trace_id, resolution=res.how,
                                             note="both kept, discrepancy recorded at consolidation")

@@ -33,6 +33,13 @@ MAX_STEPS = 256
 HORIZON_US = 10 * 365 * 86_400 * 1_000_000
 
 
+def time_order(t: MemoryTrace) -> tuple:
+    """A trace's place in time, the same whatever order things were imported in: its event time, then (for traces
+    of one instant, e.g. the turns of a dated session) its discussion and its messages' order there and content.
+    Trace ids and log positions are not used first: they depend on when a trace reached the log."""
+    return (t.encoded_us, t.stream, t.source_seqs, t.category, t.content, t.trace_id)
+
+
 def worth_reviewing(t: MemoryTrace) -> bool:
     """A review schedule worth keeping: retrieved before, a flashbulb memory, important enough, or
     elevated to long-term memory by the Reflector or schema integration."""

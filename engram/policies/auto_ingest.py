@@ -315,12 +315,12 @@ class AutoIngest(CognitivePolicy):
                 y = traces[oid]
                 if not (x.active and y.active) or set(y.source_seqs) & set(x.source_seqs):
                     continue  # gone meanwhile, or the same message said both
-                older, newer = (y, x) if (y.encoded_us, y.trace_id) < (x.encoded_us, x.trace_id) else (x, y)
+                older, newer = (y, x) if schedule.time_order(y) < schedule.time_order(x) else (x, y)
                 reason = corrections.contradiction(older, newer)
                 if reason is None or not self._alive_at(agent, newer.encoded_us)(older.trace_id):
                     continue  # no conflict, or the older memory had faded before the newer one was said
-                res = resolve(personality, Side(older.trace_id, older.encoded_us, older.confidence),
-                              Side(newer.trace_id, newer.encoded_us, newer.confidence))
+                res = resolve(personality, Side(older.trace_id, older.encoded_us, older.confidence, schedule.time_order(older)),
+                              Side(newer.trace_id, newer.encoded_us, newer.confidence, schedule.time_order(newer)))
                 decided = [EdgeAdded(src=newer.trace_id, dst=older.trace_id, kind="contradicts",
                                      weight=d.CONTRADICTION_EDGE_WEIGHT)]
                 if res.loser is None:
