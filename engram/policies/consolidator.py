@@ -102,11 +102,11 @@ class Consolidator(BackgroundPolicy):
         since = self.states[agent].clock_us
         result = self._consolidate(agent, tick.ts_us, tick.seq)
         duration_ms = (time.perf_counter() - started) * 1000.0
+        writes = self._writes(agent, result, tick.seq)  # this tick's own decisions
         pending, self.unreported[agent] = self.unreported.get(agent), None
-        if pending is not None:
+        if pending is not None:  # late arrivals' work since the last tick (already written): counted in the report
             pending.add(result)
             pending.traces, result = result.traces, pending
-        writes = self._writes(agent, result, tick.seq)
         report = ConsolidationRan(
             interval_s=tick.event.interval_s, traces=result.traces, pruned=result.pruned, edges=result.edges,
             schemas=result.schemas, conflicts=result.conflicts, reinforced=result.reinforced,

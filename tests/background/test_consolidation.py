@@ -219,3 +219,30 @@ def test_a_year_of_silence_costs_the_reviews_that_fell_due_not_an_hourly_run_eac
     assert not any(fold.book.traces[f"chat{i}"].active for i in range(10))
     pruned_at = {x.ts_us for x in result.decisions if isinstance(x.event, TracePruned)}
     assert pruned_at == {NOW + 3 * HOUR_US}  # small talk went three hours after it was said, not a year later
+
+
+def test_a_tick_after_late_arrivals_writes_its_own_decisions_too(tmp_path):
+    """The work done for late arrivals is reported with the next tick; that tick's own decisions must still be written."""
+    from engram.events.control import ClockTick
+    from engram.home import Home
+    from engram.policies.base import PolicyContext
+    from engram.policies.consolidator import Consolidator
+
+    policy = Consolidator(PolicyContext(shard=0, home=Home(tmp_path), services={"tasks": TASKS}))
+
+    def rec(seq, ts, event, stream="d"):
+        return Recorded(seq=seq, stream=stream, stream_version=seq, agent="a", ts_us=ts, event=event)
+
+    def trace(seq, tid, at, importance):
+        return rec(seq, at, encode(trace_id=tid, content=f"memory {tid}", config=AgentConfig(), scope="discussion",
+                                   scope_id="d", source_type="user_statement", importance=importance))
+
+    tick = lambda seq, at: rec(seq, at, ClockTick(interval_s=3_600), stream="agent:a")  # noqa: E731
+    policy.handle([trace(1, "now", NOW - MINUTE_US, 0.6), tick(2, NOW)])
+    late = policy.handle([trace(3, "late", NOW - 30 * 24 * HOUR_US, 0.3)])  # caught up at once, reported later
+    assert any(isinstance(e.event, TracePruned) for w in late for e in w.events)
+    writes = policy.handle([tick(4, NOW + 10 * HOUR_US)])
+    written = [e.event for w in writes for e in w.events]
+    assert any(isinstance(e, TraceReinforced) and e.trace_id == "now" for e in written)  # the tick's own review
+    (report,) = [e for e in written if type(e).__name__ == "ConsolidationRan"]
+    assert report.pruned >= 1 and report.reinforced >= 1 and report.late >= 1
