@@ -78,12 +78,14 @@ class CognitiveMemory:
         now_us: int | None = None,
         fresh: bool = True,
         similarity: str | None = None,
+        record: bool = True,
     ) -> RecallResult:
         """The composite-ranked traces of `agent` for `query` (in `discussion`'s scope, if given).
 
         `fresh`: the reader first folds everything the log holds now (read-your-writes); `now_us` is
         the event time of the question (default: now); `weights` overrides factor weights for this call;
-        `similarity` ("hybrid" or "embedding") overrides `memory.retrieval.similarity` for this call.
+        `similarity` ("hybrid" or "embedding") overrides `memory.retrieval.similarity` for this call;
+        `record=False`: a look that leaves memory as it was (no `TraceRetrieved`, so nothing is reinforced).
         """
         from engram.client import now_us as wall_clock
 
@@ -108,6 +110,7 @@ class CognitiveMemory:
                 hyde=hyde,
                 mood=mood,
                 similarity=similarity,
+                record=record,
             )
         )
 

@@ -28,6 +28,7 @@ SECTIONS = [
     "engram.cli.demo_discussion:discussion_memory",
     "engram.cli.demo_context:infinite_context",
     "engram.cli.demo_sections:replay",
+    "engram.cli.demo_inspect:inspector",
 ]
 
 
@@ -75,5 +76,8 @@ def run(args) -> int:
     print(f"  ENGRAM_HOME={home} .venv/bin/engram status")
     for note in demo.notes:
         print(f"  {note}")
+    inspector_file = getattr(demo, "inspector_file", None)
+    if inspector_file is not None:
+        print(f"\nThe inspector of the demo agent: {inspector_file}  (open it in a browser)")
     sys.stdout.flush()
     return 0

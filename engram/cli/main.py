@@ -39,6 +39,7 @@ COMMANDS = [
     "context",
     "observations",
     "consolidations",
+    "inspect",
 ]
 
 
