@@ -11,10 +11,12 @@ injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
 The HNSW index holds each trace's embedding of `vector_text` (the question it answers, then its
 content; `engram.cognitive.indexing`). `content_vectors=True` makes it hold embeddings of the content
 alone: the question auto-ingest asks it ("is this the same memory, the same topic?") is about what a
-memory says, not about what it answered — a fact restated later is still a duplicate. Such a memory
-serves no recall, so it keeps no keyword index (`lexical` is None). `VECTOR_TEXT` names what the
-vectors of an index are made of: a memory restored from a snapshot made with other vectors embeds
-its traces again (`reembed`).
+memory says, not about when it was said or what it answered — a fact restated a month later is still a
+duplicate. Such a memory serves no recall, so it keeps no keyword index (`lexical` is None), and it keeps
+soft-deleted traces in its index: whether one was still alive when a message was said is a question
+of event time (`engram.background.schedule.alive_at`), not of when consolidation recorded it.
+`VECTOR_TEXT` names what the vectors of an index are made of: a memory restored from a snapshot made
+with other vectors embeds its traces again (`reembed`).
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ class AgentMemory(EntityLinks):
             for tid in applied.removed:
                 if self.lexical is not None:
                     self.lexical.remove(tid)
+                if self.content_vectors and tid not in applied.forgotten:
+                    continue  # kept: see the module docstring
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -133,7 +137,7 @@ class AgentMemory(EntityLinks):
 
     def _rebuild_index(self, seq: int) -> None:
         """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
-        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
+        keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]
         vectors = self.index.vectors(keep) if keep else None
         self.index = HnswIndex(self.dim)
         for k, tid in enumerate(keep):
@@ -175,8 +179,9 @@ class AgentMemory(EntityLinks):
         self.__dict__.update(state)
         self.__dict__.setdefault("content_vectors", False)
         self.__dict__.setdefault("vector_text", "index text")  # from before VECTOR_TEXT: the day was embedded too
-        if "lexical" not in state:  # a snapshot from before the keyword index
-            self.restore_lexical()
+        lexical = state.get("lexical", False)
+        if lexical is False or (lexical is not None and not lexical.bm25.current):
+            self.restore_lexical()  # a snapshot from before the keyword index, or from another tokenizer
 
     # ------------------------------------------------------------------ questions the policies ask
 

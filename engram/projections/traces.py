@@ -105,9 +105,10 @@ def trace_row(t: MemoryTrace) -> tuple:
 
 class TraceProjection(TableProjection):
     name = "traces"
-    # 2: the index vectors embed the question and the content, not the day (`engram.cognitive.indexing`):
-    # a home folded by version 1 folds again, so its index holds one kind of vector.
-    version = 2
+    # 2: the index vectors embed the question and the content, not the day (`engram.cognitive.indexing`).
+    # 3: the spacing effect changes how a retrieval reinforces (engram.cognitive.decay.reinforce).
+    # A home folded by an older version folds again.
+    version = 3
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 

@@ -221,3 +221,39 @@ def test_with_the_embedder_actor_auto_ingest_asks_per_chunk_of_turns_and_prefetc
     assert len(per_chunk) == 3  # five turns, two per request
     replies = [t for t in events_of(writes, TraceEncoded) if t.context]
     assert replies and prefetched == list(dict.fromkeys(vector_text(t.content, t.context) for t in replies))
+
+
+def test_the_assistant_quoting_memory_makes_no_trace_and_verifies_nothing(services, tmp_path):
+    """Issue 12, finding 2: an offline reply quoting "my name is Priya and I live in Lisbon" became the trace
+    "User: Hi, Assistant's name is Priya and Assistant lives in Lisbon." (source: the assistant's message)."""
+    from engram.llm.offline.respond import QUOTING
+
+    said = "Hi, my name is Priya and I live in Lisbon with my partner Joao since 2021."
+    quote = f"{QUOTING}\n- User: {said}"
+    policy = AutoIngest(ctx(services, tmp_path))
+    writes = policy.handle([settings(1), message(2, said, name=None),
+                            message(3, "Where do I live?", name=None), message(4, quote, role="assistant", name=None)])
+    traces = events_of(writes, TraceEncoded)
+    assert traces and not [t for t in traces if t.source_message_ids == ("m4",)]
+    assert not any("Assistant" in t.content for t in traces)
+    # An assistant's own sentence that restates a memory is a quote too: skipped, and no verification.
+    restating = message(5, "Your name is Priya and you live in Lisbon with your partner Joao since 2021.", role="assistant",
+                        name=None)
+    (summary,) = events_of(policy.handle([restating]), FactsIngested)
+    assert summary.trace_ids == () or all(s.duplicate_of is None for s in summary.skipped)
+    assert all(s.reason != "duplicate" for s in summary.skipped)
+
+
+def test_a_correction_at_the_turn_supersedes_what_it_corrects(services, tmp_path):
+    """Issue 12, finding 3: "I moved to Porto, not Lisbon" left the Lisbon trace active."""
+    from engram.events.cognitive import ConflictResolved, EdgeAdded
+
+    policy = AutoIngest(ctx(services, tmp_path))
+    first = policy.handle([settings(1), message(2, "Hi, my name is Priya and I live in Lisbon.", name="User")])
+    lisbon = {t.trace_id for t in events_of(first, TraceEncoded)}
+    writes = policy.handle([message(3, "Actually I moved to Porto last month, not Lisbon.", name="User")])
+    (resolved,) = events_of(writes, ConflictResolved)
+    assert resolved.loser in lisbon and resolved.resolution == "prefer_confidence"  # a tie goes to the newer
+    kinds = {(e.kind, e.src, e.dst) for e in events_of(writes, EdgeAdded)}
+    assert ("contradicts", resolved.winner, resolved.loser) in kinds and ("supersedes", resolved.winner, resolved.loser) in kinds
+    assert not policy.memory("a").book.traces[resolved.loser].active

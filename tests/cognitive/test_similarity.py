@@ -208,3 +208,46 @@ def test_only_traces_the_query_found_wire_together():
     assert pairs == {("k", "s"), ("h", "s"), ("h", "k")}
     assert all(book.traces[t].retrieval_count == 1 for t in ("s", "k", "act", "h"))  # all of them are reinforced
     assert book.graph.edges[("k", "s", "co_activated")].weight == pytest.approx(d.HEBBIAN_RATE)
+
+
+def test_a_compound_is_found_however_it_is_written():
+    """Issue 12, finding 5: "destress" missed the trace "Dancing helps Jon de-stress" (toy stemmer, no compounds)."""
+    lex = LexicalIndex()
+    lex.add("dancing", "Dancing helps Jon de-stress.")
+    lex.add("cooking", "Gina cooks pasta on Sundays.")
+    for query in ("How do Jon and Gina both like to destress?", "de-stress", "how does he de stress"):
+        found = dict(lex.search(lex.terms(query), 5))
+        assert next(iter(found), None) == "dancing", query
+    # Snowball stems: inflections meet ("relaxing" / "relaxed", "activities" / "activity").
+    lex.add("relax", "Yoga relaxed her after work and other activities.")
+    assert dict(lex.search(lex.terms("relaxing activity"), 5)).keys() >= {"relax"}
+
+
+def test_a_keyword_index_from_an_older_tokenizer_is_rebuilt_when_a_snapshot_is_restored():
+    import pickle
+
+    mem = _memory({"t1": ("Dancing helps Jon de-stress.", unit(1))})
+    mem.lexical.bm25.tokenizer = 1  # as a snapshot taken before the Snowball tokenizer would say
+    mem.lexical.bm25._postings.clear()
+    restored = pickle.loads(pickle.dumps(mem))
+    assert restored.lexical.bm25.current
+    assert [k for k, _ in restored.lexical.search(restored.lexical.terms("destress"), 3)] == ["t1"]
+
+
+def test_a_superseded_or_disputed_trace_never_outranks_its_correction():
+    """Issue 12, finding 3: the Lisbon trace outranked the correction "I moved to Porto, not Lisbon"."""
+    from engram.events.cognitive import ConflictResolved
+
+    mem = _memory({
+        "lisbon": ("User: Hi, my name is Priya and I live in Lisbon.", unit(1, 0.1)),
+        "porto": ("User: Actually I moved to Porto, not Lisbon.", unit(0.3, 1)),
+        "other": ("User: I like green tea.", unit(0, 0, 1)),
+    })
+    # An agreeable agent keeps both versions (keep_both): the older one stays active, contradicted.
+    mem.apply_batch([rec(ConflictResolved(winner="porto", loser="lisbon", resolution="keep_both"), seq=9)],
+                    lambda texts: np.zeros((0, 8), np.float32))
+    assert mem.book.traces["lisbon"].active and mem.book.traces["lisbon"].contradicted_by == ("porto",)
+    result = _ask(mem, "where does Priya live, Lisbon?", unit(1, 0.1), limit=3, pool=1)
+    order = [h.trace_id for h in result.hits]
+    assert order.index("porto") < order.index("lisbon")
+    assert next(h.via for h in result.hits if h.trace_id == "porto") in ("correction", "similarity", "keywords")
