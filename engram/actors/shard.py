@@ -46,6 +46,10 @@ class ShardActor:
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:
         return self.host.read(after, **kwargs)
 
+    def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
+        """`read` undecoded (`engram.events.store.decode_rows`): what consumers in other processes read."""
+        return self.host.read_rows(after, **kwargs)
+
     def head(self) -> int:
         return self.host.head()
 

@@ -18,7 +18,8 @@ SLOT_COLUMNS = ("SELECT rank, tag, round(activation, 2) AS activation, content, 
 OBSERVATION_LOGS = (
     "SELECT scope, scope_id, messages, message_tokens, notes, note_tokens, round(observation_compression, 1) AS compression, "
     "active_notes AS active, buffered_notes AS buffered, reflected_notes AS reflected, activations, reflections, "
-    "round(reflection_compression, 1) AS reflection_compression, file FROM observation_logs WHERE agent = ? "
+    "round(reflection_compression, 1) AS reflection_compression, unobserved_tokens AS unobserved, "
+    "tokens_to_observer, tokens_to_reflector, file FROM observation_logs WHERE agent = ? "
     "ORDER BY scope, scope_id"
 )
 OBSERVATION_NOTES = (

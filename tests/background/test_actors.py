@@ -45,7 +45,8 @@ def test_the_actors_observe_reflect_and_consolidate_the_conversation(world):
     mem, discussion, home = world
     n = counts(mem)
     assert n["ObservationsRecorded"] >= 8 and n["ObservationsActivated"] >= 2 and n["Reflected"] >= 1
-    assert n["ClockTick"] == n["ConsolidationRan"] > 100  # the sample spans nine days: one run per hour
+    # The sample spans nine days: one tick (and one report) per advance of its time, work only where due.
+    assert 2 <= n["ClockTick"] == n["ConsolidationRan"] < 9 * 24
     assert n.get("TraceReinforced", 0) > 0 and n.get("TracePruned", 0) > 0
     status = mem.rt.shard_status()[0]
     assert {"observer", "clock", "reflector", "consolidator"} <= set(status["consumers"])

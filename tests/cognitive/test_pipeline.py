@@ -166,14 +166,15 @@ def test_recall_returns_the_composite_by_factor_and_the_source_messages(world):
 
 def test_a_reply_carries_the_question_it_answers_and_is_found_by_it(world):
     mem, cog, discussion, last_ts = world
-    (reply,) = rows(mem, "SELECT trace_id, content, context FROM memory_traces WHERE category = 'message' "
-                         "AND content LIKE 'User: Yes, server components%'")
+    (reply,) = rows(mem, "SELECT trace_id, content, context, source_message_ids FROM memory_traces WHERE category = "
+                         "'message' AND content LIKE 'User: Yes, server components%'")
     assert reply["context"] == "Assistant: Are you using the App Router with server components?"
     assert "App Router" not in reply["content"]
     result = cog.recall(AGENT, "Is Priya on the App Router?", discussion=discussion, now_us=last_ts + HOUR_US, limit=3)
     assert result.similarity == "hybrid"
-    hit = next(h for h in result.hits if h.trace_id == reply["trace_id"])
-    assert hit.lexical > 0 and hit.content == reply["content"]
+    # The reply's message is found (by its episode or a fact of it: one memory per message), with its question.
+    hit = next(h for h in result.hits if set(h.source_message_ids) & set(reply["source_message_ids"]))
+    assert hit.lexical > 0 and hit.context == reply["context"] and hit.context_message_ids
     literal = cog.recall(AGENT, "Is Priya on the App Router?", discussion=discussion, now_us=last_ts + HOUR_US, limit=3,
                          similarity="embedding")
     assert literal.similarity == "embedding" and all(h.lexical == 0 for h in literal.hits)
