@@ -104,12 +104,10 @@ def per_conversation(mem) -> dict:
 
 
 def evaluate_recall(mem, items, present_us: int) -> dict:
-    from engram.cognition import CognitiveMemory
-
-    cog = CognitiveMemory(mem)
-
     def retrieve(item, k):
-        result = cog.recall(AGENT, item.question, discussion=item.sample_id, limit=k, now_us=present_us, fresh=False)
+        mem.sync_settings(AGENT)
+        result = mem.rt.recall(AGENT, item.question, min_position=0, now_us=present_us, discussion=item.sample_id,
+                               limit=k)
         return [hit(h) for h in result.hits]
 
     r = locomo.evaluate(items, retrieve)
@@ -117,7 +115,7 @@ def evaluate_recall(mem, items, present_us: int) -> dict:
 
 
 def run_order(name: str, batches, home: Path, items, present_us: int, recall: bool) -> tuple[dict, set]:
-    from engram.client import Engram
+    from engram.embedded import Engram
 
     started = time.perf_counter()
     mem = Engram.open(home)
@@ -147,7 +145,7 @@ def run_order(name: str, batches, home: Path, items, present_us: int, recall: bo
 
 def bounded_time(home: Path, last_us: int) -> dict:
     """One message a year after the last session, into a memory that has caught up."""
-    from engram.client import Engram
+    from engram.embedded import Engram
     from engram.ingest.messages import IncomingMessage, discussion_write
 
     mem = Engram.open(home)

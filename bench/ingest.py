@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.client import Engram  # noqa: E402
+from engram.embedded import Engram  # noqa: E402
 from engram.evaluation import locomo  # noqa: E402
 from engram.ingest.formats import parse_file  # noqa: E402
 from engram.ingest.messages import discussion_write  # noqa: E402
@@ -154,7 +154,7 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         writes = writes_of(paths, mem.config.limits.max_message_chars)
         messages = sum(len(w.events) for w in writes)
         mem.sync_settings(AGENT, ts_us=min(e.ts_us for w in writes for e in w.events))
-        mem.status()  # start every actor: start-up is not ingest
+        mem.rt.start_policies()  # start every actor: start-up is not ingest
         ray.get(mem.runtime.embedder().warm.remote())
         mem.wait_idle(timeout=600)
         embedder = mem.runtime.embedder()
@@ -172,7 +172,7 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         if profilers:
             stop_profilers(profilers)
         after = ray.get(embedder.stats.remote())
-        status = mem.status()
+        status = mem.rt.shard_status()
         policy_reports = ray.get([h.status.remote() for h in mem.runtime.policies().values()])
         _, rows = mem.sql("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
         # When each kind of event was appended, in seconds after the first append: which stage ends last.

@@ -92,7 +92,7 @@ def baselines(items_by_conv, turns, embedder) -> dict:
 
 def ingest(path: Path, home: Path) -> tuple[float, dict]:
     """Every conversation through engram (its own agent), until the memory has caught up; then closed."""
-    from engram.client import Engram
+    from engram.embedded import Engram
     from engram.ingest.formats import parse_file
     from engram.ingest.messages import discussion_write
 
@@ -119,21 +119,20 @@ def ingest(path: Path, home: Path) -> tuple[float, dict]:
 
 def run_engram(home: Path, items_by_conv, turns, similarity: str) -> tuple[dict, dict]:
     """All questions in order through `engram recall` (the Python API) with `similarity`; each recall reinforces."""
-    from engram.client import Engram
-    from engram.cognition import CognitiveMemory
+    from engram.api.types import RecallRequest
+    from engram.embedded import Engram
+    from engram.events.envelope import from_us
 
     mem = Engram.open(home)
     try:
-        cog = CognitiveMemory(mem)
         latencies = []
         query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
 
         def retrieve(item, k):
             t = time.perf_counter()
-            result = cog.recall(
-                agent_of(item.sample_id), item.question, discussion=item.sample_id, limit=k,
-                now_us=query_time[item.sample_id], fresh=False, similarity=similarity,
-            )
+            result = mem.recall(agent_of(item.sample_id), RecallRequest(
+                query=item.question, discussion=item.sample_id, limit=k, at=from_us(query_time[item.sample_id]),
+                similarity=similarity, sources=False))
             latencies.append(time.perf_counter() - t)
             return [hit(h) for h in result.hits]
 

@@ -15,7 +15,7 @@ from engram.home import Home
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.registry import policy_classes
-from engram.services import build_services
+from engram.actors.services import actor_services
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class PolicyActor:
         config = ServiceConfig.model_validate(config_json)
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
-        services = build_services(config, embedder_actor=embedder_actor)
+        services = actor_services(config, embedder_actor)
         # Rows cross from the shard undecoded and are decoded here: cheaper to send, and the shard's
         # process (its log, its projections) does not decode for every consumer.
         read = lambda after, **kw: decode_rows(ray.get(self.shard_handle.read_rows.remote(after, **kw)), shard)
@@ -100,8 +100,10 @@ class PolicyActor:
                 self.host.run_until_caught_up()
             result = getattr(target, method)(*args, **kwargs)
         if hasattr(target, "take_writes"):
-            self._flushing = threading.Thread(target=self._flush, args=(target,), daemon=True)
-            self._flushing.start()
+            # Started before it is published: a concurrent call joins it, and a thread not yet started cannot be joined.
+            flusher = threading.Thread(target=self._flush, args=(target,), daemon=True)
+            flusher.start()
+            self._flushing = flusher
         return result
 
     def _flush(self, target) -> None:

@@ -16,8 +16,8 @@ def inspector(demo) -> None:
     demo.heading("The inspector: what the demo agent remembers, how strongly, and why")
     reader = EngramReader(demo.mem)
     queries = default_queries(reader, demo.agent, demo.discussion)
-    path = Path(demo.config.home).expanduser() / FILE_NAME
-    html = report_html(Inspector(reader), demo.agent, demo.discussion, queries, home=str(demo.config.home))
+    path = Path(demo.home) / FILE_NAME
+    html = report_html(Inspector(reader), demo.agent, demo.discussion, queries, home=str(demo.home))
     path.write_text(html, encoding="utf-8")
     print(f"$ engram inspect --agent {demo.agent} --discussion {demo.discussion} --out {path}")
     print(f"wrote {path} ({len(html.encode()) / 1e6:.1f} MB): timeline, forgetting curves, trace graph, a recall explained "

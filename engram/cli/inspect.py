@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram.cli.common import config_from
+from engram.cli.common import home_of, validate_settings
 from engram.cli.errors import UsageError
-from engram.home import Home
 from engram.ids import validate_agent, validate_discussion
 
 
@@ -45,7 +44,9 @@ def run(args) -> int:
         raise UsageError(f"--out {out} is a directory")
     if not out.parent.exists():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
-    config = config_from(args)
+    from engram.home import Home
+
+    config = validate_settings(home_of(args))
     if not Home(config.home, config.shards).existing_log_paths():
         raise UsageError(f"{config.home} has no event log (nothing was ever recorded there)")
     with open_reader(args, config, recall=args.recall) as reader:

@@ -1,9 +1,9 @@
 """The inspector's one adapter: `MemoryReader` over what engram offers today.
 
-- `EngramReader(mem)`: over a running engram (`engram.client.Engram`, embedded or joined): SQL through the
-  shard actors, recall through the trace readers (`engram.cognition.CognitiveMemory`, not recorded).
-- `HomeFilesReader(config)`: over the files of a home nobody serves: SQL in the read-only session of
-  `engram sql`; nothing starts, so there is no recall.
+- `EngramReader(mem)`: over the API — `engram.Client` (the home's server, over HTTP) or `engram.Engram`
+  (embedded): SQL through it, recall through the trace readers (not recorded: `record=False`).
+- `HomeFilesReader(config)`: over the files of a home nobody serves: SQL in a read-only session over
+  the DuckDB files; nothing starts, so there is no recall.
 
 Both read the projection files (the WilmerAI files, working-memory.md) and the agent's configuration
 from the home. This module is the only one of `engram.inspect` that knows where data comes from:
@@ -64,7 +64,7 @@ class _HomeFiles:
 
     def _context(self, agent: str, discussion: str, recall) -> dict:
         """`build_context` over this reader's SQL (each reader defines `sql`)."""
-        from engram.context_api import build_context
+        from engram.context.history import build_context
 
         return build_context(
             lambda q, params: self.sql(q, params), self.home, self.paths, validate_agent(agent),
@@ -85,26 +85,41 @@ def _vector_rows(path: Path) -> list[dict] | None:
 
 
 class EngramReader(_HomeFiles):
-    """Over a running engram: everything, recall included."""
+    """Over the API: everything, recall included. `mem`: an `engram.Client` or an embedded `engram.Engram`."""
 
-    def __init__(self, mem):
-        super().__init__(mem.config)
+    def __init__(self, mem, config: ServiceConfig | None = None):
+        if config is None:
+            config = getattr(mem, "config", None)
+        if config is None:
+            from engram.config.service import load_service_config
+
+            config = load_service_config(mem.health().home)
+        super().__init__(config)
         self.mem = mem
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple]]:
-        return self.mem.sql(query, list(params))
+        res = self.mem.sql(query, list(params))
+        if isinstance(res, tuple):  # embedded: (names, rows)
+            return res
+        return res.columns, [tuple(r) for r in res.rows]
 
     def recall(self, agent: str, query: str, *, discussion: str | None = None, limit: int | None = None,
                hyde: bool | None = None) -> dict:
-        from engram.cli.recall import as_json
-        from engram.cognition import CognitiveMemory
+        import msgspec
 
-        cog = CognitiveMemory(self.mem)
-        result = cog.recall(agent, query, discussion=discussion, limit=limit, hyde=hyde, record=False)
-        out = as_json(result, cog.source_messages(result))
-        if result.hyde is not None:
-            out["hyde"]["hits"] = [{"trace_id": tid, "cosine": round(c, 6)} for tid, c in result.hyde.hits]
-        out["now"] = result.now_us
+        from engram.api.types import RecallRequest
+
+        options = dict(discussion=discussion, limit=limit, hyde=hyde, record=False)
+        if hasattr(self.mem, "rt"):  # embedded: the API's typed call
+            result = self.mem.recall(agent, RecallRequest(query=query, **options))
+        else:
+            result = self.mem.recall(agent, query, **options)
+        out = msgspec.to_builtins(result)
+        for h in out["hits"]:
+            h.pop("source_seqs", None)
+        if out.get("hyde") is not None:
+            out["hyde"]["hits"] = out["hyde"].pop("matches")
+        out["now"] = out.pop("now_us")
         return out
 
     def context(self, agent: str, discussion: str) -> dict:
@@ -122,9 +137,9 @@ class HomeFilesReader(_HomeFiles):
 
     def __init__(self, config: ServiceConfig):
         super().__init__(config)
-        from engram.cli.common import readonly_session
+        from engram import sqlviews
 
-        self.con = readonly_session(config)
+        self.con = sqlviews.open_readonly({s: self.home.log_path(s) for s in range(config.shards)}, self.paths)
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple]]:
         res = self.con.execute(query, list(params))
@@ -143,13 +158,14 @@ class HomeFilesReader(_HomeFiles):
 
 @contextlib.contextmanager
 def open_reader(args, config: ServiceConfig, *, recall: bool) -> Iterator[_HomeFiles]:
-    """The reader a command uses: a running engram when recall is wanted or `engram serve` runs (joined),
-    else the home's files (nothing is started)."""
-    from engram.cli.common import joined_address, open_engram
+    """The reader a command uses: the home's server when one runs or recall is wanted (a command starts it, as
+    every command does), else the home's files (nothing is started)."""
+    from engram.cli.common import client
+    from engram.server.instance import live_server
 
-    if recall or joined_address(args, config):
-        with open_engram(args, config) as mem:
-            yield EngramReader(mem)
+    if recall or live_server(Home(config.home, config.shards).root) is not None:
+        with client(args) as mem:
+            yield EngramReader(mem, config)
     else:
         reader = HomeFilesReader(config)
         try:

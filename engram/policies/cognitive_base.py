@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engram.actors.pool import owner
+from engram.placement import owner
 from engram.cognitive.memory import VECTOR_TEXT, AgentMemory
 from engram.cognitive.personality import Pad
 from engram.config.agent import AgentConfig

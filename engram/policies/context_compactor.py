@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engram.actors.pool import owner
+from engram.placement import owner
 from engram.cognitive import llm_bridge
 from engram.cognitive.personality import Pad
 from engram.context import hybrid, rules

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from engram.discussion import search as vsearch
-from engram.discussion.runtime import LocalMemory
+from tests.discussion.engine import LocalMemory
 from engram.ingest.formats import parse_file
 from tests.discussion.conftest import AGENT, ingest
 
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     home = tmp_path_factory.mktemp("search") / "home"
     home.mkdir()

@@ -34,16 +34,20 @@ def demo(ray_session, tmp_path_factory):
     """The demo's home, made by the demo's own sections, with its engram still open."""
     import importlib
 
-    from engram.actors.runtime import Runtime
     from engram.cli.demo import SAMPLE, SECTIONS, Demo
-    from engram.client import Engram
     from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
     from importlib import resources
+
+    from tests.server.helpers import Served
 
     home = tmp_path_factory.mktemp("demo-home")
     config = load_service_config(home)
-    mem = Engram(config, Runtime(config).start())
-    d = Demo(mem, config, Path(str(resources.files("engram.samples").joinpath(SAMPLE))))
+    embedded = Engram(RayRuntime(config).start())
+    served = Served(embedded).__enter__()  # the demo's sections are clients of the home's server
+    mem = served.client()
+    d = Demo(mem, home, Path(str(resources.files("engram.samples").joinpath(SAMPLE))))
     for entry in SECTIONS:
         module, _, name = entry.partition(":")
         if name != "replay":  # replay verifies the projections; nothing here depends on it
@@ -51,9 +55,18 @@ def demo(ray_session, tmp_path_factory):
     mem.wait_idle()
     state = SimpleNamespace(home=home, config=config, mem=mem, agent=d.agent, discussion=d.discussion,
                             demo_file=getattr(d, "inspector_file", None))
+    closed = []
+
+    def close() -> None:  # the home's server stops: its files are free for readers of the files alone
+        if not closed:
+            closed.append(True)
+            mem.close()
+            served.__exit__(None, None, None)
+            embedded.close()
+
+    state.close = close
     yield state
-    if state.mem is not None:
-        state.mem.close()
+    close()
 
 
 @pytest.fixture(scope="module")
@@ -261,11 +274,12 @@ def test_the_report_file_shows_the_same_views_offline(demo, browser_launcher, tm
     from engram.cli.main import main
     from engram.inspect.adapter import HomeFilesReader
 
-    demo.mem.close()
-    demo.mem = None
     out = tmp_path / "report.html"
+    # The command is a client of the home's server (recall included); then the server stops and the files alone
+    # are read back.
     assert main(["--home", str(demo.home), "inspect", "--agent", demo.agent, "--out", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
+    demo.close()
     html = out.read_text()
     assert "<script src" not in html and "<link" not in html
     reader = HomeFilesReader(demo.config)
