@@ -1,5 +1,5 @@
-"""One router module per area; `ROUTERS` is what the app mounts (the inspector will add its own)."""
+"""One router module per area; `ROUTERS` is what the app mounts."""
 
-from engram.server.routes import cognitive, discussions, messages, system
+from engram.server.routes import cognitive, discussions, inspect, messages, system
 
-ROUTERS = [system.router, messages.router, discussions.router, cognitive.router]
+ROUTERS = [system.router, messages.router, discussions.router, cognitive.router, inspect.router]
