@@ -103,15 +103,12 @@ def run(args) -> int:
     print()
     inspector_file = getattr(demo, "inspector_file", None)
     if not args.stop_server:
-        print(f"The inspector of the demo agent, served: {inspector_url(mem.url, demo.agent, demo.discussion)}  (open it "
+        from engram.inspect.web import page_url
+
+        print(f"The inspector of the demo agent, served: {page_url(mem.url, demo.agent, demo.discussion)}  (open it "
               "in a browser while the server runs: it stops after server.idleTimeoutSeconds without a request)")
     if inspector_file is not None:
         print(f"The inspector as one file: {inspector_file}  (opens from disk with no network)")
     sys.stdout.flush()
     return 0
 
-
-def inspector_url(server: str, agent: str, discussion: str) -> str:
-    from urllib.parse import urlencode
-
-    return f"{server.rstrip('/')}/inspect?" + urlencode({"agent": agent, **({"discussion": discussion} if discussion else {})})

@@ -15,7 +15,7 @@ import html
 import json
 from dataclasses import dataclass
 from typing import Callable
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, urlencode
 
 from engram.ids import InvalidIdError
 from engram.inspect.api import BadId, InspectError, Inspector, NotFound
@@ -34,6 +34,11 @@ class Response:
 
 def _json(status: int, data: dict) -> Response:
     return Response(status, "application/json", json.dumps(data, ensure_ascii=False, default=str).encode())
+
+
+def page_url(server: str, agent: str, discussion: str | None = None, *, mount: str = MOUNT) -> str:
+    """The inspector page of an agent (and a discussion) on the server at `server` (e.g. http://127.0.0.1:8765)."""
+    return f"{server.rstrip('/')}{mount}?" + urlencode({"agent": agent, **({"discussion": discussion} if discussion else {})})
 
 
 def _error(status: int, code: str, message: str) -> Response:

@@ -239,7 +239,7 @@ def retrieval_marks(sql, agent: str, trace: str) -> dict:
 
 
 def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_launcher):
-    from engram.cli.demo import inspector_url
+    from engram.inspect.web import page_url
     from engram.inspect.adapter import EngramReader
 
     # The demo's last section wrote the inspector file that `make demo` names, next to the served page's URL.
@@ -256,7 +256,7 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
         ctx.route(lambda u: not u.startswith(demo.url + "/"), lambda r: (elsewhere.append(r.request.url), r.abort()))
         ctx.on("response", lambda r: answered.append(urlsplit(r.url).path) if r.ok else None)
         # Any query recalls live: type one.
-        errors = browse(ctx, inspector_url(demo.url, demo.agent, demo.discussion), "served", exp, reader.sql, demo.agent,
+        errors = browse(ctx, page_url(demo.url, demo.agent, demo.discussion), "served", exp, reader.sql, demo.agent,
                         query="Who is Marco?", note='"Who is Marco?"')
         assert errors == [] and elsewhere == []
         assert {"/inspect", "/inspect/api/timeline", "/inspect/api/lineage", "/inspect/api/recall"} <= set(answered)
