@@ -93,3 +93,20 @@ def test_the_inspector_is_not_an_operation_of_the_openapi_document(served):
     _, url = served
     _, _, body = get(f"{url}/openapi.json")
     assert not [p for p in json.loads(body)["paths"] if p.startswith("/inspect")]
+
+
+def test_inspect_without_out_prints_the_served_pages_url(served, capsys):
+    from engram.cli.main import main
+
+    mem, url = served
+    home = mem.home.root
+    assert main(["--home", str(home), "inspect", "--agent", AGENT, "--discussion", DISCUSSION]) == 0
+    printed = capsys.readouterr().out.split()[0]
+    assert printed == f"{url}/inspect?agent={AGENT}&discussion={DISCUSSION}"
+    status, ctype, body = get(printed)
+    assert status == 200 and ctype.startswith("text/html") and "plotly.js v" in body
+    assert main(["--home", str(home), "inspect", "--agent", "nobody"]) == 2
+    err = capsys.readouterr().err
+    assert "agent 'nobody'" in err and err.count("\n") == 1
+    assert main(["--home", str(home), "inspect", "--agent", AGENT, "--query", "Lisbon"]) == 2
+    assert "--query and --no-recall go with --out" in capsys.readouterr().err
