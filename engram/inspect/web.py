@@ -3,6 +3,7 @@
 
     GET /inspect?agent=A[&discussion=D]     the page (without `agent`: the home's agents, each a link)
     GET /inspect/api/<view>?agent=A&…        a view's answer as JSON
+    GET /inspect/assets/plotly-<version>.min.js   Plotly as the `plotly` package ships it (cached by the browser)
 
 A refusal is the server's JSON error, `{"error": {"code", "message"}}`: 400 `invalid_id` (an unsafe id),
 422 `invalid_request` (a bad view, parameter or value), 404 `not_found` (nothing there). engram's server
@@ -19,10 +20,13 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from engram.ids import InvalidIdError
 from engram.inspect.api import BadId, InspectError, Inspector, NotFound
-from engram.inspect.page import served_html
+from engram.inspect.page import plotly_bytes, plotly_version, served_html
 from engram.inspect.source import MemoryReader
 
 MOUNT = "/inspect"
+
+
+IMMUTABLE = "public, max-age=31536000, immutable"  # a versioned asset: its URL changes with its content
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,11 @@ class Response:
     status: int
     content_type: str
     body: bytes
+    cache: str = "no-store"  # the Cache-Control a server sends: memory changes, so answers are never reused
+
+
+def plotly_path(mount: str = MOUNT) -> str:
+    return f"{mount.rstrip('/')}/assets/plotly-{plotly_version()}.min.js"
 
 
 def _json(status: int, data: dict) -> Response:
@@ -54,6 +63,9 @@ def respond(reader: MemoryReader, path: str, query: str, *, home: str, mount: st
     params = dict(parse_qsl(query, keep_blank_values=True))
     inspector = Inspector(reader)
     api = mount.rstrip("/") + "/api/"
+    plotly = plotly_path(mount)
+    if path == plotly:
+        return Response(200, "text/javascript; charset=utf-8", plotly_bytes(), cache=IMMUTABLE)
     try:
         if path.startswith(api):
             return _json(200, inspector.get(path[len(api):], params))
@@ -61,7 +73,8 @@ def respond(reader: MemoryReader, path: str, query: str, *, home: str, mount: st
             agent = params.get("agent")
             if not agent:
                 return Response(200, "text/html; charset=utf-8", _agents_page(reader, mount, may).encode())
-            page = served_html(inspector, agent, params.get("discussion") or None, base=api.rstrip("/"), home=home)
+            page = served_html(inspector, agent, params.get("discussion") or None, base=api.rstrip("/"), home=home,
+                               plotly_src=plotly)
             return Response(200, "text/html; charset=utf-8", page.encode())
     except (InvalidIdError, BadId) as exc:
         return _error(400, "invalid_id", str(exc))

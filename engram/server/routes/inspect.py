@@ -1,5 +1,5 @@
 """The web inspector, served: `GET /inspect?agent=A[&discussion=D]` (the page), `GET /inspect` (the agents),
-`GET /inspect/api/<view>?agent=A&…` (what the page asks while you look).
+`GET /inspect/api/<view>?agent=A&…` (what the page asks while you look), `GET /inspect/assets/plotly-<v>.min.js`.
 
 Everything is answered by `engram.inspect.web.respond` over an `EngramReader` of this server's own `Api`:
 SQL through the runtime's confined query, recall with `record=False`, so looking at memory never changes it.
@@ -43,7 +43,7 @@ async def _serve(request: Request) -> Response:
         await run_in_threadpool(ensure_state, state)
     answer = await run_in_threadpool(_answer, state.api, request.url.path, request.url.query, principal)
     return Response(answer.body, status_code=answer.status, media_type=answer.content_type,
-                    headers={"Cache-Control": "no-store"})
+                    headers={"Cache-Control": answer.cache})
 
 
 @router.get(MOUNT, include_in_schema=False)
@@ -58,4 +58,9 @@ async def page_slash(request: Request) -> Response:
 
 @router.get(MOUNT + "/api/{view}", include_in_schema=False)
 async def view(request: Request, view: str) -> Response:
+    return await _serve(request)
+
+
+@router.get(MOUNT + "/assets/{name}", include_in_schema=False)
+async def asset(request: Request, name: str) -> Response:
     return await _serve(request)
