@@ -17,6 +17,12 @@ class SettingsChanged(Event, tag="SettingsChanged"):
     settings: dict
     content_hash: str
 
+    def check(self) -> None:
+        # Every fold parses `settings` with the model of its scope: what it cannot parse is refused now.
+        from engram.settings import check_recorded_settings
+
+        check_recorded_settings(self.scope, self.name, self.settings)
+
 
 class ClockTick(Event, tag="ClockTick"):
     """Periodic work is driven by these, so that replay reproduces it (ts = the tick time)."""
@@ -31,6 +37,12 @@ class GenerationStarted(Event, tag="GenerationStarted"):
     generation: int
     reason: str
     settings: dict | None = None
+
+    def check(self) -> None:
+        if self.settings is not None:
+            from engram.settings import SCOPE_DISCUSSION, check_recorded_settings
+
+            check_recorded_settings(SCOPE_DISCUSSION, "GenerationStarted.settings", self.settings)
 
 
 class DiscussionForgotten(Event, tag="DiscussionForgotten"):

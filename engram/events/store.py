@@ -22,6 +22,7 @@ import pyarrow as pa
 from engram.events import codec
 from engram.events.base import Event
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
+from engram.events.validation import InvalidEvent, check_event, check_write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -80,11 +81,27 @@ class PayloadTooLarge(AppendError):
     pass
 
 
+class EventRejected(AppendError):
+    """An event that its folds could not accept (see `engram.events.validation`); nothing of the call was written."""
+
+
 _json_encoder = msgspec.json.Encoder()
 
 
 def _encode(event: Event) -> bytes:
     return _json_encoder.encode(event)
+
+
+def _encode_checked(event: Event) -> bytes:
+    """The event's JSON payload, once it is known that every fold of its type accepts it."""
+    try:
+        payload = _encode(event)
+    except UnicodeEncodeError:
+        raise InvalidEvent(f"{event.tag()}: a text field is not valid Unicode (a lone surrogate)") from None
+    except (TypeError, OverflowError, msgspec.EncodeError) as exc:
+        raise InvalidEvent(f"{event.tag()}: {exc}") from None
+    check_event(event, payload)
+    return payload
 
 
 _PREPARED_SCHEMA = pa.schema(
@@ -120,7 +137,11 @@ class _Prepared:
     def __init__(self, write: Write, max_payload_bytes: int):
         self.write = write
         events = write.events
-        payloads = [_encode(item.event) for item in events]
+        try:
+            check_write(write)
+            payloads = [_encode_checked(item.event) for item in events]
+        except InvalidEvent as exc:
+            raise EventRejected(f"stream {write.stream!r}: {exc}") from None
         for item, payload in zip(events, payloads):
             if len(payload) > max_payload_bytes:
                 raise PayloadTooLarge(
@@ -309,10 +330,16 @@ class EventStore:
         if segments:
             try:
                 self._insert(segments)
-            except Exception as exc:  # an unexpected database error fails the whole group
-                for pending, _ in staged:
+            except Exception as exc:
+                if len(staged) == 1:
+                    pending = staged[0][0]
                     pending.error = AppendError(f"commit failed: {exc}")
                     pending.done = True
+                    return
+                # One write broke the group's transaction (nothing of the group was written): commit the
+                # callers one by one, so that only the one at fault is refused and the others go in.
+                for pending, _ in staged:
+                    self._commit([pending])
                 return
         self._head = seq
         self._streams.update(streams_overlay)
