@@ -20,6 +20,7 @@ from engram.events.envelope import Appended, Write
 from engram.events.shards import shard_of
 from engram.ids import validate_agent
 from engram.ingest.messages import IncomingMessage, discussion_write
+from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
 
 
 class Engram:
@@ -88,13 +89,20 @@ class Engram:
         return all(ray.get([s.wait_projections.remote(h, timeout) for s, h in zip(shards, heads)]))
 
     def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        """Run SQL over the log and projections. With several shards, each shard runs the query
-        on its own data and the rows are concatenated (aggregates are per shard then)."""
+        """Run read-only SQL over the log and projections (no row limit), as (column names, rows)."""
+        result = self.sql_result(query, params, max_rows=None)
+        return result.columns, result.rows
+
+    def sql_result(self, query: str, params: list | None = None, *, agents: list[str] | None = None,
+                   timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS) -> QueryResult:
+        """Read-only, confined SQL (`engram.sql`). With several shards, each shard runs the query on its own
+        data and the rows are concatenated (aggregates are per shard then)."""
         shards = self.runtime.shards()
-        results = ray.get([s.query.remote(query, params) for s in shards])
-        names = results[0][0]
-        rows = [row for _, shard_rows in results for row in shard_rows]
-        return names, rows
+        results = ray.get([s.sql.remote(query, params, agents, timeout_s, max_rows) for s in shards])
+        rows = [row for r in results for row in r.rows]
+        truncated = any(r.truncated for r in results) or (max_rows is not None and len(rows) > max_rows)
+        return QueryResult(columns=results[0].columns, rows=rows[:max_rows] if max_rows is not None else rows,
+                           truncated=truncated)
 
     def status(self) -> list[dict]:
         """Per shard: head, projection positions, consumer (policy) positions, lag, event counts."""

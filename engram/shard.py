@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import duckdb
+import msgspec
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.events.store import EventStore, compact_database
@@ -28,7 +29,7 @@ from engram.projections.base import ProjectionContext
 from engram.projections.compare import differences
 from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
-from engram import sqlviews
+from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, QueryResult, run_readonly
 
 log = logging.getLogger(__name__)
 
@@ -140,18 +141,28 @@ class ShardHost:
 
     # --------------------------------------------------------------- SQL and status
 
+    def sql(
+        self,
+        sql: str,
+        params: Sequence | None = None,
+        *,
+        agents: Sequence[str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+    ) -> QueryResult:
+        """Run one read-only statement over this shard's log and projections, confined (`engram.sql`):
+        never on the writer's connection; with `agents`, over those agents' rows only."""
+        return run_readonly(sql, self._sql_source(), params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
+
     def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
-        """Run SQL with engram's views (events, messages, projections) on this shard."""
-        cur = self.store.cursor()
-        try:
-            catalog = cur.execute("SELECT current_database()").fetchone()[0]
-            sqlviews.create_log_views(cur, {self.shard: f'"{catalog}".main.events'})
-            sqlviews.create_projection_views(cur, {self.shard: "proj"}, self.paths)
-            res = cur.execute(sql, params or [])
-            names = [d[0] for d in res.description] if res.description else []
-            return names, res.fetchall()
-        finally:
-            cur.close()
+        """`sql` without a row limit, as (column names, rows)."""
+        result = self.sql(sql, params, max_rows=None)
+        return result.columns, result.rows
+
+    def _sql_source(self) -> LiveShard:
+        catalog = self.store.query("SELECT current_database()")[1][0][0]
+        return LiveShard(shard=self.shard, cursor=self.store.cursor, log_table=f'"{catalog}".main.events',
+                         projection_catalog="proj", projections=self.paths)
 
     def status(self) -> dict:
         names, rows = self.store.query("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
@@ -163,6 +174,8 @@ class ShardHost:
             "projection_lag": self.store.head() - self.runner.durable_position,
             "projection_error": None if self._error is None else repr(self._error),
             "events_by_type": dict(rows),
+            # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
+            "fold_failed": [msgspec.to_builtins(f) for f in self.runner.failures()],
         }
 
     # --------------------------------------------------------------- replay

@@ -1,5 +1,8 @@
 """The SQL face of engram: views over the log and the projections, for `engram sql`.
 
+User SQL runs through `engram.sql.run_readonly` (read-only, confined); this module only defines
+the views, over whatever relations a session is given.
+
 - `events`: every event of every shard, its envelope plus one column per payload field of
   the catalogue (typed where the field has one type across the catalogue, JSON otherwise).
 - `ev_<type>`: one view per event type, with just that type's fields (e.g. `ev_message_appended`).
@@ -93,34 +96,68 @@ def create_log_views(con: duckdb.DuckDBPyConnection, logs: dict[int, str]) -> No
     )
 
 
-def create_projection_views(con: duckdb.DuckDBPyConnection, catalogs: dict[int, str], paths: ProjectionPaths) -> None:
-    """Views over projection tables (unioned across shard catalogs) and projection files."""
+# Tables the projection runner keeps beside the projections' own (see engram.projections.runner).
+RUNNER_TABLES = ("fold_failed",)
+
+
+def log_view_types() -> dict[str, frozenset[str] | None]:
+    """Each view over the log and the event types it reads (None: every type)."""
+    views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended"})}
+    views.update({f"ev_{snake(tag)}": frozenset({tag}) for tag in registry()})
+    return views
+
+
+def projection_table_names() -> list[str]:
     from engram.projections.registry import projection_classes
 
+    return [t for cls in projection_classes() for t in getattr(cls, "tables", ())] + list(RUNNER_TABLES)
+
+
+def derived_views(paths: ProjectionPaths) -> dict[str, str]:
+    """Views the projections define over other views (e.g. `trace_strength`), by name."""
+    from engram.projections.registry import projection_classes
+
+    out: dict[str, str] = {}
     for cls in projection_classes():
-        for table in getattr(cls, "tables", ()):
-            parts = [
-                f"SELECT {shard}::INTEGER AS shard, * FROM {cat}.{table}"
-                for shard, cat in sorted(catalogs.items())
-                if _has_table(con, cat, table)
-            ]
-            if parts:
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {' UNION ALL BY NAME '.join(parts)}")
         views = getattr(cls, "sql_views", None)
         if views is not None:
-            for name, sql in views(paths).items():
-                try:
-                    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
-                except duckdb.Error:
-                    # A file view over files that do not exist yet (e.g. no memories): leave it out.
-                    continue
+            out.update(views(paths))
+    return out
+
+
+def existing_projection_tables(con: duckdb.DuckDBPyConnection, catalogs: dict[int, str]) -> dict[str, list[tuple[int, str]]]:
+    """{table: [(shard, "catalog.table"), ...]} for the projection tables each shard's catalog holds."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for table in projection_table_names():
+        for shard, cat in sorted(catalogs.items()):
+            if _has_table(con, cat, table):
+                found.setdefault(table, []).append((shard, f"{cat}.{table}"))
+    return found
+
+
+def create_projection_views(con: duckdb.DuckDBPyConnection, catalogs: dict[int, str], paths: ProjectionPaths) -> None:
+    """Views over projection tables (unioned across shard catalogs) and projection files."""
+    create_table_views(con, existing_projection_tables(con, catalogs), paths)
+
+
+def create_table_views(con: duckdb.DuckDBPyConnection, relations: dict[str, list[tuple[int, str]]], paths: ProjectionPaths) -> None:
+    """One view per projection table over its `relations` ({table: [(shard, relation)]}), then the derived views."""
+    for table, parts in relations.items():
+        union = " UNION ALL BY NAME ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {rel}" for shard, rel in parts)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {union}")
+    for name, sql in derived_views(paths).items():
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+        except duckdb.Error:
+            # A view over tables that do not exist yet (e.g. no traces): leave it out.
+            continue
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> bool:
     return bool(
         con.execute(
             "SELECT 1 FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [catalog, table]
-        ).fetchone()
+        ).fetchall()
     )
 
 

@@ -59,6 +59,11 @@ class ShardActor:
     def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
         return self.host.query(sql, params)
 
+    def sql(self, sql: str, params: list | None = None, agents: list[str] | None = None,
+            timeout_s: float | None = None, max_rows: int | None = None):
+        """Read-only, confined SQL (`engram.sql.run_readonly`); the API's entry point for user queries."""
+        return self.host.sql(sql, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
+
     def status(self) -> dict:
         return self.host.status()
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import duckdb
 
-from engram.cli.common import config_from, joined_address, open_engram, print_rows, readonly_session
+import sys
+
+from engram.cli.common import config_from, joined_address, open_engram, print_rows
 from engram.cli.errors import UsageError
+from engram.home import Home, ProjectionPaths
+from engram.sql import HomeFiles, run_readonly
+
+
+def home_files(config) -> HomeFiles:
+    home = Home(config.home, config.shards)
+    return HomeFiles({s: home.log_path(s) for s in range(config.shards)}, ProjectionPaths(home.projections_dir))
 
 
 def register(sub) -> None:
@@ -23,19 +32,21 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from engram.sql import SqlError, check_statement
+
     config = config_from(args)
-    if joined_address(args, config):
-        with open_engram(args, config) as mem:
-            names, rows = mem.sql(args.query)
-    else:
-        try:
-            con = readonly_session(config)
-            res = con.execute(args.query)
-            names = [d[0] for d in res.description] if res.description else []
-            rows = res.fetchall()
-        except duckdb.IOException as exc:
-            raise UsageError(f"{exc}\n(is another engram process writing this home? start `engram serve` to share it)") from None
-        except duckdb.Error as exc:
-            raise UsageError(str(exc)) from None
-    print_rows(names, rows, args.fmt)
+    try:
+        check_statement(args.query)  # refused before anything starts
+        if joined_address(args, config):
+            with open_engram(args, config) as mem:
+                result = mem.sql_result(args.query)
+        else:
+            result = run_readonly(args.query, home_files(config))
+    except SqlError as exc:
+        raise UsageError(str(exc)) from None
+    except duckdb.IOException as exc:
+        raise UsageError(f"{exc}\n(is another engram process writing this home? start `engram serve` to share it)") from None
+    print_rows(result.columns, result.rows, args.fmt)
+    if result.truncated:
+        print(f"(only the first {len(result.rows)} rows are shown)", file=sys.stderr)
     return 0

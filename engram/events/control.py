@@ -59,3 +59,12 @@ class Purged(Event, tag="Purged"):
     """What an erased event's row holds after a purge: its payload is gone from the log file."""
 
     original_type: str
+
+
+class Unreadable(Event, tag="Unreadable"):
+    """What a read gives in place of a stored event that does not decode (written before events were
+    validated, or by a newer engram): folds skip it, and the shard quarantines it (`fold_failed`).
+    Never appended."""
+
+    original_type: str
+    error: str

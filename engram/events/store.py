@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from engram.events import codec
 from engram.events.base import Event
+from engram.events.control import Unreadable
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
 from engram.events.validation import InvalidEvent, check_event, check_write
 
@@ -494,10 +495,15 @@ class EventStore:
         finally:
             cur.close()
         decode, shard = codec.decode, self.shard
-        return [
-            Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
-            for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
-        ]
+        try:
+            return [
+                Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
+                for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
+            ]
+        except Exception:  # an event that does not decode: read row by row, and stand in for it
+            out = [self._record(r) for r in rows]
+            # A reader asking for types gets events of those types; the stand-ins go to whole-log readers.
+            return out if types is None else [r for r in out if not isinstance(r.event, Unreadable)]
 
     def iter_events(self, after: int = 0, *, to_seq: int | None = None, batch: int = 50_000, **filters) -> Iterator[Recorded]:
         """All matching events after `after`, read in batches."""
@@ -539,10 +545,12 @@ class EventStore:
 
     def _record(self, row: tuple) -> Recorded:
         seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
+        try:
+            event = codec.decode(type_, schema_version, payload)
+        except Exception as exc:
+            event = Unreadable(original_type=type_, error=f"{type(exc).__name__}: {exc}"[:500])
         # Positional: this runs once per event on every replay.
-        return Recorded(
-            seq, stream, version, agent, ts_us, codec.decode(type_, schema_version, payload), causation, event_id, self.shard
-        )
+        return Recorded(seq, stream, version, agent, ts_us, event, causation, event_id, self.shard)
 
     def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
         """Run read-only SQL on this shard's connection; returns column names and rows."""
