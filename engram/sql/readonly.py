@@ -257,8 +257,8 @@ def _load(con: duckdb.DuckDBPyConnection, source: Source, sql: str, agents: list
                 name = f"_log_{shard:03d}"
                 con.register(name, _fetch(trusted, table, agents, types))
                 relations[shard] = name
-        sqlviews.create_log_views(con, relations)
-        found = sqlviews.existing_projection_tables(trusted, catalogs)
+        sqlviews.create_log_views(con, relations, only=wanted)
+        found = sqlviews.existing_projection_tables(trusted, catalogs, only=set(tables))
         parts: dict[str, list[tuple[int, str]]] = {}
         for table in tables:
             for shard, qualified in found.get(table, []):
@@ -267,7 +267,7 @@ def _load(con: duckdb.DuckDBPyConnection, source: Source, sql: str, agents: list
                 name = f"_proj_{shard:03d}_{table}"
                 con.register(name, _fetch(trusted, qualified, agents, None))
                 parts.setdefault(table, []).append((shard, name))
-        sqlviews.create_table_views(con, parts, source.projections)
+        sqlviews.create_table_views(con, parts, source.projections, only=wanted)
 
 
 def _referenced(con: duckdb.DuckDBPyConnection, sql: str, paths: ProjectionPaths) -> set[str]:
