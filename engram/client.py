@@ -73,6 +73,13 @@ class Engram:
         self._synced.add(agent)
         return sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
 
+    def require_agent(self, agent: str) -> None:
+        """Raise UnknownAgent unless `agent` exists in this home (events in the log, or a configuration file)."""
+        from engram.settings import require_known_agent
+
+        streams = ray.get(self.runtime.shard(self.shard_of(agent)).streams.remote())
+        require_known_agent(self.runtime.home, agent, {a for _, a in streams.values()})
+
     # ------------------------------------------------------------------ reading
 
     def read(self, agent: str, after: int = 0, **filters):
@@ -113,6 +120,8 @@ class Engram:
             shards[shard].setdefault("consumers", {}).update(rep["positions"])
             if rep["errors"]:
                 shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
+            if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log
+                shards[shard].setdefault("consumers_rebuilt", {}).update(rep["rebuilt"])
         return shards
 
     def wait_idle(self, timeout: float = 600.0, on_progress=None) -> bool:

@@ -92,6 +92,7 @@ class CognitiveMemory:
             validate_discussion(discussion)
         if not query.strip():
             raise ValueError("the query is empty")
+        self.mem.require_agent(agent)  # a mistyped agent records nothing
         self.mem.sync_settings(agent)  # personality and weights as agent.config.json says now
         head = ray.get(self.mem.runtime.shard(self.mem.shard_of(agent)).head.remote()) if fresh else None
         return ray.get(

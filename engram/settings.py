@@ -36,6 +36,26 @@ def check_recorded_settings(scope: str, name: str, settings: dict) -> None:
     parse(model, settings, name)
 
 
+class UnknownAgent(LookupError):
+    """A read for an agent this home has never heard of (a typo, usually): nothing is recorded for it."""
+
+
+def require_known_agent(home: Home, agent: str, agents_in_log: set[str]) -> None:
+    """Raise UnknownAgent unless `agent` has events in the log or a configuration file in the home.
+
+    Reads (recall, working memory, …) call this before recording the agent's settings, so that a
+    mistyped agent name does not create settings events for an agent that does not exist."""
+    validate_agent(agent)
+    if agent in agents_in_log or home.agent_config_path(agent).exists():
+        return
+    import difflib
+
+    known = sorted(agents_in_log)
+    close = difflib.get_close_matches(agent, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else (f"; the agents are {', '.join(known)}" if known else "")
+    raise UnknownAgent(f"no agent {agent!r} in {home.root}{hint}")
+
+
 def agent_stream(agent: str) -> str:
     return f"agent:{validate_agent(agent)}"
 

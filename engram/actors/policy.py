@@ -109,7 +109,7 @@ class PolicyActor:
             return self.host.run_until_caught_up()
 
     def status(self) -> dict:
-        return {"positions": self.host.positions(), "errors": dict(self.host.errors)}
+        return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt)}
 
     def close(self) -> bool:
         self._stop.set()

@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from engram.config.errors import ConfigError
     from engram.ids import InvalidIdError
+    from engram.settings import UnknownAgent
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (UsageError, InvalidIdError, ConfigError) as exc:
+    except (UsageError, InvalidIdError, ConfigError, UnknownAgent) as exc:
         print(f"engram: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

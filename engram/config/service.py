@@ -22,7 +22,7 @@ SERVICE_FILE_NAME = "engram.json"
 class RaySettings(ConfigModel):
     address: str | None = None  # None: start a local Ray instance (the embedded default)
     namespace: str = "engram"
-    num_cpus: int | None = None
+    num_cpus: int | None = Field(None, ge=1)
     # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:
     # more members spread a group's logical actors (one Summarizer per discussion) over more processes.
     pools: dict[str, Annotated[int, Field(ge=1, le=64)]] = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.policies.base import Policy
+from engram.policies.base import IncompatibleSnapshot, Policy
 from engram.projections.base import atomic_write
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,21 @@ class PolicyHost:
         self.state_dir = state_dir
         self.batch = batch
         self.errors: dict[str, str] = {}
+        # Policies whose snapshot could not be restored and that rebuild their state from the log, and why.
+        self.rebuilt: dict[str, str] = {}
         self._saved: dict[str, bytes] = {}
-        for p in self.policies:
+        for i, p in enumerate(self.policies):
             path = self._snapshot_path(p)
-            if path is not None and path.exists():
+            if path is None or not path.exists():
+                continue
+            try:
                 p.load_snapshot(path.read_bytes())
+            except Exception as exc:  # IncompatibleSnapshot, or a restore that failed half-way
+                reason = str(exc) if isinstance(exc, IncompatibleSnapshot) else f"restoring failed: {exc!r}"
+                log.warning("policy %s: snapshot %s not restored (%s); rebuilding its state from the log",
+                            p.name, path.name, reason)
+                self.policies[i] = type(p)(p.ctx)  # a fresh instance: nothing of the failed restore is kept
+                self.rebuilt[p.name] = reason
 
     def _snapshot_path(self, p: Policy) -> Path | None:
         if self.state_dir is None:
