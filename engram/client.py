@@ -150,6 +150,16 @@ class Engram:
             time.sleep(0.1)
         return False
 
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
+        """Forget a discussion (or a whole agent) everywhere: log, projections, embedding cache, policy state
+        and snapshots (`engram.forgetting`). Raises KeyError for a discussion the agent does not have."""
+        from engram.forgetting import forget
+
+        shard_index = self.shard_of(agent)
+        shard = _Remote(self.runtime.shard(shard_index))
+        hosts = [_Remote(h) for (_, s, _), h in sorted(self.runtime.policies().items()) if s == shard_index]
+        return forget(shard, hosts, agent, discussion, reason=reason)
+
     def close(self) -> None:
         self.runtime.close()
 
@@ -158,6 +168,21 @@ class Engram:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Remote:
+    """An actor's methods called as plain ones (ray.get on each): what `engram.forgetting` drives."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        method = getattr(self._handle, name)
+
+        def call(*args, **kwargs):
+            return ray.get(method.remote(*args, **kwargs))
+
+        return call
 
 
 def now_us() -> int:

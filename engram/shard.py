@@ -10,6 +10,7 @@ This is a plain class; `engram.actors.shard` wraps it in a Ray actor.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -23,7 +24,9 @@ import duckdb
 import msgspec
 
 from engram.events.envelope import Appended, Recorded, Write
+from engram.forgetting import RecordingEmbedder
 from engram.events.store import EventStore, compact_database
+from engram.projections.base import atomic_write
 from engram.home import ProjectionPaths
 from engram.projections.base import ProjectionContext
 from engram.projections.compare import differences
@@ -60,7 +63,9 @@ class ShardHost:
         self._proj_cond = threading.Condition()
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self.recovered: list[str] = []  # what the start found broken or unfinished, and did about it
         self._open_projections()
+        self._finish_interrupted_work()
 
     def _open_projections(self) -> None:
         self.paths.root.mkdir(parents=True, exist_ok=True)
@@ -176,18 +181,21 @@ class ShardHost:
             "events_by_type": dict(rows),
             # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
             "fold_failed": [msgspec.to_builtins(f) for f in self.runner.failures()],
+            "unfinished_forgets": self.unfinished_forgets(),
+            "recovered": list(self.recovered),
         }
 
     # --------------------------------------------------------------- replay
 
-    def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None) -> dict:
+    def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None,
+                    services: dict[str, Any] | None = None) -> dict:
         """Rebuild every projection of this shard from position 0 into `out_dir`. No LLM is called."""
         paths = ProjectionPaths(out_dir)
         paths.root.mkdir(parents=True, exist_ok=True)
         db = duckdb.connect(str(paths.shard_db(self.shard)))
         started = time.perf_counter()
         try:
-            ctx = ProjectionContext(shard=self.shard, paths=paths, db=db, services=self.services)
+            ctx = ProjectionContext(shard=self.shard, paths=paths, db=db, services=services or self.services)
             runner = ProjectionRunner(build_projections(ctx), self.store.read)
             try:
                 events = runner.catch_up(to_seq=to_seq, until_us=until_us)
@@ -198,12 +206,22 @@ class ShardHost:
         seconds = time.perf_counter() - started
         return {"shard": self.shard, "events": events, "seconds": round(seconds, 3), "out": str(paths.root)}
 
-    def rebuild(self) -> dict:
-        """Replay this shard's projections from scratch and swap them in for the live ones."""
-        tmp = self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
+    @property
+    def _rebuild_dir(self) -> Path:
+        return self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
+
+    def rebuild(self, *, retain_cache: bool = False) -> dict:
+        """Replay this shard's projections from scratch and swap them in for the live ones.
+
+        The replay's directory stays until the swap is done: found at the next start, the rebuild is done
+        again. `retain_cache`: afterwards, the embedding cache keeps only the vectors this replay used (after
+        a forget: the vectors of forgotten texts go)."""
+        tmp = self._rebuild_dir
         if tmp.exists():
             shutil.rmtree(tmp)
-        report = self.replay_into(tmp)
+        recorder = RecordingEmbedder(self.services.get("embedder")) if retain_cache and self.services.get("embedder") else None
+        services = dict(self.services, embedder=recorder) if recorder is not None else self.services
+        report = self.replay_into(tmp, services=services)
         self._close_projections()
         try:
             for old in self._outputs(self.paths):
@@ -212,17 +230,20 @@ class ShardHost:
                 target = self.paths.root / new.relative_to(tmp)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(new, target)
-        finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        finally:
             self._open_projections()
+        if recorder is not None:
+            report["cache_entries_removed"] = recorder.retain()
         report["out"] = str(self.paths.root)
         return report
 
     # --------------------------------------------------------------- forgetting
 
-    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
-        """Forget a discussion (or a whole agent): record it, erase the content from the log file,
-        and rebuild the projections so nothing of it is left in them either."""
+    def begin_forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> tuple[int, list[str]]:
+        """Record that a discussion (or a whole agent) is forgotten: the marker, durable before anything is
+        erased, so that a forget interrupted at any point is completed at the next start. Returns
+        (marker seq, the streams it forgets)."""
         from engram.events.control import AgentForgotten, DiscussionForgotten
         from engram.settings import agent_stream
 
@@ -232,17 +253,71 @@ class ShardHost:
                 raise KeyError(f"agent {agent!r} has no discussion {discussion!r}")
             marker, streams = DiscussionForgotten(discussion_id=discussion, reason=reason), [discussion]
         else:
+            if not owned:
+                raise KeyError(f"no agent {agent!r} in this shard's log")
             marker, streams = AgentForgotten(agent_id=agent, reason=reason), sorted(owned)
+        self._journal.parent.mkdir(parents=True, exist_ok=True)
         appended = self.store.append(agent_stream(agent), [marker], agent=agent)
-        self.wait_projections(appended.seqs[-1])
-        purged = self.store.purge_streams(streams)
+        return appended.seqs[-1], streams
+
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
+        """Erase what `begin_forget` recorded: the payloads in the log (and the log file rewritten, WAL
+        included), every projection rebuilt from the erased log, and the embedding cache cut down to what
+        the rebuilt projections use. Returns the report and the forgotten texts (in memory only: for
+        checking other state, e.g. policy snapshots)."""
+        atomic_write(self._journal, json.dumps({"marker_seq": marker_seq, "streams": streams}).encode())
+        self.wait_projections(marker_seq)
+        erasure = self.store.plan_erasure(streams, before_seq=marker_seq)
+        erased = self.store.erase(erasure.seqs)
         self._close_projections()
         self.store.close()
         compact_database(self.log_path)
         self.store = EventStore(self.log_path, **self._store_options)
         self._open_projections()
-        self.rebuild()
-        return {"forgotten": discussion or agent, "streams": streams, "events_erased": purged, "marker_seq": appended.seqs[-1]}
+        self.rebuild(retain_cache=True)
+        self._journal.unlink(missing_ok=True)
+        report = {"forgotten": streams, "events_erased": erased, "marker_seq": marker_seq}
+        return report, erasure.texts
+
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
+        """Forget a discussion (or a whole agent) in this shard: record it, erase its content and what derives
+        from it from the log file, and rebuild the projections so nothing of it is left in them either.
+        (Policies hold state too: `engram.forgetting.forget` coordinates them with this.)"""
+        marker_seq, streams = self.begin_forget(agent, discussion, reason=reason)
+        report, _ = self.complete_forget(marker_seq, streams)
+        report["forgotten"] = discussion or agent
+        report["streams"] = streams
+        return report
+
+    @property
+    def _journal(self) -> Path:
+        """Written while a forget erases (ids only): its presence at start means it did not finish."""
+        return self.log_path.with_name(self.log_path.stem + ".forgetting.json")
+
+    def unfinished_forgets(self) -> list[dict]:
+        """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
+        pending = [{"marker_seq": seq, "streams": streams} for seq, streams in self.store.unfinished_erasures()]
+        if self._journal.exists() and not pending:
+            try:
+                pending = [json.loads(self._journal.read_text())]
+            except (OSError, ValueError):
+                pending = [{"marker_seq": self.store.head(), "streams": []}]
+        return pending
+
+    def _finish_interrupted_work(self) -> None:
+        """At start: complete a forget or a rebuild that a crash interrupted (recorded in `recovered`)."""
+        for item in self.unfinished_forgets():
+            log.warning("completing an interrupted forget (marker %s)", item["marker_seq"])
+            if item["streams"]:
+                self.complete_forget(item["marker_seq"], item["streams"])
+            else:
+                self.rebuild(retain_cache=True)
+                self._journal.unlink(missing_ok=True)
+            self.recovered.append(f"completed an interrupted forget (marker seq {item['marker_seq']})")
+        if self._rebuild_dir.exists():
+            log.warning("completing an interrupted rebuild of shard %s", self.shard)
+            self.rebuild()
+            self.recovered.append("completed an interrupted rebuild of the projections")
 
     def verify_replay(self) -> list[str]:
         """Replay into a scratch directory and compare with the live projections.

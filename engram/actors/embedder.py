@@ -54,6 +54,10 @@ class EmbedderActor:
         return {"calls": s.calls, "texts_requested": s.texts_requested, "texts_computed": s.texts_computed,
                 "cache_hits": s.cache_hits}
 
+    def retain(self, model: str, keys: list[str]) -> int:
+        retain = getattr(self._get(), "retain", None)
+        return retain(model, set(keys)) if retain is not None else 0
+
     def close(self) -> bool:
         """Close the cache file (a later call opens it again)."""
         cache = getattr(self._embedder, "cache", None)
@@ -116,6 +120,10 @@ class RemoteEmbedder:
             return lambda: np.zeros((0, self.dim), dtype=np.float32)
         ref = self._actor().embed.remote(list(texts))
         return lambda: ray.get(ref)
+
+    def retain(self, model: str, keys: set[str]) -> int:
+        """The home's cache keeps only these vectors (after a forget)."""
+        return ray.get(self._actor().retain.remote(model, sorted(keys)))
 
     @property
     def stats(self) -> EmbedStats:

@@ -73,6 +73,12 @@ class ShardActor:
     def forget(self, agent: str, discussion: str | None = None, reason: str = "") -> dict:
         return self.host.forget(agent, discussion, reason=reason)
 
+    def begin_forget(self, agent: str, discussion: str | None = None, reason: str = "") -> tuple[int, list[str]]:
+        return self.host.begin_forget(agent, discussion, reason=reason)
+
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
+        return self.host.complete_forget(marker_seq, streams)
+
     def streams(self) -> dict[str, tuple[int, str]]:
         return self.host.store.streams()
 

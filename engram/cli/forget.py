@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import ray
-
 from engram.cli.common import config_from, open_engram
 from engram.cli.errors import UsageError
 from engram.ids import validate_agent, validate_discussion
@@ -37,9 +35,8 @@ def run(args) -> int:
             return 1
     config = config_from(args)
     with open_engram(args, config) as mem:
-        shard = mem.runtime.shard(mem.shard_of(agent))
         try:
-            report = ray.get(shard.forget.remote(agent, discussion, args.reason))
+            report = mem.forget(agent, discussion, reason=args.reason)
         except KeyError as exc:
             raise UsageError(str(exc).strip("\"'")) from None
     print(json.dumps(report))

@@ -88,10 +88,18 @@ class AutoIngest(CognitivePolicy):
                 if rec.seq in turns:
                     writes.append(self._turn(rec, *turns[rec.seq]))
             else:
+                if rec.type == "DiscussionForgotten":  # its last message goes with it
+                    self.previous.pop(rec.event.discussion_id, None)
+                elif rec.type == "AgentForgotten":
+                    self.previous = {s: v for s, v in self.previous.items() if s not in self._streams_of(rec.agent)}
                 pending.append(rec)
         if pending:
             self.fold(pending)
         return writes
+
+    def _streams_of(self, agent: str) -> set[str]:
+        mem = self.memories.get(agent)
+        return set(mem.last_in_stream) if mem is not None else set()
 
     def _is_turn(self, rec: Recorded) -> bool:
         return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)

@@ -38,6 +38,7 @@ class PolicyHost:
         # Policies whose snapshot could not be restored and that rebuild their state from the log, and why.
         self.rebuilt: dict[str, str] = {}
         self._saved: dict[str, bytes] = {}
+        self._hold_snapshots = False  # a forget is under way: no snapshot is written until `scrub`
         for i, p in enumerate(self.policies):
             path = self._snapshot_path(p)
             if path is None or not path.exists():
@@ -128,11 +129,53 @@ class PolicyHost:
             total += n
         return total
 
+    # ------------------------------------------------------------------ forgetting (engram.forgetting)
+
+    def pause(self) -> None:
+        """Nothing to pause here: this host runs only when called (an actor pauses its loop)."""
+
+    def resume(self) -> None:
+        pass
+
+    def discard_snapshots(self) -> None:
+        """Delete this host's snapshots, and write none until `scrub`: a crash from here on restarts the
+        policies from the (erased) log rather than from state that may hold forgotten text."""
+        self._hold_snapshots = True
+        for p in self.policies:
+            path = self._snapshot_path(p)
+            if path is not None:
+                path.unlink(missing_ok=True)
+            self._saved.pop(p.name, None)
+
+    def drain(self) -> int:
+        return self.run_until_caught_up()
+
+    def scrub(self, texts: list[str]) -> list[str]:
+        """Rebuild from the log every policy whose state still holds one of the forgotten `texts` (its own forget
+        handling missed it), then write the snapshots again. Returns the names of the policies rebuilt."""
+        from engram.forgetting import search_terms
+
+        terms = search_terms(texts)
+        reset = []
+        for i, p in enumerate(self.policies):
+            if terms and _holds(p, terms):
+                self.policies[i] = type(p)(p.ctx)
+                self.rebuilt[p.name] = "its state held forgotten text after a forget"
+                reset.append(p.name)
+        if reset:
+            self.run_until_caught_up()
+            for p in self.policies:
+                if _holds(p, terms):
+                    log.error("policy %s rebuilt from the erased log still holds forgotten text", p.name)
+        self._hold_snapshots = False
+        self.save()
+        return reset
+
     def save(self, snapshots: bool = True) -> None:
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
-                data = p.snapshot() if snapshots else None
+                data = p.snapshot() if snapshots and not self._hold_snapshots else None
                 if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
                     atomic_write(path, data)
                     self._saved[p.name] = data
@@ -146,3 +189,11 @@ class PolicyHost:
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}
+
+
+def _holds(policy: Policy, terms: list[bytes]) -> bool:
+    """Whether `policy`'s state (as a snapshot would hold it, written or not) contains one of `terms`."""
+    import pickle
+
+    data = pickle.dumps(policy.state(), protocol=pickle.HIGHEST_PROTOCOL)
+    return any(t in data for t in terms)

@@ -1,0 +1,144 @@
+"""Kill -9 trials: a process appends to a shard's log with group commits (and folds its projections) and is
+killed at a random moment; then the log is checked. Used by tests/reliability/test_crashes.py and bench/soak.py.
+
+Children are forked from a forkserver that has engram imported, so a trial costs the work, not a Python start.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+_ctx = None
+
+
+def context():
+    global _ctx
+    if _ctx is None:
+        _ctx = multiprocessing.get_context("forkserver")
+        _ctx.set_forkserver_preload(["engram.shard", "engram.events.store", "tests.reliability.crash"])
+    return _ctx
+
+
+class Ack(msgspec.Struct, array_like=True):
+    write: str
+    seqs: list[int]
+
+
+def _append_child(root: str, seed: int, with_projections: bool, writers: int) -> None:
+    """Append forever from `writers` threads; every acknowledged write is recorded in acks.log."""
+    from engram.events.envelope import NewEvent, Write
+    from engram.events.messages import MessageAppended
+    from engram.events.store import EventStore
+    from engram.shard import ShardHost
+
+    root_path = Path(root)
+    if with_projections:
+        host = ShardHost(root_path / "log" / "shard-000.duckdb", root_path / "projections")
+        append = host.append_many
+    else:
+        store = EventStore(root_path / "log" / "shard-000.duckdb")
+        append = store.append_many
+    acks = os.open(root_path / "acks.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    encoder = msgspec.json.Encoder()
+    (root_path / "ready").touch()
+
+    def writer(t: int) -> None:
+        rng = random.Random(seed * 100 + t)
+        n = 0
+        while True:
+            n += 1
+            size = 80 if rng.random() < 0.05 else rng.randint(1, 5)  # now and then a large (Arrow) commit
+            name = f"t{t}-w{n}"
+            events = tuple(
+                NewEvent(MessageAppended(role="user", content=f"{name} event {i} " + "x" * rng.randint(0, 200),
+                                         message_id=f"{name}-e{i}", token_estimate=3),
+                         ts_us=1_700_000_000_000_000 + n * 1000 + i, event_id=f"{name}-e{i}")
+                for i in range(size)
+            )
+            result = append([Write(stream=f"s{t}-{n % 3}", agent=f"a{t % 2}", events=events)])[0]
+            os.write(acks, encoder.encode(Ack(write=f"{name}/{size}", seqs=list(result.seqs))) + b"\n")
+
+    threads = [threading.Thread(target=writer, args=(t,), daemon=True) for t in range(writers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+
+
+@dataclass
+class TrialResult:
+    acked_writes: int = 0
+    events: int = 0
+    problems: list[str] = field(default_factory=list)
+    replay_differences: list[str] = field(default_factory=list)
+
+
+def kill_during_appends(root: Path, seed: int, *, with_projections: bool = False, writers: int = 4,
+                        after_s: tuple[float, float] = (0.05, 0.4)) -> TrialResult:
+    """One trial: start appending, kill -9 after a random time, then check everything that must hold."""
+    root.mkdir(parents=True, exist_ok=True)
+    proc = context().Process(target=_append_child, args=(str(root), seed, with_projections, writers), daemon=True)
+    proc.start()
+    deadline = time.monotonic() + 60
+    while not (root / "ready").exists():
+        if not proc.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the appending child did not start (exit code {proc.exitcode})")
+        time.sleep(0.005)
+    time.sleep(random.Random(seed).uniform(*after_s))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    (root / "ready").unlink()
+    return check_log(root, with_projections=with_projections)
+
+
+def check_log(root: Path, *, with_projections: bool) -> TrialResult:
+    from engram.events.store import EventStore
+    from engram.shard import ShardHost
+
+    result = TrialResult()
+    acked = []
+    if (root / "acks.log").exists():
+        for line in (root / "acks.log").read_bytes().splitlines():
+            acked.append(msgspec.json.decode(line, type=Ack))
+    result.acked_writes = len(acked)
+    log_path = root / "log" / "shard-000.duckdb"
+    store = EventStore(log_path)  # opening at all: no stale lock
+    try:
+        rows = store.query("SELECT seq, event_id FROM events ORDER BY seq")[1]
+    finally:
+        store.close()
+    result.events = len(rows)
+    seqs = [r[0] for r in rows]
+    if seqs != list(range(1, len(seqs) + 1)):
+        result.problems.append(f"seq not gap-free: {len(seqs)} events, max {max(seqs, default=0)}")
+    by_write: dict[str, list[int]] = {}
+    for seq, event_id in rows:
+        by_write.setdefault(event_id.rsplit("-e", 1)[0], []).append(seq)
+    for ack in acked:
+        name, size = ack.write.split("/")
+        if by_write.get(name) != ack.seqs:
+            result.problems.append(f"acknowledged write {name} missing or changed: {by_write.get(name)} != {ack.seqs}")
+    sizes = {}
+    for seq, event_id in rows:
+        name = event_id.rsplit("-e", 1)[0]
+        sizes[name] = max(sizes.get(name, 0), int(event_id.rsplit("-e", 1)[1]) + 1)
+    for name, seq_list in by_write.items():
+        if len(seq_list) != sizes[name]:
+            result.problems.append(f"write {name} half-written: {len(seq_list)} of {sizes[name]} events")
+    if with_projections:
+        host = ShardHost(log_path, root / "projections", background=False)
+        try:
+            host.catch_up()
+            result.replay_differences = host.verify_replay()
+        finally:
+            host.close()
+    return result
