@@ -291,18 +291,11 @@ class ShardHost:
 
     @property
     def _journal(self) -> Path:
-        """Written while a forget erases (ids only): its presence at start means it did not finish."""
-        return self.log_path.with_name(self.log_path.stem + ".forgetting.json")
+        return forget_journal(self.log_path)
 
     def unfinished_forgets(self) -> list[dict]:
         """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
-        pending = [{"marker_seq": seq, "streams": streams} for seq, streams in self.store.unfinished_erasures()]
-        if self._journal.exists() and not pending:
-            try:
-                pending = [json.loads(self._journal.read_text())]
-            except (OSError, ValueError):
-                pending = [{"marker_seq": self.store.head(), "streams": []}]
-        return pending
+        return unfinished_forgets(self.store, self._journal)
 
     def _finish_interrupted_work(self) -> None:
         """At start: complete a forget or a rebuild that a crash interrupted (recorded in `recovered`)."""
@@ -354,3 +347,28 @@ class ShardHost:
             self._close_projections()
         finally:
             self.store.close()
+
+
+def forget_journal(log_path: Path) -> Path:
+    """Written while a forget erases (ids only): its presence at start means it did not finish."""
+    return log_path.with_name(log_path.stem + ".forgetting.json")
+
+
+def unfinished_forgets(store: EventStore, journal: Path) -> list[dict]:
+    """Forgets whose erasure did not finish: markers with content left before them, or a journal left behind."""
+    pending = [{"marker_seq": seq, "streams": streams} for seq, streams in store.unfinished_erasures()]
+    if journal.exists() and not pending:
+        try:
+            pending = [json.loads(journal.read_text())]
+        except (OSError, ValueError):
+            pending = [{"marker_seq": store.head(), "streams": []}]
+    return pending
+
+
+def unfinished_forgets_in(log_path: Path) -> list[dict]:
+    """`unfinished_forgets` of a shard whose files no process holds (`engram status` without a server)."""
+    store = EventStore(log_path, read_only=True)
+    try:
+        return unfinished_forgets(store, forget_journal(log_path))
+    finally:
+        store.close()

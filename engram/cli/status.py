@@ -34,6 +34,9 @@ def offline_status(config) -> list[dict]:
                 con.execute("SELECT type, count(*) FROM events GROUP BY type ORDER BY type").fetchall()
             )
             con.close()
+            from engram.shard import unfinished_forgets_in
+
+            entry["unfinished_forgets"] = unfinished_forgets_in(log_path)
         positions = {cls.name: 0 for cls in projection_classes()}
         db_path = paths.shard_db(shard)
         if db_path.exists():
@@ -81,4 +84,11 @@ def run(args) -> int:
             print(f"  consumer   {name:<24} position {pos:<10} lag {st['head'] - pos}")
         for t, n in st["events_by_type"].items():
             print(f"  {t:<32} {n}")
+        for item in st.get("unfinished_forgets", []):
+            print(f"  UNFINISHED FORGET (marker seq {item['marker_seq']}, {', '.join(item['streams']) or '?'}): "
+                  "completed when the shard next starts")
+        for item in st.get("fold_failed", []):
+            print(f"  quarantined event {item['seq']} ({item['type']}) for projection {item['projection']}: {item['error']}")
+        for line in st.get("recovered", []):
+            print(f"  recovered at start: {line}")
     return 0

@@ -142,3 +142,50 @@ def check_log(root: Path, *, with_projections: bool) -> TrialResult:
         finally:
             host.close()
     return result
+
+
+# ---------------------------------------------------------------------- a forget killed half-way
+
+FORGET_STAGES = {
+    # the log's payloads are erased (committed), the file not rewritten yet
+    "erased": ("engram.shard", "compact_database", None),
+    # the projections are half swapped: the old ones deleted, the first rebuilt one being moved in
+    "swapping": ("os", "replace", ".projections.rebuild-"),
+    # the shard is done; the policies' snapshots are deleted and not written again yet
+    "scrubbing": ("engram.policies.host:PolicyHost", "scrub", None),
+}
+
+
+def _forget_child(root: str, stage: str, agent: str, discussion: str) -> None:
+    import importlib
+
+    from tests.reliability.harness import LocalHome
+
+    target, attr, only_if = FORGET_STAGES[stage]
+    module, _, cls = target.partition(":")
+    owner = importlib.import_module(module)
+    owner = getattr(owner, cls) if cls else owner
+    original = getattr(owner, attr)
+
+    def block(*args, **kwargs):
+        if only_if is not None and not (only_if in str(args[0]) and only_if not in str(args[1])):
+            return original(*args, **kwargs)  # (for "swapping": only a move out of the rebuild directory)
+        Path(root, "blocked").touch()
+        time.sleep(3600)
+
+    setattr(owner, attr, block)
+    with LocalHome(Path(root) / "home") as local:
+        local.forget(agent, discussion)
+
+
+def kill_during_forget(root: Path, stage: str, agent: str, discussion: str) -> None:
+    """Start forgetting in a child process over the home at root/home, kill -9 it at `stage`."""
+    proc = context().Process(target=_forget_child, args=(str(root), stage, agent, discussion), daemon=True)
+    proc.start()
+    deadline = time.monotonic() + 120
+    while not (root / "blocked").exists():
+        if not proc.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the forgetting child did not reach {stage} (exit code {proc.exitcode})")
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()

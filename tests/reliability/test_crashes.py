@@ -17,3 +17,51 @@ def test_kill_9_during_group_commits_loses_no_acknowledged_append_and_half_write
         acked += result.acked_writes
         events += result.events
     assert acked > KILLS  # the kills landed while appends were being acknowledged
+
+
+from tests.reliability.crash import FORGET_STAGES, kill_during_forget  # noqa: E402
+from tests.reliability.test_forgetting import SECRET, T0, MINUTE, TRIP, WORK, _messages, files_holding  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def planted_home(tmp_path_factory):
+    """A home (hashing embedder, to keep the many copies cheap) with the secret in discussion "trip"."""
+    import json
+
+    from tests.reliability.harness import LocalHome
+
+    root = tmp_path_factory.mktemp("planted") / "home"
+    root.mkdir()
+    (root / "engram.json").write_text(json.dumps({"embedder": {"name": "hashing"}}))
+    with LocalHome(root) as local:
+        local.say("ana", "trip", _messages(TRIP, T0))
+        local.say("ana", "work", _messages(WORK, T0 + 30 * MINUTE))
+        local.settle()
+        local.recall("ana", f"what is my locker code {SECRET}?", now_us=T0 + 60 * MINUTE)
+        local.settle()
+    return root
+
+
+@pytest.mark.parametrize("stage", sorted(FORGET_STAGES))
+def test_a_forget_killed_half_way_is_completed_at_the_next_start(planted_home, tmp_path, stage):
+    import shutil
+
+    from engram.cli.status import offline_status
+    from engram.config.service import load_service_config
+    from tests.reliability.harness import LocalHome
+
+    home = tmp_path / "home"
+    shutil.copytree(planted_home, home)
+    kill_during_forget(tmp_path, stage, "ana", "trip")
+    pending = offline_status(load_service_config(home))[0].get("unfinished_forgets", [])
+    if stage != "scrubbing":  # the shard's part was not done: status says so
+        assert [p["streams"] for p in pending] == [["trip"]]
+    with LocalHome(home) as local:  # the next start
+        assert local.shard.unfinished_forgets() == []
+        if stage != "scrubbing":
+            assert any("interrupted forget" in line for line in local.shard.status()["recovered"])
+        local.settle()
+        assert local.shard.query("SELECT discussion_id FROM discussions")[1] == [("work",)]
+        assert local.shard.verify_replay() == []
+    assert files_holding(home, SECRET.encode()) == []
+    assert files_holding(home, b"Priya wants the churn numbers") != []
