@@ -64,15 +64,46 @@ class ShardHost:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self.recovered: list[str] = []  # what the start found broken or unfinished, and did about it
-        self._open_projections()
+        self._open_checked()
         self._finish_interrupted_work()
+
+    def _open_checked(self) -> None:
+        """Open the projections, checking their files first: damaged ones (truncated, corrupted) are detected
+        here, and the shard's projections are rebuilt from the log (reported in `status`)."""
+        damage = damaged_outputs(self.paths, self._outputs(self.paths))
+        if not damage:
+            try:
+                self._open_projections()
+                return
+            except Exception as exc:
+                damage = [f"{type(exc).__name__}: {_first_line(exc)}"]
+                self._discard_open_projections()
+        log.warning("shard %s: damaged projections (%s); rebuilding them from the log", self.shard, "; ".join(damage))
+        for old in self._outputs(self.paths):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        self._open_projections()
+        self.recovered.append(f"projections rebuilt from the log at start: {'; '.join(damage)[:500]}")
+
+    def _discard_open_projections(self) -> None:
+        """Let go of whatever a failed `_open_projections` opened."""
+        ctx = getattr(self, "_ctx", None)
+        if ctx is not None:
+            try:
+                ctx.db.close()
+            except Exception:
+                pass
+        try:
+            self.store.detach("proj")
+        except Exception:
+            pass
 
     def _open_projections(self) -> None:
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        self._ctx = None
         self.store.attach(self.paths.shard_db(self.shard), "proj")
         db = self.store.cursor()
-        db.execute("USE proj")
         self._ctx = ProjectionContext(shard=self.shard, paths=self.paths, db=db, services=self.services)
+        db.execute("USE proj")
         self.runner = ProjectionRunner(build_projections(self._ctx), self.store.read)
         self._stop = threading.Event()
         if self.background:
@@ -372,3 +403,35 @@ def unfinished_forgets_in(log_path: Path) -> list[dict]:
         return unfinished_forgets(store, forget_journal(log_path))
     finally:
         store.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def damaged_outputs(paths: ProjectionPaths, outputs: list[Path]) -> list[str]:
+    """Projection files that do not read back (a JSON or JSON Lines file that does not parse, a DuckDB file that
+    does not open): what a crash or a disk error can leave. Checked at start, before anything folds into them."""
+    found = []
+    files = [f for top in outputs for f in ([top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else [])]
+    for f in files:
+        if not f.is_file() or f.name.startswith("."):
+            continue
+        try:
+            if f.suffix == ".json":
+                json.loads(f.read_bytes())
+            elif f.suffix == ".jsonl":
+                for line in f.read_bytes().splitlines():
+                    if line.strip():
+                        json.loads(line)
+            elif f.suffix == ".db":
+                con = duckdb.connect(str(f), read_only=True)
+                try:
+                    for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+                        con.execute(f'SELECT count(*) FROM "{table}"').fetchall()
+                finally:
+                    con.close()
+        except Exception as exc:
+            found.append(f"{f.relative_to(paths.root)}: {type(exc).__name__}: {_first_line(exc)}")
+    return found
