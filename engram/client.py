@@ -56,15 +56,16 @@ class Engram:
         write = discussion_write(agent, discussion, messages, max_message_chars=self.config.limits.max_message_chars)
         return self.append([write])[0] if write else None
 
-    def sync_settings(self, agent: str, ts_us: int | None = None) -> int:
+    def sync_settings(self, agent: str, ts_us: int | None = None, *, fresh: bool = False) -> int:
         """Record the agent's settings files in the log if they changed since last recorded.
 
-        Event time of the record: `ts_us` (e.g. the first message it governs), else now.
+        Event time of the record: `ts_us` (e.g. the first message it governs), else now. Files are read once
+        per session, unless `fresh` (e.g. a regeneration that must use the settings on disk now).
         Returns the number of SettingsChanged events appended.
         """
         from engram.settings import SettingsView, agent_stream, sync_writes
 
-        if agent in self._synced:
+        if agent in self._synced and not fresh:
             return 0
         view = SettingsView()
         for rec in self.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):

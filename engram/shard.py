@@ -70,6 +70,9 @@ class ShardHost:
     def _open_checked(self) -> None:
         """Open the projections, checking their files first: damaged ones (truncated, corrupted) are detected
         here, and the shard's projections are rebuilt from the log (reported in `status`)."""
+        from engram.discussion.regenerate import mark_deleted_discussions
+
+        mark_deleted_discussions(self.paths.shard_db(self.shard), self.paths)  # before files are rendered again
         damage = damaged_outputs(self.paths, self._outputs(self.paths))
         if not damage:
             try:

@@ -15,7 +15,6 @@ import time
 from engram.cli.common import config_from, open_engram
 from engram.cli.discussion_support import log_agent
 from engram.cli.main import UsageError
-from engram.config import defaults as d
 
 
 def register(sub) -> None:
@@ -27,10 +26,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from engram.discussion.regenerate import HISTORY_TYPES, Generation, NothingToRegenerate
     from engram.discussion.runtime import EngramMemory, now_us
-    from engram.events.control import GenerationStarted
-    from engram.events.discussion import SummaryUpdateRequested
-    from engram.events.envelope import NewEvent, Write
     from engram.ids import validate_discussion
     from engram.settings import discussion_settings_event
 
@@ -40,35 +37,19 @@ def run(args) -> int:
     with open_engram(args, config) as mem:
         agent = log_agent(mem, discussion, args.agent)
         mem.sync_settings(agent)
-        history = mem.read(agent, stream=discussion, limit=None,
-                           types=["MessageAppended", "GenerationStarted", "SummaryUpdateRequested", "RollingSummaryUpdated"])
-        if not any(r.type == "MessageAppended" for r in history):
-            raise UsageError(f"discussion {discussion!r} has no messages to regenerate memories from")
-        generation = max([r.event.generation for r in history if r.type == "GenerationStarted"], default=0)
-        had_summary = any(r.type == "RollingSummaryUpdated" and r.event.generation == generation for r in history)
-        requests = [r.event for r in history if r.type == "SummaryUpdateRequested"]
-        new = generation + 1
-        ts = now_us()
-        events = []
-        if settings is not None:
-            events.append(NewEvent(settings, ts, f"settings:regenerate:g{new}:{settings.content_hash}"))
-        events.append(NewEvent(
-            GenerationStarted(generation=new, reason="engram regenerate", settings=settings.settings if settings else None),
-            ts, f"generation:{new}",
-        ))
-        if had_summary:
-            loop = requests[-1].loop_if_memories_exceed if requests else d.LOOP_IF_MEMORIES_EXCEED
-            events.append(NewEvent(
-                SummaryUpdateRequested(node="regenerate", min_memories_per_summary=1, loop_if_memories_exceed=loop),
-                ts, f"summary-request:regenerate:g{new}",
-            ))
+        history = mem.read(agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
+        try:
+            generation = Generation(agent, discussion, history, reason="engram regenerate", ts_us=now_us(), settings=settings)
+        except NothingToRegenerate as exc:
+            raise UsageError(str(exc)) from None
+        new, had_summary = generation.number, generation.had_summary
         started = time.perf_counter()
-        mem.append([Write(discussion, agent, tuple(events))])
+        mem.append([generation.write])
         memory = EngramMemory(mem, agent)
         failed = memory.drain(discussion)
         counts = memory.counts(discussion)
         seconds = time.perf_counter() - started
-    print(f"discussion {discussion!r} (agent {agent!r}): generation {new} supersedes generation {generation}"
+    print(f"discussion {discussion!r} (agent {agent!r}): generation {new} supersedes generation {generation.previous}"
           + (f", with the settings of {args.settings}" if args.settings else ""))
     print(f"  {counts['memories']} chunk memories and {counts['vector_memories']} vector memories from the full history "
           f"(consolidation mode: only the token threshold)"

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from engram.actors.pool import owner
@@ -128,7 +129,74 @@ def _request_id() -> str:
     return f"summary-request:{uuid.uuid4().hex}"
 
 
-class EngramMemory(MemoryFiles):
+class CreatorMemory(MemoryFiles, ABC):
+    """What memory creator nodes do, over a host that runs the Summarizer (Ray actors, or this process)."""
+
+
+    def ensure_memories(self, discussion: str) -> str:
+        before = self.counts(discussion)
+        regenerated = self.regenerate_if_deleted(discussion)
+        failed = self.settle(discussion)
+        return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
+
+    def request_summary(self, discussion: str, node: str, **params) -> str:
+        before = self.counts(discussion)
+        regenerated = self.regenerate_if_deleted(discussion)
+        event = summary_request(node, **params)
+        self.append([Write(validate_discussion(discussion), self.agent, (NewEvent(event, now_us(), _request_id()),))])
+        failed = self.settle(discussion)
+        return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
+
+    def regenerate_if_deleted(self, discussion: str) -> str:
+        """The guide's way to regenerate: every file of the discussion deleted from Public/ (while engram ran, or
+        found so at start) means a new generation from the full history, under the settings in force now."""
+        from engram.discussion.regenerate import DELETED_MARKER, HISTORY_TYPES, Generation, regeneration_wanted
+
+        marker = self.path(discussion, "").with_name(DELETED_MARKER.format(discussion=discussion))
+        files = {s: self.path(discussion, s) for s in (MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX)}
+        rows = self.sql(EXPECTED_SQL, [discussion])
+        if not rows or not regeneration_wanted(files, expected_files(rows[0]), marker):
+            return ""
+        self.sync_settings()
+        history = self.read_stream(discussion, HISTORY_TYPES)
+        generation = Generation(self.agent, discussion, history, reason="memory files deleted", ts_us=now_us())
+        self.append([generation.write])
+        marker.unlink(missing_ok=True)
+        return (f"the memory files were deleted: generation {generation.number} regenerated from the full history "
+                f"with the settings in force; ")
+
+    def heal(self, discussion: str) -> str:
+        """Some (not all) files deleted by hand come back from the log (no LLM call) when a creator node runs."""
+        from engram.discussion.rebuild import rebuild_discussion
+
+        rows = self.sql(EXPECTED_SQL, [discussion])
+        missing = self.missing_files(discussion, expected_files(rows[0])) if rows else []
+        if not missing:
+            return ""
+        records = self.read_stream(discussion, None)
+        rebuild_discussion(records, self.paths, self.agent, discussion, only_missing=True)
+        return f"restored from the log: {', '.join(p.name for p in missing)}; "
+
+    # What a host provides: SQL over the projections, the discussion's events, appending, settling, settings.
+    @abstractmethod
+    def sql(self, query: str, params: list) -> list[tuple]: ...
+
+    @abstractmethod
+    def read_stream(self, discussion: str, types) -> list: ...
+
+    @abstractmethod
+    def append(self, writes: list[Write]) -> None: ...
+
+    @abstractmethod
+    def settle(self, discussion: str) -> str:
+        """Let the discussion's Summarizer and the projections catch up; a line about a failure, else ""."""
+
+    @abstractmethod
+    def sync_settings(self) -> None: ...
+
+
+
+class EngramMemory(CreatorMemory):
     """Memory nodes over a running engram (`Engram` client, Ray actors)."""
 
     def __init__(self, mem, agent: str):
@@ -151,29 +219,20 @@ class EngramMemory(MemoryFiles):
         error = ray.get(handle.status.remote())["errors"].get("summarizer")
         return f"the Summarizer failed and will retry: {error}; " if error else ""
 
-    def ensure_memories(self, discussion: str) -> str:
-        before = self.counts(discussion)
-        failed = self.drain(discussion)
-        return failed + self.heal(discussion) + describe_change(before, self.counts(discussion))
+    def settle(self, discussion: str) -> str:
+        return self.drain(discussion)
 
-    def request_summary(self, discussion: str, node: str, **params) -> str:
-        before = self.counts(discussion)
-        event = summary_request(node, **params)
-        self.mem.append([Write(discussion, self.agent, (NewEvent(event, now_us(), _request_id()),))])
-        failed = self.drain(discussion)
-        return failed + self.heal(discussion) + describe_change(before, self.counts(discussion))
+    def sql(self, query: str, params: list) -> list[tuple]:
+        return self.mem.sql(query, params)[1]
 
-    def heal(self, discussion: str) -> str:
-        """Files deleted by hand come back from the log (no LLM call) when a creator node runs."""
-        from engram.discussion.rebuild import rebuild_discussion
+    def read_stream(self, discussion: str, types) -> list:
+        return self.mem.read(self.agent, stream=discussion, limit=None, types=list(types) if types else None)
 
-        _, rows = self.mem.sql(EXPECTED_SQL, [discussion])
-        missing = self.missing_files(discussion, expected_files(rows[0])) if rows else []
-        if not missing:
-            return ""
-        records = self.mem.read(self.agent, stream=discussion, limit=None)
-        rebuild_discussion(records, self.paths, self.agent, discussion, only_missing=True)
-        return f"restored from the log: {', '.join(p.name for p in missing)}; "
+    def append(self, writes: list[Write]) -> None:
+        self.mem.append(writes)
+
+    def sync_settings(self) -> None:
+        self.mem.sync_settings(self.agent, fresh=True)
 
 
 class LocalEngine:
@@ -237,32 +296,25 @@ class LocalEngine:
         self.close()
 
 
-class LocalMemory(MemoryFiles):
+class LocalMemory(CreatorMemory):
     """Memory nodes over a `LocalEngine`."""
 
     def __init__(self, engine: LocalEngine, agent: str):
         super().__init__(engine.paths, agent, engine.config.embedder)
         self.engine = engine
 
-    def ensure_memories(self, discussion: str) -> str:
-        before = self.counts(discussion)
+    def settle(self, discussion: str) -> str:
         self.engine.settle()
-        return self.heal(discussion) + describe_change(before, self.counts(discussion))
+        return ""
 
-    def request_summary(self, discussion: str, node: str, **params) -> str:
-        before = self.counts(discussion)
-        event = summary_request(node, **params)
-        self.engine.append([Write(validate_discussion(discussion), self.agent, (NewEvent(event, now_us(), _request_id()),))])
-        self.engine.settle()
-        return self.heal(discussion) + describe_change(before, self.counts(discussion))
+    def sql(self, query: str, params: list) -> list[tuple]:
+        return self.engine.shard.query(query, params)[1]
 
-    def heal(self, discussion: str) -> str:
-        from engram.discussion.rebuild import rebuild_discussion
+    def read_stream(self, discussion: str, types) -> list:
+        return self.engine.shard.read(0, limit=None, stream=discussion, types=list(types) if types else None)
 
-        _, rows = self.engine.shard.query(EXPECTED_SQL, [discussion])
-        missing = self.missing_files(discussion, expected_files(rows[0])) if rows else []
-        if not missing:
-            return ""
-        records = self.engine.shard.read(0, limit=None, stream=discussion)
-        rebuild_discussion(records, self.paths, self.agent, discussion, only_missing=True)
-        return f"restored from the log: {', '.join(p.name for p in missing)}; "
+    def append(self, writes: list[Write]) -> None:
+        self.engine.append(writes)
+
+    def sync_settings(self) -> None:
+        self.engine.sync_settings(self.agent)
