@@ -608,13 +608,15 @@ class EventStore:
             texts.update(_quotable(data))
             if type_ == "TraceEncoded" and isinstance(data.get("trace_id"), str):
                 trace_ids.add(data["trace_id"])
-        # Other events of the agents that quote those texts or report retrieving those traces go too, with
-        # what they caused (their own other texts are not forgotten: they may be another discussion's).
+        # Agent-wide events (stream `agent:<agent>`: working memory, recalls, reflections) that quote those texts
+        # or report retrieving those traces go too, with what they caused. Other discussions are left alone even
+        # where they say the same words: those are their own messages and what was made of them.
         quoted = [msgspec.json.encode(t)[1:-1].decode() for t in sorted(texts)]  # as they appear in JSON
         found = []
         for seq, type_, payload in self.query(
-            "SELECT seq, type, payload FROM events WHERE agent IN (SELECT unnest(?::VARCHAR[])) AND type <> 'Purged' "
-            "AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq", [agents, list(FORGET_MARKERS)])[1]:
+            "SELECT seq, type, payload FROM events WHERE stream IN (SELECT 'agent:' || unnest(?::VARCHAR[])) "
+            "AND type <> 'Purged' AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
+            [agents, list(FORGET_MARKERS)])[1]:
             if seq in doomed:
                 continue
             if any(q in payload for q in quoted) or (

@@ -74,9 +74,24 @@ class _StateUnpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if top == "engram":
             found = super().find_class(module, name)
-            if isinstance(found, type) or getattr(found, "__snapshot_safe__", False):
+            if isinstance(found, type) or _is_factory(found, module):
                 return found
         raise pickle.UnpicklingError(f"a policy state does not contain {module}.{name}")
+
+
+# Domain packages whose argument-less functions (a defaultdict's factory, say) a state may refer to.
+_FACTORY_PACKAGES = ("engram.cognitive", "engram.background", "engram.discussion", "engram.context",
+                     "engram.policies", "engram.search", "engram.events")
+
+
+def _is_factory(fn, module: str) -> bool:
+    """A function of a domain package that takes no parameters at all: unpickling can only make it, or call
+    it with nothing (e.g. `defaultdict(_neighbour_map)`)."""
+    import inspect
+
+    if not inspect.isfunction(fn) or not module.startswith(_FACTORY_PACKAGES):
+        return False
+    return not inspect.signature(fn).parameters
 
 
 def _class_name(cls: type) -> str:
