@@ -214,10 +214,18 @@ class ShardHost:
             "projection_error": None if self._error is None else repr(self._error),
             "events_by_type": dict(rows),
             # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
-            "fold_failed": [msgspec.to_builtins(f) for f in self.runner.failures()],
+            "fold_failed": self._fold_failures(),
             "unfinished_forgets": self.unfinished_forgets(),
             "recovered": list(self.recovered),
         }
+
+    def _fold_failures(self) -> list[dict]:
+        cur = self.store.cursor()
+        try:
+            cur.execute("USE proj")
+            return [msgspec.to_builtins(f) for f in self.runner.failures(cur)]
+        finally:
+            cur.close()
 
     # --------------------------------------------------------------- replay
 

@@ -154,10 +154,12 @@ class ProjectionRunner:
             self._db.execute("INSERT OR REPLACE INTO fold_failed VALUES (?, ?, ?, ?)",
                              [failure.seq, failure.projection, failure.type, failure.error])
 
-    def failures(self) -> list[FoldFailed]:
-        if self._db is None:
+    def failures(self, con=None) -> list[FoldFailed]:
+        """The quarantined events. `con`: a connection of the reader's own (the folding thread uses the runner's)."""
+        con = con or self._db
+        if con is None:
             return []
-        rows = self._db.execute("SELECT seq, projection, type, error FROM fold_failed ORDER BY seq, projection").fetchall()
+        rows = con.execute("SELECT seq, projection, type, error FROM fold_failed ORDER BY seq, projection").fetchall()
         return [FoldFailed(*row) for row in rows]
 
     # ------------------------------------------------------------------ positions
