@@ -117,7 +117,7 @@ class AutoIngest(CognitivePolicy):
 
     def _extract(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, tuple]:
         """Each turn's facts (one memory-task call per turn) and every text's embedding (one call for all)."""
-        tasks = self.ctx.services.get("tasks")
+        tasks = self.ctx.tasks if self.ctx.services.get("tasks") is not None else None  # outages wait (base.py)
         extracted, texts = [], []
         for rec in messages:
             cfg = self.config_of(rec.agent)

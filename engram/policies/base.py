@@ -112,14 +112,44 @@ class PolicyContext:
 
     @property
     def tasks(self) -> Any:
-        """The memory tasks: the service's, else made once from the configured (or default) LLM settings."""
+        """The memory tasks: the service's, else made once from the configured (or default) LLM settings.
+
+        Seen through `WaitOutOutages`: memory creation does not keep an offline fallback made during an
+        LLM outage; the policy's batch fails, and is handled again once the endpoint answers."""
         tasks = self.services.get("tasks")
         if tasks is None:
             from engram.llm.factory import make_tasks
 
             config = self.services.get("config")
             tasks = self.services["tasks"] = make_tasks(config.llm if config is not None else None)
-        return tasks
+        return WaitOutOutages(tasks)
+
+
+class LlmUnavailable(RuntimeError):
+    """A memory task met an LLM outage: the policy handles its events again later (its host backs off)."""
+
+
+class WaitOutOutages:
+    """Memory tasks that raise `LlmUnavailable` on an outage instead of returning the labelled fallback.
+
+    A fallback stays what it is for failures that are the input's fault (an answer that stays invalid after a
+    repair, a request the endpoint refuses): recorded, labelled, and memory creation moves on."""
+
+    def __init__(self, tasks: Any):
+        self._tasks = tasks
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._tasks, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        def call(*args, **kwargs):
+            result = attr(*args, **kwargs)
+            if getattr(result, "transient", False) and result.failed:
+                raise LlmUnavailable(f"{name}: {result.llm.error}")
+            return result
+
+        return call
 
 
 class Policy(ABC):

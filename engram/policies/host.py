@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.policies.base import IncompatibleSnapshot, Policy
+from engram.policies.base import IncompatibleSnapshot, LlmUnavailable, Policy
 from engram.projections.base import atomic_write
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,9 @@ class PolicyHost:
             if path is None or not path.exists():
                 continue
             try:
-                p.load_snapshot(path.read_bytes())
+                data = path.read_bytes()
+                p.load_snapshot(data)
+                self._saved[p.name] = data
             except Exception as exc:  # IncompatibleSnapshot, or a restore that failed half-way
                 reason = str(exc) if isinstance(exc, IncompatibleSnapshot) else f"restoring failed: {exc!r}"
                 log.warning("policy %s: snapshot %s not restored (%s); rebuilding its state from the log",
@@ -85,14 +87,18 @@ class PolicyHost:
                 p.position = max(p.position, reached)
             self.save(snapshots=False)
             return 0
-        for p in self.policies:
+        for i, p in enumerate(self.policies):
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
             if todo:
                 try:
                     writes = p.handle(todo)
                 except Exception as exc:  # one failing policy must not stop the others; it retries later
-                    log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
+                    if isinstance(exc, LlmUnavailable):
+                        log.warning("policy %s waits for the LLM (events from seq %s): %s", p.name, todo[0].seq, exc)
+                    else:
+                        log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
                     self.errors[p.name] = repr(exc)
+                    self._roll_back(i, p)
                     continue
                 if writes:
                     self._append(writes)
@@ -100,6 +106,18 @@ class PolicyHost:
             p.position = max(p.position, reached)
         self.save()
         return len(chunk)
+
+    def _roll_back(self, i: int, p: Policy) -> None:
+        """After a failed batch, the policy's state as of its last snapshot: decisions it made in the failed batch
+        but never appended are not remembered as made (the batch is handled again, its appends deduplicated)."""
+        fresh = type(p)(p.ctx)
+        saved = self._saved.get(p.name)
+        if saved is not None:
+            try:
+                fresh.load_snapshot(saved)
+            except Exception:  # cannot happen for bytes this host wrote; rebuilding from the log is the safe answer
+                fresh = type(p)(p.ctx)
+        self.policies[i] = fresh
 
     def wall_clock(self, now_us: int) -> int:
         """Give the wall-clock time to the policies that record it (`on_wall_clock(now_us) -> writes`,
@@ -121,12 +139,17 @@ class PolicyHost:
         return self._append(writes)
 
     def run_until_caught_up(self, max_rounds: int = 1_000_000) -> int:
+        """Pump until every policy has handled the log, or a pump moved nobody forward (a policy is failing:
+        `errors` says why; the caller tries again later, as the actor's loop does with a backoff)."""
         total = 0
         for _ in range(max_rounds):
+            before = self.position
             n = self.pump()
             if n == 0:
                 break
             total += n
+            if self.errors and self.position == before:
+                break
         return total
 
     # ------------------------------------------------------------------ forgetting (engram.forgetting)

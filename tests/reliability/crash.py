@@ -189,3 +189,37 @@ def kill_during_forget(root: Path, stage: str, agent: str, discussion: str) -> N
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.join()
+
+
+# ---------------------------------------------------------------------- a policy killed mid-LLM-call
+
+
+def llm_home_config(url: str, timeout_s: float) -> dict:
+    return {"embedder": {"name": "hashing"},
+            "llm": {"provider": "anthropic", "endpoints": {"default": {
+                "model": "claude-sonnet-5-5", "baseUrl": url, "timeoutSeconds": timeout_s, "maxRetries": 1,
+                "retryInitialDelaySeconds": 0.001, "retryMaxDelaySeconds": 0.005}}}}
+
+
+def _llm_child(home: str, count: int) -> None:
+    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.conftest import ingest, messages
+
+    os.environ["ANTHROPIC_API_KEY"] = "test-key"
+    with LocalEngine(home) as engine:
+        ingest(engine, "d", messages(count))
+
+
+def kill_during_llm_call(home: Path, api, count: int = 14) -> int:
+    """Run a Summarizer (in a child) whose LLM answers slowly; kill -9 it while a call is in flight.
+    Returns how many requests the LLM had received."""
+    proc = context().Process(target=_llm_child, args=(str(home), count), daemon=True)
+    proc.start()
+    deadline = time.monotonic() + 120
+    while len(api.requests) < 2:  # mid-way: a memory made, the next call in flight
+        if not proc.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the child never called the LLM (exit code {proc.exitcode})")
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    return len(api.requests)

@@ -65,3 +65,32 @@ def test_a_forget_killed_half_way_is_completed_at_the_next_start(planted_home, t
         assert local.shard.verify_replay() == []
     assert files_holding(home, SECRET.encode()) == []
     assert files_holding(home, b"Priya wants the churn numbers") != []
+
+
+def test_a_policy_killed_mid_llm_call_resumes_and_records_each_memory_once(tmp_path, monkeypatch):
+    import json
+
+    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.conftest import events
+    from tests.llm.fake_messages_api import FakeMessagesApi
+    from tests.reliability.crash import kill_during_llm_call, llm_home_config
+    from tests.reliability.test_llm_outage import _assert_nothing_twice, _pump_until_idle, answer
+
+    api = FakeMessagesApi().start()
+    try:
+        api.answer = answer
+        home = tmp_path / "home"
+        home.mkdir()
+        (home / "engram.json").write_text(json.dumps(llm_home_config(api.url, timeout_s=30)))
+        api.then(200).then(200, delay=30)  # the first answer at once, the second never in time
+        kill_during_llm_call(home, api)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        api.script.clear()
+        with LocalEngine(home) as engine:  # the restart: the policy resumes from the log and its snapshot
+            _pump_until_idle(engine)
+            chunks, vectors = events(engine, "d", "ChunkSummarized"), events(engine, "d", "VectorMemoryStored")
+            assert len(chunks) == 2 and len(vectors) == 2
+            _assert_nothing_twice(engine)
+            assert engine.shard.verify_replay() == []
+    finally:
+        api.stop()
