@@ -41,6 +41,21 @@ log = logging.getLogger(__name__)
 PROJECTION_LINGER_S = 0.02
 
 
+class HomeNotWritable(OSError):
+    """The home (or the folder of its log or projections) cannot be written: a read-only disk or mount."""
+
+
+def check_writable(*folders: Path) -> None:
+    """Raise HomeNotWritable, naming the folder, unless every existing folder of `folders` can be written."""
+    for folder in folders:
+        probe = folder
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        if not os.access(probe, os.W_OK):
+            raise HomeNotWritable(f"{probe} is not writable (a read-only disk or mount?): engram records into its home; "
+                                  f"reading it still works (engram sql, engram status)")
+
+
 class ShardHost:
     def __init__(
         self,
@@ -55,6 +70,7 @@ class ShardHost:
     ):
         self.shard = shard
         self.log_path = Path(log_path)
+        check_writable(self.log_path.parent, Path(projections_dir))
         self._store_options = dict(shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes)
         self.store = EventStore(self.log_path, **self._store_options)
         self.paths = ProjectionPaths(projections_dir)

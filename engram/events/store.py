@@ -9,6 +9,7 @@ append commits at once.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -44,6 +45,8 @@ CREATE TABLE IF NOT EXISTS events (
 # Idempotency on event_id is enforced by the single writer before commit (ids of a stream are
 # loaded from the log when the stream is first written with ids), not by a second unique index:
 # that index would halve the insert rate for no extra safety with one writer per file.
+
+log = logging.getLogger(__name__)
 
 _SELECT = (
     "SELECT seq, stream, stream_version, agent, epoch_us(ts), type, schema_version, payload, causation, event_id "
@@ -431,7 +434,10 @@ class EventStore:
                 con.unregister("_batch")
             con.execute("COMMIT")
         except Exception:
-            con.execute("ROLLBACK")
+            try:  # a failed COMMIT (e.g. a full disk) has rolled back already; the first error is the one to report
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
             raise
 
     def _load_ids(self, batch: list[_Pending]) -> None:
@@ -718,6 +724,8 @@ class EventStore:
         try:
             if not self.read_only:
                 self._con.execute("CHECKPOINT")
+        except duckdb.Error as exc:  # e.g. a full disk: what was committed is in the WAL, replayed at the next open
+            log.warning("closing %s without a checkpoint: %s", self.path, exc)
         finally:
             self._reader_base.close()
             self._con.close()

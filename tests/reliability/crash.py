@@ -223,3 +223,50 @@ def kill_during_llm_call(home: Path, api, count: int = 14) -> int:
     os.kill(proc.pid, signal.SIGKILL)
     proc.join()
     return len(api.requests)
+
+
+# ---------------------------------------------------------------------- a disk that fills up
+
+
+def _fill_child(root: str, home: str, file_limit: int | None) -> None:
+    """Append until the disk is full, then try to fold; every acknowledged write is in acks.log (elsewhere)."""
+    import resource
+
+    from engram.events.envelope import NewEvent, Write
+    from engram.events.messages import MessageAppended
+    from engram.events.store import AppendError
+    from engram.shard import ShardHost
+
+    if file_limit is not None:  # no room past this size in any file; EFBIG instead of a signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+    acks = os.open(Path(root) / "acks.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    errors = os.open(Path(root) / "errors.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    host = ShardHost(Path(home) / "log" / "shard-000.duckdb", Path(home) / "projections", background=False)
+    failures, n = 0, 0
+    while failures < 3:
+        n += 1
+        name = f"w{n}"
+        events = tuple(NewEvent(MessageAppended(role="user", content=f"{name} event {i} " + "y" * 400,
+                                                message_id=f"{name}-e{i}", token_estimate=100),
+                                ts_us=1_700_000_000_000_000 + n * 1000 + i, event_id=f"{name}-e{i}") for i in range(20))
+        try:
+            result = host.append_many([Write(stream=f"d{n % 4}", agent="a", events=events)])[0]
+            os.write(acks, msgspec.json.encode(Ack(write=f"{name}/20", seqs=list(result.seqs))) + b"\n")
+        except AppendError as exc:
+            failures += 1
+            os.write(errors, f"append: {exc}\n".encode())
+    try:
+        host.catch_up()
+    except Exception as exc:  # the projections cannot be written either
+        os.write(errors, f"fold: {type(exc).__name__}: {exc}\n".encode())
+    os._exit(0)  # like a process the disk stopped: no clean close
+
+
+def fill_the_disk(root: Path, home: Path, file_limit: int | None = None) -> list[str]:
+    proc = context().Process(target=_fill_child, args=(str(root), str(home), file_limit), daemon=True)
+    proc.start()
+    proc.join(300)
+    if proc.exitcode != 0:
+        raise RuntimeError(f"the filling child ended with {proc.exitcode}")
+    return (root / "errors.log").read_text().splitlines()
