@@ -136,10 +136,10 @@ class WaitOutOutages:
     repair, a request the endpoint refuses): recorded, labelled, and memory creation moves on."""
 
     def __init__(self, tasks: Any):
-        self._tasks = tasks
+        self.inner = tasks
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._tasks, name)
+        attr = getattr(self.inner, name)
         if not callable(attr) or name.startswith("_"):
             return attr
 

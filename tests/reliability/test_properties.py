@@ -33,7 +33,7 @@ def store():
         s.close()
 
 
-@cases(1500)
+@cases(1200)
 @given(event=st.one_of(events(), events(), events(), events(hostile=True)),  # a quarter hostile: NaN, lone surrogates
        ts_us=st.one_of(timestamps, timestamps, timestamps, st.integers(-(2**62), 2**62)))
 def test_an_acknowledged_event_of_any_type_reads_back_exactly_and_a_refused_one_leaves_no_trace(store, event, ts_us):
