@@ -185,18 +185,25 @@ def create_table_views(
             continue
 
 
-def open_readonly(log_paths: dict[int, Path], projections: ProjectionPaths) -> duckdb.DuckDBPyConnection:
-    """An in-memory session with every log and projection database attached read-only."""
-    con = duckdb.connect()
+def attach_readonly(con: duckdb.DuckDBPyConnection, log_paths: dict[int, Path], projections: ProjectionPaths):
+    """Attach every existing log and projection database READ_ONLY; returns ({shard: log table}, {shard: catalog})."""
     logs, catalogs = {}, {}
     for shard, path in sorted(log_paths.items()):
-        if path.exists():
+        if Path(path).exists():
             con.execute(f"ATTACH '{_quote(path)}' AS log_{shard:03d} (READ_ONLY)")
             logs[shard] = f"log_{shard:03d}.events"
         proj = projections.shard_db(shard)
         if proj.exists():
             con.execute(f"ATTACH '{_quote(proj)}' AS proj_{shard:03d} (READ_ONLY)")
             catalogs[shard] = f"proj_{shard:03d}"
+    return logs, catalogs
+
+
+def open_readonly(log_paths: dict[int, Path], projections: ProjectionPaths) -> duckdb.DuckDBPyConnection:
+    """An in-memory session of engram's own (not for user SQL: see `engram.sql`) with every log and projection
+    database attached read-only."""
+    con = duckdb.connect()
+    logs, catalogs = attach_readonly(con, log_paths, projections)
     create_log_views(con, logs)
     create_projection_views(con, catalogs, projections)
     return con

@@ -82,7 +82,7 @@ class HomeFiles:
         """A session of ours (not the user's) with the files attached read-only: (connection, logs, catalogs)."""
         con = duckdb.connect()
         try:
-            logs, catalogs = _attach(con, self.log_paths, self.projections)
+            logs, catalogs = sqlviews.attach_readonly(con, self.log_paths, self.projections)
             yield con, logs, catalogs
         finally:
             con.close()
@@ -150,7 +150,7 @@ def run_readonly(
     try:
         with _deadline(timeout_s, con) as deadline:
             if isinstance(source, HomeFiles) and agents is None:
-                logs, catalogs = _attach(con, source.log_paths, source.projections)
+                logs, catalogs = sqlviews.attach_readonly(con, source.log_paths, source.projections)
                 sqlviews.create_log_views(con, logs)
                 sqlviews.create_projection_views(con, catalogs, source.projections)
             else:
@@ -183,19 +183,6 @@ def _lock(con: duckdb.DuckDBPyConnection) -> None:
     """No files, network, extensions or settings from here on: DuckDB enforces it, not our parsing."""
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
-
-
-def _attach(con: duckdb.DuckDBPyConnection, log_paths: dict[int, Path], projections: ProjectionPaths):
-    logs, catalogs = {}, {}
-    for shard, path in sorted(log_paths.items()):
-        if Path(path).exists():
-            con.execute(f"ATTACH '{_quote(path)}' AS log_{shard:03d} (READ_ONLY)")
-            logs[shard] = f"log_{shard:03d}.events"
-        proj = projections.shard_db(shard)
-        if proj.exists():
-            con.execute(f"ATTACH '{_quote(proj)}' AS proj_{shard:03d} (READ_ONLY)")
-            catalogs[shard] = f"proj_{shard:03d}"
-    return logs, catalogs
 
 
 class _Deadline:
@@ -314,5 +301,3 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(lines[:2]) if lines else type(exc).__name__
 
 
-def _quote(path: Path) -> str:
-    return str(path).replace("'", "''")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from engram.config.llm import Endpoint, LlmConfig, Preset
@@ -11,14 +9,13 @@ from engram.discussion.runtime import LocalEngine
 from tests.discussion.conftest import events, ingest, messages
 from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
 
-MEMORY_JSON = {"title": "Launch plans", "summary": "They planned the launch.", "entities": ["Stardust"],
-               "key_phrases": ["launch plans"], "sentiment": "neutral", "topics": ["space"]}
+from tests.discussion.test_llm_routing import answer as routed_answer
 
 
 def answer(body: dict) -> str:
-    if body["system"][0]["text"].startswith("You turn a conversation excerpt into one structured"):
-        return json.dumps(MEMORY_JSON)
-    return "A summary written by the model."
+    """Structured memories as the routing tests answer them; chunk summaries in a sentence of their own."""
+    text = routed_answer(body)
+    return text if text.startswith("{") else "A summary written by the model."
 
 
 @pytest.fixture
