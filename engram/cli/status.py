@@ -43,6 +43,8 @@ def offline_status(config) -> list[dict]:
             con = duckdb.connect(str(db_path), read_only=True)
             try:
                 positions.update(dict(con.execute("SELECT projection, position FROM projection_positions").fetchall()))
+                entry["fold_failed"] = [dict(zip(("seq", "projection", "type", "error"), row)) for row in con.execute(
+                    "SELECT seq, projection, type, error FROM fold_failed ORDER BY seq, projection").fetchall()]
             except duckdb.CatalogException:
                 pass
             con.close()

@@ -97,3 +97,20 @@ def test_a_projection_that_fails_on_one_event_leaves_out_only_that_event(tmp_pat
         assert len(reopened.status()["fold_failed"]) == 1
     finally:
         reopened.close()
+
+
+def test_engram_status_without_a_server_shows_the_quarantined_event(tmp_path, capsys):
+    from engram.cli.main import main
+
+    log_path = tmp_path / "log" / "shard-000.duckdb"
+    store = EventStore(log_path)
+    store.append_many([write("d1", range(0, 3))])
+    store.close()
+    _plant_raw_row(log_path, 4, '{"type":"MessageAppended","role":"user","content":"hi","message_id":"x",'
+                                '"token_estimate":1,"name":123}')
+    host = ShardHost(log_path, tmp_path / "projections", background=False)
+    host.catch_up()
+    host.close()
+    assert main(["--home", str(tmp_path), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "quarantined event 4 (MessageAppended) for projection *: ValidationError: Expected `str | null`" in out
