@@ -56,11 +56,12 @@ class Generation:
 
 
 def regeneration_wanted(files: dict[str, Path], expected: dict[str, bool], marker: Path) -> bool:
-    """The guide's signal: every file the log says the discussion has is gone (or a start found them gone)."""
+    """The guide's signal: every file the log says the discussion has is gone from `Public/` (or a start found
+    them gone). A `Public/` folder that is gone altogether is a projection deleted to be rebuilt: a replay."""
     if marker.exists():
         return True
     should = [files[s] for s, exists in expected.items() if exists]
-    return bool(should) and not any(p.exists() for p in should)
+    return bool(should) and should[0].parent.is_dir() and not any(p.exists() for p in should)
 
 
 FILES_SQL = """
@@ -95,7 +96,7 @@ def mark_deleted_discussions(db_path: Path, paths) -> list[str]:
     marked = []
     for agent, discussion, *exists in rows:
         should = [paths.discussion_file(agent, discussion, s) for s, e in zip(SUFFIXES, exists) if e]
-        if should and not any(p.exists() for p in should):
+        if should and should[0].parent.is_dir() and not any(p.exists() for p in should):
             marker = paths.discussion_dir(agent) / DELETED_MARKER.format(discussion=discussion)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()

@@ -156,3 +156,18 @@ def test_three_files_deleted_while_engram_was_down_are_regenerated_by_the_next_c
         out = _run_creator_node(engine)  # ...and the creator node still regenerates, as the guide says
         assert "generation 1 regenerated" in out.results[0].info
         assert _generations(engine) == [1]
+
+
+def test_a_public_folder_deleted_while_engram_was_down_is_replayed_not_regenerated(remembered):
+    import shutil
+
+    live = files(remembered)
+    saved = live[MEMORIES_SUFFIX].read_bytes()
+    root = remembered.home.root
+    remembered.close()
+    shutil.rmtree(live[MEMORIES_SUFFIX].parent)  # the whole Public/ folder: a projection to rebuild
+    with LocalEngine(root) as engine:
+        out = _run_creator_node(engine)
+        assert "regenerated" not in out.results[0].info
+        assert _generations(engine) == []
+        assert live[MEMORIES_SUFFIX].read_bytes() == saved
