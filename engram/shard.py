@@ -25,6 +25,7 @@ import msgspec
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.forgetting import RecordingEmbedder
+from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
 from engram.events.store import EventStore, compact_database
 from engram.projections.base import atomic_write
 from engram.home import ProjectionPaths
@@ -325,7 +326,7 @@ class ShardHost:
         checking other state, e.g. policy snapshots)."""
         atomic_write(self._journal, json.dumps({"marker_seq": marker_seq, "streams": streams}).encode())
         self.wait_projections(marker_seq)
-        erasure = self.store.plan_erasure(streams, before_seq=marker_seq)
+        erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
         erased = self.store.erase(erasure.seqs)
         self._close_projections()
         self.store.close()
@@ -414,7 +415,7 @@ def forget_journal(log_path: Path) -> Path:
 
 def unfinished_forgets(store: EventStore, journal: Path) -> list[dict]:
     """Forgets whose erasure did not finish: markers with content left before them, or a journal left behind."""
-    pending = [{"marker_seq": seq, "streams": streams} for seq, streams in store.unfinished_erasures()]
+    pending = [{"marker_seq": seq, "streams": streams} for seq, streams in unfinished_erasures(store)]
     if journal.exists() and not pending:
         try:
             pending = [json.loads(journal.read_text())]

@@ -56,29 +56,6 @@ _SELECT = (
 
 # Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
 FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")
-# A forgotten text is searched for elsewhere (quotes of it in other events, copies in policy state) when it
-# is at least this long and has a space: shorter texts ("ok", an id) are everywhere by chance.
-MIN_QUOTE_CHARS = 12
-_ID_FIELD = ("id", "ids", "type", "stream", "scope", "role", "name", "reason", "trigger", "mode")
-
-
-class Erasure(msgspec.Struct, frozen=True):
-    seqs: list[int]
-    texts: list[str]
-
-
-def _quotable(value, key: str = "") -> list[str]:
-    """The texts in a decoded payload worth searching for elsewhere (not ids, tags or short words)."""
-    if isinstance(value, str):
-        if key.endswith(_ID_FIELD) or len(value) < MIN_QUOTE_CHARS or not any(c.isspace() for c in value):
-            return []
-        return [value]
-    if isinstance(value, dict):
-        return [t for k, v in value.items() for t in _quotable(v, k)]
-    if isinstance(value, list):
-        return [t for v in value for t in _quotable(v, key)]
-    return []
-
 # How long a commit leader waits for other writers when appends are contended. A DuckDB
 # commit costs milliseconds, so a sub-millisecond wait that fills the batch pays for itself.
 GROUP_COMMIT_LINGER_S = 0.0005
@@ -592,69 +569,6 @@ class EventStore:
 
     # ------------------------------------------------------------------ erasure
 
-    def plan_erasure(self, streams: Sequence[str], *, before_seq: int | None = None) -> "Erasure":
-        """What forgetting `streams` erases: every event of the streams (before `before_seq`: the forget
-        marker), everything caused by them (their causation chains), and every other event of the same
-        agents that quotes their text or reports retrieving their traces, with what that caused in turn.
-
-        `texts` are the forgotten texts (at least MIN_QUOTE_CHARS long, with a space): kept in memory only,
-        to find copies elsewhere (e.g. in policy state), never written anywhere.
-        """
-        streams = list(streams)
-        agents = sorted({a for st, (_, a) in self._streams.items() if st in streams})
-        limit = before_seq if before_seq is not None else self._head + 1
-        doomed = self._caused_closure(
-            [r[0] for r in self.query(
-                "SELECT seq FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND seq < ?", [streams, limit])[1]])
-        # What is forgotten: the texts and trace ids of the streams' events and of what they caused.
-        texts: set[str] = set()
-        trace_ids: set[str] = set()
-        for type_, payload in self._payloads(sorted(doomed)):
-            data = msgspec.json.decode(payload)
-            texts.update(_quotable(data))
-            if type_ == "TraceEncoded" and isinstance(data.get("trace_id"), str):
-                trace_ids.add(data["trace_id"])
-        # Agent-wide events (stream `agent:<agent>`: working memory, recalls, reflections) that quote those texts
-        # or report retrieving those traces go too, with what they caused. Other discussions are left alone even
-        # where they say the same words: those are their own messages and what was made of them.
-        quoted = [msgspec.json.encode(t)[1:-1].decode() for t in sorted(texts)]  # as they appear in JSON
-        found = []
-        for seq, type_, payload in self.query(
-            "SELECT seq, type, payload FROM events WHERE stream IN (SELECT 'agent:' || unnest(?::VARCHAR[])) "
-            "AND type <> 'Purged' AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
-            [agents, list(FORGET_MARKERS)])[1]:
-            if seq in doomed:
-                continue
-            if any(q in payload for q in quoted) or (
-                type_ == "TraceRetrieved" and trace_ids & set(msgspec.json.decode(payload).get("trace_ids", ()))
-            ):
-                found.append(seq)
-        doomed |= self._caused_closure(found)
-        kept = {r[0] for r in self.query(
-            "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged' "
-            "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [sorted(doomed), list(FORGET_MARKERS)])[1]}
-        return Erasure(seqs=sorted(kept), texts=sorted(texts))
-
-    def _caused_closure(self, seqs: list[int]) -> set[int]:
-        if not seqs:
-            return set()
-        rows = self.query(
-            """
-            WITH RECURSIVE doomed(seq) AS (
-                SELECT unnest(?::BIGINT[])
-                UNION
-                SELECT e.seq FROM events e JOIN doomed d ON e.causation = d.seq
-            )
-            SELECT seq FROM doomed
-            """, [seqs])[1]
-        return {r[0] for r in rows}
-
-    def _payloads(self, seqs: list[int]) -> list[tuple[str, str]]:
-        if not seqs:
-            return []
-        return self.query(
-            "SELECT type, payload FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged'", [seqs])[1]
-
     def erase(self, seqs: Sequence[int]) -> int:
         """Replace the payloads of `seqs` with `Purged` tombstones naming only the original type, in one
         transaction; positions, streams and versions stay. `compact_database` then rewrites the file so the
@@ -689,27 +603,10 @@ class EventStore:
                 self._cond.notify_all()
 
     def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:
-        """Erase `streams` and what derives from them (`plan_erasure`); returns the number of events erased."""
-        return self.erase(self.plan_erasure(streams, before_seq=before_seq).seqs)
+        """Erase `streams` and what derives from them (`erasure.plan`); returns the number of events erased."""
+        from engram.events.erasure import plan
 
-    def unfinished_erasures(self) -> list[tuple[int, list[str]]]:
-        """Forget markers whose streams still hold events from before the marker that were not erased
-        (a forget interrupted before its erasure committed): [(marker seq, streams)]."""
-        out = []
-        for seq, type_, payload, agent in self.query(
-            "SELECT seq, type, payload, agent FROM events WHERE type IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
-            [list(FORGET_MARKERS)])[1]:
-            data = msgspec.json.decode(payload)
-            if type_ == "DiscussionForgotten":
-                streams = [data["discussion_id"]]
-            else:
-                streams = sorted(st for st, (_, a) in self._streams.items() if a == data["agent_id"])
-            left = self.query(
-                "SELECT count(*) FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND seq < ? AND type <> 'Purged' "
-                "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [streams, seq, list(FORGET_MARKERS)])[1][0][0]
-            if left:
-                out.append((seq, streams))
-        return out
+        return self.erase(plan(self, streams, before_seq=before_seq).seqs)
 
     def checkpoint(self) -> None:
         self._con.execute("CHECKPOINT")
