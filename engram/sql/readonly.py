@@ -156,6 +156,8 @@ def run_readonly(
             else:
                 _load(con, source, sql, agents, deadline)
             _lock(con)
+            if deadline.expired:  # the time ran out while the data was being gathered
+                raise duckdb.InterruptException("interrupted")
             try:
                 result = con.execute(sql, params) if params else con.execute(sql)
                 names = [d[0] for d in result.description] if result.description else []
