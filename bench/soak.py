@@ -56,9 +56,13 @@ def soak_sequences(n: int, seed: int) -> dict:
               phases=[p for p in settings.default.phases if p.name != "shrink"])
     @given(ops=operations)
     def run(ops):
-        with tempfile.TemporaryDirectory(prefix="engram-soak-seq-") as tmp:
-            outcome = SequenceRun(Path(tmp), groups=["summarizer", "auto-ingest", "working-memory"]).run(ops)
         stats["cases"] += 1
+        try:
+            with tempfile.TemporaryDirectory(prefix="engram-soak-seq-") as tmp:
+                outcome = SequenceRun(Path(tmp), groups=["summarizer", "auto-ingest", "working-memory"]).run(ops)
+        except Exception as exc:  # recorded, and the soak goes on
+            stats["failures"].append({"ops": repr(ops)[:2000], "problems": [f"{type(exc).__name__}: {exc}"[:500]]})
+            return
         stats["operations"] += len(ops)
         stats["restarts"] += outcome.restarts
         stats["forgets"] += outcome.forgets
@@ -66,6 +70,8 @@ def soak_sequences(n: int, seed: int) -> dict:
         problems = outcome.replay_differences + outcome.as_of_differences
         if outcome.rehandled_appends:
             problems.append(f"{outcome.rehandled_appends} events appended when handling again")
+        if outcome.retry_added:
+            problems.append(f"{outcome.retry_added} events added by retried appends")
         if problems:
             stats["failures"].append({"ops": repr(ops)[:2000], "problems": problems[:10]})
 

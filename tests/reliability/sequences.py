@@ -36,6 +36,7 @@ class Outcome:
     replay_differences: list[str] = field(default_factory=list)
     as_of_differences: list[str] = field(default_factory=list)
     rehandled_appends: int = 0  # events appended by policies re-handling what they had handled (must be 0)
+    retry_added: int = 0  # events a retried append added (must be 0)
     events: int = 0
     restarts: int = 0
     forgets: int = 0
@@ -95,7 +96,7 @@ class SequenceRun:
     def _retry(self) -> None:
         if self.last_write is not None:
             [result] = self.local.append([self.last_write])
-            assert result.duplicates == len(self.last_write.events), "a retried append added events"
+            self.outcome.retry_added += len(self.last_write.events) - result.duplicates
 
     def _settle(self) -> None:
         self.local.settle()
@@ -126,6 +127,8 @@ class SequenceRun:
             return
         self.local.settle()
         self.local.forget(agent, stream)
+        if self.last_write is not None and self.last_write.stream == stream:
+            self.last_write = None  # sent again after the forget, it would be new: that is not a retry
         self.marks = []  # the log before the forget no longer exists: earlier positions cannot be replayed
         self.outcome.forgets += 1
 

@@ -100,3 +100,4 @@ def test_after_any_sequence_of_operations_replay_equals_live_and_every_prefix_eq
     assert outcome.replay_differences == []
     assert outcome.as_of_differences == []
     assert outcome.rehandled_appends == 0
+    assert outcome.retry_added == 0
