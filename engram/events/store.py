@@ -459,7 +459,16 @@ class EventStore:
         """Every stream with its (version, agent)."""
         return dict(self._streams)
 
-    def read(
+    def read(self, after: int = 0, **filters) -> list[Recorded]:
+        """Events with seq > `after` in seq order, filtered by position, stream, type, agent and time
+        (the keyword arguments of `read_rows`). A stored event that does not decode reads as an `Unreadable`
+        stand-in (for whole-log readers; a reader asking for types gets only events of those types)."""
+        events = decode_rows(self.read_rows(after, **filters), self.shard)
+        if filters.get("types") is not None:
+            events = [r for r in events if not isinstance(r.event, Unreadable)]
+        return events
+
+    def read_rows(
         self,
         after: int = 0,
         *,
@@ -470,8 +479,9 @@ class EventStore:
         agent: str | None = None,
         since_us: int | None = None,
         until_us: int | None = None,
-    ) -> list[Recorded]:
-        """Events with seq > `after` in seq order, filtered by position, stream, type, agent and time."""
+    ) -> list[tuple]:
+        """What `read` returns, as the log's rows with their payloads undecoded (`decode_rows` makes the
+        events)."""
         where, args = ["seq > ?"], [after]
         if to_seq is not None:
             where.append("seq <= ?")
@@ -496,19 +506,9 @@ class EventStore:
             sql += f" LIMIT {int(limit)}"
         cur = self._cursor()
         try:
-            rows = cur.execute(sql, args).fetchall()
+            return cur.execute(sql, args).fetchall()
         finally:
             cur.close()
-        decode, shard = codec.decode, self.shard
-        try:
-            return [
-                Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
-                for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
-            ]
-        except Exception:  # an event that does not decode: read row by row, and stand in for it
-            out = [self._record(r) for r in rows]
-            # A reader asking for types gets events of those types; the stand-ins go to whole-log readers.
-            return out if types is None else [r for r in out if not isinstance(r.event, Unreadable)]
 
     def iter_events(self, after: int = 0, *, to_seq: int | None = None, batch: int = 50_000, **filters) -> Iterator[Recorded]:
         """All matching events after `after`, read in batches."""
@@ -549,13 +549,7 @@ class EventStore:
             self._reader_base.execute(f"ATTACH '{quoted}' AS {alias}")
 
     def _record(self, row: tuple) -> Recorded:
-        seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
-        try:
-            event = codec.decode(type_, schema_version, payload)
-        except Exception as exc:
-            event = Unreadable(original_type=type_, error=f"{type(exc).__name__}: {exc}"[:500])
-        # Positional: this runs once per event on every replay.
-        return Recorded(seq, stream, version, agent, ts_us, event, causation, event_id, self.shard)
+        return decode_rows([row], self.shard)[0]
 
     def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
         """Run read-only SQL on this shard's connection; returns column names and rows."""
@@ -626,6 +620,29 @@ class EventStore:
         finally:
             self._reader_base.close()
             self._con.close()
+
+
+def decode_rows(rows: Sequence[tuple], shard: int = 0) -> list[Recorded]:
+    """The events of rows from `EventStore.read_rows` (payloads decoded and upcast). A row that does not decode
+    (written before events were validated, or by a newer engram) becomes an `Unreadable` stand-in, so that one
+    such row never stops a reader: the projection runner quarantines it (`fold_failed`)."""
+    decode = codec.decode
+    try:
+        return [
+            Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
+            for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
+        ]
+    except Exception:  # read row by row, and stand in for what does not decode
+        return [_decoded_or_unreadable(row, shard) for row in rows]
+
+
+def _decoded_or_unreadable(row: tuple, shard: int) -> Recorded:
+    seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
+    try:
+        event = codec.decode(type_, schema_version, payload)
+    except Exception as exc:
+        event = Unreadable(original_type=type_, error=f"{type(exc).__name__}: {exc}"[:500])
+    return Recorded(seq, stream, version, agent, ts_us, event, causation, event_id, shard)
 
 
 def compact_database(path: str | Path) -> None:
