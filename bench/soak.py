@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 import tempfile
@@ -121,10 +122,15 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    report = {"kills": soak_kills(args.kills, args.seed), "sequences": soak_sequences(args.sequences, args.seed),
-              "events": soak_events(args.events, args.seed)}
-    report["held"] = (not report["kills"]["problems"] and not report["kills"]["replay_differences"]
-                      and not report["sequences"]["failures"] and not report["events"]["mismatches"])
+    faulthandler.enable()  # a crash in native code (DuckDB, hnswlib) still says where
+    report = {}
+    for name, run, n in (("kills", soak_kills, args.kills), ("sequences", soak_sequences, args.sequences),
+                         ("events", soak_events, args.events)):
+        if n:
+            report[name] = run(n, args.seed)
+            print(json.dumps({name: report[name]}), file=sys.stderr, flush=True)  # each part as soon as it is done
+    report["held"] = (not report.get("kills", {}).get("problems") and not report.get("kills", {}).get("replay_differences")
+                      and not report.get("sequences", {}).get("failures") and not report.get("events", {}).get("mismatches"))
     print(json.dumps(report, indent=1))
 
 
