@@ -18,6 +18,8 @@ demo: $(STAMP)
 	$(BIN)/engram demo
 
 test: $(STAMP)
+	# The inspector's browser tests drive Debian's chromium (Playwright connects to it; nothing is downloaded).
+	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

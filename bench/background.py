@@ -232,7 +232,7 @@ def main(argv=None) -> int:
             folder = home / "agents" / agent_of(sample, config)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "agent.config.json").write_text(json.dumps(CONFIGS[config]))
-    from engram.client import Engram
+    from engram.embedded import Engram
 
     mem = Engram.open(home)
     try:

@@ -33,10 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.client import Engram  # noqa: E402
+from engram.embedded import Engram  # noqa: E402
 from engram.discussion import search as vsearch  # noqa: E402
 from engram.discussion.files import MEMORIES_SUFFIX, read_memories  # noqa: E402
-from engram.discussion.runtime import MemoryFiles  # noqa: E402
+from engram.discussion.memory_files import MemoryFiles  # noqa: E402
 from engram.evaluation import locomo  # noqa: E402
 from engram.home import Home, ProjectionPaths  # noqa: E402
 from engram.ingest.formats import parse_file  # noqa: E402
@@ -82,7 +82,7 @@ def ingest(home: Path, path: Path, questions: list[str]) -> dict:
         mem.sync_settings(AGENT, ts_us=min(m.ts_us for c in conversations for m in c.messages))
         writes = [discussion_write(AGENT, c.discussion, c.messages, max_message_chars=mem.config.limits.max_message_chars)
                   for c in conversations]
-        mem.status()  # start the actors before the clock does
+        mem.rt.start_policies()  # start the actors before the clock does
         started = time.perf_counter()
         mem.append(writes)
         idle = mem.wait_idle(timeout=3600)

@@ -42,6 +42,13 @@ from engram.evaluation.locomo import Hit  # noqa: E402
 DAY_US = 86_400 * 1_000_000
 
 
+def hit(h) -> Hit:
+    """A recalled memory as a prompt would show it: its context (for a reply, the question it answers) and its
+    content, mapped to the dialog ids of both (their recorded provenance)."""
+    text = f"{h.context}\n{h.content}" if h.context else h.content
+    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), text)
+
+
 def agent_of(sample_id: str) -> str:
     return f"locomo-{sample_id}"
 
@@ -85,7 +92,7 @@ def baselines(items_by_conv, turns, embedder) -> dict:
 
 def ingest(path: Path, home: Path) -> tuple[float, dict]:
     """Every conversation through engram (its own agent), until the memory has caught up; then closed."""
-    from engram.client import Engram
+    from engram.embedded import Engram
     from engram.ingest.formats import parse_file
     from engram.ingest.messages import discussion_write
 
@@ -112,23 +119,22 @@ def ingest(path: Path, home: Path) -> tuple[float, dict]:
 
 def run_engram(home: Path, items_by_conv, turns, similarity: str) -> tuple[dict, dict]:
     """All questions in order through `engram recall` (the Python API) with `similarity`; each recall reinforces."""
-    from engram.client import Engram
-    from engram.cognition import CognitiveMemory
+    from engram.api.types import RecallRequest
+    from engram.embedded import Engram
+    from engram.events.envelope import from_us
 
     mem = Engram.open(home)
     try:
-        cog = CognitiveMemory(mem)
         latencies = []
         query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
 
         def retrieve(item, k):
             t = time.perf_counter()
-            result = cog.recall(
-                agent_of(item.sample_id), item.question, discussion=item.sample_id, limit=k,
-                now_us=query_time[item.sample_id], fresh=False, similarity=similarity,
-            )
+            result = mem.recall(agent_of(item.sample_id), RecallRequest(
+                query=item.question, discussion=item.sample_id, limit=k, at=from_us(query_time[item.sample_id]),
+                similarity=similarity, sources=False))
             latencies.append(time.perf_counter() - t)
-            return [Hit(frozenset(h.source_message_ids), h.content) for h in result.hits]
+            return [hit(h) for h in result.hits]
 
         items = [it for its in items_by_conv.values() for it in its]
         if not mem.wait_idle(timeout=3_600):  # the trace readers have folded the log before the first question
@@ -200,7 +206,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
                 hyde_vector=hv[item.question] if hyde else None, hyde_text=hyde_text[item.question] if hyde else "",
                 hyde_settings=settings.hyde, lexical=m.lexical, similarity=similarity,
             )
-            return [Hit(frozenset(h.source_message_ids), h.content) for h in res.hits]
+            return [hit(h) for h in res.hits]
 
         r = locomo.evaluate(items, retrieve)
         return {k: r[k] for k in ("recall@5", "recall@10", "recall@25", "tokens@10")}
@@ -216,6 +222,34 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
             if f != "similarity":
                 section[f"without {f}"] = run(Factors(**{**settings.weights.as_dict(), f: 0.0}), similarity)
     return out
+
+
+def spacing() -> dict:
+    """Stability after 10 recalls of one trace 1 s apart against 10 recalls a day apart (pure core: the fold that
+    every reader of the log uses, `engram.cognitive.book.TraceBook`), starting from a default encoding."""
+    from engram.cognitive.book import TraceBook
+    from engram.cognitive.encoding import encode
+    from engram.config.agent import AgentConfig
+    from engram.events.cognitive import TraceRetrieved
+    from engram.events.envelope import Recorded
+
+    def after(gap_s: float) -> dict:
+        book = TraceBook("spacing")
+        enc = encode(trace_id="t", content="Dancing helps Jon de-stress.", config=AgentConfig(), scope="discussion",
+                     scope_id="d", source_type="user_statement")
+        t0 = 1_700_000_000 * 1_000_000
+        book.apply(Recorded(seq=1, stream="d", stream_version=1, agent="spacing", ts_us=t0, event=enc))
+        for n in range(10):
+            ts = t0 + int((n + 1) * gap_s * 1_000_000)
+            book.apply(Recorded(seq=n + 2, stream="d", stream_version=n + 2, agent="spacing", ts_us=ts,
+                                event=TraceRetrieved(query="how does Jon de-stress?", trace_ids=("t",))))
+        t = book.traces["t"]
+        return {"stability_h": round(t.stability_s / 3_600, 2), "review_interval_h": round(t.interval_s / 3_600, 2),
+                "encoding_strength": round(t.encoding_strength, 3)}
+
+    massed, spaced = after(1.0), after(86_400.0)
+    return {"initial_stability_h": 1.0, "10 recalls 1 s apart": massed, "10 recalls a day apart": spaced,
+            "stability ratio spaced/massed": round(spaced["stability_h"] / massed["stability_h"], 2)}
 
 
 def main(argv=None) -> int:
@@ -241,6 +275,7 @@ def main(argv=None) -> int:
         "embedder": embedder.name,
         "published_dragon_reference": locomo.PUBLISHED_DRAGON,
     }
+    out["spacing"] = spacing()
     out.update(baselines(items_by_conv, turns, embedder))
     work = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-recall-"))
     ingested = work / "ingested"

@@ -1,191 +1,368 @@
-"""The Python API of engram: append to the log and read it back, through the shard actors.
+"""`engram.Client` and `engram.AsyncClient`: the API over HTTP, returning the API's types.
 
-    with Engram.open() as mem:                      # embedded: starts local Ray
-        mem.append_messages("default", "trip-planning", [IncomingMessage(...)])
-        mem.sql("SELECT role, content FROM messages")
+    from engram import Client
+    from engram.api.types import Message
+
+    with Client.for_home("~/.engram") as mem:                # the home's server (started if none runs)
+        mem.append_messages("my-agent", "trip-2024", [Message(role="user", content="Book Lisbon for May")])
+        mem.wait_idle()                                       # memory caught up
+        for hit in mem.recall("my-agent", "where in May?").hits:
+            print(hit.score, hit.content, hit.factors)
+
+    async with AsyncClient("http://127.0.0.1:8765") as mem:  # the same methods, awaited
+        print((await mem.status()).shards)
+
+Every refusal raises `engram.api.errors.ApiError` with the server's stable code and message.
+
+The sync client speaks HTTP/1.1 with the standard library's `http.client` (one kept-alive connection
+per thread): importing it costs a few milliseconds, which is what lets `engram recall` and
+`engram status` answer in well under half a second. The async client uses httpx.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
+import threading
 import time
-from collections import defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable
+from urllib.parse import quote, urlencode, urlsplit
 
-import ray
+import msgspec
 
-from engram.actors.runtime import Runtime
-from engram.config.service import ServiceConfig, load_service_config
-from engram.events.envelope import Appended, Write
-from engram.events.shards import shard_of
-from engram.ids import validate_agent
-from engram.ingest.messages import IncomingMessage, discussion_write
-from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryResult
+from engram.api import types as t
+from engram.api.errors import ApiError
+
+DEFAULT_TIMEOUT_S = 600.0  # a workflow or a first recall can take long; a server that died fails at once
+JOB_POLL_S = 0.2
+_ENCODER = msgspec.json.Encoder()
+_DECODERS: dict[Any, msgspec.json.Decoder] = {}
 
 
-class Engram:
-    def __init__(self, config: ServiceConfig, runtime: Runtime):
-        self.config = config
-        self.runtime = runtime
-        self._synced: set[str] = set()  # agents whose settings files were checked this session
+def _decoder(cls) -> msgspec.json.Decoder:
+    dec = _DECODERS.get(cls)
+    if dec is None:
+        dec = _DECODERS[cls] = msgspec.json.Decoder(cls)
+    return dec
 
-    @classmethod
-    def open(cls, home: str | Path | None = None, *, address: str | None = None) -> "Engram":
-        config = load_service_config(home)
-        return cls(config, Runtime(config, address=address).start())
+
+def _seg(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+def _query(params: dict) -> str:
+    items = {k: ("true" if v is True else "false" if v is False else v) for k, v in params.items() if v is not None}
+    return f"?{urlencode(items)}" if items else ""
+
+
+def refusal(status: int, body: bytes) -> ApiError:
+    try:
+        err = json.loads(body)["error"]
+        return ApiError(status, err["code"], err["message"])
+    except (ValueError, KeyError, TypeError):
+        text = body.decode(errors="replace").strip()[:300]
+        return ApiError(status, "internal", f"HTTP {status} from the engram server: {text}")
+
+
+def consumed(shard: t.ShardStatus) -> int:
+    return min(list(shard.projections.values()) + list(shard.consumers.values()), default=shard.head)
+
+
+class _Operations:
+    """Every API operation as a request; `_call` (sync or async) sends it."""
+
+    def _call(self, method: str, path: str, response, body=None):  # pragma: no cover - defined by the clients
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ system
+
+    def health(self):
+        return self._call("GET", "/v1/health", t.Health)
+
+    def status(self):
+        return self._call("GET", "/v1/status", t.StatusResponse)
+
+    def sql(self, query: str, params: list | None = None):
+        return self._call("POST", "/v1/sql", t.SqlResponse, t.SqlRequest(query=query, params=params or []))
+
+    def discussion(self, discussion: str):
+        return self._call("GET", f"/v1/discussions/{_seg(discussion)}", t.DiscussionResponse)
+
+    def shutdown(self):
+        return self._call("POST", "/v1/shutdown", dict)
 
     # ------------------------------------------------------------------ writing
 
-    def shard_of(self, agent: str) -> int:
-        return shard_of(validate_agent(agent), self.config.shards)
+    def append_messages(self, agent: str, discussion: str, messages: list[t.Message]):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages", t.AppendResponse,
+                          t.AppendRequest(messages=list(messages)))
 
-    def append(self, writes: Sequence[Write]) -> list[Appended]:
-        """Append writes; those of one shard commit together, all or nothing."""
-        by_shard: dict[int, list[int]] = defaultdict(list)
-        for i, w in enumerate(writes):
-            by_shard[self.shard_of(w.agent)].append(i)
-        refs = {s: self.runtime.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
-        results: list[Appended | None] = [None] * len(writes)
-        for s, ref in refs.items():
-            for i, res in zip(by_shard[s], ray.get(ref)):
-                results[i] = res
-        return results  # type: ignore[return-value]
+    def append_conversations(self, agent: str, conversations: list[t.Conversation]):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/messages", t.AppendResponse,
+                          t.AppendConversationsRequest(conversations=list(conversations)))
 
-    def append_messages(self, agent: str, discussion: str, messages: list[IncomingMessage]) -> Appended | None:
-        self.sync_settings(agent)
-        write = discussion_write(agent, discussion, messages, max_message_chars=self.config.limits.max_message_chars)
-        return self.append([write])[0] if write else None
+    def record_settings(self, agent: str):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/settings", t.SettingsRecorded)
 
-    def sync_settings(self, agent: str, ts_us: int | None = None, *, fresh: bool = False) -> int:
-        """Record the agent's settings files in the log if they changed since last recorded.
+    def record_tool_failure(self, agent: str, discussion: str, tool: str, error: str, *, arguments: str = "",
+                            call_id: str | None = None, ts=None):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/tool-failures",
+                          t.EventResponse, t.ToolFailureRequest(tool=tool, error=error, arguments=arguments,
+                                                                call_id=call_id, ts=ts))
 
-        Event time of the record: `ts_us` (e.g. the first message it governs), else now. Files are read once
-        per session, unless `fresh` (e.g. a regeneration that must use the settings on disk now).
-        Returns the number of SettingsChanged events appended.
-        """
-        from engram.settings import SettingsView, agent_stream, sync_writes
+    # ------------------------------------------------------------------ discussion memory
 
-        if agent in self._synced and not fresh:
-            return 0
-        view = SettingsView()
-        for rec in self.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):
-            view.apply(rec)
-        writes = sync_writes(self.runtime.home, agent, view.recorded_hashes(agent), ts_us or now_us(), self.config.llm)
-        self._synced.add(agent)
-        return sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
+    def search(self, agent: str, discussion: str, keywords: str, *, mode: str = "hybrid", limit: int = 5):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/search", t.SearchResponse,
+                          t.SearchRequest(keywords=keywords, mode=mode, limit=limit))
 
-    def require_agent(self, agent: str) -> None:
-        """Raise UnknownAgent unless `agent` exists in this home (events in the log, or a configuration file)."""
-        from engram.settings import require_known_agent
+    def memories(self, agent: str, discussion: str, *, last: int | None = None):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/memories"
+                          + _query({"last": last}), t.MemoriesResponse)
 
-        streams = ray.get(self.runtime.shard(self.shard_of(agent)).streams.remote())
-        require_known_agent(self.runtime.home, agent, {a for _, a in streams.values()})
+    def summary(self, agent: str, discussion: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/summary", t.SummaryResponse)
 
-    # ------------------------------------------------------------------ reading
+    def compactions(self, agent: str, discussion: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/compactions",
+                          t.CompactionsResponse)
 
-    def read(self, agent: str, after: int = 0, **filters):
-        return ray.get(self.runtime.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters))
+    def context(self, agent: str, discussion: str, *, query: str | None = None, recall: bool = True):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/context"
+                          + _query({"query": query, "recall": recall}), t.ContextResponse)
 
-    def heads(self) -> dict[int, int]:
-        shards = self.runtime.shards()
-        return dict(enumerate(ray.get([s.head.remote() for s in shards])))
+    def run_workflow(self, agent: str, *, nodes: list | None = None, text: str | None = None, name: str | None = None,
+                     source: str | None = None, discussion: str | None = None, messages: list[t.Message] = ()):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/workflows/run", t.WorkflowResponse,
+                          t.WorkflowRequest(nodes=nodes, text=text, name=name, source=source, discussion=discussion,
+                                            messages=list(messages)))
 
-    def wait_projections(self, timeout: float = 120.0) -> bool:
-        """Wait until every shard's projections have folded everything appended so far."""
-        shards = self.runtime.shards()
-        heads = ray.get([s.head.remote() for s in shards])
-        return all(ray.get([s.wait_projections.remote(h, timeout) for s, h in zip(shards, heads)]))
+    def regenerate(self, agent: str, discussion: str, *, settings: dict | None = None,
+                   settings_name: str = "settings.json"):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/regenerate", t.Job,
+                          t.RegenerateRequest(settings=settings, settings_name=settings_name))
 
-    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        """Run read-only SQL over the log and projections (no row limit), as (column names, rows)."""
-        result = self.sql_result(query, params, max_rows=None)
-        return result.columns, result.rows
+    def replay_discussion(self, agent: str, discussion: str, *, verify: bool = False):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/replay", t.Job,
+                          t.DiscussionReplayRequest(verify=verify))
 
-    def sql_result(self, query: str, params: list | None = None, *, agents: list[str] | None = None,
-                   timeout_s: float | None = DEFAULT_TIMEOUT_S, max_rows: int | None = DEFAULT_MAX_ROWS) -> QueryResult:
-        """Read-only, confined SQL (`engram.sql`). With several shards, each shard runs the query on its own
-        data and the rows are concatenated (aggregates are per shard then)."""
-        shards = self.runtime.shards()
-        results = ray.get([s.sql.remote(query, params, agents, timeout_s, max_rows) for s in shards])
-        rows = [row for r in results for row in r.rows]
-        truncated = any(r.truncated for r in results) or (max_rows is not None and len(rows) > max_rows)
-        return QueryResult(columns=results[0].columns, rows=rows[:max_rows] if max_rows is not None else rows,
-                           truncated=truncated)
+    # ------------------------------------------------------------------ cognitive memory
 
-    def status(self) -> list[dict]:
-        """Per shard: head, projection positions, consumer (policy) positions, lag, event counts."""
-        shards = ray.get([s.status.remote() for s in self.runtime.shards()])
-        policies = self.runtime.policies()
-        reports = ray.get([h.status.remote() for h in policies.values()])
-        for (group, shard, member), rep in zip(policies, reports):
-            shards[shard].setdefault("consumers", {}).update(rep["positions"])
-            if rep["errors"]:
-                shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
-            if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log
-                shards[shard].setdefault("consumers_rebuilt", {}).update(rep["rebuilt"])
-        return shards
+    def recall(self, agent: str, query: str, **options):
+        """`options`: the fields of `engram.api.types.RecallRequest` (discussion, limit, weights, hyde, similarity,
+        at, mood, sources)."""
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/recall", t.RecallResponse,
+                          t.RecallRequest(query=query, **options))
 
-    def wait_idle(self, timeout: float = 600.0, on_progress=None) -> bool:
-        """Wait until every projection and policy has handled the whole log, and nothing new came.
+    def traces(self, agent: str, *, include_inactive: bool = False, limit: int | None = None):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/traces" + _query({"all": include_inactive, "limit": limit}),
+                          t.Table)
 
-        Policies append events (summaries, observations…), so the log may grow while waiting;
-        idle means two consecutive looks with the same heads and every consumer at its head.
-        """
-        deadline = time.monotonic() + timeout
-        previous = None
-        while time.monotonic() < deadline:
-            status = self.status()
-            heads = [st["head"] for st in status]
-            positions = [
-                min(list(st["projections"].values()) + list(st.get("consumers", {}).values()), default=st["head"])
-                for st in status
-            ]
+    def working_memory(self, agent: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryResponse)
+
+    def write_working_memory(self, agent: str, markdown: str):
+        return self._call("PUT", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryWritten,
+                          t.WorkingMemoryWrite(markdown=markdown))
+
+    def set_mood(self, agent: str, valence: float, arousal: float, dominance: float, *, reason: str = "set"):
+        return self._call("PUT", f"/v1/agents/{_seg(agent)}/mood", t.EventResponse,
+                          t.MoodRequest(valence=valence, arousal=arousal, dominance=dominance, reason=reason))
+
+    def mood_history(self, agent: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/mood", t.Table)
+
+    def observation_logs(self, agent: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/observations", t.Table)
+
+    def observation_log(self, agent: str, discussion: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observations",
+                          t.ObservationLogResponse)
+
+    def observation_notes(self, agent: str, discussion: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observation-notes", t.Table)
+
+    def recent_observations(self, agent: str, discussion: str, *, limit: int = 10):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/recent-observations"
+                          + _query({"limit": limit}), t.RecentObservations)
+
+    def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/consolidations"
+                          + _query({"all": include_idle, "limit": limit}), t.ConsolidationsResponse)
+
+    # ------------------------------------------------------------------ chat
+
+    def chat_info(self, agent: str, discussion: str):
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/chat", t.ChatInfo)
+
+    def chat(self, agent: str, discussion: str, message: str, *, memory: bool = True):
+        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/chat", t.ChatResponse,
+                          t.ChatRequest(message=message, memory=memory))
+
+    # ------------------------------------------------------------------ forgetting and jobs
+
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = ""):
+        path = f"/v1/agents/{_seg(agent)}" + (f"/discussions/{_seg(discussion)}" if discussion else "")
+        return self._call("DELETE", path + _query({"reason": reason or None}), t.Job)
+
+    def replay(self, *, out: str | None = None, as_of: str | None = None, agent: str | None = None,
+               verify: bool = False):
+        return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
+
+    def job(self, job_id: str):
+        return self._call("GET", f"/v1/jobs/{_seg(job_id)}", t.Job)
+
+    def jobs(self):
+        return self._call("GET", "/v1/jobs", t.JobList)
+
+
+class Client(_Operations):
+    """The API over HTTP, synchronous. `url`: the server (e.g. http://127.0.0.1:8765)."""
+
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url.rstrip("/")
+        self._parts = parts
+        self.timeout = timeout
+        self._local = threading.local()
+
+    @classmethod
+    def for_home(cls, home: str | Path | None = None, *, start: bool = True, timeout: float = DEFAULT_TIMEOUT_S,
+                 start_timeout: float = 180.0) -> "Client":
+        """The client of the server of `home` (default: $ENGRAM_HOME or ~/.engram); with `start`, a server is
+        started in the background when none runs (as every CLI command does)."""
+        from engram.server.instance import ServerStartError, home_path, live_server, start_server
+
+        root = home_path(home)
+        info = start_server(root, timeout=start_timeout) if start else live_server(root)
+        if info is None:
+            raise ServerStartError(f"no engram server runs for {root} (start one with `engram serve`)")
+        return cls(info["url"], timeout=timeout)
+
+    def _conn(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
+            conn = self._local.conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)
+        return conn
+
+    def _send(self, method: str, path: str, payload: bytes | None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        for attempt in (1, 2):
+            conn = self._conn()
+            try:
+                conn.request(method, self._parts.path.rstrip("/") + path, body=payload, headers=headers)
+                resp = conn.getresponse()
+                return resp.status, resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                conn.close()  # a kept-alive connection the server closed: reconnect once
+                self._local.conn = None
+                if attempt == 2 or method not in ("GET", "PUT", "DELETE"):
+                    raise
+            except OSError:
+                conn.close()
+                self._local.conn = None
+                raise
+        raise AssertionError("unreachable")
+
+    def _call(self, method: str, path: str, response, body=None):
+        status, raw = self._send(method, path, None if body is None else _ENCODER.encode(body))
+        if status >= 400:
+            raise refusal(status, raw)
+        return _decoder(response).decode(raw) if response is not dict else json.loads(raw)
+
+    # ------------------------------------------------------------------ waiting
+
+    def wait_job(self, job_id: str, *, on_progress: Callable[[t.Job], None] | None = None,
+                 timeout: float | None = None) -> t.Job:
+        """Poll a job until it ends; `on_progress(job)` on every look."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.job(job_id)
             if on_progress:
-                on_progress(sum(min(p, h) for p, h in zip(positions, heads)), sum(heads))
-            if all(p >= h for p, h in zip(positions, heads)):
-                if heads == previous:
-                    return True
-                previous = heads
-                continue
-            previous = None
-            time.sleep(0.1)
-        return False
+                on_progress(job)
+            if job.state in ("succeeded", "failed") or (deadline is not None and time.monotonic() > deadline):
+                return job
+            time.sleep(JOB_POLL_S)
 
-    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
-        """Forget a discussion (or a whole agent) everywhere: log, projections, embedding cache, policy state
-        and snapshots (`engram.forgetting`). Raises KeyError for a discussion the agent does not have."""
-        from engram.forgetting import forget
+    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int], None] | None = None) -> bool:
+        """Wait until every projection and policy has handled the whole log and nothing new came
+        (`on_progress(done, total)` in events, as the log grows while memory is created)."""
+        from engram.api.idle import wait_idle
 
-        shard_index = self.shard_of(agent)
-        shard = _Remote(self.runtime.shard(shard_index))
-        hosts = [_Remote(h) for (_, s, _), h in sorted(self.runtime.policies().items()) if s == shard_index]
-        return forget(shard, hosts, agent, discussion, reason=reason)
+        def look():
+            shards = self.status().shards
+            return [s.head for s in shards], [consumed(s) for s in shards]
+
+        return wait_idle(look, timeout, on_progress, JOB_POLL_S)
 
     def close(self) -> None:
-        self.runtime.close()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
 
-    def __enter__(self) -> "Engram":
+    def __enter__(self) -> "Client":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-class _Remote:
-    """An actor's methods called as plain ones (ray.get on each): what `engram.forgetting` drives."""
+class AsyncClient(_Operations):
+    """The API over HTTP, asynchronous (httpx): every method of `Client` is awaited."""
 
-    def __init__(self, handle):
-        self._handle = handle
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S):
+        import httpx
 
-    def __getattr__(self, name):
-        method = getattr(self._handle, name)
+        self.url = url.rstrip("/")
+        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout)
 
-        def call(*args, **kwargs):
-            return ray.get(method.remote(*args, **kwargs))
+    async def _request(self, method: str, path: str, response, body=None):
+        resp = await self._http.request(method, path, content=None if body is None else _ENCODER.encode(body),
+                                        headers={"Content-Type": "application/json"} if body is not None else None)
+        if resp.status_code >= 400:
+            raise refusal(resp.status_code, resp.content)
+        return _decoder(response).decode(resp.content) if response is not dict else resp.json()
 
-        return call
+    def _call(self, method: str, path: str, response, body=None):
+        return self._request(method, path, response, body)
 
+    async def wait_job(self, job_id: str, *, timeout: float | None = None) -> t.Job:
+        import asyncio
 
-def now_us() -> int:
-    """Wall-clock time for messages that arrive without one (the shell's job, never a projection's)."""
-    return int(time.time() * 1_000_000)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = await self.job(job_id)
+            if job.state in ("succeeded", "failed") or (deadline is not None and time.monotonic() > deadline):
+                return job
+            await asyncio.sleep(JOB_POLL_S)
+
+    async def wait_idle(self, timeout: float = 600.0) -> bool:
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        previous = None
+        while time.monotonic() < deadline:
+            shards = (await self.status()).shards
+            heads = [s.head for s in shards]
+            if all(consumed(s) >= s.head for s in shards):
+                if heads == previous:
+                    return True
+                previous = heads
+                continue
+            previous = None
+            await asyncio.sleep(JOB_POLL_S)
+        return False
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()

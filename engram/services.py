@@ -7,13 +7,13 @@ installed in this build are simply absent from the dict.
     "tasks"     the memory tasks (`engram.llm.make_tasks`: anthropic with a key, else offline)
     "embedder"  the index-time embedder: texts in, float32 (n, dim) L2-normalised vectors out,
                 behind the home's content-addressed cache (`<home>/cache/embeddings.duckdb`), so a
-                text is embedded once per model, ever. In the Ray runtime it is the home's one
-                named EmbedderActor (`embedder_actor`: its name), called once per batch; without
-                Ray, a local `CachedEmbedder` loaded on first use.
+                text is embedded once per model, ever. In the Ray runtime the actors pass the home's
+                one named EmbedderActor (`engram.actors.embedder.RemoteEmbedder`), called once per
+                batch; without Ray, a local `CachedEmbedder` loaded on first use.
     "query_embedder"  query-time embedding (a search, a recall): the same model in this process,
                 one thread, no cache, loaded on first use. One query costs about 5 ms here against
                 about 15 ms through the actor and its cache (bench/discussion_memory.py); discussion
-                searches embed in their reading process the same way (`engram.discussion.runtime`).
+                searches embed in their reading process the same way (`engram.discussion.memory_files`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from typing import Any
 from engram.config.service import ServiceConfig
 
 
-def build_services(config: ServiceConfig, *, embedder_actor: str | None = None) -> dict[str, Any]:
+def build_services(config: ServiceConfig, *, embedder=None) -> dict[str, Any]:
+    """`embedder`: the index-time embedder to use (the Ray runtime's actors pass the home's actor);
+    None: a local cached one."""
     services: dict[str, Any] = {"config": config}
     try:
         from engram.llm.factory import make_tasks
@@ -32,21 +34,15 @@ def build_services(config: ServiceConfig, *, embedder_actor: str | None = None) 
     else:
         services["tasks"] = make_tasks(config.llm)
     try:
-        services["embedder"] = index_embedder(config, embedder_actor)
+        services["embedder"] = embedder if embedder is not None else index_embedder(config)
         services["query_embedder"] = query_embedder(config)
     except ImportError:
         pass
     return services
 
 
-def index_embedder(config: ServiceConfig, embedder_actor: str | None = None):
-    """The embedder of index-time work: the home's EmbedderActor, or a local cached one."""
-    if embedder_actor is not None:
-        from engram.actors.embedder import RemoteEmbedder
-
-        from engram.embeddings.factory import index_time
-
-        return RemoteEmbedder(embedder_actor, str(config.home), index_time(config.embedder).model_dump(mode="json"))
+def index_embedder(config: ServiceConfig):
+    """The embedder of index-time work in this process: a local cached one, loaded on first use."""
     from engram.embeddings.factory import index_time, open_cached_embedder
     from engram.embeddings.lazy import LazyEmbedder
 

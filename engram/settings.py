@@ -36,26 +36,6 @@ def check_recorded_settings(scope: str, name: str, settings: dict) -> None:
     parse(model, settings, name)
 
 
-class UnknownAgent(LookupError):
-    """A read for an agent this home has never heard of (a typo, usually): nothing is recorded for it."""
-
-
-def require_known_agent(home: Home, agent: str, agents_in_log: set[str]) -> None:
-    """Raise UnknownAgent unless `agent` has events in the log or a configuration file in the home.
-
-    Reads (recall, working memory, …) call this before recording the agent's settings, so that a
-    mistyped agent name does not create settings events for an agent that does not exist."""
-    validate_agent(agent)
-    if agent in agents_in_log or home.agent_config_path(agent).exists():
-        return
-    import difflib
-
-    known = sorted(agents_in_log)
-    close = difflib.get_close_matches(agent, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else (f"; the agents are {', '.join(known)}" if known else "")
-    raise UnknownAgent(f"no agent {agent!r} in {home.root}{hint}")
-
-
 def agent_stream(agent: str) -> str:
     return f"agent:{validate_agent(agent)}"
 
@@ -108,6 +88,17 @@ def discussion_settings_event(path: str | Path, llm=None) -> SettingsChanged:
     return settings_event(SCOPE_DISCUSSION, path.name, settings)
 
 
+_DEFAULTS: dict[type, object] = {}
+
+
+def _default(model: type):
+    """The defaults of a (frozen) settings model, built once per process."""
+    found = _DEFAULTS.get(model)
+    if found is None:
+        found = _DEFAULTS[model] = model()
+    return found
+
+
 class SettingsView:
     """Fold of SettingsChanged events: the settings in force for each agent and discussion."""
 
@@ -116,6 +107,19 @@ class SettingsView:
     def __init__(self):
         self._agent: dict[tuple[str, str], SettingsChanged] = {}
         self._discussion: dict[tuple[str, str], SettingsChanged] = {}
+        self._parsed: dict[tuple[type, int], tuple[SettingsChanged, object]] = {}
+
+    def _parse(self, model: type, ev: SettingsChanged):
+        """`ev`'s settings as `model`, validated once per content: policies ask for the settings in force at
+        every message, and validating a whole AgentConfig each time cost more than deciding on the message.
+        The models are frozen, so one parsed value serves every caller. Keyed by the event itself (kept
+        alive beside its value, so its id is never another event's)."""
+        cache = self.__dict__.setdefault("_parsed", {})  # a view unpickled from before the cache has none
+        key = (model, id(ev))
+        found = cache.get(key)
+        if found is None or found[0] is not ev:
+            found = cache[key] = (ev, parse(model, ev.settings, ev.name))
+        return found[1]
 
     def apply(self, rec: Recorded) -> None:
         ev = rec.event
@@ -133,11 +137,11 @@ class SettingsView:
         ev = (discussion and self._discussion.get((discussion, SCOPE_DISCUSSION))) or self._agent.get(
             (agent, SCOPE_DISCUSSION)
         )
-        return parse(DiscussionSettings, ev.settings, ev.name) if ev else DiscussionSettings()
+        return self._parse(DiscussionSettings, ev) if ev else _default(DiscussionSettings)
 
     def agent_config(self, agent: str) -> AgentConfig:
         ev = self._agent.get((agent, SCOPE_AGENT))
-        return parse(AgentConfig, ev.settings, ev.name) if ev else AgentConfig()
+        return self._parse(AgentConfig, ev) if ev else _default(AgentConfig)
 
     def state(self) -> tuple[dict, dict]:
         return self._agent, self._discussion

@@ -40,6 +40,11 @@ log = logging.getLogger(__name__)
 # How long the projection thread lets appends accumulate before folding them: folding
 # in batches keeps the checkpoint cost per event small under load.
 PROJECTION_LINGER_S = 0.02
+# While appends keep coming, projections are checkpointed (their files and rows written, with their
+# positions) at most this often; at once when they have caught up with the log, or when a reader
+# waits for them (`wait_projections`). Each checkpoint is a transaction per projection and rewrites
+# every changed file: after every fold it cost more than the folds themselves during a long ingest.
+PROJECTION_CHECKPOINT_S = 0.25
 
 
 class HomeNotWritable(OSError):
@@ -78,8 +83,15 @@ class ShardHost:
         self.services = services or {}
         self.background = background
         self._proj_cond = threading.Condition()
+        self._readers_waiting = 0  # callers of wait_projections: the fold loop checkpoints for them at once
+        self._checkpointed_at = time.monotonic()
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        # Events per type, counted through `_counted_through` and extended by the newer events only:
+        # `status` is polled while memory catches up, and a GROUP BY over the whole log grew with it.
+        self._counts_lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._counted_through = 0
         self.recovered: list[str] = []  # what the start found broken or unfinished, and did about it
         self._open_checked()
         self._finish_interrupted_work()
@@ -150,6 +162,9 @@ class ShardHost:
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:
         return self.store.read(after, **kwargs)
 
+    def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
+        return self.store.read_rows(after, **kwargs)
+
     def head(self) -> int:
         return self.store.head()
 
@@ -160,20 +175,29 @@ class ShardHost:
 
     def _fold_loop(self) -> None:
         while not self._stop.is_set():
-            if not self.store.wait(self.runner.position + 1, timeout=0.2):
-                continue
-            time.sleep(PROJECTION_LINGER_S)
             try:
-                self.catch_up()
+                if not self.store.wait(self.runner.position + 1, timeout=0.2):
+                    if self.runner.unsaved:  # caught up: what was folded becomes durable now
+                        self.catch_up()
+                    continue
+                time.sleep(PROJECTION_LINGER_S)
+                self.catch_up(checkpoint=None)
             except BaseException as exc:  # keep the log serving; report the failure in status
                 log.exception("projection fold failed on shard %s", self.shard)
                 self._error = exc
                 self._stop.wait(1.0)
 
-    def catch_up(self) -> int:
-        """Fold everything appended so far (also used directly when there is no thread)."""
+    def catch_up(self, checkpoint: bool | None = True) -> int:
+        """Fold everything appended so far (also used directly when there is no thread), and checkpoint;
+        `checkpoint=None`: only when due (see PROJECTION_CHECKPOINT_S)."""
         with self._proj_cond:
-            n = self.runner.catch_up()
+            n = self.runner.catch_up(checkpoint=False)
+            if checkpoint is None:
+                checkpoint = (self._readers_waiting > 0 or self.store.head() <= self.runner.position
+                              or time.monotonic() - self._checkpointed_at >= PROJECTION_CHECKPOINT_S)
+            if checkpoint:
+                self.runner.checkpoint()
+                self._checkpointed_at = time.monotonic()
             self._error = None
             self._proj_cond.notify_all()
             return n
@@ -188,11 +212,20 @@ class ShardHost:
             return self.runner.durable_position >= seq
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._proj_cond:
-            while self.runner.durable_position < min(seq, self.store.head()):
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._proj_cond.wait(min(0.1, remaining) if remaining is not None else 0.1)
+            self._readers_waiting += 1
+            try:
+                while self.runner.durable_position < min(seq, self.store.head()):
+                    if self.runner.position >= min(seq, self.store.head()):  # folded, not yet durable
+                        self.runner.checkpoint()
+                        self._checkpointed_at = time.monotonic()
+                        self._proj_cond.notify_all()
+                        continue
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._proj_cond.wait(min(0.1, remaining) if remaining is not None else 0.1)
+            finally:
+                self._readers_waiting -= 1
         return True
 
     # --------------------------------------------------------------- SQL and status
@@ -220,8 +253,24 @@ class ShardHost:
         return LiveShard(shard=self.shard, cursor=self.store.cursor, log_table=f'"{catalog}".main.events',
                          projection_catalog="proj", projections=self.paths)
 
+    def events_by_type(self) -> dict[str, int]:
+        """How many events of each type the log holds (up to its head)."""
+        with self._counts_lock:
+            head = self.store.head()
+            if head > self._counted_through:
+                _, rows = self.store.query(
+                    "SELECT type, count(*) FROM events WHERE seq > ? AND seq <= ? GROUP BY type", [self._counted_through, head])
+                for type_, n in rows:
+                    self._counts[type_] = self._counts.get(type_, 0) + n
+                self._counted_through = head
+            return dict(sorted(self._counts.items()))
+
+    def _recount(self) -> None:
+        """The log's past changed (a purge retyped events): count from the start at the next look."""
+        with self._counts_lock:
+            self._counts, self._counted_through = {}, 0
+
     def status(self) -> dict:
-        names, rows = self.store.query("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
         return {
             "shard": self.shard,
             "head": self.store.head(),
@@ -229,7 +278,8 @@ class ShardHost:
             "projections": dict(self.runner.checkpointed),
             "projection_lag": self.store.head() - self.runner.durable_position,
             "projection_error": None if self._error is None else repr(self._error),
-            "events_by_type": dict(rows),
+            "projection_timings": self.runner.timings.report(),
+            "events_by_type": self.events_by_type(),
             # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
             "fold_failed": self._fold_failures(),
             "unfinished_forgets": self.unfinished_forgets(),
@@ -328,6 +378,7 @@ class ShardHost:
         self.wait_projections(marker_seq)
         erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
         erased = self.store.erase(erasure.seqs)
+        self._recount()
         self._close_projections()
         self.store.close()
         compact_database(self.log_path)

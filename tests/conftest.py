@@ -1,4 +1,4 @@
-"""Shared fixtures: one real local Ray instance per test session, and fresh engram homes."""
+"""Shared fixtures: one real local Ray instance per test session, fresh engram homes, and the API over them."""
 
 from __future__ import annotations
 
@@ -12,14 +12,18 @@ os.environ.pop("RAY_ADDRESS", None)
 
 
 @pytest.fixture(scope="session")
-def ray_session():
-    """A real local Ray instance (2 CPUs), started once for all integration tests."""
+def ray_session(tmp_path_factory):
+    """A real local Ray instance (2 CPUs), started once for all integration tests: always a new local instance
+    (`address="local"`) in a short temp dir of its own, with a start-up timeout, as engram starts one."""
     import ray
 
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, namespace="engram-tests", log_to_driver=False)
+    from engram.runtime.startup import init_ray
+
+    started = init_ray(home=tmp_path_factory.mktemp("ray-session"), address=None, namespace="engram-tests",
+                       num_cpus=2, timeout_s=300)
     yield ray
-    ray.shutdown()
+    if started:
+        ray.shutdown()
 
 
 @pytest.fixture
@@ -38,10 +42,10 @@ def service_config(home_dir):
 
 @pytest.fixture
 def engram_client(ray_session, service_config):
-    """The Python API on real Ray actors, for one test's fresh home."""
-    from engram.actors.runtime import Runtime
-    from engram.client import Engram
+    """The API embedded in the test process, on real Ray actors, for one test's fresh home."""
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
 
-    mem = Engram(service_config, Runtime(service_config).start())
+    mem = Engram(RayRuntime(service_config).start())
     yield mem
     mem.close()

@@ -1,10 +1,13 @@
 """The Embedder actor: one process per engram home that owns the embedding model and its cache file.
 
-A thin Ray shell around `CachedEmbedder` (all logic lives there): policies and projections send
-texts in batches and get float32 vectors back, so the model is loaded once per home instead of
-once per process, and it is the only writer of `<home>/cache/embeddings.duckdb`. The runtime
-starts it with the policies (named `engram-<home>-embedder`); `RemoteEmbedder` is how the other
-actors of the home reach it through the `"embedder"` service (`engram.services`).
+A thin Ray shell around `EmbedBatcher` over a `CachedEmbedder` (all logic lives there): policies and
+projections send texts in batches and get float32 vectors back, so the model is loaded once per home
+instead of once per process, and it is the only writer of `<home>/cache/embeddings.duckdb`. Calls
+run concurrently (`EMBEDDER_CONCURRENCY` threads); the batcher coalesces the requests that arrive
+while the model is busy into one cache lookup and full model batches across agents and discussions,
+and holds callers back when too many texts wait. The runtime starts it with the policies (named
+`engram-<home>-embedder`); `RemoteEmbedder` is how the other actors of the home reach it through the
+`"embedder"` service (`engram.services`).
 """
 
 from __future__ import annotations
@@ -16,26 +19,37 @@ import numpy as np
 import ray
 
 from engram.config.llm import EmbedderConfig
+from engram.embeddings.batcher import EmbedBatcher
 from engram.embeddings.cached import EmbedStats
 from engram.embeddings.factory import open_cached_embedder
 
 EMBEDDER_ROLE = "embedder"
+# Calls served at once: requests of every shard and policy actor of the home, waiting to be coalesced
+# (the batcher bounds the texts they hold; a call beyond this many queues in Ray).
+EMBEDDER_CONCURRENCY = 16
 
 
 # Embedding a text is idempotent (and the cache makes a repeat free): calls are safe to retry.
-@ray.remote(max_restarts=-1, max_task_retries=-1)
+@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=EMBEDDER_CONCURRENCY)
 class EmbedderActor:
     def __init__(self, home: str, embedder: dict | None = None):
         # Settings travel as their JSON form: plain data crosses process boundaries best.
         self._home = home
         self._config = EmbedderConfig.model_validate(embedder or {})
         self._embedder = None  # loaded by `warm` (the runtime calls it as the policies start) or the first call
+        self._batcher: EmbedBatcher | None = None
+        self._lock = threading.Lock()  # calls run on several threads: one of them loads the model
 
-    def _get(self):
-        if self._embedder is None:
-            # Uncached, with a warning, only if another process holds the cache file.
-            self._embedder = open_cached_embedder(self._home, self._config)
-        return self._embedder
+    def _get(self) -> EmbedBatcher:
+        batcher = self._batcher
+        if batcher is None:
+            with self._lock:
+                if self._batcher is None:
+                    # Uncached, with a warning, only if another process holds the cache file.
+                    self._embedder = open_cached_embedder(self._home, self._config)
+                    self._batcher = EmbedBatcher(self._embedder)
+                batcher = self._batcher
+        return batcher
 
     def warm(self) -> bool:
         """Load the model now, so that the first batch of memories does not wait for it."""
@@ -50,20 +64,28 @@ class EmbedderActor:
         return {"name": e.name, "dim": e.dim, "is_fallback": e.is_fallback}
 
     def stats(self) -> dict:
-        s = getattr(self._get(), "stats", None) or EmbedStats()
-        return {"calls": s.calls, "texts_requested": s.texts_requested, "texts_computed": s.texts_computed,
-                "cache_hits": s.cache_hits}
+        """`calls`: model rounds (each serving one or more `requests`); texts asked for, computed, served
+        from the cache; seconds in the model; the most texts that waited at once."""
+        batcher = self._get()
+        s = getattr(self._embedder, "stats", None) or EmbedStats()
+        return {"requests": batcher.requests, "calls": s.calls, "texts_requested": s.texts_requested,
+                "texts_computed": s.texts_computed, "cache_hits": s.cache_hits,
+                "model_seconds": round(s.model_seconds, 3), "most_waiting": batcher.most_waiting}
 
     def retain(self, model: str, keys: list[str]) -> int:
-        retain = getattr(self._get(), "retain", None)
+        """The cache keeps only these vectors (after a forget); entries removed."""
+        self._get()
+        retain = getattr(self._embedder, "retain", None)
         return retain(model, set(keys)) if retain is not None else 0
 
     def close(self) -> bool:
         """Close the cache file (a later call opens it again)."""
-        cache = getattr(self._embedder, "cache", None)
-        if cache is not None:
-            cache.close()
-        self._embedder = None
+        with self._lock:
+            cache = getattr(self._embedder, "cache", None)
+            if cache is not None:
+                cache.close()
+            self._embedder = None
+            self._batcher = None
         return True
 
 
@@ -128,4 +150,5 @@ class RemoteEmbedder:
     @property
     def stats(self) -> EmbedStats:
         """The actor's cache counters (calls, texts requested, computed, served from the cache)."""
-        return EmbedStats(**ray.get(self._actor().stats.remote()))
+        fields = set(EmbedStats.__struct_fields__)
+        return EmbedStats(**{k: v for k, v in ray.get(self._actor().stats.remote()).items() if k in fields})

@@ -10,11 +10,12 @@ import time
 import ray
 
 from engram.config.service import ServiceConfig
+from engram.events.store import decode_rows
 from engram.home import Home
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.registry import policy_classes
-from engram.services import build_services
+from engram.actors.services import actor_services
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +23,10 @@ log = logging.getLogger(__name__)
 POLL_TIMEOUT_S = 1.0
 # Longest wait between retries of a failing policy.
 MAX_BACKOFF_S = 30.0
+# After a batch shorter than the host's (or a wake-up by new events), wait this long before reading again
+# so that new events gather: while the log grows steadily, every policy actor otherwise reads it (a query
+# at the shard) for the handful of events appended since its last read.
+POLICY_LINGER_S = 0.05
 
 
 @ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=4)
@@ -31,8 +36,10 @@ class PolicyActor:
         config = ServiceConfig.model_validate(config_json)
         home = Home(config.home, config.shards)
         self.shard_handle = ray.get_actor(shard_actor_name)
-        services = build_services(config, embedder_actor=embedder_actor)
-        read = lambda after, **kw: ray.get(self.shard_handle.read.remote(after, **kw))
+        services = actor_services(config, embedder_actor)
+        # Rows cross from the shard undecoded and are decoded here: cheaper to send, and the shard's
+        # process (its log, its projections) does not decode for every consumer.
+        read = lambda after, **kw: decode_rows(ray.get(self.shard_handle.read_rows.remote(after, **kw)), shard)
         append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
         ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
                             read=read, append=append)
@@ -69,8 +76,11 @@ class PolicyActor:
                     self._stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if n == 0:
-                    ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S))
+                if n == 0 and not ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S)):
+                    with self._lock:  # nothing new for a while: what is unsaved is written now
+                        self.host.save_pending()
+                elif n < self.host.batch:
+                    self._stop.wait(POLICY_LINGER_S)
             except Exception:
                 log.exception("policy loop failed; retrying")
                 self._stop.wait(1.0)
@@ -94,8 +104,10 @@ class PolicyActor:
                 self.host.run_until_caught_up()
             result = getattr(target, method)(*args, **kwargs)
         if hasattr(target, "take_writes"):
-            self._flushing = threading.Thread(target=self._flush, args=(target,), daemon=True)
-            self._flushing.start()
+            # Started before it is published: a concurrent call joins it, and a thread not yet started cannot be joined.
+            flusher = threading.Thread(target=self._flush, args=(target,), daemon=True)
+            flusher.start()
+            self._flushing = flusher
         return result
 
     def _flush(self, target) -> None:
@@ -133,7 +145,8 @@ class PolicyActor:
             return self.host.scrub(texts)
 
     def status(self) -> dict:
-        return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt)}
+        return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt),
+                "timings": self.host.timings.report()}
 
     def close(self) -> bool:
         self._stop.set()

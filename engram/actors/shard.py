@@ -26,12 +26,11 @@ class ShardActor:
         self, log_path: str, projections_dir: str, shard: int, max_batch_events: int, max_payload_bytes: int,
         config_json: dict | None = None, embedder_actor: str | None = None,
     ):
+        from engram.actors.services import actor_services
         from engram.config.service import ServiceConfig
-        from engram.services import build_services
 
         # Projections get the same services as policies (e.g. the home's embedder, which the trace index needs).
-        services = (build_services(ServiceConfig.model_validate(config_json), embedder_actor=embedder_actor)
-                    if config_json else None)
+        services = actor_services(ServiceConfig.model_validate(config_json), embedder_actor) if config_json else None
         self.host = ShardHost(
             log_path,
             projections_dir,
@@ -46,6 +45,10 @@ class ShardActor:
 
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:
         return self.host.read(after, **kwargs)
+
+    def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
+        """`read` undecoded (`engram.events.store.decode_rows`): what consumers in other processes read."""
+        return self.host.read_rows(after, **kwargs)
 
     def head(self) -> int:
         return self.host.head()

@@ -21,6 +21,7 @@ class Side:
     id: str
     ts_us: int
     confidence: float
+    order: tuple = ()  # which is newer at one instant (`engram.background.schedule.time_order`); else by id
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,6 @@ def resolve(personality: Personality, a: Side, b: Side) -> Resolution:
     """Resolve a contradiction between `a` and `b` (either order) for an agent with `personality`."""
     from engram.llm.focus import resolve as rule, traits
 
-    older, newer = sorted((a, b), key=lambda s: (s.ts_us, s.id))
+    older, newer = sorted((a, b), key=lambda s: (s.ts_us, s.order, s.id) if a.order and b.order else (s.ts_us, s.id))
     how, winner, loser = rule(traits(personality), older.id, newer.id, older.confidence, newer.confidence)
     return Resolution(how, winner, loser)

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engram.config import defaults as d
 from engram.events.background import ObservationNote, ObservationsActivated, ObservationsRecorded, Reflected
-from engram.events.control import AgentForgotten, DiscussionForgotten
+from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import Recorded
+from engram.events.messages import MessageAppended
+from engram.settings import SettingsView
 from engram.tokens import estimate_tokens
 
 LogKey = tuple[str, str, str]  # (agent, scope, scope_id)
 INTERESTS = frozenset({"ObservationsRecorded", "ObservationsActivated", "Reflected", "DiscussionForgotten", "AgentForgotten"})
+# With these too, a log also knows how far it is from the Observer's and the Reflector's thresholds (`Progress`).
+PROGRESS_INTERESTS = INTERESTS | {"MessageAppended", "SettingsChanged"}
 
 BUFFERED, ACTIVE, REFLECTED, SUPERSEDED = "buffered", "active", "reflected", "superseded"
 
@@ -80,6 +85,12 @@ class LogState:
     activations: int = 0
     reflections: list[ReflectionEntry] = field(default_factory=list)
     last_seq: int = 0
+    # How far the log is from activation (folded only with PROGRESS_INTERESTS): the tokens of the conversation
+    # the Observer watches for this log, the tokens of those whose notes joined the log, and the thresholds.
+    conversation_tokens: int = 0
+    joined_tokens: int = 0
+    observer_threshold: int = d.OBSERVER_ACTIVATION_TOKENS
+    reflector_threshold: int = d.REFLECTOR_ACTIVATION_TOKENS
 
     @property
     def key(self) -> LogKey:
@@ -97,25 +108,88 @@ class LogState:
     def recorded_note_tokens(self) -> int:
         return sum(n.tokens for n in self.notes.values())
 
+    def progress(self) -> "Progress":
+        """Where the log stands against the guide's thresholds (which stay as they are: 30,000 and 40,000 tokens)."""
+        unobserved = max(0, self.conversation_tokens - self.joined_tokens)
+        active = self.active_tokens()
+        return Progress(
+            unobserved_tokens=unobserved, observer_threshold=self.observer_threshold,
+            tokens_to_observer=max(0, self.observer_threshold - unobserved + 1),
+            active_tokens=active, reflector_threshold=self.reflector_threshold,
+            tokens_to_reflector=max(0, self.reflector_threshold - active + 1),
+        )
+
     def compression(self) -> float | None:
         """Observed message tokens per note token (the guide: 5-40x)."""
         out = self.recorded_note_tokens()
         return round(self.message_tokens / out, 3) if out else None
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A log against its thresholds. The Observer activates once the tokens not yet in the log exceed its
+    threshold; `tokens_to_observer` more tokens of conversation get it there (0: at the next message or
+    increment). Likewise the Reflector with the log's active note tokens. Without this, what the guide's
+    numbers leave out on a normal conversation (a 20,000-token chat never reaches 30,000) is invisible."""
+
+    unobserved_tokens: int
+    observer_threshold: int
+    tokens_to_observer: int
+    active_tokens: int
+    reflector_threshold: int
+    tokens_to_reflector: int
+
+
 class ObservationLog:
     def __init__(self) -> None:
         self.logs: dict[LogKey, LogState] = {}
+        self.settings: SettingsView | None = None  # folded only with PROGRESS_INTERESTS
+        # Per agent, what the Observer runs with: (enabled, scope, observer threshold, reflector threshold).
+        self.observing: dict[str, tuple[bool, str, int, int]] = {}
 
     def log(self, key: LogKey) -> LogState:
         st = self.logs.get(key)
         if st is None:
             st = self.logs[key] = LogState(*key)
+            if key[0] in self.observing:
+                _, _, st.observer_threshold, st.reflector_threshold = self.observing[key[0]]
         return st
+
+    def _message(self, rec: Recorded) -> set[LogKey]:
+        """A message the Observer will watch: its tokens count toward its log's threshold."""
+        from engram.background.observer import OBSERVED_ROLES
+        from engram.cognitive.llm_bridge import own_words
+
+        msg = rec.event
+        if msg.role not in OBSERVED_ROLES or not own_words(msg.role, msg.content).strip():
+            return set()
+        enabled, scope, _, _ = self.observing.get(
+            rec.agent, (True, "discussion", d.OBSERVER_ACTIVATION_TOKENS, d.REFLECTOR_ACTIVATION_TOKENS))
+        if not enabled:
+            return set()
+        st = self.log(log_key(rec.agent, scope, rec.stream if scope == "discussion" else rec.agent))
+        st.conversation_tokens += msg.token_estimate
+        return {st.key}
 
     def apply(self, rec: Recorded) -> set[LogKey]:
         """Fold one event; returns the logs it changed (forgotten logs included)."""
         e = rec.event
+        if isinstance(e, SettingsChanged):
+            self.settings = self.settings or SettingsView()
+            self.settings.apply(rec)
+            changed = set()
+            if rec.stream.startswith("agent:"):
+                cfg = self.settings.agent_config(rec.agent)
+                o = cfg.memory.observer
+                self.observing[rec.agent] = (o.enabled, o.scope, o.activation_tokens, cfg.memory.reflector.activation_tokens)
+                for key, st in self.logs.items():
+                    if key[0] == rec.agent:
+                        st.observer_threshold = o.activation_tokens
+                        st.reflector_threshold = cfg.memory.reflector.activation_tokens
+                        changed.add(key)
+            return changed
+        if isinstance(e, MessageAppended):
+            return self._message(rec)
         if isinstance(e, ObservationsRecorded):
             st = self.log(log_key(rec.agent, e.scope, e.scope_id or rec.stream))
             status = BUFFERED if e.buffered else ACTIVE
@@ -129,6 +203,8 @@ class ObservationLog:
                 )
             st.messages += e.messages
             st.message_tokens += e.input_tokens
+            if not e.buffered:
+                st.joined_tokens += e.input_tokens
             st.increments += 1
             st.last_seq = rec.seq
             return {st.key}
@@ -138,6 +214,7 @@ class ObservationLog:
                 if n.status == BUFFERED and n.increment_last_seq <= e.through_seq:
                     n.status, n.activated_seq = ACTIVE, rec.seq
             st.activations += 1
+            st.joined_tokens += e.message_tokens
             st.last_seq = rec.seq
             return {st.key}
         if isinstance(e, Reflected):

@@ -9,7 +9,7 @@ from collections import defaultdict, deque
 from engram.cognitive.book import TraceBook
 from engram.cognitive.memory import EntityLinks, _entity_queue
 from engram.events.envelope import Recorded
-from engram.search.bm25 import tokenize
+from engram.search.bm25 import TOKENIZER_VERSION, tokenize
 
 _queue = _entity_queue  # the name saved policy state (pickles) refer to
 
@@ -25,11 +25,13 @@ class TraceFold(EntityLinks):
         self.by_entity: dict[str, deque[str]] = defaultdict(_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.by_words: dict[frozenset[str], str] = {}  # a trace's words (BM25 tokens) -> the latest trace saying them
+        self.tokenizer = TOKENIZER_VERSION
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        if "by_words" not in state:  # saved before the word index
+        if state.get("tokenizer") != TOKENIZER_VERSION:  # saved before the word index, or with another tokenizer
             self.by_words = {words_of(t.content): tid for tid, t in self.book.traces.items()}
+            self.tokenizer = TOKENIZER_VERSION
 
     def apply(self, rec: Recorded) -> None:
         applied = self.book.apply(rec)

@@ -1,11 +1,10 @@
 """`engram chat --agent A [--discussion D]`: talk to the configured LLM with memory on (Wunderland's `chat`).
 
-Each line you type is appended to the discussion as a user message; the reply comes from the `respond`
-memory task, given the context engram would send now (engram.context.assemble: working memory as the
-system prompt's memory, the compaction chain, the rolling summary and the traces recalled for your
-message as memory passages, the recent turns as the conversation), and is appended too. Memory is read
-as it is at that moment — recall does not wait for the memory of your latest message to be created
-(auto-ingest, compaction and the other policies work in the background).
+Each line you type is one chat turn of the home's server: your message is appended to the discussion,
+the reply comes from the `respond` memory task given the context engram would send now (working memory,
+the compaction chain, the rolling summary and the traces recalled for your message, the recent turns),
+and is appended too. Memory is created behind the chat (auto-ingest, compaction and the other policies
+work in the background).
 
 Without an API key the reply comes from the offline responder, which is not a language model and says
 so: it quotes what memory recalled for your message.
@@ -18,15 +17,11 @@ from __future__ import annotations
 import sys
 import time
 
-from engram.cli.common import config_from, open_engram
+from engram.cli.common import client
 from engram.ids import validate_agent, validate_discussion
 
 PROMPT = "you> "
 REPLY = "agent> "
-SYSTEM_PROMPT = (
-    "You are {agent}, an assistant with long-term memory (engram). Use the memory below and the memory passages "
-    "when they help; say so when you do not know."
-)
 HELP = """commands:
   /memory        working memory, recent observations, compaction history
   /recall QUERY  recall memory traces for QUERY (six-factor composite)
@@ -51,54 +46,15 @@ def default_discussion(agent: str) -> str:
 
 
 class ChatSession:
-    """One chat: appends turns, assembles the context, asks `respond`, answers the in-chat commands."""
+    """One chat over a client: turns go to the server; in-chat commands read memory through it."""
 
-    def __init__(self, mem, tasks, agent: str, discussion: str, *, memory: bool = True):
-        from engram.home import Home, ProjectionPaths
-
-        self.mem, self.tasks = mem, tasks
-        self.agent, self.discussion, self.memory = validate_agent(agent), validate_discussion(discussion), memory
-        self.home = Home(mem.config.home, mem.config.shards)
-        self.paths = ProjectionPaths(self.home.projections_dir)
-        _, rows = mem.sql("SELECT count(*) FROM messages WHERE discussion_id = ?", [self.discussion])
-        self.count = sum(r[0] for r in rows)  # messages so far: the index of the next derived message id
+    def __init__(self, mem, agent: str, discussion: str, *, memory: bool = True):
+        self.mem, self.agent, self.discussion, self.memory = mem, validate_agent(agent), validate_discussion(discussion), memory
+        self.info = mem.chat_info(self.agent, self.discussion)
         self.done = False
 
-    # ------------------------------------------------------------------ turns
-
-    def append(self, role: str, content: str, **metadata: str):
-        from engram.client import now_us
-        from engram.ingest.messages import IncomingMessage, discussion_write
-
-        msg = IncomingMessage(role=role, content=content, ts_us=now_us(), metadata={"source": "engram chat", **metadata})
-        write = discussion_write(self.agent, self.discussion, [msg], max_message_chars=self.mem.config.limits.max_message_chars,
-                                 first_index=self.count)
-        if write is None:
-            return None
-        self.mem.sync_settings(self.agent)
-        appended = self.mem.append([write])[0]
-        self.count += 1
-        return appended.seqs[0]
-
     def turn(self, text: str) -> str:
-        from engram.context_api import ContextMemory, build_context
-        from engram.llm.types import ChatLine
-
-        seq = self.append("user", text)
-        api = ContextMemory(self.mem)
-        recall = (lambda q: api.recall(self.agent, self.discussion, q, exclude_seqs=(seq,))) if self.memory else None
-        # The offline responder quotes memory passages only: it keeps what recall found in the recent turns too.
-        offline = getattr(self.tasks, "provider", "") == "offline"
-        ctx = build_context(self.mem.sql, self.home, self.paths, self.agent, self.discussion, recall=recall, query=text,
-                            skip_raw=not offline)
-        lines = [ChatLine(role=t.role, content=t.content, seq=t.seq, ts_us=t.ts_us, name=t.name) for t in ctx.turns
-                 if t.role in ("user", "assistant")]
-        memory_block = ctx.block("working_memory").text
-        system = SYSTEM_PROMPT.format(agent=self.agent) + (f"\n\n{memory_block}" if memory_block else "")
-        result = self.tasks.respond(lines, system_prompt=system, context=ctx.memory_passages() if self.memory else ())
-        reply = result.value.strip()
-        self.append("assistant", reply, responder=f"{result.llm.provider}/{result.llm.model}")
-        return reply
+        return self.mem.chat(self.agent, self.discussion, text, memory=self.memory).reply
 
     def handle(self, line: str) -> str:
         text = line.strip()
@@ -109,7 +65,7 @@ class ChatSession:
         command, _, rest = text.partition(" ")
         if command in ("/quit", "/exit"):
             self.done = True
-            return "bye (memory keeps working in the background next time engram runs)"
+            return "bye (memory keeps working in the background)"
         if command == "/memory":
             return self.show_memory()
         if command == "/recall":
@@ -120,55 +76,52 @@ class ChatSession:
             return HELP
         return f"unknown command {command}\n{HELP}"
 
-    # ------------------------------------------------------------------ commands
+    def _known(self) -> bool:
+        """The discussion has events (the agent's memory can be read)."""
+        from engram.api.errors import ApiError
+
+        try:
+            self.mem.discussion(self.discussion)
+            return True
+        except ApiError:
+            return False
 
     def show_memory(self) -> str:
-        from engram.context.hybrid import render_notes
-        from engram.context_api import current_chain
-
+        if not self._known():
+            return f"nothing in memory yet for {self.agent} (say something first)"
         out = []
-        _, slots = self.mem.sql(
-            "SELECT rank, tag, round(activation, 2), content, turn, capacity FROM working_memory WHERE agent = ? ORDER BY rank",
-            [self.agent],
-        )
-        if slots:
-            out.append(f"working memory of {self.agent} ({len(slots)} of {slots[0][5]} slots, turn {slots[0][4]}):")
-            out += [f"  {tag} {act:.2f} {_clip(content)}" for _, tag, act, content, _, _ in slots]
+        wm = self.mem.working_memory(self.agent)
+        if wm.slots:
+            first = wm.slots[0]
+            out.append(f"working memory of {self.agent} ({len(wm.slots)} of {first['capacity']} slots, turn {first['turn']}):")
+            out += [f"  {s['tag']} {s['activation']:.2f} {_clip(s['content'])}" for s in wm.slots]
         else:
             out.append(f"working memory of {self.agent}: empty (nothing has taken focus yet)")
-        notes = self.recent_notes()
-        if notes:
-            out.append(f"recent observations ({len(notes)} latest notes of the Observer):")
-            out += ["  " + line for line in render_notes(notes).splitlines()]
+        recent = self.mem.recent_observations(self.agent, self.discussion, limit=RECENT_NOTES)
+        if recent.notes:
+            out.append(f"recent observations ({recent.notes} latest notes of the Observer):")
+            out += ["  " + line for line in recent.markdown.splitlines()]
         else:
             out.append("recent observations: none yet (the Observer writes notes as the conversation grows)")
-        history = self.history()
-        chain = current_chain(history)
+        comp = self.mem.compactions(self.agent, self.discussion)
+        history = comp.compactions
+        chain = [c for c in history if c["in_chain"]]
         out.append(f"compaction history of {self.discussion}: {len(history)} compaction(s)"
-                   + (f"; chain: {' '.join(c.label for c in chain)}" if chain else ""))
+                   + (f"; chain: {' '.join(c['label'] for c in chain)}" if chain else ""))
         for c in history[-HISTORY_SHOWN:]:
-            figures = (f"dropped {c.dropped_count}, entities {', '.join(c.preserved_entities[:5]) or '-'}, "
-                       f"traces {len(c.traces_created)}, {c.duration_ms:.0f} ms") if c.transparency != "none" else "(transparency none)"
-            out.append(f"  {c.label} {c.strategy} {c.trigger}: {c.input_tokens} -> {c.output_tokens} tokens "
-                       f"({c.compression_ratio:.1f}x), {figures}")
+            figures = (f"dropped {c['dropped_count']}, entities {', '.join(c['preserved_entities'][:5]) or '-'}, "
+                       f"traces {len(c['traces_created'])}, {c['duration_ms']:.0f} ms") if c["transparency"] != "none" \
+                else "(transparency none)"
+            out.append(f"  {c['label']} {c['strategy']} {c['trigger']}: {c['input_tokens']} -> {c['output_tokens']} tokens "
+                       f"({c['compression_ratio']:.1f}x), {figures}")
         return "\n".join(out)
 
-    def recent_notes(self):
-        recs = self.mem.read(self.agent, types=["ObservationsRecorded"], limit=None)
-        notes = [n for r in recs if r.stream in (self.discussion, f"agent:{self.agent}") for n in r.event.notes]
-        return sorted(notes, key=lambda n: (n.observed_us, n.note_id))[-RECENT_NOTES:]
-
-    def history(self):
-        from engram.context_api import compaction_history
-
-        return compaction_history(self.mem.sql, self.discussion)
-
     def show_recall(self, query: str) -> str:
-        from engram.cognition import CognitiveMemory
-
         if not query:
             return "usage: /recall QUERY"
-        result = CognitiveMemory(self.mem).recall(self.agent, query, discussion=self.discussion)
+        if not self._known():
+            return f'recall "{query}": nothing in memory yet'
+        result = self.mem.recall(self.agent, query, discussion=self.discussion, sources=False)
         if not result.hits:
             return f'recall "{query}": nothing in memory yet'
         lines = [f'recall "{query}": {len(result.hits)} of {result.candidates} candidates']
@@ -176,20 +129,19 @@ class ChatSession:
         return "\n".join(lines)
 
     def show_summary(self) -> str:
-        from engram.context_api import chain_tree, current_chain
-        from engram.discussion.files import SUMMARY_SUFFIX, read_summary
-
+        if not self._known():
+            return "no summary yet: say something first"
         out = []
-        summary = read_summary(self.paths.discussion_file(self.agent, self.discussion, SUMMARY_SUFFIX))
+        summary = self.mem.summary(self.agent, self.discussion).summary
         if summary:
             out += [f"rolling summary (through {summary['absorbed_through']}):", summary["summary"]]
-        history = self.history()
-        chain = current_chain(history)
+        comp = self.mem.compactions(self.agent, self.discussion)
+        chain = sorted((c for c in comp.compactions if c["in_chain"]), key=lambda c: (c["first_seq"], c["level"]))
         if chain:
-            out.append(f"compaction chain ({sum(c.output_tokens for c in chain)} tokens for turns "
-                       f"{chain[0].first_turn}-{chain[-1].last_turn}):")
-            out += ["  " + line for line in chain_tree(history)]
-            out += [f"{c.label} {c.summary}" for c in chain]
+            out.append(f"compaction chain ({sum(c['output_tokens'] for c in chain)} tokens for turns "
+                       f"{chain[0]['first_turn']}-{chain[-1]['last_turn']}):")
+            out += ["  " + line for line in comp.tree]
+            out += [f"{c['label']} {c['summary']}" for c in chain]
         if not out:
             out.append("no summary yet: the compaction chain starts when the conversation passes the compaction "
                        "threshold, and the rolling summary when a workflow writes one")
@@ -197,8 +149,8 @@ class ChatSession:
 
     def banner(self) -> str:
         mode = "on" if self.memory else "off (--no-memory)"
-        return (f"engram chat: agent {self.agent}, discussion {self.discussion} ({self.count} earlier messages), "
-                f"memory {mode}\nreplies: {self.tasks.describe()}\n/help lists the commands; /quit leaves")
+        return (f"engram chat: agent {self.agent}, discussion {self.discussion} ({self.info.messages} earlier messages), "
+                f"memory {mode}\nreplies: {self.info.responder}\n/help lists the commands; /quit leaves")
 
 
 def _clip(text: str, n: int = 120) -> str:
@@ -207,17 +159,13 @@ def _clip(text: str, n: int = 120) -> str:
 
 
 def run(args) -> int:
-    from engram.llm.factory import make_tasks
+    from engram.api.errors import ApiError
 
     agent = validate_agent(args.agent)
     discussion = validate_discussion(args.discussion) if args.discussion else default_discussion(agent)
-    config = config_from(args)
-    print("starting engram…", flush=True)
     started = time.perf_counter()
-    tasks = make_tasks(config.llm)
-    with open_engram(args, config) as mem:
-        mem.runtime.policies()  # memory works in the background: auto-ingest, working memory, compaction…
-        session = ChatSession(mem, tasks, agent, discussion, memory=args.memory)
+    with client(args) as mem:
+        session = ChatSession(mem, agent, discussion, memory=args.memory)
         print(session.banner() + f"\n(ready in {time.perf_counter() - started:.1f}s)", flush=True)
         while not session.done:
             try:
@@ -227,8 +175,8 @@ def run(args) -> int:
                 break
             try:
                 out = session.handle(line)
-            except Exception as exc:  # a failed turn must not end the chat
-                out = f"error: {type(exc).__name__}: {exc}"
+            except ApiError as exc:  # a failed turn must not end the chat
+                out = f"error: {exc.message}"
             if out:
                 print(out, flush=True)
     sys.stdout.flush()

@@ -1,4 +1,9 @@
-"""What the commands share: opening a home, choosing embedded or joined mode, printing."""
+"""What the commands share: the home's server (started when none runs), printing, progress.
+
+Every command is a client of the home's server (`engram.Client` over HTTP): the first command
+starts one in the background and later ones reuse it. This module imports nothing heavy, so a
+command answers in a fraction of a second when the server is up.
+"""
 
 from __future__ import annotations
 
@@ -6,59 +11,60 @@ import csv
 import json
 import sys
 import time
-from datetime import date, datetime
-from decimal import Decimal
+from pathlib import Path
 from typing import Any, Iterable
 
-from engram.config.service import ServiceConfig, load_service_config
-from engram.home import Home, HomeLayoutError, ProjectionPaths
+from engram.cli.errors import UsageError
 
 
-def config_from(args) -> ServiceConfig:
-    return load_service_config(getattr(args, "home", None))
+def home_of(args) -> Path:
+    from engram.server.instance import home_path
+
+    return home_path(getattr(args, "home", None))
 
 
-def joined_address(args, config: ServiceConfig) -> str | None:
-    """The Ray address to join: --address, RAY_ADDRESS, or a running `engram serve` of this home."""
-    from engram.actors.runtime import running_instance
+def validate_settings(home: Path):
+    """engram.json checked before anything starts (a typo costs milliseconds, not a Ray start)."""
+    from engram.config.errors import ConfigError
+    from engram.config.service import load_service_config
 
-    return getattr(args, "address", None) or config.ray.address or running_instance(Home(config.home, config.shards))
-
-
-def open_engram(args, config: ServiceConfig | None = None):
-    from engram.cli.errors import UsageError
-    from engram.client import Engram
-    from engram.actors.runtime import Runtime
-
-    config = config or config_from(args)
     try:
-        runtime = Runtime(config, address=getattr(args, "address", None))
-    except HomeLayoutError as exc:
+        return load_service_config(home)
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    return Engram(config, runtime.start())
 
 
-def readonly_session(config: ServiceConfig):
-    """SQL over the home's files without starting anything (nobody else may be writing them)."""
-    from engram import sqlviews
+def client(args):
+    """The client of the home's server; a server is started in the background when none runs."""
+    from engram.client import Client
+    from engram.server.instance import ServerStartError, live_server, log_path, start_server
 
-    home = Home(config.home, config.shards)
-    return sqlviews.open_readonly(
-        {s: home.log_path(s) for s in range(config.shards)}, ProjectionPaths(home.projections_dir)
-    )
+    home = home_of(args)
+    info = live_server(home)
+    if info is None:
+        config = validate_settings(home)
+        started = time.perf_counter()
+
+        def announce() -> None:
+            print(f"engram: starting a server for {home} (in the background; logs in {log_path(home)}; "
+                  "`engram down` stops it)…", file=sys.stderr, flush=True)
+
+        try:
+            info = start_server(home, timeout=config.server.start_timeout_seconds, address=getattr(args, "address", None),
+                                on_spawn=announce)
+        except ServerStartError as exc:
+            raise UsageError(str(exc)) from None
+        if info.get("started_now"):
+            print(f"engram: server ready at {info['url']} in {time.perf_counter() - started:.1f}s", file=sys.stderr,
+                  flush=True)
+    return Client(info["url"])
 
 
 def _cell(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, (bytes, bytearray)):
-        return value.hex()
     return value
 
 
-def print_rows(names: list[str], rows: Iterable[tuple], fmt: str = "table", out=None) -> None:
+def print_rows(names: list[str], rows: Iterable, fmt: str = "table", out=None) -> None:
     out = out or sys.stdout
     rows = [tuple(_cell(v) for v in r) for r in rows]
     if fmt == "json":
@@ -77,6 +83,34 @@ def print_rows(names: list[str], rows: Iterable[tuple], fmt: str = "table", out=
     for r in text:
         out.write("  ".join(clip(v, w).ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
     out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+
+
+def print_table(table, fmt: str = "table", out=None) -> None:
+    print_rows(table.columns, table.rows, fmt, out)
+
+
+def to_json(value) -> str:
+    """An API response as indented JSON (what --json prints)."""
+    import msgspec
+
+    return json.dumps(msgspec.to_builtins(value), indent=1, ensure_ascii=False, default=str)
+
+
+def discussion_agent(mem, discussion: str, agent: str | None) -> str:
+    """The agent owning `discussion`: as given, else from the log."""
+    return agent if agent is not None else mem.discussion(discussion).agent
+
+
+def wait_job(mem, job, label: str):
+    """Wait for a job, with a progress bar on stderr; its result, or its error as a UsageError-like failure."""
+    from engram.api.errors import ApiError
+
+    bar = Progress(label, max(job.progress.total, 1))
+    done = mem.wait_job(job.id, on_progress=lambda j: bar.update(j.progress.done))
+    bar.finish(done.progress.done)
+    if done.state == "failed":
+        raise ApiError(400 if done.error.code != "internal" else 500, done.error.code, done.error.message)
+    return done.result
 
 
 class Progress:

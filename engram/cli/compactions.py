@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 
-from engram.cli.common import print_rows
-from engram.cli.traces import run_sql
-from engram.context_api import chain_tree, compaction_history, current_chain
+from engram.cli.common import client, discussion_agent, print_rows
 from engram.ids import validate_discussion
 
 
@@ -19,98 +18,65 @@ def register(sub) -> None:
         "compacted turns now.",
     )
     p.add_argument("--discussion", required=True)
+    p.add_argument("--agent", help="the agent the discussion belongs to (default: found from the log)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     validate_discussion(args.discussion)
-    history = compaction_history(lambda q, params: run_sql(args, q, params), args.discussion)
-    dropped_text = _dropped_text(args, history)
+    with client(args) as mem:
+        res = mem.compactions(discussion_agent(mem, args.discussion, args.agent), args.discussion)
     if args.json:
-        print(json.dumps(as_json(args.discussion, history, dropped_text), indent=1, ensure_ascii=False, default=str))
+        print(json.dumps({"discussion": res.discussion, "compactions": res.compactions, "chain": res.chain},
+                         indent=1, ensure_ascii=False, default=str))
         return 0
-    if not history:
+    if not res.compactions:
         print(f"no compactions in discussion {args.discussion} (its context has not passed the compaction threshold)")
         return 0
-    print(render(args.discussion, history, dropped_text))
+    print(render(res))
     return 0
 
 
-def _dropped_text(args, history) -> dict[str, str]:
-    """Dropped message ids -> their text, from the log (dropped content is never lost)."""
-    ids = sorted({d for c in history for d in c.dropped})
-    if not ids:
-        return {}
-    _, rows = run_sql(
-        args, "SELECT message_id, content FROM messages WHERE discussion_id = ? AND message_id IN (SELECT unnest(?))",
-        [args.discussion, ids],
-    )
-    return dict(rows)
-
-
-def chain_figures(history) -> dict:
-    chain = current_chain(history)
-    tokens = sum(c.output_tokens for c in chain)
-    covered = sum(c.covered_tokens for c in chain)
-    return {
-        "nodes": [c.node_id for c in chain],
-        "tokens": tokens,
-        "covered_tokens": covered,
-        "first_turn": chain[0].first_turn if chain else None,
-        "last_turn": chain[-1].last_turn if chain else None,
-        "compression_ratio": round(covered / tokens, 2) if tokens else 0.0,
-    }
-
-
-def as_json(discussion: str, history, dropped_text: dict[str, str]) -> dict:
-    out = []
-    for c in history:
-        d = c.as_dict()
-        d["dropped_content"] = [{"id": x, "text": dropped_text.get(x)} for x in c.dropped]
-        out.append(d)
-    return {"discussion": discussion, "compactions": out, "chain": chain_figures(history)}
-
-
-def render(discussion: str, history, dropped_text: dict[str, str]) -> str:
-    import io
-
+def render(res) -> str:
+    history, discussion = res.compactions, res.discussion
     buf = io.StringIO()
     last = history[-1]
     buf.write(
-        f"compactions of discussion {discussion}: {len(history)} (window {last.window_tokens or '-'} tokens; "
-        f"latest strategy {last.strategy}, transparency {last.transparency})\n"
+        f"compactions of discussion {discussion}: {len(history)} (window {last['window_tokens'] or '-'} tokens; "
+        f"latest strategy {last['strategy']}, transparency {last['transparency']})\n"
     )
     names = ["seq", "node", "trigger", "turns", "msgs", "in", "out", "ratio", "context", "dropped", "entities",
              "traces", "ms"]
     rows = []
     for c in history:
-        context = f"{c.context_tokens_before}->{c.context_tokens_after}" if c.context_tokens_before else "-"
+        context = f"{c['context_tokens_before']}->{c['context_tokens_after']}" if c["context_tokens_before"] else "-"
+        hidden = c["transparency"] == "none"
         rows.append((
-            c.seq, c.label, c.trigger, f"{c.first_turn}-{c.last_turn}", c.messages, c.input_tokens, c.output_tokens,
-            f"{c.compression_ratio:.1f}x", context, c.dropped_count if c.transparency != "none" else "-",
-            ", ".join(c.preserved_entities[:4]) + ("…" if len(c.preserved_entities) > 4 else ""),
-            len(c.traces_created), f"{c.duration_ms:.1f}" if c.transparency != "none" else "-",
+            c["seq"], c["label"], c["trigger"], f"{c['first_turn']}-{c['last_turn']}", c["messages"], c["input_tokens"],
+            c["output_tokens"], f"{c['compression_ratio']:.1f}x", context, "-" if hidden else c["dropped_count"],
+            ", ".join(c["preserved_entities"][:4]) + ("…" if len(c["preserved_entities"]) > 4 else ""),
+            len(c["traces_created"]), "-" if hidden else f"{c['duration_ms']:.1f}",
         ))
     print_rows(names, rows, out=buf)
-    fig = chain_figures(history)
+    fig = res.chain
     buf.write(
         f"\nchain now: {len(fig['nodes'])} node(s), {fig['tokens']} tokens standing for {fig['covered_tokens']} tokens "
         f"of turns {fig['first_turn']}-{fig['last_turn']} ({fig['compression_ratio']}x)\n"
     )
-    for line in chain_tree(history):
+    for line in res.tree:
         buf.write(f"  {line}\n")
-    for c in current_chain(history):
-        buf.write(f"\n{c.label} {c.summary}\n")
-    details = [c for c in history if c.dropped or c.traces_created]
+    chain = sorted((c for c in history if c["in_chain"]), key=lambda c: (c["first_seq"], c["level"]))
+    for c in chain:
+        buf.write(f"\n{c['label']} {c['summary']}\n")
+    details = [c for c in history if c["dropped"] or c["traces_created"]]
     if details:
         buf.write("\ndropped content and traces created:\n")
     for c in details:
-        buf.write(f"  {c.label} ({c.node_id}):\n")
-        for x in c.dropped:
-            text = dropped_text.get(x)
-            buf.write(f"    dropped {x}: {_clip(text) if text else '(a summary node)'}\n")
-        for t in c.traces_created:
+        buf.write(f"  {c['label']} ({c['node_id']}):\n")
+        for d in c["dropped_content"]:
+            buf.write(f"    dropped {d['id']}: {_clip(d['text']) if d['text'] else '(a summary node)'}\n")
+        for t in c["traces_created"]:
             buf.write(f"    trace created {t}\n")
     return buf.getvalue().rstrip("\n")
 

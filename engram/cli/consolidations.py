@@ -8,15 +8,9 @@ unless `--all`.
 
 from __future__ import annotations
 
-from engram.cli.common import print_rows
-from engram.cli.traces import run_sql
+from engram.cli.common import client, print_table
+from engram.cli.errors import UsageError
 from engram.ids import validate_agent
-
-COLUMNS = (
-    "strftime(ts, '%Y-%m-%d %H:%M') AS tick, traces, pruned, edges, schemas, conflicts, reinforced, "
-    "array_to_string(CAST(bounded AS VARCHAR[]), ',') AS bounded, round(duration_ms, 2) AS ms"
-)
-BUSY = "(pruned + edges + schemas + conflicts + reinforced) > 0"
 
 
 def register(sub) -> None:
@@ -32,19 +26,18 @@ def register(sub) -> None:
 
 def run(args) -> int:
     agent = validate_agent(args.agent)
-    where = "agent = ?" + ("" if args.all else f" AND {BUSY}")
-    sql = (f"SELECT * FROM (SELECT seq, {COLUMNS} FROM ev_consolidation_ran WHERE {where} ORDER BY seq DESC "
-           f"LIMIT {int(args.limit)}) ORDER BY seq")
-    names, rows = run_sql(args, sql, [agent])
-    _, totals = run_sql(args, "SELECT count(*), count(*) FILTER (WHERE " + BUSY + "), sum(pruned), sum(edges), "
-                        "sum(schemas), sum(conflicts), sum(reinforced), round(avg(duration_ms), 2) "
-                        "FROM ev_consolidation_ran WHERE agent = ?", [agent])
-    if not totals or not totals[0][0]:
+    if args.limit < 1:
+        raise UsageError("--limit must be positive")
+    with client(args) as mem:
+        res = mem.consolidations(agent, include_idle=args.all, limit=args.limit)
+    totals = res.totals
+    if not totals.get("runs"):
         print(f"no consolidation runs for agent {agent} yet (one per clock tick, hourly in event time)")
         return 0
-    print_rows(names[1:], [r[1:] for r in rows], args.fmt)
+    print_table(res.runs, args.fmt)
     if args.fmt == "table":
-        n, busy, pruned, edges, schemas, conflicts, reinforced, avg_ms = totals[0]
-        print(f"{n} runs ({n - busy} changed nothing): {pruned} pruned, {edges} edges, {schemas} schemas, "
-              f"{conflicts} conflicts resolved, {reinforced} reviews; {avg_ms} ms per run on average")
+        n, busy = totals["runs"], totals["busy"]
+        print(f"{n} runs ({n - busy} changed nothing): {totals['pruned']} pruned, {totals['edges']} edges, "
+              f"{totals['schemas']} schemas, {totals['conflicts']} conflicts resolved, {totals['reinforced']} reviews; "
+              f"{totals['avg_ms']} ms per run on average")
     return 0

@@ -1,6 +1,8 @@
 """`engram demo`: the main job on the embedded default, on a conversation shipped with engram.
 
-Each part of engram adds a section (a function taking the `Demo`) to SECTIONS.
+The demo is a client like every command: it starts the demo home's server (local Ray, DuckDB, the
+offline LLM and embeddings), talks to it over HTTP, and stops it at the end. Each part of engram adds
+a section (a function taking the `Demo`) to SECTIONS.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from engram.cli.common import open_engram, print_rows
-from engram.config.service import load_service_config
+from engram.cli.common import client, print_rows
 
 SAMPLE = "acme-dashboard.jsonl"
 AGENT = "demo-agent"
@@ -28,21 +29,27 @@ SECTIONS = [
     "engram.cli.demo_discussion:discussion_memory",
     "engram.cli.demo_context:infinite_context",
     "engram.cli.demo_sections:replay",
+    "engram.cli.demo_inspect:inspector",
 ]
 
 
 class Demo:
-    def __init__(self, mem, config, sample: Path):
-        self.mem, self.config, self.sample = mem, config, sample
+    def __init__(self, mem, home: Path, sample: Path):
+        self.mem, self.home, self.sample = mem, home, sample
         self.agent = AGENT
+        self.discussion = ""
         self.notes: list[str] = []
 
     def heading(self, text: str) -> None:
         print(f"\n== {text} " + "=" * max(0, 70 - len(text)))
 
-    def sql(self, query: str, fmt: str = "table") -> list[tuple]:
+    def query(self, query: str, params: list | None = None) -> tuple[list[str], list[list]]:
+        res = self.mem.sql(query, params)
+        return res.columns, res.rows
+
+    def sql(self, query: str, fmt: str = "table") -> list:
         print(f"$ engram sql \"{query}\"")
-        names, rows = self.mem.sql(query)
+        names, rows = self.query(query)
         print_rows(names, rows, fmt)
         return rows
 
@@ -50,30 +57,45 @@ class Demo:
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run engram end to end on a sample conversation (fresh demo home)")
     p.add_argument("--keep", action="store_true", help="keep the demo home's previous contents")
+    p.add_argument("--keep-server", action="store_true", help="leave the demo home's server running at the end")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     import importlib
 
+    from engram.server.instance import live_server
+
     home = Path(args.home or ".engram-demo").resolve()
+    if live_server(home) is not None and not args.keep:
+        from engram.cli.down import run as down
+
+        down(args.__class__(home=str(home)))
     if home.exists() and not args.keep:
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
     args.home = str(home)
-    config = load_service_config(home)
     sample = Path(str(resources.files("engram.samples").joinpath(SAMPLE)))
     print(f"engram demo: home {home} (fresh), sample conversation {sample.name}")
     started = time.perf_counter()
-    with open_engram(args, config) as mem:
-        demo = Demo(mem, config, sample)
+    mem = client(args)
+    try:
+        demo = Demo(mem, home, sample)
         for entry in SECTIONS:
             module, _, name = entry.partition(":")
             getattr(importlib.import_module(module), name)(demo)
-    print(f"\ndemo finished in {time.perf_counter() - started:.1f}s. Explore it yourself:")
+    finally:
+        if not args.keep_server:
+            mem.shutdown()
+        mem.close()
+    print(f"\ndemo finished in {time.perf_counter() - started:.1f}s. Explore it yourself (the first command starts "
+          "the demo home's server again; `engram down` stops it):")
     print(f"  ENGRAM_HOME={home} .venv/bin/engram sql \"SELECT type, count(*) FROM events GROUP BY type\"")
     print(f"  ENGRAM_HOME={home} .venv/bin/engram status")
     for note in demo.notes:
         print(f"  {note}")
+    inspector_file = getattr(demo, "inspector_file", None)
+    if inspector_file is not None:
+        print(f"\nThe inspector of the demo agent: {inspector_file}  (open it in a browser)")
     sys.stdout.flush()
     return 0

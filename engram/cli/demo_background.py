@@ -24,7 +24,7 @@ DEMO_CONFIG = {
 
 def configure(demo) -> None:
     demo.heading("Background processes: a lowered-threshold config for the demo agent")
-    path = demo.mem.runtime.home.agent_config_path(demo.agent)
+    path = demo.home / "agents" / demo.agent / "agent.config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(DEMO_CONFIG, indent=2) + "\n")
     print(f"The sample conversation has ~1,100 tokens; the Observer starts at {d.OBSERVER_ACTIVATION_TOKENS:,} unobserved "
@@ -44,16 +44,16 @@ def background(demo) -> None:
         "('ObservationsRecorded', 'ObservationsActivated', 'Reflected') ORDER BY seq"
     )
     print(f"\n$ engram observations --agent {demo.agent}")
-    _, rows = demo.mem.sql(
+    _, rows = demo.query(
         "SELECT scope_id, messages, message_tokens, notes, note_tokens, round(observation_compression, 1), active_notes, "
         "buffered_notes, reflected_notes, reflections, round(reflection_compression, 1), file FROM observation_logs "
         "WHERE agent = ?", [demo.agent])
     print_rows(["discussion", "messages", "tokens", "notes", "note_tokens", "compression", "active", "buffered",
                 "reflected", "reflections", "reflection_compression", "file"], rows)
-    path = demo.mem.runtime.home.projections_dir / "agents" / demo.agent / "Public" / f"{demo.discussion}_observations.md"
-    if path.exists():
-        print(f"\n{path}:")
-        lines = path.read_text().rstrip("\n").splitlines()
+    log = demo.mem.observation_log(demo.agent, demo.discussion)
+    if log.markdown:
+        print(f"\n{log.path}:")
+        lines = log.markdown.rstrip("\n").splitlines()
         print("\n".join(lines[:28] + (["…"] if len(lines) > 28 else [])))
 
     print("\nA reflection: the notes it consumed became long-term traces (source type observation/reflection):")
@@ -72,16 +72,16 @@ def background(demo) -> None:
     demo.sql("SELECT winner, loser, resolution, note FROM ev_conflict_resolved WHERE agent = '" + demo.agent + "'")
 
     print(f"\nConsolidation: one run per hour of event time (clock ticks), five steps each.\n$ engram consolidations --agent {demo.agent} --limit 6")
-    _, rows = demo.mem.sql(
+    _, rows = demo.query(
         "SELECT strftime(ts, '%Y-%m-%d %H:%M'), traces, pruned, edges, schemas, conflicts, reinforced, round(duration_ms, 2) "
         "FROM ev_consolidation_ran WHERE agent = ? AND pruned + edges + schemas + conflicts + reinforced > 0 "
         "ORDER BY seq LIMIT 6", [demo.agent])
     print_rows(["tick", "traces", "pruned", "edges", "schemas", "conflicts", "reinforced", "ms"], rows)
-    _, totals = demo.mem.sql(
+    _, totals = demo.query(
         "SELECT count(*), sum(pruned), sum(edges), sum(schemas), sum(conflicts), sum(reinforced) FROM ev_consolidation_ran "
         "WHERE agent = ?", [demo.agent])
     n, pruned, edges, schemas, conflicts, reinforced = totals[0]
     print(f"{n} runs in all: {pruned} traces pruned (strength < {d.PRUNE_STRENGTH}), {edges} co-activation edges, "
           f"{schemas} schemas, {conflicts} conflicts resolved, {reinforced} spaced-repetition reviews")
-    demo.notes.append(f"ENGRAM_HOME={demo.config.home} .venv/bin/engram observations --agent {demo.agent} --discussion {demo.discussion}")
-    demo.notes.append(f"ENGRAM_HOME={demo.config.home} .venv/bin/engram consolidations --agent {demo.agent}")
+    demo.notes.append(f"ENGRAM_HOME={demo.home} .venv/bin/engram observations --agent {demo.agent} --discussion {demo.discussion}")
+    demo.notes.append(f"ENGRAM_HOME={demo.home} .venv/bin/engram consolidations --agent {demo.agent}")

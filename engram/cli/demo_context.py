@@ -15,59 +15,41 @@ DEMO_WINDOW_TOKENS = 1_000
 
 def infinite_context(demo) -> None:
     from engram.cli.compactions import render
-    from engram.client import now_us
-    from engram.context_api import ContextMemory
-    from engram.settings import SettingsView, agent_stream, sync_writes
 
     mem, agent, discussion = demo.mem, demo.agent, demo.discussion
     demo.heading("Infinite context: compaction of the demo discussion")
-    _, rows = mem.sql("SELECT count(*), sum(token_estimate) FROM messages WHERE discussion_id = ?", [discussion])
+    _, rows = demo.query("SELECT count(*), sum(token_estimate) FROM messages WHERE discussion_id = ?", [discussion])
     count, tokens = rows[0]
     print(f"NOTE: the demo LOWERS the context window to {DEMO_WINDOW_TOKENS:,} tokens (default 200,000), so that its "
           f"{count}-message, {tokens:,}-token discussion passes the compaction threshold (75% = "
           f"{int(DEMO_WINDOW_TOKENS * 0.75):,} tokens). The last 20 turns are never compacted.")
-    path = mem.runtime.home.agent_config_path(agent)
+    path = demo.home / "agents" / agent / "agent.config.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     data.setdefault("memory", {}).setdefault("infiniteContext", {})["contextWindowTokens"] = DEMO_WINDOW_TOKENS
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
     print(f"$ edit {path}: memory.infiniteContext.contextWindowTokens = {DEMO_WINDOW_TOKENS}")
     # The settings file changed: record it (SettingsChanged); the compactor reacts to the recorded settings.
-    view = SettingsView()
-    for rec in mem.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):
-        view.apply(rec)
-    writes = sync_writes(mem.runtime.home, agent, view.recorded_hashes(agent), now_us(), mem.config.llm)
-    if writes:
-        mem.append(writes)
+    mem.record_settings(agent)
     mem.wait_idle()
-    api = ContextMemory(mem)
-    history = api.get_compaction_history(discussion)
+    res = mem.compactions(agent, discussion)
     print(f"\n$ engram compactions --discussion {discussion}")
-    if not history:
+    if not res.compactions:
         print("(no compaction: the discussion is below the threshold)")
         return
-    text = render(discussion, history, _dropped_text(mem, discussion, history)).splitlines()
+    text = render(res).splitlines()
     print("\n".join(text[:40] + (["…"] if len(text) > 40 else [])))
 
-    _compare_strategies(mem, discussion)
+    _compare_strategies(demo, discussion)
 
     demo.heading("engram context: what would be sent to the model now")
     print(f"$ engram context --discussion {discussion}")
-    print(api.context(discussion).render())
-    demo.notes.append(f"ENGRAM_HOME={demo.config.home} .venv/bin/engram compactions --discussion {discussion}")
-    demo.notes.append(f"ENGRAM_HOME={demo.config.home} .venv/bin/engram chat --agent {agent} --discussion {discussion}")
+    print(mem.context(agent, discussion).rendered)
+    demo.notes.append(f"ENGRAM_HOME={demo.home} .venv/bin/engram compactions --discussion {discussion}")
+    demo.notes.append(f"ENGRAM_HOME={demo.home} .venv/bin/engram chat --agent {agent} --discussion {discussion}")
 
 
-def _dropped_text(mem, discussion, history) -> dict[str, str]:
-    ids = sorted({d for c in history for d in c.dropped})
-    if not ids:
-        return {}
-    _, rows = mem.sql("SELECT message_id, content FROM messages WHERE discussion_id = ? AND message_id IN (SELECT unnest(?))",
-                      [discussion, ids])
-    return dict(rows)
-
-
-def _compare_strategies(mem, discussion) -> None:
+def _compare_strategies(demo, discussion) -> None:
     """The same turns through sliding, hierarchical and hybrid (pure core, offline provider, nothing logged)."""
     from engram.cli.common import print_rows
     from engram.config.agent import AgentConfig
@@ -75,8 +57,8 @@ def _compare_strategies(mem, discussion) -> None:
     from engram.llm.offline.provider import OfflineTasks
     from engram.llm.types import ChatLine
 
-    _, rows = mem.sql("SELECT seq, role, name, content, epoch_us(ts), message_id FROM messages WHERE discussion_id = ? "
-                      "ORDER BY seq", [discussion])
+    _, rows = demo.query("SELECT seq, role, name, content, epoch_us(ts), message_id FROM messages WHERE discussion_id = ? "
+                         "ORDER BY seq", [discussion])
     lines = [ChatLine(role=r[1], name=r[2], content=r[3], seq=r[0], ts_us=r[4], message_id=r[5]) for r in rows]
     print("\nthe same turns through each strategy, as if the window had been 1,000 tokens from the first message "
           "(pure core, offline provider, nothing appended):")

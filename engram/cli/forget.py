@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engram.cli.common import config_from, open_engram
-from engram.cli.errors import UsageError
+from engram.cli.common import client, wait_job
 from engram.ids import validate_agent, validate_discussion
 
 
@@ -33,11 +32,7 @@ def run(args) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing erased")
             return 1
-    config = config_from(args)
-    with open_engram(args, config) as mem:
-        try:
-            report = mem.forget(agent, discussion, reason=args.reason)
-        except KeyError as exc:
-            raise UsageError(str(exc).strip("\"'")) from None
+    with client(args) as mem:
+        report = wait_job(mem, mem.forget(agent, discussion, reason=args.reason), "forget")
     print(json.dumps(report))
     return 0

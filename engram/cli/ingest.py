@@ -1,11 +1,15 @@
-"""`engram ingest FILE`: conversations into the log, all or nothing per file."""
+"""`engram ingest FILE…`: append the messages of chat files to the log (through the home's server).
+
+Every file is parsed and validated here, before anything is sent: a malformed file costs
+milliseconds and appends nothing. The conversations of one file commit together, all or none.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 
-from engram.cli.common import Progress, config_from, open_engram
+from engram.cli.common import Progress, client
 from engram.cli.errors import UsageError
 
 
@@ -19,52 +23,68 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def prepare(args, config) -> list:
-    """Every file parsed and validated before anything is appended."""
-    from engram.client import now_us
+def prepare(args) -> list[tuple[str, list]]:
+    """(file, [Conversation]) for every file, parsed and validated before anything is appended."""
+    from engram.api.types import Conversation, Message
+    from engram.events.envelope import from_us
     from engram.ids import validate_agent
     from engram.ingest.formats import IngestError, parse_file
-    from engram.ingest.messages import MessageRejected, discussion_write
 
     validate_agent(args.agent)
-    writes = []
+    now = int(time.time() * 1_000_000)
+    out = []
     for path in args.files:
         try:
-            conversations = parse_file(path, discussion=args.discussion, fmt=args.format, now_us=now_us())
-            for conv in conversations:
-                write = discussion_write(
-                    args.agent, conv.discussion, conv.messages,
-                    max_message_chars=config.limits.max_message_chars, where=f"{path} [{conv.discussion}]",
-                )
-                if write:
-                    writes.append((path, write))
-        except (IngestError, MessageRejected) as exc:
+            conversations = parse_file(path, discussion=args.discussion, fmt=args.format, now_us=now)
+        except IngestError as exc:
             raise UsageError(f"{exc}\nnothing of {path} was appended") from None
-    return writes
+        convs = []
+        for conv in conversations:
+            for i, m in enumerate(conv.messages):
+                if m.role not in ("user", "assistant", "system", "tool"):
+                    raise UsageError(f"{path} [{conv.discussion}]: message {i + 1}: role {m.role!r} is not one of "
+                                     f"assistant, system, tool, user\nnothing of {path} was appended")
+            messages = [Message(role=m.role, content=m.content, ts=from_us(m.ts_us), name=m.name,
+                                message_id=m.message_id, metadata=m.metadata) for m in conv.messages]
+            if messages:
+                convs.append(Conversation(discussion=conv.discussion, messages=messages))
+        out.append((path, convs))
+    return out
 
 
 def run(args) -> int:
-    config = config_from(args)
-    writes = prepare(args, config)
-    if not writes:
+    from engram.api.errors import ApiError
+
+    files = prepare(args)
+    if not any(convs for _, convs in files):
         print("nothing to append", file=sys.stderr)
         return 0
-    with open_engram(args, config) as mem:
+    with client(args) as mem:
         started = time.perf_counter()
-        first_ts = min(e.ts_us for _, w in writes for e in w.events)
-        if mem.sync_settings(args.agent, ts_us=first_ts):
-            print(f"settings recorded in the log for agent {args.agent} (files under {config.home})")
-        for path in args.files:
-            file_writes = [w for p, w in writes if p == path]
-            results = mem.append(file_writes)
-            new = sum(len(r.seqs) - r.duplicates for r in results)
-            dups = sum(r.duplicates for r in results)
-            discussions = ", ".join(sorted({w.stream for w in file_writes}))
+        for path, convs in files:
+            if not convs:
+                print(f"{path}: nothing to append")
+                continue
+            try:
+                res = mem.append_conversations(args.agent, convs)
+            except ApiError as exc:
+                if exc.code in ("malformed_messages", "invalid_request", "invalid_id"):
+                    raise UsageError(f"{path}: {exc.message}\nnothing of {path} was appended") from None
+                raise
+            if res.settings_recorded:
+                print(f"settings recorded in the log for agent {args.agent} (files under {home(mem)})")
+            new = sum(r.appended for r in res.results)
+            dups = sum(r.duplicates for r in res.results)
+            discussions = ", ".join(sorted({r.discussion for r in res.results}))
             print(f"{path}: {new} new message(s), {dups} already recorded, discussion(s): {discussions}")
         if not args.no_wait:
             wait_for_memory(mem)
-        print(f"done in {time.perf_counter() - started:.1f}s (agent {args.agent}, home {config.home})")
+        print(f"done in {time.perf_counter() - started:.1f}s (agent {args.agent}, home {home(mem)})")
     return 0
+
+
+def home(mem) -> str:
+    return mem.health().home
 
 
 def wait_for_memory(mem) -> None:

@@ -1,6 +1,6 @@
 """`engram init AGENT [--force]`: write `<home>/agents/<AGENT>/agent.config.json` with the defaults.
 
-The file is JSON with comments (as `engram.config.load` reads it): every key of the agent's memory,
+The file is JSON with comments (as `engram.config.load` reads it). It writes a file and starts nothing: every key of the agent's memory,
 storage, rag, personality and mood sections with its default value, so that a user edits values
 instead of looking keys up. It is not overwritten unless `--force` is given.
 """
@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 
-from engram.cli.common import config_from
-from engram.cli.main import UsageError
-from engram.config.agent import AgentConfig
-from engram.home import Home
+from engram.cli.common import home_of
+from engram.cli.errors import UsageError
 from engram.ids import validate_agent
 
 HEADER = """\
@@ -36,14 +34,17 @@ def register(sub) -> None:
 
 
 def default_config_text(agent: str) -> str:
+    from engram.config.agent import AgentConfig
+
     body = json.dumps(AgentConfig().to_json_dict(), indent=2, ensure_ascii=False)
     return HEADER.format(agent=agent) + body + "\n"
 
 
 def run(args) -> int:
+    from engram.config.agent import AGENT_CONFIG_FILE_NAME
+
     agent = validate_agent(args.agent)
-    config = config_from(args)
-    path = Home(config.home, config.shards).agent_config_path(agent)
+    path = home_of(args) / "agents" / agent / AGENT_CONFIG_FILE_NAME
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; use --force to overwrite it with the defaults")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from engram.cli.common import config_from, open_engram, print_rows
-from engram.cli.main import UsageError
-from engram.cli.traces import run_sql
+from engram.cli.common import client, print_table
+from engram.cli.errors import UsageError
 from engram.ids import validate_agent
 
 
@@ -29,32 +28,24 @@ def missing_action(args) -> int:
 
 
 def run_set(args) -> int:
-    from engram.cognition import CognitiveMemory
-
     validate_agent(args.agent)
     for name in ("valence", "arousal", "dominance"):
         value = getattr(args, name)
         if not -1.0 <= value <= 1.0:
             raise UsageError(f"--{name} must be within [-1, 1], got {value}")
-    config = config_from(args)
-    with open_engram(args, config) as mem:
-        appended = CognitiveMemory(mem).set_mood(args.agent, args.valence, args.arousal, args.dominance, reason=args.reason)
-    print(
-        f"mood of agent {args.agent}: valence {args.valence:+.2f}, arousal {args.arousal:+.2f}, "
-        f"dominance {args.dominance:+.2f} (seq {appended.seqs[0]})"
-    )
+    with client(args) as mem:
+        res = mem.set_mood(args.agent, args.valence, args.arousal, args.dominance, reason=args.reason)
+    print(f"mood of agent {args.agent}: valence {args.valence:+.2f}, arousal {args.arousal:+.2f}, "
+          f"dominance {args.dominance:+.2f} (seq {res.seq})")
     return 0
 
 
 def run_show(args) -> int:
     validate_agent(args.agent)
-    names, rows = run_sql(
-        args,
-        "SELECT seq, ts, valence, arousal, dominance, reason FROM ev_mood_changed WHERE agent = ? ORDER BY seq",
-        [args.agent],
-    )
-    if not rows:
+    with client(args) as mem:
+        table = mem.mood_history(args.agent)
+    if not table.rows:
         print(f"agent {args.agent} has no recorded mood (its agent.config.json baseline applies)")
         return 0
-    print_rows(names, rows)
+    print_table(table)
     return 0

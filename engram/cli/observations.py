@@ -7,22 +7,8 @@ compression, what is active, buffered and reflected). With it: that discussion's
 
 from __future__ import annotations
 
-from engram.cli.common import config_from, print_rows
-from engram.cli.traces import run_sql
-from engram.home import Home, ProjectionPaths
+from engram.cli.common import client, print_table
 from engram.ids import validate_agent, validate_discussion
-
-LOGS = (
-    "SELECT scope, scope_id, messages, message_tokens, notes, note_tokens, round(observation_compression, 1) AS compression, "
-    "active_notes AS active, buffered_notes AS buffered, reflected_notes AS reflected, activations, reflections, "
-    "round(reflection_compression, 1) AS reflection_compression, file FROM observation_logs WHERE agent = ? "
-    "ORDER BY scope, scope_id"
-)
-NOTES = (
-    "SELECT strftime(observed_at, '%Y-%m-%d %H:%M') AS observed, status, type, round(importance, 2) AS importance, "
-    "refers_to, text, source_message_ids AS messages FROM observation_notes WHERE agent = ? AND (scope_id = ? OR "
-    "(scope = 'agent' AND stream = ?)) ORDER BY observed_at, recorded_seq, note_id"
-)
 
 
 def register(sub) -> None:
@@ -38,24 +24,24 @@ def register(sub) -> None:
 
 def run(args) -> int:
     agent = validate_agent(args.agent)
-    if args.discussion is None:
-        names, rows = run_sql(args, LOGS, [agent])
-        if not rows:
-            print(f"no observation logs for agent {agent} yet (the Observer buffers every "
-                  "memory.observer.bufferTokens and activates past memory.observer.activationTokens)")
+    discussion = validate_discussion(args.discussion) if args.discussion is not None else None
+    with client(args) as mem:
+        if discussion is None:
+            table = mem.observation_logs(agent)
+            if not table.rows:
+                print(f"no observation logs for agent {agent} yet (the Observer buffers every "
+                      "memory.observer.bufferTokens and activates past memory.observer.activationTokens)")
+                return 0
+            print_table(table, args.fmt)
             return 0
-        print_rows(names, rows, args.fmt)
-        return 0
-    discussion = validate_discussion(args.discussion)
-    if args.notes:
-        names, rows = run_sql(args, NOTES, [agent, discussion, discussion])
-        print_rows(names, rows, args.fmt) if rows else print(f"no observation notes for discussion {discussion}")
-        return 0
-    paths = ProjectionPaths(Home(config_from(args).home).projections_dir)
-    for path in (paths.discussion_file(agent, discussion, "_observations.md"), paths.agent_dir(agent) / "observations.md"):
-        if path.exists():
-            print(f"{path}:\n")
-            print(path.read_text(), end="")
+        if args.notes:
+            table = mem.observation_notes(agent, discussion)
+            print_table(table, args.fmt) if table.rows else print(f"no observation notes for discussion {discussion}")
             return 0
-    print(f"no observation log for discussion {discussion} of agent {agent} yet")
+        log = mem.observation_log(agent, discussion)
+    if log.markdown is None:
+        print(f"no observation log for discussion {discussion} of agent {agent} yet")
+        return 0
+    print(f"{log.path}:\n")
+    print(log.markdown, end="")
     return 0

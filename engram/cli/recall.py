@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from engram.cli.common import config_from, open_engram
-from engram.cli.main import UsageError
+from engram.cli.common import client, to_json
+from engram.cli.errors import UsageError
+
+FACTORS = ("strength", "similarity", "recency", "emotional", "activation", "importance")
 
 
 def register(sub) -> None:
@@ -44,96 +46,61 @@ def parse_weights(items: list[str]) -> dict[str, float] | None:
     for item in items:
         name, sep, value = item.partition("=")
         try:
-            out[name.strip()] = float(value)
+            weight = float(value)
         except ValueError:
             raise UsageError(f"--weight {item!r}: expected FACTOR=NUMBER") from None
         if not sep:
             raise UsageError(f"--weight {item!r}: expected FACTOR=NUMBER")
-    from engram.cognitive.scoring import DEFAULT_WEIGHTS, weights_with
-
-    try:
-        weights_with(DEFAULT_WEIGHTS, out)  # refuse unknown factors before anything starts
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        name = name.strip()
+        if name not in FACTORS:
+            raise UsageError(f"--weight {item!r}: unknown factor {name!r}; the factors are {', '.join(FACTORS)}")
+        if not 0 <= weight < float("inf"):
+            raise UsageError(f"--weight {item!r}: a weight is a finite number >= 0")
+        out[name] = weight
     return out or None
 
 
-def parse_at(text: str | None) -> int | None:
+def parse_at(text: str | None) -> datetime | None:
     if text is None:
         return None
-    from engram.events.envelope import to_us
-
     try:
         ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(f"--at {text!r} is not an ISO-8601 time") from None
-    return to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
+    return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
 
 
 def run(args) -> int:
-    from engram.cognition import CognitiveMemory
+    from engram.ids import validate_agent, validate_discussion
 
+    validate_agent(args.agent)
+    if args.discussion:
+        validate_discussion(args.discussion)
     weights = parse_weights(args.weight)
     at = parse_at(args.at)
     if args.limit is not None and args.limit <= 0:
         raise UsageError("--limit must be positive")
-    config = config_from(args)
-    with open_engram(args, config) as mem:
-        cog = CognitiveMemory(mem)
-        try:
-            result = cog.recall(
-                args.agent, args.query, discussion=args.discussion, limit=args.limit, weights=weights, hyde=args.hyde,
-                now_us=at, similarity=args.similarity,
-            )
-        except Exception as exc:  # bad weights arrive from the reader actor wrapped in a RayTaskError
-            cause = getattr(exc, "cause", None) or exc
-            if isinstance(cause, ValueError):
-                raise UsageError(str(cause)) from None
-            raise
-        sources = cog.source_messages(result) if (args.explain or args.json) else {}
+    if not args.query.strip():
+        raise UsageError("the query is empty")
+    with client(args) as mem:
+        result = mem.recall(args.agent, args.query, discussion=args.discussion, limit=args.limit, weights=weights,
+                            hyde=args.hyde, similarity=args.similarity, at=at, sources=args.explain or args.json)
     if args.json:
-        print(json.dumps(as_json(result, sources), indent=1, ensure_ascii=False))
+        doc = json.loads(to_json(result))
+        for h in doc["hits"]:
+            h.pop("source_seqs", None)
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
-        print(render(result, sources, explain=args.explain))
+        print(render(result, explain=args.explain))
     return 0
 
 
-def as_json(result, sources) -> dict:
-    return {
-        "query": result.query,
-        "agent": result.agent,
-        "discussion": result.discussion,
-        "candidates": result.candidates,
-        "similarity": result.similarity,
-        "weights": result.weights.as_dict(),
-        "mood": {"valence": result.mood.valence, "arousal": result.mood.arousal, "dominance": result.mood.dominance},
-        "hyde": None if result.hyde is None else {"text": result.hyde.text, "threshold": result.hyde.threshold, "tried": result.hyde.tried},
-        "hits": [
-            {
-                "rank": h.rank, "trace_id": h.trace_id, "score": round(h.score, 6), "content": h.content,
-                "factors": {k: round(v, 6) for k, v in h.factors.as_dict().items()},
-                "similarity_parts": {"cosine": round(h.cosine, 6), "lexical": round(h.lexical, 6)},
-                "contributions": {k: round(v, 6) for k, v in h.contributions.as_dict().items()},
-                "trace_type": h.trace_type, "category": h.category, "scope": h.scope, "scope_id": h.scope_id,
-                "via": h.via, "source_message_ids": list(h.source_message_ids),
-                "sources": [
-                    {"seq": s, "message_id": sources[s].message_id, "role": sources[s].role, "name": sources[s].name,
-                     "ts": sources[s].ts, "content": sources[s].content}
-                    for s in h.source_seqs if s in sources
-                ],
-            }
-            for h in result.hits
-        ],
-    }
-
-
-def render(result, sources, *, explain: bool) -> str:
+def render(result, *, explain: bool) -> str:
     where = f"discussion {result.discussion}" if result.discussion else "all discussions"
     lines = [f'recall "{result.query}" — agent {result.agent}, {where}: {len(result.hits)} of {result.candidates} candidates']
     if explain:
-        w = result.weights
         lines.append(
-            "weights: " + ", ".join(f"{k} {v:.2f}" for k, v in w.as_dict().items())
+            "weights: " + ", ".join(f"{k} {v:.2f}" for k, v in result.weights.items())
             + f"   mood: valence {result.mood.valence:+.2f} arousal {result.mood.arousal:+.2f} dominance {result.mood.dominance:+.2f}"
         )
         lines.append(
@@ -143,7 +110,7 @@ def render(result, sources, *, explain: bool) -> str:
         if result.hyde is not None:
             lines.append(
                 f'HyDE: "{result.hyde.text[:100]}" — threshold {result.hyde.threshold} '
-                f"(tried {', '.join(str(t) for t in result.hyde.tried)}), {len(result.hyde.hits)} hit(s)"
+                f"(tried {', '.join(str(t) for t in result.hyde.tried)}), {result.hyde.hits} hit(s)"
             )
     if not result.hits:
         lines.append("(no traces)")
@@ -152,14 +119,13 @@ def render(result, sources, *, explain: bool) -> str:
         lines.append(f"      {h.trace_type}/{h.category or '-'} · {h.scope} {h.scope_id} · {h.trace_id} · via {h.via}")
         if explain:
             lines.append("      factor       value   × weight = contribution")
-            for name, value in h.factors.as_dict().items():
-                weight = getattr(result.weights, name)
-                parts = f"   (cosine {h.cosine:.3f}, keywords {h.lexical:.3f})" if name == "similarity" and result.similarity == "hybrid" else ""
-                lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}   = {getattr(h.contributions, name):.4f}{parts}")
-            for s in h.source_seqs:
-                m = sources.get(s)
-                if m is not None:
-                    who = f"{m.role}{' (' + m.name + ')' if m.name else ''}"
-                    lines.append(f"      source: seq {s} · {m.discussion} · message {m.message_id} · {who} · {m.ts}")
-                    lines.append(f"        \"{m.content[:200]}\"")
+            for name, value in h.factors.items():
+                weight = result.weights[name]
+                parts = (f"   (cosine {h.similarity_parts['cosine']:.3f}, keywords {h.similarity_parts['lexical']:.3f})"
+                         if name == "similarity" and result.similarity == "hybrid" else "")
+                lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}   = {h.contributions[name]:.4f}{parts}")
+            for m in h.sources:
+                who = f"{m.role}{' (' + m.name + ')' if m.name else ''}"
+                lines.append(f"      source: seq {m.seq} · {m.discussion} · message {m.message_id} · {who} · {m.ts}")
+                lines.append(f"        \"{m.content[:200]}\"")
     return "\n".join(lines)

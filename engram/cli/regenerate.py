@@ -10,11 +10,11 @@ discussion had a rolling summary, it is rebuilt from the new memories.
 from __future__ import annotations
 
 import sys
-import time
+from pathlib import Path
 
-from engram.cli.common import config_from, open_engram
-from engram.cli.discussion_support import log_agent
-from engram.cli.main import UsageError
+from engram.cli.common import client, discussion_agent, wait_job
+from engram.cli.errors import UsageError
+from engram.ids import validate_discussion
 
 
 def register(sub) -> None:
@@ -25,37 +25,36 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from engram.discussion.regenerate import HISTORY_TYPES, Generation, NothingToRegenerate
-    from engram.discussion.runtime import EngramMemory, now_us
-    from engram.ids import validate_discussion
-    from engram.settings import discussion_settings_event
+def read_settings(path: str) -> dict:
+    """The settings file's content (JSON with comments); the server validates it before anything runs."""
+    from engram.config import jsonc
 
-    config = config_from(args)
+    try:
+        data = jsonc.loads(Path(path).read_text(encoding="utf-8"), path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    except jsonc.JsoncError as exc:
+        raise UsageError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: the top level must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def run(args) -> int:
     discussion = validate_discussion(args.discussion)
-    settings = discussion_settings_event(args.settings, config.llm) if args.settings else None  # validated before anything runs
-    with open_engram(args, config) as mem:
-        agent = log_agent(mem, discussion, args.agent)
-        mem.sync_settings(agent)
-        history = mem.read(agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
-        try:
-            generation = Generation(agent, discussion, history, reason="engram regenerate", ts_us=now_us(), settings=settings)
-        except NothingToRegenerate as exc:
-            raise UsageError(str(exc)) from None
-        new, had_summary = generation.number, generation.had_summary
-        started = time.perf_counter()
-        mem.append([generation.write])
-        memory = EngramMemory(mem, agent)
-        failed = memory.drain(discussion)
-        counts = memory.counts(discussion)
-        seconds = time.perf_counter() - started
-    print(f"discussion {discussion!r} (agent {agent!r}): generation {new} supersedes generation {generation.previous}"
-          + (f", with the settings of {args.settings}" if args.settings else ""))
-    print(f"  {counts['memories']} chunk memories and {counts['vector_memories']} vector memories from the full history "
+    settings = read_settings(args.settings) if args.settings else None
+    with client(args) as mem:
+        agent = discussion_agent(mem, discussion, args.agent)
+        job = mem.regenerate(agent, discussion, settings=settings,
+                             settings_name=Path(args.settings).name if args.settings else "settings.json")
+        r = wait_job(mem, job, "regenerate")
+    print(f"discussion {discussion!r} (agent {agent!r}): generation {r['generation']} supersedes generation "
+          f"{r['superseded']}" + (f", with the settings of {args.settings}" if args.settings else ""))
+    print(f"  {r['memories']} chunk memories and {r['vector_memories']} vector memories from the full history "
           f"(consolidation mode: only the token threshold)"
-          + (f"; rolling summary rebuilt over {counts['absorbed']} of them" if had_summary else ""))
-    print(f"  the old generation's events stay in the log; done in {seconds:.1f}s")
-    if failed:
-        print(f"warning: {failed.rstrip('; ')}", file=sys.stderr)
+          + (f"; rolling summary rebuilt over {r['absorbed']} of them" if r["had_summary"] else ""))
+    print(f"  the old generation's events stay in the log; done in {r['seconds']:.1f}s")
+    if r.get("warning"):
+        print(f"warning: {r['warning']}", file=sys.stderr)
         return 1
     return 0

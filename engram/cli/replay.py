@@ -1,16 +1,12 @@
-"""`engram replay`: rebuild projections from the log, in place or into a fresh directory."""
+"""`engram replay`: rebuild projections from the log, in place or into a fresh directory (a job of the server)."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 
-import ray
-
-from engram.cli.common import config_from, open_engram
+from engram.cli.common import client, wait_job
 from engram.cli.errors import UsageError
-from engram.events.envelope import to_us
 
 
 def register(sub) -> None:
@@ -24,47 +20,27 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
-    """(to_seq, until_us) from `--as-of`."""
-    if text is None:
-        return None, None
-    if text.isdigit():
-        return int(text), None
-    try:
-        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--as-of {text!r} is neither a position (an integer) nor an ISO-8601 time") from None
-    return None, to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
-
-
 def run(args) -> int:
-    config = config_from(args)
-    if args.discussion:
-        from engram.cli.discussion_support import replay_discussion
+    from engram.ids import validate_agent, validate_discussion
 
-        return replay_discussion(args, config)
-    to_seq, until_us = parse_as_of(args.as_of)
-    if to_seq is not None and config.shards > 1 and not args.agent:
-        raise UsageError("positions are per shard: with several shards, give --agent with --as-of SEQ, or use a time")
+    if args.agent:
+        validate_agent(args.agent)
+    if args.discussion:
+        validate_discussion(args.discussion)
+        if args.out or args.as_of:
+            raise UsageError("--discussion rebuilds the discussion's live files; it takes no --out or --as-of")
     if args.as_of and not args.out:
         raise UsageError("--as-of needs --out: the live projections always reflect the whole log")
-    if args.out:
-        out = Path(args.out).resolve()
-        if out.exists() and any(out.iterdir()):
-            raise UsageError(f"{out} is not empty; replay writes into a fresh directory")
-    with open_engram(args, config) as mem:
-        if args.agent:
-            shards = [mem.runtime.shard(mem.shard_of(args.agent))]
-        else:
-            shards = mem.runtime.shards()
-        if args.verify:
-            diffs = [d for s in shards for d in ray.get(s.verify_replay.remote())]
-            print("replay reproduces the live projections exactly" if not diffs else "\n".join(diffs))
-            return 0 if not diffs else 1
-        if args.out:
-            reports = ray.get([s.replay_into.remote(str(out), to_seq, until_us) for s in shards])
-        else:
-            reports = ray.get([s.rebuild.remote() for s in shards])
+    out = str(Path(args.out).expanduser().resolve()) if args.out else None
+    with client(args) as mem:
+        if args.discussion:
+            return replay_discussion(mem, args)
+        job = mem.replay(out=out, as_of=args.as_of, agent=args.agent, verify=args.verify)
+        result = wait_job(mem, job, "replay (shards)")
+    if args.verify:
+        print("replay reproduces the live projections exactly" if result["identical"] else "\n".join(result["differences"]))
+        return 0 if result["identical"] else 1
+    reports = result["shards"]
     if args.json:
         print(json.dumps(reports, indent=1))
     else:
@@ -72,3 +48,29 @@ def run(args) -> int:
             rate = r["events"] / r["seconds"] if r["seconds"] else 0
             print(f"shard {r['shard']}: replayed {r['events']} events in {r['seconds']}s ({rate:,.0f}/s) into {r['out']}")
     return 0
+
+
+WORDS = {
+    "replaced": ("differs from the log", "rebuilt (it differed)"),
+    "restored": ("was missing", "restored (it was missing)"),
+    "removed": ("should not exist", "removed (the log has no such file)"),
+    "identical": ("identical to the log's",) * 2, "absent": ("absent (nothing in the log for it)",) * 2,
+    "untouched": ("left as it is",) * 2, "differs": ("differs",) * 2,
+}
+
+
+def replay_discussion(mem, args) -> int:
+    """The discussion's three files rebuilt from the log (or compared with it: --verify), no LLM call."""
+    from engram.cli.common import discussion_agent
+
+    agent = discussion_agent(mem, args.discussion, args.agent)
+    result = wait_job(mem, mem.replay_discussion(agent, args.discussion, verify=args.verify), "replay (discussion)")
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        for f in result["files"]:
+            word = WORDS[f["status"]][0 if args.verify else 1]
+            print(f"{f['path']}: {word}" + (f" ({f['size']} bytes)" if f["size"] else ""))
+        print(f"{result['events']} events of discussion {args.discussion!r} replayed in {result['seconds']:.2f}s, no LLM call")
+    differs = [f for f in result["files"] if f["status"] in ("replaced", "restored", "removed")]
+    return 1 if args.verify and differs else 0

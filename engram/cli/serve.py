@@ -1,48 +1,39 @@
-"""`engram serve`: keep a home's actors running so that other commands and programs share them.
+"""`engram serve`: run the home's server in the foreground (other commands use it while it runs).
 
-While it runs, `engram ingest`, `engram sql`, `engram status` … in other terminals join its
-Ray instance (found through `<home>/instance.json`) instead of opening the files
-themselves: each DuckDB file keeps exactly one writer.
+The server owns the home's Ray instance and DuckDB files and serves HTTP on loopback (`--host/--port`,
+or `server.host/server.port` in engram.json); its URL is printed and recorded in `<home>/instance.json`.
+Without `engram serve`, the first command of any kind starts the same server in the background.
 """
 
 from __future__ import annotations
 
-import signal
-import threading
+import os
 
-from engram.cli.common import config_from
+from engram.cli.common import home_of
 from engram.cli.errors import UsageError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="run this home's actors until stopped; other commands join them")
+    p = sub.add_parser("serve", help="run the home's server in the foreground (HTTP on loopback); Ctrl-C stops it")
+    p.add_argument("--host", help="address to listen on (default: server.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: server.port; 0 picks a free one)")
+    p.add_argument("--backend", choices=("uvicorn", "ray-serve"), help="default: server.backend (uvicorn)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    import ray
+    """Become the server process (the composition root `engram.boot`): the CLI itself never loads Ray."""
+    import sys
 
-    from engram.actors.runtime import INSTANCE_FILE, Runtime, running_instance, write_instance_file
-    from engram.home import Home
+    from engram.server.instance import server_command
 
-    config = config_from(args)
-    home = Home(config.home, config.shards)
-    if running_instance(home):
-        raise UsageError(f"{home.root} is already served (see {home.root / INSTANCE_FILE})")
-    runtime = Runtime(config, address=getattr(args, "address", None)).start()
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        shards = runtime.shards()
-        runtime.policies()
-        ray.get([s.head.remote() for s in shards])  # actors are up
-        address = ray.get_runtime_context().gcs_address
-        write_instance_file(home, address)
-        print(f"serving {home.root} on Ray at {address} ({config.shards} shard(s)); stop with Ctrl-C", flush=True)
-        stop.wait()
-    finally:
-        (home.root / INSTANCE_FILE).unlink(missing_ok=True)
-        runtime.close()
-        print("stopped", flush=True)
-    return 0
+    home = home_of(args)
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a port number")
+    cmd = server_command(home, started_by_command=False, host=args.host, port=args.port, address=args.address)
+    if args.backend:
+        cmd += ["--backend", args.backend]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(cmd[0], cmd)
+    return 0  # not reached

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-from engram.cli.common import config_from, open_engram, print_rows
-from engram.cli.main import UsageError
-from engram.cli.traces import run_sql
-from engram.home import Home, ProjectionPaths
+from engram.cli.common import client, print_rows
+from engram.cli.errors import UsageError
 from engram.ids import validate_agent
-from engram.projections.working_memory import FILE_NAME
+
+SHOWN = ("rank", "tag", "activation", "content", "entered_turn", "rehearsals", "turn", "capacity", "trace_id")
 
 
 def register(sub) -> None:
@@ -23,42 +23,30 @@ def register(sub) -> None:
 
 def run(args) -> int:
     validate_agent(args.agent)
-    config = config_from(args)
     if args.write:
-        return write(args, config)
-    names, rows = run_sql(
-        args,
-        "SELECT rank, tag, round(activation, 2) AS activation, content, entered_turn, rehearsals, turn, capacity, trace_id "
-        "FROM working_memory WHERE agent = ? ORDER BY rank",
-        [args.agent],
-    )
-    path = ProjectionPaths(Home(config.home, config.shards).projections_dir).agent_dir(args.agent) / FILE_NAME
-    text = path.read_text() if path.exists() else ""
+        return write(args)
+    with client(args) as mem:
+        wm = mem.working_memory(args.agent)
     if args.json:
-        print(json.dumps({"slots": [dict(zip(names, r)) for r in rows], "file": str(path), "markdown": text}, indent=1, default=str))
+        print(json.dumps({"slots": wm.slots, "file": wm.path, "markdown": wm.markdown}, indent=1, default=str))
         return 0
-    if not names and not text:
+    if not wm.slots and not wm.markdown:
         print(f"no working memory for agent {args.agent} yet")
         return 0
-    if names:
+    if wm.slots:
         print(f"slots of agent {args.agent}:")
-        print_rows(names, rows)
-    print(f"\n{path}:\n")
-    print(text.rstrip("\n") if text else "(not written yet)")
+        print_rows(list(SHOWN), [[s.get(k) for k in SHOWN] for s in wm.slots])
+    print(f"\n{wm.path}:\n")
+    print(wm.markdown.rstrip("\n") if wm.markdown else "(not written yet)")
     return 0
 
 
-def write(args, config) -> int:
-    import sys
-
-    from engram.cognition import CognitiveMemory
-
+def write(args) -> int:
     try:
         text = sys.stdin.read() if args.write == "-" else Path(args.write).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{args.write}: cannot read: {exc.strerror}") from None
-    with open_engram(args, config) as mem:
-        CognitiveMemory(mem).write_working_memory(args.agent, text)
-        mem.wait_projections()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.write}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    with client(args) as mem:
+        mem.write_working_memory(args.agent, text)
     print(f"working memory notes of agent {args.agent} replaced ({len(text)} characters)")
     return 0

@@ -173,6 +173,7 @@ class TraceBook:
             category=e.category,
             last_seq=rec.seq,
             context=e.context,
+            context_message_ids=tuple(e.context_message_ids),
         )
         self.traces[t.trace_id] = t
         self.forgotten_traces.discard(t.trace_id)

@@ -1,13 +1,14 @@
 """Encoding a new memory: its strength, stability, review interval and emotional context.
 
-    strength  = 0.5 · attention · mood_congruence · (2 if flashbulb)
+    strength  = min(1, 0.5 · attention · mood_congruence · (2 if flashbulb))
     stability = 1 h · (5 if flashbulb)
     interval  = 1 h (the first spaced-repetition review is due one hour after encoding)
 
 A flashbulb memory is one whose emotional intensity exceeds 0.8. Personality shapes attention
 (what a trait notices is encoded more strongly) and a mood that matches the content's valence
 strengthens it; both multiply the same base, so a flashbulb memory has exactly twice the
-strength and five times the stability an ordinary one would have. Constants: `engram.config.defaults`.
+strength (up to 1: a strength is a proportion, in [0, 1]) and five times the stability an ordinary
+one would have. Constants: `engram.config.defaults`.
 
 Every producer of traces (auto-ingest, tool-failure lessons, the Reflector, schemas) calls `encode`.
 """
@@ -75,6 +76,7 @@ def encoding_state(
     if flashbulb:
         strength *= d.FLASHBULB_STRENGTH_MULTIPLIER
         stability *= d.FLASHBULB_STABILITY_MULTIPLIER
+    strength = min(d.REINFORCED_STRENGTH_CAP, strength)
     snapshot = emotion.pad.blend(mood, d.CONTENT_EMOTION_WEIGHT)
     return Encoding(
         strength=strength,
@@ -117,6 +119,7 @@ def encode(
     novelty: float = 0.0,
     llm: LlmCall | None = None,
     context: str = "",
+    context_message_ids: tuple[str, ...] = (),
 ) -> TraceEncoded:
     """The `TraceEncoded` event of a new memory for an agent with `config` in `mood`."""
     if trace_type not in TRACE_TYPES:
@@ -158,4 +161,5 @@ def encode(
         flashbulb=enc.flashbulb,
         llm=llm,
         context=context,
+        context_message_ids=tuple(context_message_ids) if context else (),
     )

@@ -1,6 +1,7 @@
 """What finds a trace: the text its embedding and its keyword entry are made of.
 
-    index text = context, then content, then "(<day it was encoded>)"
+    index text (keyword entry) = context, then content, then "(<day it was encoded>)"
+    vector text (embedding)    = context, then content (`vector_text`)
 
 - **content**: the memory itself — what recall returns and a prompt shows. The index text only
   decides what finds it; the trace's content, tokens and provenance do not change.
@@ -13,6 +14,11 @@
   message said (that message has its own traces).
 - **date**: the day the trace was encoded, in event time (UTC), e.g. "(8 May 2023)": people ask
   about memories by when they happened ("what did she do in May 2023?").
+
+The day is in the keyword entry only: a date's words match exactly there, where in an embedding they
+move the vector little, and a trace without a question is then embedded by its content alone — the
+text auto-ingest embeds to deduplicate it — so it costs one embedding, shared by deduplication,
+same-topic links, recall and clustering (the home's embedder computes a text once per model).
 
 Computed from the event alone (content, context, event time), so every fold — the projection, the
 reader, the policies, a replay — indexes the same text.
@@ -38,6 +44,13 @@ def index_text(content: str, context: str, encoded_us: int) -> str:
     """The text a trace is embedded and keyword-indexed by (see the module docstring)."""
     parts = [context.strip(), content.strip(), f"({day_of(encoded_us)})"]
     return "\n".join(p for p in parts if p)
+
+
+def vector_text(content: str, context: str) -> str:
+    """The text a trace is embedded by: the question it answers (a reply's context), then its content;
+    without a question, the content itself, unchanged (see the module docstring)."""
+    context = context.strip()
+    return f"{context}\n{content.strip()}" if context else content
 
 
 def reply_context(previous: tuple[str, str] | None, speaker: str) -> str:

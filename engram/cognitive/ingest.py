@@ -5,14 +5,16 @@ knowledge, correction, action_item, emotional_context). Of those, a fact is kept
 1. its category is stored under the agent's personality (action items need conscientiousness,
    emotional context needs openness or emotionality),
 2. its importance is at least the threshold (0.4; lower for high openness),
-3. it is not a near-duplicate: cosine < 0.85 (lower for high honesty) with every existing trace of
-   the agent and with the facts kept before it in the same turn (a duplicate instead counts as a
-   verification of the trace it restates),
+3. it is not a near-duplicate: cosine < 0.85 (lower for high honesty) with every trace of the agent
+   that was alive when the message was said and with the facts kept before it in the same turn (a
+   duplicate instead counts as a verification of the trace it restates — unless the assistant said it:
+   the assistant restating a memory is quoting it, "quoted", which verifies nothing),
 4. and fewer than 3 facts (4 for high openness) were kept from the turn already, most important first.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -69,13 +71,27 @@ class Selection:
     skipped: tuple[SkippedFact, ...]
 
 
+def unembedded_skip(f: Candidate, rules: IngestRules) -> str | None:
+    """Why `f` is skipped before its embedding is looked at ("category", "below_threshold"), or None: only
+    the facts this returns None for need a vector (`select` reads no other row of its `vectors`)."""
+    if f.category not in rules.categories:
+        return "category"
+    if f.importance < rules.importance_threshold:
+        return "below_threshold"
+    return None
+
+
 def select(
     facts: Sequence[Candidate],
     vectors: np.ndarray,
     rules: IngestRules,
     nearest: Callable[[np.ndarray], list[tuple[str, float]]],
+    *,
+    quoting: bool = False,
 ) -> Selection:
-    """Apply the auto-ingest rules to one turn's `facts` (with their embeddings, row by row)."""
+    """Apply the auto-ingest rules to one turn's `facts` (with their embeddings, row by row).
+
+    `quoting`: the speaker is the assistant, whose restatement of a memory is a quote, not a verification."""
     kept: list[Kept] = []
     skipped: list[SkippedFact] = []
 
@@ -90,17 +106,15 @@ def select(
     order = sorted(range(len(facts)), key=lambda i: (-facts[i].importance, i))
     for i in order:
         f = facts[i]
-        if f.category not in rules.categories:
-            skip(f, "category")
-            continue
-        if f.importance < rules.importance_threshold:
-            skip(f, "below_threshold")
+        reason = unembedded_skip(f, rules)
+        if reason is not None:
+            skip(f, reason)
             continue
         v = np.asarray(vectors[i], dtype=np.float32)
         similar = nearest(v)
         best_id, best = (similar[0] if similar else (None, -1.0))
         if best_id is not None and best >= rules.dedup_threshold:
-            skip(f, "duplicate", best_id, best)
+            skip(f, "quoted", None, best) if quoting else skip(f, "duplicate", best_id, best)
             continue
         twin = next(((k, float(k.vector @ v)) for k in kept if float(k.vector @ v) >= rules.dedup_threshold), None)
         if twin is not None:
@@ -111,3 +125,25 @@ def select(
             continue
         kept.append(Kept(fact=f, vector=v, novelty=max(0.0, 1.0 - max(0.0, best)), similar=tuple(similar)))
     return Selection(kept=tuple(kept), skipped=tuple(skipped))
+
+
+# The user telling the agent their name: "my name is Priya", "my name's Ana Lucia", "call me Jo", "I go by Sam".
+_STATED_NAME = re.compile(
+    r"\b(?:my name is|my name's|my name’s|call me|i go by|people call me)\s+"
+    r"((?:[A-Z][\w'’-]*\.?)(?:\s+(?:[A-Z][\w'’-]*\.?|de|da|van|von|del|la|le)){0,3})"
+)
+# A tag on the traces of a message that states the user's name (the working-memory profile reads it).
+NAME_TAG = "name:"
+# What a user says about who they are is worth keeping (at least as important as auto-ingest asks of a fact).
+IDENTITY_IMPORTANCE = 0.6
+
+
+def stated_name(text: str) -> str | None:
+    """The name a message states as its speaker's own, or None."""
+    m = _STATED_NAME.search(text)
+    if m is None:
+        return None
+    name = m.group(1).strip().rstrip(".")
+    while name.split() and name.split()[-1].lower() in {"de", "da", "van", "von", "del", "la", "le"}:
+        name = " ".join(name.split()[:-1])
+    return name or None

@@ -8,10 +8,15 @@ trace of each discussion. Both indexes change with the same events and hold the 
 (`engram.cognitive.indexing`: its content, the question it answers, its day). The embedder is
 injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
 
-`content_vectors=True` makes the HNSW index hold embeddings of the content alone: the question
-auto-ingest asks it ("is this the same memory, the same topic?") is about what a memory says, not
-about when it was said or what it answered — a fact restated a month later is still a duplicate.
-Such a memory serves no recall, so it keeps no keyword index (`lexical` is None).
+The HNSW index holds each trace's embedding of `vector_text` (the question it answers, then its
+content; `engram.cognitive.indexing`). `content_vectors=True` makes it hold embeddings of the content
+alone: the question auto-ingest asks it ("is this the same memory, the same topic?") is about what a
+memory says, not about when it was said or what it answered — a fact restated a month later is still a
+duplicate. Such a memory serves no recall, so it keeps no keyword index (`lexical` is None), and it keeps
+soft-deleted traces in its index: whether one was still alive when a message was said is a question
+of event time (`engram.background.schedule.alive_at`), not of when consolidation recorded it.
+`VECTOR_TEXT` names what the vectors of an index are made of: a memory restored from a snapshot made
+with other vectors embeds its traces again (`reembed`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from engram.cognitive.book import Applied, TraceBook
-from engram.cognitive.indexing import index_text
+from engram.cognitive.indexing import index_text, vector_text
 from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.model import MemoryTrace
 from engram.config import defaults as d
@@ -30,6 +35,10 @@ from engram.events.envelope import Recorded
 from engram.search.hnsw import HnswIndex
 
 Embed = Callable[[list[str]], np.ndarray]
+
+# What the index vectors are embeddings of (see the module docstring); a snapshot with another value
+# (or none: "index text", when the day was embedded too) is embedded again on restore.
+VECTOR_TEXT = "context+content"
 
 # Traces remembered per entity for shared-entity links (the most recent ones are linked).
 ENTITY_MEMORY = 16
@@ -90,12 +99,17 @@ class AgentMemory(EntityLinks):
         self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.index_seq = 0  # seq of the last event that changed the index
+        self.vector_text = VECTOR_TEXT
+
+    def embedded_text(self, content: str, context: str) -> str:
+        """What this memory's index embeds for a trace."""
+        return content if self.content_vectors else vector_text(content, context)
 
     def apply_batch(self, recs: Iterable[Recorded], embed: Embed) -> list[Applied]:
         """Fold `recs` in seq order; new traces are embedded in one call, the index follows event by event."""
         recs = list(recs)
         texts = {
-            r.event.trace_id: r.event.content if self.content_vectors else index_text(r.event.content, r.event.context, r.ts_us)
+            r.event.trace_id: self.embedded_text(r.event.content, r.event.context)
             for r in recs
             if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
         }
@@ -109,6 +123,8 @@ class AgentMemory(EntityLinks):
             for tid in applied.removed:
                 if self.lexical is not None:
                     self.lexical.remove(tid)
+                if self.content_vectors and tid not in applied.forgotten:
+                    continue  # kept: see the module docstring
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -121,12 +137,24 @@ class AgentMemory(EntityLinks):
 
     def _rebuild_index(self, seq: int) -> None:
         """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
-        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
+        keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]
         vectors = self.index.vectors(keep) if keep else None
         self.index = HnswIndex(self.dim)
         for k, tid in enumerate(keep):
             self.index.add([tid], vectors[k : k + 1])
         self.index_seq = seq
+
+    def reembed(self, embed: Embed) -> None:
+        """Embed the indexed traces again (in one call, in index order) and rebuild the index with them:
+        for a memory restored with vectors of another `vector_text`."""
+        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
+        self.index = HnswIndex(self.dim)
+        if keep:
+            traces = self.book.traces
+            vectors = np.asarray(embed([self.embedded_text(traces[t].content, traces[t].context) for t in keep]), dtype=np.float32)
+            for k, tid in enumerate(keep):
+                self.index.add([tid], vectors[k : k + 1])
+        self.vector_text = VECTOR_TEXT
 
     def _index_trace(self, t: MemoryTrace, vector: np.ndarray, seq: int) -> None:
         if t.trace_id not in self.index:
@@ -150,8 +178,10 @@ class AgentMemory(EntityLinks):
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("content_vectors", False)
-        if "lexical" not in state:  # a snapshot from before the keyword index
-            self.restore_lexical()
+        self.__dict__.setdefault("vector_text", "index text")  # from before VECTOR_TEXT: the day was embedded too
+        lexical = state.get("lexical", False)
+        if lexical is False or (lexical is not None and not lexical.bm25.current):
+            self.restore_lexical()  # a snapshot from before the keyword index, or from another tokenizer
 
     # ------------------------------------------------------------------ questions the policies ask
 

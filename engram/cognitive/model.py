@@ -69,6 +69,7 @@ class MemoryTrace:
     last_seq: int = 0
     links: set[str] = field(default_factory=set)
     context: str = ""  # indexed with the content, not part of it: for a reply, the question it answers
+    context_message_ids: tuple[str, ...] = ()  # where `context` comes from
 
     def in_scope(self, discussion: str | None) -> bool:
         """Visible from `discussion` (None: the whole agent): agent-scoped traces are visible everywhere."""

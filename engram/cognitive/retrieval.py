@@ -14,8 +14,16 @@
      index knows, there is no lexical evidence and similarity is the cosine.
 3. Spreading activation from the best `SPREAD_SEEDS` candidates by similarity along the trace graph;
    what it reaches joins the candidates (their cosine and lexical match are computed exactly).
-4. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
+4. A candidate that an active trace contradicts (a correction kept beside it, `keep_both`) brings that
+   correction in as a candidate too ("correction"), and is never ranked above it: it moves to just after
+   its correction, whatever its composite (what was corrected must not be what a question finds first).
+5. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
    with the breakdown. Per-call weights replace the configured ones for the whole retrieval.
+6. One memory per source: a candidate made from the same message(s) as a better one already returned
+   (a fact and the episode of the message it came from; two facts of one message) says nothing the
+   answer does not already have, so it gives its place to the next memory from other messages. Each
+   hit carries the question it answers (`context`, a reply's only) with that question's message, so
+   what it returns reads on its own.
 
 Pure: the caller supplies vectors, the indexes, event time and mood; it records `TraceRetrieved`.
 """
@@ -78,12 +86,14 @@ class RecallHit:
     source_message_ids: tuple[str, ...]
     entities: tuple[str, ...]
     importance: float
-    strength: float  # current (Ebbinghaus) strength, may exceed 1 for flashbulb memories
+    strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "keywords" | "hyde" | "activation": how the trace became a candidate
+    via: str  # "similarity" | "keywords" | "hyde" | "activation" | "correction": how the trace became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to HyDE's memory when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
+    context: str = ""  # for a reply, the question it answers (shown with it)
+    context_message_ids: tuple[str, ...] = ()  # where the context comes from
 
 
 @dataclass(frozen=True)
@@ -165,6 +175,11 @@ def recall(
         active=allowed,
     ) if spreading.max_depth > 0 and spreading.seeds > 0 else {}
     reached = sorted(tid for tid in activation if tid not in via and tid in index)
+    correcting = sorted({c for tid in list(via) + reached for c in traces[tid].contradicted_by
+                         if c not in via and c not in reached and allowed(c) and c in index})
+    for tid in correcting:
+        via[tid] = "correction"
+    reached += correcting
     if reached:
         for tid in reached:
             via[tid] = "activation"
@@ -179,6 +194,8 @@ def recall(
         c = f.times(weights)
         scored.append((c.total(), tid, f, c))
     scored.sort(key=lambda x: (-x[0], x[1]))
+    considered = len(scored)
+    scored = _one_per_source(_corrections_first(scored, traces), traces, limit)
     hits = tuple(
         _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0))
         for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
@@ -190,12 +207,46 @@ def recall(
         now_us=now_us,
         weights=weights,
         hits=hits,
-        candidates=len(scored),
+        candidates=considered,
         mood=mood,
         hyde=outcome,
         spread=activation,
         similarity="hybrid" if hybrid else "embedding",
     )
+
+
+def _one_per_source(scored: list, traces, limit: int) -> list:
+    """The best `limit` of `scored` whose source messages are not all covered by better ones (step 6)."""
+    out, covered = [], set()
+    for x in scored:
+        t = traces[x[1]]
+        source = set(t.source_message_ids) or {f"seq:{s}" for s in t.source_seqs}
+        if source and source <= covered:
+            continue
+        covered |= source
+        out.append(x)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _corrections_first(scored: list, traces) -> list:
+    """`scored` (best first) with every trace that a listed active trace contradicts moved to just after the
+    last of its contradictors, so a superseded memory never outranks its correction."""
+    out = list(scored)
+    for _ in range(len(out)):
+        ids = [x[1] for x in out]
+        moved = False
+        for i, x in enumerate(out):
+            by = [ids.index(c) for c in traces[x[1]].contradicted_by if c in ids and traces[c].active]
+            if by and max(by) > i:
+                j = max(by)
+                out.insert(j, out.pop(i))
+                moved = True
+                break
+        if not moved:
+            break
+    return out
 
 
 def _fuse(cosine: float, lexical: float, share: float) -> float:
@@ -249,6 +300,8 @@ def _hit(
         via=via,
         cosine=cosine,
         lexical=lexical,
+        context=t.context,
+        context_message_ids=t.context_message_ids,
     )
 
 

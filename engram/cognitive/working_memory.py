@@ -145,6 +145,19 @@ DEFAULT_NOTES = """## User Profile
 """
 
 
+NAME_LINE = "- **Name**:"
+
+
+def with_profile_name(notes: str, name: str) -> str:
+    """The starting notes with the user's stated name in the profile (the template's empty Name line filled)."""
+    lines = notes.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith(NAME_LINE):
+            lines[i] = f"{NAME_LINE} {name}".rstrip() + "\n"
+            return "".join(lines)
+    return notes
+
+
 def budget_tokens(context_window_tokens: int, share: float = d.WORKING_MEMORY_FILE_BUDGET) -> int:
     """The working-memory file's budget: 5% of the context window."""
     return int(context_window_tokens * share)

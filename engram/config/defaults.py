@@ -82,14 +82,16 @@ MOOD_CONGRUENT_ENCODING_GAIN = 0.3
 CONTENT_EMOTION_WEIGHT = 0.7
 
 # Reinforcement on retrieval (engram.cognitive.decay.reinforce), "desirable difficulty":
-#   stability' = stability · (1 + gain),  gain = (STABILITY_GAIN_BASE + STABILITY_GAIN_DIFFICULTY · difficulty)
+#   stability' = stability · (1 + gain · spacing),  spacing = min(1, time since last access / interval),  gain = (STABILITY_GAIN_BASE + STABILITY_GAIN_DIFFICULTY · difficulty)
 #                                               · (1 + EMOTIONAL_CONSOLIDATION · intensity)
 #                                               / (1 + STABILITY_GAIN_DIMINISH · retrievals so far)
 #   difficulty = max(MIN_DIFFICULTY, 1 − min(1, S(t)))   (a weaker memory gains more)
 #   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + boost)),  last access = t,
 #         boost = REINFORCEMENT_STRENGTH_BOOST when the review was due (t >= next due), else 0 (the spacing effect:
 #         massed retrievals earn no strength; see engram.cognitive.decay)
-#   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, REINFORCEMENT_INTERVAL_GROWTH · interval),  next due = t + interval'
+#   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, interval · (1 + (REINFORCEMENT_INTERVAL_GROWTH − 1) · spacing)),
+#   next due = t + interval' (the spacing effect: a retrieval before the trace is due strengthens it less; see
+#   engram.cognitive.decay for the rule, its bound and its sources)
 STABILITY_GAIN_BASE = 0.5
 STABILITY_GAIN_DIFFICULTY = 2.0
 MIN_DIFFICULTY = 0.1
@@ -244,8 +246,7 @@ SCHEMA_INSTANCE_WEIGHT = 0.6
 # storing (0.4). Everything else (small talk, messages that said nothing notable) is left to the Ebbinghaus
 # curve and the decay sweep.
 REVIEW_MIN_IMPORTANCE = AUTO_INGEST_IMPORTANCE
-# Clock ticks (engram.background.clock). Event time: every interval boundary an agent's messages cross
-# gets a tick, but after a long silence at most MAX_CATCH_UP_TICKS of the latest boundaries (92 days).
+# Clock ticks (engram.background.clock). Event time: an agent's traces passing one or more interval boundaries
+# bring one tick, at the latest (consolidation does what fell due in between, each at its own boundary).
 # Wall clock: the actor shell ticks agents whose last message is within LIVE_AGENT_WINDOW_S of now.
-MAX_CATCH_UP_TICKS = 92 * 24
 LIVE_AGENT_WINDOW_S = 86_400

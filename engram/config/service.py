@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -23,6 +23,8 @@ class RaySettings(ConfigModel):
     address: str | None = None  # None: start a local Ray instance (the embedded default)
     namespace: str = "engram"
     num_cpus: int | None = Field(None, ge=1)
+    # Past this, starting (or joining) Ray fails with a message saying what to do, instead of hanging.
+    start_timeout_seconds: float = Field(120.0, gt=0)
     # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:
     # more members spread a group's logical actors (one Summarizer per discussion) over more processes.
     pools: dict[str, Annotated[int, Field(ge=1, le=64)]] = {}
@@ -44,6 +46,24 @@ class Limits(ConfigModel):
     max_batch_events: int = Field(20_000, gt=0)
 
 
+class ServerSettings(ConfigModel):
+    """`engram serve`: the long-lived process per home that owns Ray and the DuckDB files."""
+
+    host: str = "127.0.0.1"  # loopback: nothing outside this machine reaches it
+    port: int = Field(0, ge=0, le=65535)  # 0: a free port, recorded as `url` in <home>/instance.json
+    # A server started for a command stops after this long without a request (0: never).
+    idle_timeout_seconds: float = Field(1800.0, ge=0)
+    # How long a command waits for the server it started before it reports the log.
+    start_timeout_seconds: float = Field(180.0, gt=0)
+    # Request bodies above this are refused with 413 (body_too_large) before they are read.
+    max_body_bytes: int = Field(32 << 20, gt=0)
+    # "uvicorn": the app in this process; "ray-serve": the same app as a Ray Serve application (a cluster).
+    backend: Literal["uvicorn", "ray-serve"] = "uvicorn"
+    # "ray": the actors on Ray (the default); "inprocess": everything in the server's process, no Ray
+    # (synchronous: each write returns once memory is created; for tests and small embedded uses).
+    runtime: Literal["ray", "inprocess"] = "ray"
+
+
 class ServiceConfig(ConfigModel):
     home: Path = Path("~/.engram")
     shards: int = Field(1, ge=1, le=1024)
@@ -51,6 +71,7 @@ class ServiceConfig(ConfigModel):
     embedder: EmbedderConfig = EmbedderConfig()
     ray: RaySettings = RaySettings()
     limits: Limits = Limits()
+    server: ServerSettings = ServerSettings()
 
 
 def default_home() -> Path:

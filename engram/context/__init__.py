@@ -23,6 +23,6 @@ A turn is one message (LoCoMo's and AgentOS's sense). Modules:
 - `simulate`: a conversation through the rules without a log (benchmark, demo, tests).
 
 The `ContextCompactor` policy (engram.policies.context_compactor) runs this on the log; the projection
-`context_compactions` (engram.projections.compactions) folds the chain for SQL; `engram.context_api`
-is the Python API; `engram compactions`, `engram context` and `engram chat` the commands.
+`context_compactions` (engram.projections.compactions) folds the chain for SQL; `history` reads the chain
+and assembles the context through SQL; `engram.api` serves them; `engram compactions`, `engram context` and `engram chat` the commands.
 """

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
@@ -23,6 +24,10 @@ import numpy as np
 import pyarrow as pa
 
 CACHE_RELATIVE_PATH = Path("cache") / "embeddings.duckdb"
+# Vectors kept in memory after they were written or read (about 1.5 KB each at 384 dims): a text is
+# usually asked for again soon after it was first embedded (the trace index of the shard and of the
+# reader, the consolidator, after auto-ingest), and a hit here costs no DuckDB query.
+RECENT_VECTORS = 8_192
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -50,6 +55,7 @@ class EmbeddingCache:
         self.write_behind = write_behind  # 0: every put is written at once
         self._known: dict[str, set[str]] = {}  # model -> keys in the file or waiting to be written
         self._unwritten: dict[str, dict[str, np.ndarray]] = {}  # model -> key -> vector
+        self._recent: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (model, key) -> vector, LRU
 
     def _known_keys(self, model: str) -> set[str]:
         known = self._known.get(model)
@@ -65,11 +71,25 @@ class EmbeddingCache:
         with self._lock:
             waiting = self._unwritten.get(model, {})
             out = {key: waiting[key] for key in keys if key in waiting}
+            for key in keys:
+                if key not in out and (model, key) in self._recent:
+                    self._recent.move_to_end((model, key))
+                    out[key] = self._recent[(model, key)]
             known = self._known_keys(model)
             stored = [key for key in dict.fromkeys(keys) if key in known and key not in out]
         if stored:
-            out.update(self._read(model, stored))
+            found = self._read(model, stored)
+            self._remember(model, found.items())
+            out.update(found)
         return out
+
+    def _remember(self, model: str, items) -> None:
+        with self._lock:
+            for key, vector in items:
+                self._recent[(model, key)] = vector
+                self._recent.move_to_end((model, key))
+            while len(self._recent) > RECENT_VECTORS:
+                self._recent.popitem(last=False)
 
     def _read(self, model: str, keys: list[str]) -> dict[str, np.ndarray]:
         wanted = pa.table({"key": pa.array(list(keys), pa.string())})
@@ -114,6 +134,7 @@ class EmbeddingCache:
             for model, waiting in unwritten.items():
                 if waiting:
                     self._write(model, list(waiting), np.stack(list(waiting.values())))
+                    self._remember(model, waiting.items())
 
     def _write(self, model: str, keys: list[str], vectors: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 import msgspec
@@ -16,6 +17,7 @@ class EmbedStats(msgspec.Struct):
     texts_requested: int = 0
     texts_computed: int = 0  # texts the model actually ran on
     cache_hits: int = 0  # distinct texts served from the cache
+    model_seconds: float = 0.0  # time spent running the model (the rest of a call is cache work)
 
 
 class CachedEmbedder:
@@ -37,7 +39,9 @@ class CachedEmbedder:
         vectors = self.cache.get_many(self.name, list(first))
         missing = [key for key in first if key not in vectors]
         if missing:
+            started = time.perf_counter()
             computed = self.embedder.embed([texts[first[key]] for key in missing])
+            self.stats.model_seconds += time.perf_counter() - started
             self.cache.put_many(self.name, missing, computed)
             vectors.update(zip(missing, computed))
             self.stats.texts_computed += len(missing)

@@ -90,7 +90,7 @@ class Reflected(Event, tag="Reflected"):
 
 
 class ConsolidationRan(Event, tag="ConsolidationRan"):
-    """What one consolidation run did at a clock tick (its event time), step by step.
+    """What consolidation did at a clock tick (its event time), step by step, through everything due since the last.
 
     `traces`: active traces the run looked at; `bounded`: the steps that stopped at `max_traces`
     (the rest waits for the next run); `duration_ms` is the run's wall time (informational).
@@ -107,6 +107,13 @@ class ConsolidationRan(Event, tag="ConsolidationRan"):
     bounded: tuple[str, ...] = ()
     duration_ms: float = 0.0
     llm_calls: int = 0
+    # What the tick covered: the previous tick (`since_us`), the boundaries in between at which something was
+    # due and done (`runs`; every other boundary was idle and cost nothing), how many of those were a late
+    # trace's own past timeline (`late`), and the first of them (`first_us`). 0 in events from before.
+    since_us: int = 0
+    runs: int = 0
+    late: int = 0
+    first_us: int = 0
 
 
 class ContextCompacted(Event, tag="ContextCompacted"):

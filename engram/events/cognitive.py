@@ -42,6 +42,8 @@ class TraceEncoded(Event, tag="TraceEncoded"):
     # What the trace is understood in, indexed with it but not part of it: for a reply, the question it
     # answers (engram.cognitive.indexing).
     context: str = ""
+    # The message(s) `context` was taken from (its provenance: recall shows the context with the memory).
+    context_message_ids: tuple[str, ...] = ()
 
 
 class TraceRetrieved(Event, tag="TraceRetrieved"):
@@ -143,8 +145,10 @@ class SkippedFact(msgspec.Struct, frozen=True, kw_only=True):
     content: str
     category: str
     importance: float
-    reason: str  # "duplicate" | "below_threshold" | "over_limit" | "category"
-    duplicate_of: str | None = None  # the trace it duplicates (that trace gains a verification)
+    reason: str  # "duplicate" | "quoted" | "below_threshold" | "over_limit" | "category"
+    # The trace it duplicates (that trace gains a verification). A "quoted" fact — the assistant restating a
+    # memory — names none: repeating a memory is no evidence for it.
+    duplicate_of: str | None = None
     similarity: float | None = None
 
 

@@ -25,10 +25,15 @@ class SettingsChanged(Event, tag="SettingsChanged"):
 
 
 class ClockTick(Event, tag="ClockTick"):
-    """Periodic work is driven by these, so that replay reproduces it (ts = the tick time)."""
+    """Periodic work is driven by these, so that replay reproduces it (ts = the tick time, an interval boundary).
+
+    One tick stands for every boundary crossed since the previous tick of the agent (`since_us`, 0 for
+    ticks recorded before this field): consolidation does what fell due in between, each at its own boundary.
+    """
 
     interval_s: int
     reason: str = "interval"
+    since_us: int = 0
 
 
 class GenerationStarted(Event, tag="GenerationStarted"):

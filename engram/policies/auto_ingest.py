@@ -10,6 +10,19 @@ A turn is one message. Two kinds of traces come from it:
   message becomes an episodic trace of what was said, unless it is a near-duplicate of a trace
   (e.g. of a fact just kept from it, which then stands for it).
 
+Provenance: facts come from the speaker's own words (`engram.cognitive.llm_bridge.own_words`): the offline
+responder's labelled quotes of memory make no trace, and an assistant's fact that restates an existing memory
+is skipped as "quoted" (no trace, no verification). Deduplication compares with the traces that were alive
+when the message was said (encoded before it and not yet decayed away on their own timelines,
+`engram.background.schedule.alive_at`), so what is kept does not depend on the order conversations are
+imported in, nor on how far consolidation has got.
+
+Corrections at the turn: each new trace is checked against the active traces naming its entities
+(`engram.cognitive.corrections.contradiction`, older and newer by event time whichever arrived first); a
+contradiction is recorded at once — `EdgeAdded(contradicts)` newer -> older — and resolved by the
+personality rules (`engram.background.conflicts.resolve`): `EdgeAdded(supersedes)` + `ConflictResolved`
+(the loser is soft-deleted), or `ConflictResolved(keep_both)`.
+
 Every trace carries provenance to its message (seq and message id, e.g. LoCoMo's "D1:3"), is encoded
 by `engram.cognitive.encoding.encode` (personality, mood, flashbulb) and linked to what it follows,
 resembles, or names. The traces of a reply carry the question it answers as their `context` (the
@@ -22,15 +35,21 @@ was kept and skipped, and why, with the LLM provenance), then `TraceEncoded` and
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from engram.cognitive import ingest, linking, llm_bridge
+from engram.background import schedule
+from engram.background.conflicts import Side, resolve
+from engram.background.consolidation import interval_us
+from engram.cognitive import corrections, ingest, linking, llm_bridge
 from engram.cognitive.encoding import encode, trace_id
-from engram.cognitive.indexing import reply_context
+from engram.cognitive.indexing import reply_context, vector_text
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
-from engram.events.cognitive import FactsIngested, SkippedFact
+from engram.cognitive.decay import strength_at
+from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact, TraceEncoded, TracePruned
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.policies.cognitive_base import CognitivePolicy
@@ -46,6 +65,8 @@ def ingests(cfg: AgentConfig, role: str) -> bool:
 EPISODE_CATEGORY = "message"
 # Nearest traces looked at for deduplication and same-topic links.
 NEIGHBOURS = 8
+# Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
+EMBED_CHUNK_TURNS = 64
 
 
 class AutoIngest(CognitivePolicy):
@@ -61,7 +82,8 @@ class AutoIngest(CognitivePolicy):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.previous: dict[str, tuple[str, str]] = {}  # stream -> (speaker, text) of its last message
+        self.previous: dict[str, tuple[str, str, str]] = {}  # stream -> (speaker, text, message id) of its last message
+        self._fades: dict[str, dict[str, tuple]] = {}  # agent -> trace -> (its state, when it fades): a cache
 
     def state(self):
         return {**super().state(), "previous": dict(self.previous)}
@@ -86,7 +108,7 @@ class AutoIngest(CognitivePolicy):
                     self.fold(pending)
                     pending = []
                 if rec.seq in turns:
-                    writes.append(self._turn(rec, *turns[rec.seq]))
+                    writes.append(self._turn(rec, *turns[rec.seq]()))
             else:
                 if rec.type == "DiscussionForgotten":  # its last message goes with it
                     self.previous.pop(rec.event.discussion_id, None)
@@ -95,6 +117,10 @@ class AutoIngest(CognitivePolicy):
                 pending.append(rec)
         if pending:
             self.fold(pending)
+        # The traces' index vectors (a reply's question and content) are known now: the home's embedder
+        # computes them while the log takes the traces, before the trace index and the reader ask for them.
+        self.prefetch([vector_text(n.event.content, n.event.context) for w in writes for n in w.events
+                       if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
         return writes
 
     def _streams_of(self, agent: str) -> set[str]:
@@ -104,28 +130,39 @@ class AutoIngest(CognitivePolicy):
     def _is_turn(self, rec: Recorded) -> bool:
         return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)
 
-    def _contexts(self, batch: list[Recorded]) -> dict[int, str]:
+    def _contexts(self, batch: list[Recorded]) -> dict[int, tuple[str, tuple[str, ...]]]:
         """The question each message of the batch answers (by seq), in log order; remembers each stream's last message."""
         out = {}
         for rec in batch:
             if rec.type != "MessageAppended" or rec.event.role not in INGESTED_ROLES or not self.owns(rec.agent):
                 continue
             speaker = _speaker(rec.event)
-            out[rec.seq] = reply_context(self.previous.get(rec.stream), speaker)
-            self.previous[rec.stream] = (speaker, rec.event.content)
+            before = self.previous.get(rec.stream)
+            context = reply_context(before[:2] if before else None, speaker)
+            out[rec.seq] = (context, (before[2],) if context and len(before) > 2 and before[2] else ())
+            self.previous[rec.stream] = (speaker, rec.event.content, rec.event.message_id)
         return out
 
-    def _extract(self, messages: list[Recorded], contexts: dict[int, str]) -> dict[int, tuple]:
-        """Each turn's facts (one memory-task call per turn) and every text's embedding (one call for all)."""
+    def _extract(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, Callable[[], tuple]]:
+        """Each turn's facts (one memory-task call per turn) and their embeddings, by seq: a function that
+        returns them. Embeddings are requested for every EMBED_CHUNK_TURNS turns as soon as those are
+        extracted, so the home's embedder computes while the next turns are extracted and decided."""
+        out: dict[int, Callable[[], tuple]] = {}
+        for start in range(0, len(messages), EMBED_CHUNK_TURNS):
+            out.update(self._extract_chunk(messages[start : start + EMBED_CHUNK_TURNS], contexts))
+        return out
+
+    def _extract_chunk(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, Callable[[], tuple]]:
         tasks = self.ctx.tasks if self.ctx.services.get("tasks") is not None else None  # outages wait (base.py)
         extracted, texts = [], []
         for rec in messages:
             cfg = self.config_of(rec.agent)
             facts, llm = [], None
-            if cfg.storage.auto_ingest.enabled and tasks is not None:
+            line = llm_bridge.chat_line(rec)  # the speaker's own words (the assistant's quotes of memory are not)
+            if cfg.storage.auto_ingest.enabled and tasks is not None and line.content.strip():
                 # Everything the task finds comes back; `ingest.select` applies the thresholds and records skips.
                 result = tasks.extract_facts(
-                    [llm_bridge.chat_line(rec)], personality=cfg.personality, importance_threshold=0.0,
+                    [line], personality=cfg.personality, importance_threshold=0.0,
                     max_per_turn=d.EXTRACT_MAX_FACTS,
                 )
                 llm = result.llm
@@ -135,17 +172,33 @@ class AutoIngest(CognitivePolicy):
                     if f.content.strip()
                 ]
             episode = _episode_text(rec) if rec.event.role == "user" and cfg.memory.encoding.encode_messages else None
-            texts += [f.content for f in facts] + ([episode] if episode else [])
-            extracted.append((rec, facts, episode, llm, contexts.get(rec.seq, "")))
-        vectors = self.embed(texts)
+            # Only what `ingest.select` will compare is embedded: a fact skipped for its category or importance needs no vector.
+            rules = ingest_rules(cfg)
+            rows = [i for i, f in enumerate(facts) if ingest.unembedded_skip(f, rules) is None]
+            texts += [facts[i].content for i in rows] + ([episode] if episode else [])
+            extracted.append((rec, facts, rows, episode, llm, contexts.get(rec.seq, ("", ()))))
+        vectors = self.embed_async(texts)
+
+        def turn_of(k: int, facts, rows, episode, llm, context) -> Callable[[], tuple]:
+            def turn() -> tuple:
+                computed = vectors()
+                own = np.zeros((len(facts) + (1 if episode else 0), computed.shape[1]), dtype=np.float32)
+                own[rows] = computed[k : k + len(rows)]
+                if episode:
+                    own[len(facts)] = computed[k + len(rows)]
+                return facts, episode, own, llm, context, frozenset(rows)
+
+            return turn
+
         out, k = {}, 0
-        for rec, facts, episode, llm, context in extracted:
-            n = len(facts) + (1 if episode else 0)
-            out[rec.seq] = (facts, episode, vectors[k : k + n], llm, context)
-            k += n
+        for rec, facts, rows, episode, llm, context in extracted:
+            out[rec.seq] = turn_of(k, facts, rows, episode, llm, context)
+            k += len(rows) + (1 if episode else 0)
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: str) -> Write:
+    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: tuple,
+              embedded: frozenset[int] = frozenset()) -> Write:
+        context, context_ids = context
         msg: MessageAppended = rec.event
         agent = rec.agent
         cfg = self.config_of(agent)
@@ -153,7 +206,24 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         events: list[NewEvent] = []
         kept_ids: list[str] = []
-        selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS))
+        # The user saying who they are: such a fact is worth keeping, and its traces carry the name (profile).
+        name = ingest.stated_name(msg.content) if msg.role == "user" else None
+        name_tags = (f"{ingest.NAME_TAG}{name}",) if name else ()
+        if name:
+            facts = [
+                ingest.Candidate(f.category, f.content, max(f.importance, ingest.IDENTITY_IMPORTANCE), f.entities)
+                if name in f.content else f
+                for f in facts
+            ]
+        # Settings recorded in the same batch (or a stated name) may let through a fact the rules at
+        # extraction skipped: embed it now.
+        late = [i for i, f in enumerate(facts) if i not in embedded and ingest.unembedded_skip(f, rules) is None]
+        if late:
+            vectors = vectors.copy()
+            vectors[late] = self.embed([facts[i].content for i in late])
+        alive = self._alive_at(agent, rec.ts_us)
+        selection = ingest.select(facts, vectors[: len(facts)], rules, lambda v: mem.nearest(v, NEIGHBOURS, alive),
+                                  quoting=msg.role == "assistant")
         skipped = list(selection.skipped)
         source_type, confidence = ingest.SOURCE_OF_ROLE[msg.role]
         for i, kept in enumerate(selection.kept):
@@ -164,12 +234,13 @@ class AutoIngest(CognitivePolicy):
                 rec, tid, f.content, kept.vector, kept.similar, kept.novelty,
                 category=f.category, trace_type=ingest.TRACE_TYPE_OF.get(f.category, "episodic"),
                 importance=f.importance, entities=f.entities, scope_agent=agent_scoped,
-                source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category), context=context,
+                source_type=source_type, confidence=confidence, tags=("auto-ingest", f.category) + name_tags,
+                context=context, context_ids=context_ids,
             )
             kept_ids.append(tid)
         if episode:
             vector = vectors[len(facts)]
-            similar = mem.nearest(vector, NEIGHBOURS)
+            similar = mem.nearest(vector, NEIGHBOURS, alive)
             if similar and similar[0][1] >= rules.dedup_threshold:
                 skipped.append(
                     SkippedFact(
@@ -184,10 +255,12 @@ class AutoIngest(CognitivePolicy):
                 events += self._encode(
                     rec, tid, episode, vector, similar, 1.0 - max(0.0, similar[0][1]) if similar else 1.0,
                     category=EPISODE_CATEGORY, trace_type="episodic", importance=importance, entities=entities,
-                    scope_agent=False, source_type=source_type, confidence=confidence, tags=("episode",),
-                    context=context,
+                    scope_agent=False, source_type=source_type, confidence=confidence, tags=("episode",) + name_tags,
+                    context=context, context_ids=context_ids,
                 )
                 kept_ids.append(tid)
+        events += self._later_duplicates(rec, kept_ids, rules.dedup_threshold)
+        events += self._corrections(rec, kept_ids)
         # Recorded for every turn, also when nothing was kept: it says auto-ingest has handled the message
         # (the Reflector waits for that before condensing notes of the message).
         summary = FactsIngested(
@@ -203,10 +276,115 @@ class AutoIngest(CognitivePolicy):
         events.insert(0, NewEvent(event=summary, ts_us=rec.ts_us, event_id=f"ingest:{rec.seq}", causation=rec.seq))
         return Write(stream=rec.stream, agent=agent, events=tuple(events))
 
+    def _alive_at(self, agent: str, at_us: int):
+        """Traces a message said at `at_us` can duplicate: encoded by then and alive then on their own timelines."""
+        cfg = self.config_of(agent)
+        traces = self.memory(agent).book.traces
+        every, threshold = interval_us(cfg), cfg.memory.decay.prune_threshold
+        decays = cfg.memory.consolidation.enabled
+        fades = self._fades.setdefault(agent, {})
+
+        def allowed(tid: str) -> bool:
+            t = traces.get(tid)
+            if t is None or t.encoded_us > at_us:
+                return False
+            if not (decays and t.active):
+                return t.active or (t.deleted_us is not None and t.deleted_us > at_us)
+            known = fades.get(tid)
+            if known is None or known[0] != (t.last_seq, t.last_access_us, every, threshold):
+                # When it fades on its own timeline, cached until the trace changes (the HNSW filter asks often).
+                known = fades[tid] = ((t.last_seq, t.last_access_us, every, threshold),
+                                      schedule.fades_at(t, every, threshold))
+            return known[1] is None or known[1] > at_us
+
+        return allowed
+
+    def _later_duplicates(self, rec: Recorded, new_ids: list[str], threshold: float) -> list[NewEvent]:
+        """Traces encoded after this message (a later conversation imported first) that restate one of its new
+        traces: live, they would have been skipped as duplicates of it, so they are retired now (soft-deleted,
+        reason "restates <earlier trace>") and what is remembered does not depend on the import order."""
+        agent = rec.agent
+        mem = self.memory(agent)
+        traces = mem.book.traces
+        out: list[NewEvent] = []
+        for tid in new_ids:
+            if tid not in mem.index:
+                continue
+            vector = mem.index.vectors([tid])[0]
+
+            def later(oid: str) -> bool:
+                t = traces.get(oid)
+                return (t is not None and t.active and t.encoded_us > rec.ts_us and oid not in new_ids
+                        and rec.seq not in t.source_seqs)
+
+            alive = None
+            for oid, sim in mem.nearest(vector, NEIGHBOURS, later):
+                if sim < threshold or not traces[oid].active:
+                    continue
+                t = traces[oid]
+                alive = alive or self._alive_at(agent, t.encoded_us)
+                if not alive(tid):
+                    continue  # live, this trace would have faded before the later one was said: no duplicate
+                pruned = TracePruned(trace_id=oid, strength=round(strength_at(t, rec.ts_us), 6),
+                                     reason=f"restates earlier {tid}")
+                new = NewEvent(event=pruned, ts_us=rec.ts_us, causation=rec.seq, event_id=f"restated:{oid}:{tid}")
+                mem.apply_batch([_local(rec, new)], lambda texts: np.zeros((len(texts), mem.dim), np.float32))
+                out.append(new)
+        return out
+
+    @staticmethod
+    def _related(mem, x) -> list[str]:
+        """The traces a new one may contradict, found the same way whichever arrived first: those naming one of
+        its subjects (named things other than its speaker) and those on the same topic (content cosine >=
+        SAME_TOPIC_SIMILARITY), active, in id order."""
+        out = set(mem.recent_with_entities(corrections.subjects(x), exclude=x.trace_id))
+        if x.trace_id in mem.index:
+            vector = mem.index.vectors([x.trace_id])[0]
+            out |= {oid for oid, sim in mem.nearest(vector, 4 * NEIGHBOURS) if sim >= d.SAME_TOPIC_SIMILARITY}
+        out.discard(x.trace_id)
+        return sorted(out)
+
+    def _corrections(self, rec: Recorded, new_ids: list[str]) -> list[NewEvent]:
+        """Contradictions between this turn's traces and the active traces naming their entities, recorded and
+        resolved at once (see the module docstring)."""
+        agent = rec.agent
+        mem = self.memory(agent)
+        traces = mem.book.traces
+        personality = self.config_of(agent).personality
+        out: list[NewEvent] = []
+        for tid in new_ids:
+            x = traces.get(tid)
+            if x is None or not x.active or not x.entities:
+                continue
+            for oid in self._related(mem, x):
+                y = traces[oid]
+                if not (x.active and y.active) or set(y.source_seqs) & set(x.source_seqs):
+                    continue  # gone meanwhile, or the same message said both
+                older, newer = (y, x) if schedule.time_order(y) < schedule.time_order(x) else (x, y)
+                reason = corrections.contradiction(older, newer)
+                if reason is None or not self._alive_at(agent, newer.encoded_us)(older.trace_id):
+                    continue  # no conflict, or the older memory had faded before the newer one was said
+                res = resolve(personality, Side(older.trace_id, older.encoded_us, older.confidence, schedule.time_order(older)),
+                              Side(newer.trace_id, newer.encoded_us, newer.confidence, schedule.time_order(newer)))
+                decided = [EdgeAdded(src=newer.trace_id, dst=older.trace_id, kind="contradicts",
+                                     weight=d.CONTRADICTION_EDGE_WEIGHT)]
+                if res.loser is None:
+                    decided.append(ConflictResolved(winner=newer.trace_id, loser=older.trace_id, resolution=res.how,
+                                                    note=f"{reason}: both kept, discrepancy recorded at the turn"))
+                else:
+                    decided.append(EdgeAdded(src=res.winner, dst=res.loser, kind="supersedes",
+                                             weight=d.SUPERSEDES_EDGE_WEIGHT))
+                    decided.append(ConflictResolved(winner=res.winner, loser=res.loser, resolution=res.how,
+                                                    note=f"{reason}: resolved at the turn"))
+                new = [NewEvent(event=e, ts_us=rec.ts_us, causation=rec.seq, event_id=_decision_id(e)) for e in decided]
+                mem.apply_batch([_local(rec, n) for n in new], lambda texts: np.zeros((len(texts), mem.dim), np.float32))
+                out += new
+        return out
+
     def _encode(
         self, rec: Recorded, tid: str, content: str, vector: np.ndarray, similar, novelty: float, *,
         category: str, trace_type: str, importance: float, entities: tuple[str, ...], scope_agent: bool,
-        source_type: str, confidence: float, tags: tuple[str, ...], context: str = "",
+        source_type: str, confidence: float, tags: tuple[str, ...], context: str = "", context_ids: tuple[str, ...] = (),
     ) -> list[NewEvent]:
         """The TraceEncoded and EdgeAdded events of one new trace, folded at once into this policy's memory."""
         agent = rec.agent
@@ -230,6 +408,7 @@ class AutoIngest(CognitivePolicy):
             emotion=llm_bridge.emotion(content),
             novelty=novelty,
             context=context,
+            context_message_ids=context_ids,
         )
         edges = linking.edges_for(
             tid,
@@ -257,6 +436,12 @@ def _episode_text(rec: Recorded) -> str | None:
 
 def _speaker(msg: MessageAppended) -> str:
     return msg.name or msg.role.capitalize()
+
+
+def _decision_id(e) -> str:
+    if isinstance(e, EdgeAdded):
+        return f"edge:{e.src}:{e.dst}:{e.kind}"
+    return f"conflict:{e.winner}:{e.loser}:{e.resolution}"
 
 
 def _local(cause: Recorded, new: NewEvent) -> Recorded:

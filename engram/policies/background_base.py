@@ -6,7 +6,7 @@ log (parsed once per recorded version, not once per event), and the memory tasks
 
 from __future__ import annotations
 
-from engram.actors.pool import owner
+from engram.placement import owner
 from engram.config.agent import AgentConfig
 from engram.policies.base import Policy, PolicyContext
 from engram.settings import SCOPE_AGENT, SettingsView

@@ -1,7 +1,8 @@
 """The ClockTicker: records the `ClockTick` events that drive consolidation (`engram.background.clock`).
 
-In event time, from the traces made from the conversation as they reach the log (an imported history is
-ticked hour by hour, as it would have been live): auto-ingest's (and tool lessons'), which the auto-ingest
+In event time, from the traces made from the conversation as they reach the log (one tick per advance of the
+agent's time past an interval boundary, at the latest boundary passed: consolidation then does what fell due
+since the previous tick, each at its own boundary, as it would have been live): auto-ingest's (and tool lessons'), which the auto-ingest
 actor records in message order, or, for an agent without auto-ingest, the Reflector's. The Reflector's
 traces do not drive the clock otherwise: they are dated at the activation that caused them and can reach
 the log before auto-ingest's traces of the hours before, which must be in the log before those hours'
@@ -84,11 +85,12 @@ class ClockTicker(BackgroundPolicy):
                 writes.append(self._ticks(agent, due, every, WALL_CLOCK))
         return writes
 
-    def _ticks(self, agent: str, boundaries: list[int], every_us: int, reason: str) -> Write:
+    def _ticks(self, agent: str, boundaries: list[tuple[int, int]], every_us: int, reason: str) -> Write:
         interval_s = every_us // 1_000_000
         return Write(agent_stream(agent), agent, tuple(
-            NewEvent(event=ClockTick(interval_s=interval_s, reason=reason), ts_us=b, event_id=clock.tick_id(agent, b))
-            for b in boundaries
+            NewEvent(event=ClockTick(interval_s=interval_s, reason=reason, since_us=since), ts_us=b,
+                     event_id=clock.tick_id(agent, b))
+            for b, since in boundaries
         ))
 
     def state(self) -> Any:

@@ -7,12 +7,12 @@ instance handles only the agents that consistent hashing places on its pool memb
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from engram.actors.pool import owner
-from engram.cognitive.memory import AgentMemory
+from engram.placement import owner
+from engram.cognitive.memory import VECTOR_TEXT, AgentMemory
 from engram.cognitive.personality import Pad
 from engram.config.agent import AgentConfig
 from engram.events.envelope import Recorded
@@ -85,6 +85,29 @@ class CognitivePolicy(Policy):
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.asarray(self.embedder.embed(texts), dtype=np.float32)
 
+    def embed_async(self, texts: list[str]) -> Callable[[], np.ndarray]:
+        """Start embedding `texts`; the returned function waits for the vectors (once). With the home's
+        embedder actor the vectors are computed while this policy goes on; in-process, at once."""
+        start = getattr(self.embedder, "embed_async", None)
+        if not texts or start is None:
+            vectors = self.embed(texts)
+            return lambda: vectors
+        wait, got = start(list(texts)), []
+
+        def vectors() -> np.ndarray:
+            if not got:
+                got.append(np.asarray(wait(), dtype=np.float32))
+            return got[0]
+
+        return vectors
+
+    def prefetch(self, texts: list[str]) -> None:
+        """Have the home's embedder actor compute `texts` now, without waiting for them: vectors that other
+        consumers will ask for next (their requests are then cache hits). In-process, nothing to gain: no-op."""
+        start = getattr(self.embedder, "embed_async", None)
+        if texts and start is not None:
+            start(list(dict.fromkeys(texts)))
+
     def embed_query(self, texts: list[str]) -> np.ndarray:
         """Query-time embedding (a recall): the `query_embedder` service, the same model in this process and
         uncached, which answers in milliseconds where a round trip to the home's embedder actor queues
@@ -119,3 +142,5 @@ class CognitivePolicy(Policy):
                 if mem.content_vectors != self.content_vectors:  # a snapshot from before the flag: content vectors
                     mem.content_vectors = self.content_vectors
                     mem.restore_lexical()
+                if not mem.content_vectors and mem.vector_text != VECTOR_TEXT:  # indexed by other texts' vectors
+                    mem.reembed(self.embed)

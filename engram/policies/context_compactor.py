@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engram.actors.pool import owner
+from engram.placement import owner
 from engram.cognitive import llm_bridge
 from engram.cognitive.personality import Pad
 from engram.context import hybrid, rules
@@ -145,7 +145,7 @@ class ContextCompactor(Policy):
         if self.ctx.read is None:
             raise RuntimeError("the ContextCompactor needs a host that can read the log (PolicyContext.read)")
         recs = self.ctx.read(first_seq - 1, limit=None, to_seq=last_seq, stream=discussion, types=["MessageAppended"])
-        return [llm_bridge.chat_line(r) for r in recs]
+        return [llm_bridge.chat_line(r, own=False) for r in recs]
 
     def _observer_notes(self, agent: str, span_seqs: list[int], before: int) -> hybrid.RecordedNotes:
         """The Observer's notes about the span, from the `ObservationsRecorded` events before the trigger."""

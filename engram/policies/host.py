@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.policies.base import IncompatibleSnapshot, LlmUnavailable, Policy
 from engram.projections.base import atomic_write
+from engram.timing import StageTimings
 
 log = logging.getLogger(__name__)
+
+# While a host is busy, its snapshots (and position sidecars) are written at most this often; when it
+# is idle (its shell calls `save_pending`), after `run_until_caught_up`, and when it closes, at once.
+# A snapshot only spares a restarted host work (it handles the events after its snapshot again, and
+# the log refuses the repeated appends by their ids), while pickling the whole state after every
+# batch cost a growing share of a long ingest.
+SNAPSHOT_INTERVAL_S = 2.0
 
 
 class PolicyHost:
@@ -39,6 +48,11 @@ class PolicyHost:
         self.rebuilt: dict[str, str] = {}
         self._saved: dict[str, bytes] = {}
         self._hold_snapshots = False  # a forget is under way: no snapshot is written until `scrub`
+        # Per policy: decide (handle), append and snapshot seconds, events handled; "(log)": reading.
+        self.timings = StageTimings()
+        self.snapshot_interval_s = SNAPSHOT_INTERVAL_S
+        self._unsaved: bool | None = None  # True: states and positions to write; False: positions only
+        self._saved_at = time.monotonic()
         for i, p in enumerate(self.policies):
             path = self._snapshot_path(p)
             if path is None or not path.exists():
@@ -77,7 +91,9 @@ class PolicyHost:
         head = self._head()
         if head <= after:
             return 0
-        chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
+        with self.timings.measure("(log)", "read"):
+            chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
+        self.timings.add("(log)", "events", len(chunk))
         # A short chunk means everything up to `head` was read: events of no interest count as seen.
         reached = head if len(chunk) < self.batch else chunk[-1].seq
         if not chunk:
@@ -85,13 +101,15 @@ class PolicyHost:
             # snapshots, which can be large, are not rewritten whenever other events arrive).
             for p in self.policies:
                 p.position = max(p.position, reached)
-            self.save(snapshots=False)
+            self._unsaved = bool(self._unsaved)
+            self._save_when_due()
             return 0
         for i, p in enumerate(self.policies):
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
             if todo:
                 try:
-                    writes = p.handle(todo)
+                    with self.timings.measure(p.name, "decide"):
+                        writes = p.handle(todo)
                 except Exception as exc:  # one failing policy must not stop the others; it retries later
                     if isinstance(exc, LlmUnavailable):
                         log.warning("policy %s waits for the LLM (events from seq %s): %s", p.name, todo[0].seq, exc)
@@ -100,11 +118,14 @@ class PolicyHost:
                     self.errors[p.name] = repr(exc)
                     self._roll_back(i, p)
                     continue
+                self.timings.add(p.name, "events", len(todo))
                 if writes:
-                    self._append(writes)
+                    with self.timings.measure(p.name, "append"):
+                        self._append(writes)
                 self.errors.pop(p.name, None)
             p.position = max(p.position, reached)
-        self.save()
+        self._unsaved = True
+        self._save_when_due()
         return len(chunk)
 
     def _roll_back(self, i: int, p: Policy) -> None:
@@ -118,6 +139,14 @@ class PolicyHost:
             except Exception:  # cannot happen for bytes this host wrote; rebuilding from the log is the safe answer
                 fresh = type(p)(p.ctx)
         self.policies[i] = fresh
+    def _save_when_due(self) -> None:
+        if time.monotonic() - self._saved_at >= self.snapshot_interval_s:
+            self.save_pending()
+
+    def save_pending(self) -> None:
+        """Write what changed since the last save: snapshots and positions, or positions only."""
+        if self._unsaved is not None:
+            self.save(snapshots=self._unsaved)
 
     def wall_clock(self, now_us: int) -> int:
         """Give the wall-clock time to the policies that record it (`on_wall_clock(now_us) -> writes`,
@@ -150,6 +179,7 @@ class PolicyHost:
             total += n
             if self.errors and self.position == before:
                 break
+        self.save_pending()
         return total
 
     # ------------------------------------------------------------------ forgetting (engram.forgetting)
@@ -195,13 +225,17 @@ class PolicyHost:
         return reset
 
     def save(self, snapshots: bool = True) -> None:
+        if snapshots or not self._unsaved:
+            self._unsaved = None
+        self._saved_at = time.monotonic()
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
-                data = p.snapshot() if snapshots and not self._hold_snapshots else None
-                if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
-                    atomic_write(path, data)
-                    self._saved[p.name] = data
+                with self.timings.measure(p.name, "snapshot"):
+                    data = p.snapshot() if snapshots and not self._hold_snapshots else None
+                    if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
+                        atomic_write(path, data)
+                        self._saved[p.name] = data
                 # Beside it, the position alone, for `engram status` without unpickling anything.
                 position = json.dumps(
                     {"policy": p.name, "shard": p.ctx.shard, "member": p.ctx.member, "members": p.ctx.members,

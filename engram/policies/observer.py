@@ -82,9 +82,12 @@ class Observer(BackgroundPolicy):
         cfg = self.config_of(rec.agent)
         if not cfg.memory.observer.enabled:
             return
+        line = chat_line(rec)
+        if not line.content.strip():
+            return  # the assistant quoting memory (provenance): nothing of its own to observe
         key = self._key(rec.agent, rec.stream, cfg)
         buf = self.buffers.setdefault(key, core.Buffer(key))
-        steps = core.add_message(buf, rec.stream, chat_line(rec), msg.token_estimate, cfg.memory.observer)
+        steps = core.add_message(buf, rec.stream, line, msg.token_estimate, cfg.memory.observer)
         self._run(steps, rec, cfg)
 
     def _settings_changed(self, rec: Recorded) -> None:

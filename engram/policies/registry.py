@@ -2,7 +2,7 @@
 
 Each group is hosted by `members` actors per shard; with several members, a policy hosts
 the logical actors (e.g. one Summarizer per discussion) that consistent hashing places on
-its member (`engram.actors.pool.owner`). Add a policy by adding it to a group here.
+its member (`engram.placement.owner`). Add a policy by adding it to a group here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Summarizer policy: hosts the per-discussion Summarizers placed on this pool member.
 
 Registered in `policies.registry.GROUPS["summarizer"]`: each shard has a pool of PolicyActors
-for it, and `actors.pool.owner(discussion, members)` places every discussion on one member, so
+for it, and `engram.placement.owner(discussion, members)` places every discussion on one member, so
 a discussion's memory work is serial (one logical actor, one mailbox) while discussions spread
 over the pool. Every member folds the settings (`SettingsChanged`); only the owner of a
 discussion handles its events.
@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from engram.actors.pool import owner
+from engram.placement import owner
 from engram.discussion.chunking import Msg
 from engram.discussion.memory_workflows import MemoryWorkflowLibrary
 from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log

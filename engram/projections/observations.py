@@ -21,7 +21,7 @@ from typing import ClassVar
 import duckdb
 import pyarrow as pa
 
-from engram.background.observation_log import INTERESTS, LogKey, LogState, NoteEntry, ObservationLog, ReflectionEntry
+from engram.background.observation_log import PROGRESS_INTERESTS, LogKey, LogState, NoteEntry, ObservationLog, ReflectionEntry
 from engram.background.render import ReflectionLine, render_log, restated_lines
 from engram.events.background import ObservationNote, Reflected
 from engram.events.cognitive import TraceEncoded
@@ -50,6 +50,10 @@ LOG_SCHEMA = pa.schema([
     ("buffered_notes", pa.int64()), ("reflected_notes", pa.int64()), ("activations", pa.int64()),
     ("reflections", pa.int64()), ("reflection_input_tokens", pa.int64()), ("reflection_output_tokens", pa.int64()),
     ("reflection_compression", pa.float64()), ("last_seq", pa.int64()), ("file", pa.string()),
+    # How far the log is from activation (engram.background.observation_log.Progress).
+    ("unobserved_tokens", pa.int64()), ("observer_threshold", pa.int64()), ("tokens_to_observer", pa.int64()),
+    ("reflector_threshold", pa.int64()), ("tokens_to_reflector", pa.int64()),
+    ("conversation_tokens", pa.int64()), ("joined_tokens", pa.int64()),
 ])
 REFLECTION_SCHEMA = pa.schema([
     ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("seq", pa.int64()), ("ts", _TS),
@@ -65,12 +69,17 @@ _SQL_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBL
               _TS: "TIMESTAMPTZ", _STRS: "VARCHAR[]", _INTS: "BIGINT[]"}
 _TABLES = {"observation_notes": NOTE_SCHEMA, "observation_logs": LOG_SCHEMA, "reflections": REFLECTION_SCHEMA,
            "reflection_traces": REFLECTION_TRACE_SCHEMA}
+# What the Observer runs with, per agent (so a restart maps new messages to the right log).
+SETTINGS_SCHEMA = pa.schema([
+    ("agent", pa.string()), ("enabled", pa.bool_()), ("scope", pa.string()), ("observer_threshold", pa.int64()),
+    ("reflector_threshold", pa.int64()),
+])
 
 
 def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
     if not rows:
         return
-    schema = _TABLES[table]
+    schema = _TABLES.get(table) or SETTINGS_SCHEMA
     arrow = pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)], schema=schema)
     db.register(f"_{table}_batch", arrow)
     try:
@@ -88,14 +97,17 @@ def log_file(paths: ProjectionPaths, key: LogKey):
 
 class ObservationLogProjection(TableProjection):
     name = "observations"
-    version = 3  # 2: reflections.restated_trace_ids; 3: reflections.restated_note_ids
-    tables: ClassVar[tuple[str, ...]] = tuple(_TABLES)
-    interests = INTERESTS | {"TraceEncoded"}
+    # 2: reflections.restated_trace_ids; 3: reflections.restated_note_ids; 4: how far each log is from activation
+    # (observation_logs.unobserved_tokens ... tokens_to_reflector; messages and settings are folded too)
+    version = 4
+    tables: ClassVar[tuple[str, ...]] = tuple(_TABLES) + ("observation_settings",)
+    interests = PROGRESS_INTERESTS | {"TraceEncoded"}
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
-        for table, schema in _TABLES.items():
+        for table, schema in {**_TABLES, "observation_settings": SETTINGS_SCHEMA}.items():
             cols = ", ".join(f"{f.name} {_SQL_TYPES[f.type]}" for f in schema)
             db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
+        self._settings_dirty = False
         self.book = ObservationLog()
         # Reflection traces by log: trace id -> (reflected seq, note ids); their content arrives with TraceEncoded.
         self.wanted: dict[str, tuple[LogKey, int, tuple[str, ...]]] = {}
@@ -122,6 +134,8 @@ class ObservationLogProjection(TableProjection):
                     self._touch(key, rec.seq)
             return
         changed = self.book.apply(rec)
+        if rec.type == "SettingsChanged" and rec.stream.startswith("agent:"):
+            self._settings_dirty = True
         if isinstance(e, Reflected):
             key = (rec.agent, e.scope, e.scope_id or rec.stream)
             notes = e.trace_note_ids or tuple(() for _ in e.trace_ids)
@@ -147,6 +161,10 @@ class ObservationLogProjection(TableProjection):
     # ------------------------------------------------------------------ writing
 
     def flush(self, db: duckdb.DuckDBPyConnection) -> None:
+        if getattr(self, "_settings_dirty", False):
+            db.execute("DELETE FROM observation_settings")
+            _insert(db, "observation_settings", [(a, *v) for a, v in sorted(self.book.observing.items())])
+            self._settings_dirty = False
         for key in sorted(self._dirty | self._gone):
             for table in _TABLES:
                 db.execute(f"DELETE FROM {table} WHERE agent = ? AND scope = ? AND scope_id = ?", list(key))
@@ -170,6 +188,8 @@ class ObservationLogProjection(TableProjection):
                     if line is not None:
                         traces.append((*key, r.seq, tid, line.trace_type, line.content,
                                        list(self.trace_seq.get(tid, (0, ()))[1]), line.first_observed_us))
+            if not (st.notes or st.reflections):
+                continue  # nothing observed yet: the row says how far the log is from activation, no file yet
             ordered = [lines[t] for r in st.reflections for t in r.trace_ids if t in lines]
             ordered += restated_lines(st)
             atomic_write(path, render_log(st, ordered, as_of_seq=self._as_of.get(key, st.last_seq)).encode())
@@ -185,10 +205,16 @@ class ObservationLogProjection(TableProjection):
     def load(self, db: duckdb.DuckDBPyConnection) -> None:
         """After a restart: the logs, their notes and reflections back from the tables."""
         for row in db.execute(
-            "SELECT agent, scope, scope_id, messages, message_tokens, increments, activations, last_seq FROM observation_logs"
+            "SELECT agent, enabled, scope, observer_threshold, reflector_threshold FROM observation_settings"
+        ).fetchall():
+            self.book.observing[row[0]] = tuple(row[1:])
+        for row in db.execute(
+            "SELECT agent, scope, scope_id, messages, message_tokens, increments, activations, last_seq, "
+            "conversation_tokens, joined_tokens, observer_threshold, reflector_threshold FROM observation_logs"
         ).fetchall():
             st = self.book.log(tuple(row[:3]))
-            st.messages, st.message_tokens, st.increments, st.activations, st.last_seq = row[3:]
+            st.messages, st.message_tokens, st.increments, st.activations, st.last_seq = row[3:8]
+            st.conversation_tokens, st.joined_tokens, st.observer_threshold, st.reflector_threshold = row[8:]
             self._as_of[st.key] = st.last_seq
         for row in db.execute(
             "SELECT agent, scope, scope_id, stream, note_id, type, text, details, importance, confidence, "
@@ -246,4 +272,11 @@ def _log_row(st: LogState, file: str) -> tuple:
         st.recorded_note_tokens(), st.compression(), len(active), sum(n.tokens for n in active),
         len(st.with_status("buffered")), len(st.with_status("reflected")) + len(st.with_status("superseded")),
         st.activations, len(st.reflections), inp, out, round(inp / out, 3) if out else None, st.last_seq, file,
+        *_progress(st),
     )
+
+
+def _progress(st: LogState) -> tuple:
+    p = st.progress()
+    return (p.unobserved_tokens, p.observer_threshold, p.tokens_to_observer, p.reflector_threshold,
+            p.tokens_to_reflector, st.conversation_tokens, st.joined_tokens)

@@ -17,6 +17,7 @@ import msgspec
 from engram.events.control import Unreadable
 from engram.events.envelope import Recorded
 from engram.projections.base import Projection
+from engram.timing import StageTimings
 
 log = logging.getLogger(__name__)
 
@@ -49,35 +50,46 @@ class ProjectionRunner:
         self._db = self.projections[0].ctx.db if self.projections else None
         if self._db is not None:
             self._db.execute(FAILURES_DDL)
+        # Per projection: fold and checkpoint seconds, events folded; "(log)": reading the log.
+        self.timings = StageTimings()
 
     @property
     def position(self) -> int:
         return min((p.position for p in self.projections), default=0)
 
-    def catch_up(self, *, to_seq: int | None = None, until_us: int | None = None, checkpoint_every: int = 200_000) -> int:
+    def catch_up(
+        self, *, to_seq: int | None = None, until_us: int | None = None, checkpoint_every: int = 200_000,
+        checkpoint: bool = True,
+    ) -> int:
         """Apply every event after the lowest position (up to `to_seq`, and with ts <= `until_us`).
 
-        Returns the number of events read. State and positions are checkpointed at the end and
-        every `checkpoint_every` events, so a long replay can be interrupted and resumed.
+        Returns the number of events read. State and positions are checkpointed every
+        `checkpoint_every` events, so a long replay can be interrupted and resumed, and at the end
+        unless `checkpoint` is False (the live host then checkpoints when it is due).
         """
         after = self.position
         read = since_checkpoint = 0
         while True:
-            chunk = self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
+            with self.timings.measure("(log)", "read"):
+                chunk = self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
             if not chunk:
                 break
+            self.timings.add("(log)", "events", len(chunk))
             self._quarantine_unreadable(chunk)
             for i, proj in enumerate(self.projections):
                 todo = chunk if chunk[0].seq > proj.position else [r for r in chunk if r.seq > proj.position]
                 if todo:
-                    self._fold(i, todo)
+                    with self.timings.measure(proj.name, "fold"):
+                        self._fold(i, todo)
+                    self.timings.add(proj.name, "events", len(todo))
             after = chunk[-1].seq
             read += len(chunk)
             since_checkpoint += len(chunk)
             if since_checkpoint >= checkpoint_every:
                 self.checkpoint()
                 since_checkpoint = 0
-        self.checkpoint()
+        if checkpoint:
+            self.checkpoint()
         return read
 
     # ------------------------------------------------------------------ quarantine
@@ -165,13 +177,19 @@ class ProjectionRunner:
     # ------------------------------------------------------------------ positions
 
     @property
+    def unsaved(self) -> bool:
+        """Whether some projection has folded events its last checkpoint does not hold."""
+        return any(self.checkpointed.get(p.name) != p.position for p in self.projections)
+
+    @property
     def durable_position(self) -> int:
         return min(self.checkpointed.values(), default=0)
 
     def checkpoint(self) -> None:
         for i, proj in enumerate(self.projections):
             try:
-                proj.checkpoint()
+                with self.timings.measure(proj.name, "checkpoint"):
+                    proj.checkpoint()
             except Exception as exc:
                 log.warning("projection %s could not write its state (%s); looking for the event at fault",
                             proj.name, type(exc).__name__)

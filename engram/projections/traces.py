@@ -10,7 +10,8 @@ Tables (the fold of the cognitive events, `engram.cognitive.book.TraceBook`):
 View `trace_strength`: every trace's Ebbinghaus strength as of its agent's latest event time.
 
 Files: `agents/<agent>/traces.hnsw` (hnswlib, items added single-threaded in log order, so replay
-writes the same bytes) and `traces.hnsw.json` (label order, deleted ids, model, the seq it reflects).
+writes the same bytes) and `traces.hnsw.json` (label order, deleted ids, model, the seq it reflects, and
+`text`: what the vectors embed, `engram.cognitive.memory.VECTOR_TEXT`).
 """
 
 from __future__ import annotations
@@ -104,6 +105,10 @@ def trace_row(t: MemoryTrace) -> tuple:
 
 class TraceProjection(TableProjection):
     name = "traces"
+    # 2: the index vectors embed the question and the content, not the day (`engram.cognitive.indexing`).
+    # 3: the spacing effect changes how a retrieval reinforces (engram.cognitive.decay.reinforce).
+    # A home folded by an older version folds again.
+    version = 3
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 
@@ -180,7 +185,7 @@ class TraceProjection(TableProjection):
         tmp.unlink()
         deleted = sorted(k for k in mem.index.ids if k not in mem.index)
         meta = {"model": self.embedder.name, "dim": mem.dim, "seq": mem.index_seq, "ids": mem.index.ids, "deleted": deleted,
-                "deletions": [list(d) for d in mem.index.deletions]}
+                "deletions": [list(d) for d in mem.index.deletions], "text": mem.vector_text}
         atomic_write(folder / INDEX_META, (json.dumps(meta, sort_keys=True, separators=(",", ":")) + "\n").encode())
         self._saved_index[agent] = mem.index_seq
 

@@ -19,7 +19,8 @@ import pyarrow as pa
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.book import TraceBook
 from engram.cognitive.model import MemoryTrace
-from engram.cognitive.working_memory import DEFAULT_NOTES, budget_tokens, render_file, tag
+from engram.cognitive.ingest import NAME_TAG
+from engram.cognitive.working_memory import DEFAULT_NOTES, budget_tokens, render_file, tag, with_profile_name
 from engram.config.agent import AgentConfig
 from engram.events import cognitive as ev
 from engram.events.control import AgentForgotten, SettingsChanged
@@ -64,6 +65,7 @@ class _AgentState:
         self.capacity = 0
         self.slots_seq = 0
         self.notes = DEFAULT_NOTES
+        self.template = True  # the notes are still the starting template (nobody wrote them)
         self.as_of_seq = 0
         self.as_of_us = 0
         self.budget = DEFAULT_BUDGET
@@ -82,6 +84,9 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: 
 
 class WorkingMemoryProjection(TableProjection):
     name = "working-memory"
+    # 2: its key traces fold reinforcement with the spacing effect (engram.cognitive.decay.reinforce), and the
+    # profile's Name comes from the user's stated name: refold.
+    version = 2
     tables: ClassVar[tuple[str, ...]] = ("working_memory", "working_memory_state", "working_memory_keys")
     interests = frozenset({"WorkingMemoryUpdated", "WorkingMemoryWritten", "SettingsChanged"}) | TRACE_EVENTS
 
@@ -132,7 +137,10 @@ class WorkingMemoryProjection(TableProjection):
             st.slots, st.turn, st.capacity, st.slots_seq = tuple(e.slots), e.turn, e.capacity, rec.seq
             self._dirty_slots.add(rec.agent)
         elif isinstance(e, ev.WorkingMemoryWritten):
-            self._state(rec.agent).notes = e.markdown
+            st = self._state(rec.agent)
+            st.notes, st.template = e.markdown, False
+        elif isinstance(e, ev.TraceEncoded) and self._profile_name(rec, e):
+            pass
         elif isinstance(e, ev.TraceEncoded) and e.category not in KEY_CATEGORIES:
             pass  # not a key memory; the file still says which event it reflects
         else:
@@ -141,6 +149,18 @@ class WorkingMemoryProjection(TableProjection):
         st.as_of_seq, st.as_of_us = rec.seq, rec.ts_us
         self._dirty.add(rec.agent)
         self._forgotten.discard(rec.agent)
+
+    def _profile_name(self, rec, e) -> bool:
+        """A trace of the user stating their name fills the template's profile (never notes someone wrote)."""
+        name = next((t[len(NAME_TAG):] for t in e.tags if t.startswith(NAME_TAG)), None)
+        if name is None or e.source_type != "user_statement":
+            return False
+        st = self._state(rec.agent)
+        if getattr(st, "template", True):
+            st.notes = with_profile_name(DEFAULT_NOTES, name)
+        if e.category in KEY_CATEGORIES:
+            st.book.apply(rec)
+        return True
 
     def render(self, agent: str) -> str:
         st = self.agents[agent]
@@ -200,6 +220,7 @@ class WorkingMemoryProjection(TableProjection):
         ).fetchall():
             st = self._state(agent)
             st.notes, st.turn, st.capacity, st.slots_seq = notes, turn, capacity, slots_seq
+            st.template = with_profile_name(notes, "").rstrip() == with_profile_name(DEFAULT_NOTES, "").rstrip()
             st.as_of_seq, st.as_of_us, st.budget = as_of_seq, as_of_us, budget
         for agent, trace_id, activation, content, entered, rehearsals in db.execute(
             "SELECT agent, trace_id, activation, content, entered_turn, rehearsals FROM working_memory ORDER BY agent, rank"

@@ -7,11 +7,14 @@ import re
 from collections import Counter, defaultdict
 from typing import Callable, Iterable
 
+import Stemmer
+
 # Okapi BM25 constants (Robertson & Zaragoza): term-frequency saturation and length normalisation.
 BM25_K1 = 1.2
 BM25_B = 0.75
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# A word: letters and digits, with inner hyphens or apostrophes ("de-stress", "e-mail", "Caroline's").
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 # Function words carry no topic; dropping them keeps keyword scores about content.
 STOPWORDS = frozenset(
     """a an and are as at be been but by did do does for from had has have he her hers him his how i if in into is it
@@ -19,26 +22,46 @@ STOPWORDS = frozenset(
     where which who whom why will with would you your yours about after again all am any because before being
     both can could each few further here just more most no nor not now only other out over own same should some such
     up very s t don""".split()
+    # contractions, written without their apostrophe (see `tokenize`)
+    + "dont doesnt didnt cant wont isnt arent wasnt werent im ive id youre youve theyre thats whats lets".split()
 )
+# The version of `tokenize`: an index built by another version (a policy snapshot) must be rebuilt.
+# 2: Snowball stems (PyStemmer) and compound normalisation (1: a light suffix strip).
+TOKENIZER_VERSION = 2
+# Parts of a hyphenated compound shorter than this are not indexed on their own ("de" of "de-stress").
+MIN_PART_CHARS = 3
+_STEMMER = Stemmer.Stemmer("english")
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens without stopwords; a light suffix strip so 'paints' finds 'painting'."""
+    """Lower-case word stems (Snowball English, Porter's second stemmer) without stopwords.
+
+    Compounds are normalised: a hyphenated word stands for the word written solid and for its parts, so
+    "de-stress", "destress" and "de stress" meet ("destress"), and "self-care" is found by "self care".
+    Typographic apostrophes count as plain ones; a possessive "'s" is dropped.
+    """
     out = []
-    for tok in _TOKEN.findall(text.lower()):
-        tok = tok.replace("'s", "")
-        if tok in STOPWORDS or not tok:
-            continue
-        out.append(stem(tok))
-    return out
+    for word in _TOKEN.findall(text.lower().replace("’", "'")):
+        if "'" in word:
+            word = word.replace("'s", "") if word.endswith("'s") else word.replace("'", "")
+        if "-" in word:
+            parts = [p for p in word.split("-") if p]
+            solid = "".join(parts)
+            if solid not in STOPWORDS:
+                out.append(solid)
+            out += [p for p in parts if len(p) >= MIN_PART_CHARS and p not in STOPWORDS]
+        elif word and word not in STOPWORDS:
+            out.append(word)
+    return stems(out)
+
+
+def stems(words: list[str]) -> list[str]:
+    return _STEMMER.stemWords(words)
 
 
 def stem(tok: str) -> str:
-    for suffix in ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "s"):
-        if len(tok) > len(suffix) + 2 and tok.endswith(suffix):
-            base = tok[: -len(suffix)]
-            return base + "y" if suffix in ("ies", "ied") else base
-    return tok
+    """The Snowball (English) stem of one lower-case word."""
+    return _STEMMER.stemWord(tok)
 
 
 class BM25:
@@ -50,6 +73,12 @@ class BM25:
         self._lengths: dict[str, int] = {}
         self._terms: dict[str, tuple[str, ...]] = {}  # key -> its distinct terms (removal touches only those)
         self._total = 0
+        self.tokenizer = TOKENIZER_VERSION  # the `tokenize` its terms came from
+
+    @property
+    def current(self) -> bool:
+        """Whether its terms come from this version of `tokenize` (a snapshot from before may not)."""
+        return getattr(self, "tokenizer", 1) == TOKENIZER_VERSION
 
     def __len__(self) -> int:
         return len(self._lengths)

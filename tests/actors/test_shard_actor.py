@@ -3,7 +3,8 @@
 import pytest
 
 from engram.events.store import ConcurrencyConflict
-from engram.ingest.messages import IncomingMessage
+from engram.api.types import AppendRequest, Message
+from engram.events.envelope import from_us
 from tests.events.helpers import T0, write
 
 pytestmark = pytest.mark.ray
@@ -18,7 +19,7 @@ def test_append_and_read_through_the_shard_actor(engram_client):
     assert mem.wait_projections()
     names, rows = mem.sql("SELECT discussion_id, agent, messages FROM discussions")
     assert rows == [("d1", "ada", 4)]
-    status = mem.status()[0]
+    status = mem.rt.shard_status()[0]
     assert status["head"] == 4 and status["projections"]["discussions"] == 4
     assert status["events_by_type"] == {"MessageAppended": 4}
 
@@ -32,10 +33,10 @@ def test_errors_keep_their_type_and_message_across_ray(engram_client):
 
 def test_messages_through_the_api_are_idempotent_and_record_settings(engram_client):
     mem = engram_client
-    msgs = [IncomingMessage(role="user", content=f"hello {i}", ts_us=T0 + i, message_id=f"u{i}") for i in range(3)]
-    first = mem.append_messages("ada", "chat-1", msgs)
-    again = mem.append_messages("ada", "chat-1", msgs)
-    assert again.seqs == first.seqs and again.duplicates == 3
+    msgs = [Message(role="user", content=f"hello {i}", ts=from_us(T0 + i), message_id=f"u{i}") for i in range(3)]
+    first = mem.append_messages("ada", "chat-1", AppendRequest(messages=msgs)).results[0]
+    again = mem.append_messages("ada", "chat-1", AppendRequest(messages=msgs)).results[0]
+    assert again.seqs == first.seqs and again.duplicates == 3 and again.appended == 0
     _, rows = mem.sql("SELECT scope FROM ev_settings_changed ORDER BY seq")
     assert rows == [("discussion",), ("agent",)]
     assert mem.wait_idle(timeout=30)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from engram.background import clock
 from engram.cognitive.encoding import encode
-from engram.config import defaults as d
 from engram.config.agent import AgentConfig
 from engram.events.control import ClockTick
 from engram.events.envelope import Recorded
@@ -40,15 +39,15 @@ def ticker(tmp_path) -> ClockTicker:
     return ClockTicker(PolicyContext(shard=0, home=Home(tmp_path)))
 
 
-def test_each_hour_boundary_crossed_in_event_time_gets_one_tick(tmp_path):
+def test_time_passing_hour_boundaries_in_event_time_gets_one_tick_at_the_latest(tmp_path):
     t = ticker(tmp_path)
     assert t.handle([msg(1, T9 + 16 * MINUTE_US), trace(2, T9 + 17 * MINUTE_US)]) == []  # the first message starts the clock
     # Messages do not move it: ticks follow the traces made from them, once those are recorded.
     assert t.handle([msg(3, T9 + 5 * HOUR_US)]) == []
     writes = t.handle([trace(4, T9 + 40 * MINUTE_US), trace(5, T9 + 3 * HOUR_US + 5 * MINUTE_US)])
-    assert ticks(writes) == [
-        ("agent:a", T9 + h * HOUR_US, "event-time", f"tick:a:{T9 + h * HOUR_US}") for h in (1, 2, 3)
-    ]
+    # Three boundaries passed: one tick, at the latest, saying where the previous one was.
+    assert ticks(writes) == [("agent:a", T9 + 3 * HOUR_US, "event-time", f"tick:a:{T9 + 3 * HOUR_US}")]
+    assert [e.event.since_us for w in writes for e in w.events] == [T9]
     assert all(e.causation is None and e.event.interval_s == 3_600 for w in writes for e in w.events)
     # A memory dated in the past does not move the clock back; the same hour is never ticked twice.
     assert t.handle([trace(6, T9), trace(7, T9 + 3 * HOUR_US + 50 * MINUTE_US)]) == []
@@ -66,16 +65,16 @@ def test_reflection_traces_move_the_clock_only_of_an_agent_without_auto_ingest(t
     t = ticker(tmp_path)
     writes = t.handle([settings, msg(2, T9, "a"), msg(3, T9, "b"), reflected(4, T9 + 2 * HOUR_US, "a"),
                        reflected(5, T9 + 2 * HOUR_US, "b")])
-    assert [(s, ts) for s, ts, _, _ in ticks(writes)] == [("agent:b", T9 + HOUR_US), ("agent:b", T9 + 2 * HOUR_US)]
+    assert [(s, ts) for s, ts, _, _ in ticks(writes)] == [("agent:b", T9 + 2 * HOUR_US)]
 
 
-def test_a_long_silence_is_caught_up_at_most_92_days_back(tmp_path):
+def test_a_year_of_silence_is_one_tick_not_thousands(tmp_path):
+    """Issue 13, finding 5: one undated message after a dated history brought 2,208 ticks."""
     t = ticker(tmp_path)
     t.handle([trace(1, T9)])
     writes = t.handle([trace(2, T9 + 400 * 24 * HOUR_US)])
-    stamps = [ts for _, ts, _, _ in ticks(writes)]
-    assert len(stamps) == d.MAX_CATCH_UP_TICKS == 92 * 24
-    assert stamps[-1] == T9 + 400 * 24 * HOUR_US and stamps[1] - stamps[0] == HOUR_US
+    assert [(ts, e) for _, ts, _, e in ticks(writes)] == [(T9 + 400 * 24 * HOUR_US, f"tick:a:{T9 + 400 * 24 * HOUR_US}")]
+    assert [e.event.since_us for w in writes for e in w.events] == [T9]
 
 
 def test_the_interval_follows_the_agents_configuration(tmp_path):
@@ -83,7 +82,7 @@ def test_the_interval_follows_the_agents_configuration(tmp_path):
     settings = Recorded(seq=1, stream="agent:a", stream_version=1, agent="a", ts_us=T9,
                         event=settings_event(SCOPE_AGENT, "agent.config.json", cfg))
     t = ticker(tmp_path)
-    writes = t.handle([settings, trace(2, T9), trace(3, T9 + HOUR_US)])
+    writes = t.handle([settings, trace(2, T9), trace(3, T9 + 40 * MINUTE_US), trace(4, T9 + HOUR_US)])
     assert [ts for _, ts, _, _ in ticks(writes)] == [T9 + 30 * MINUTE_US, T9 + HOUR_US]
     assert {e.event.interval_s for w in writes for e in w.events} == {1_800}
 
@@ -93,7 +92,7 @@ def test_live_agents_are_ticked_by_the_wall_clock_imported_ones_are_not(tmp_path
     t.handle([msg(1, T9 + 50 * MINUTE_US, agent="live"), trace(2, T9 + 50 * MINUTE_US, agent="live"),
               msg(3, T9 - 30 * 24 * HOUR_US, agent="imported"), trace(4, T9 - 30 * 24 * HOUR_US, agent="imported")])
     writes = t.on_wall_clock(T9 + 2 * HOUR_US + MINUTE_US)
-    assert ticks(writes) == [("agent:live", T9 + h * HOUR_US, "wall-clock", f"tick:live:{T9 + h * HOUR_US}") for h in (1, 2)]
+    assert ticks(writes) == [("agent:live", T9 + 2 * HOUR_US, "wall-clock", f"tick:live:{T9 + 2 * HOUR_US}")]
     # The event-time ticker would give a later message's boundaries the same ids: each hour is ticked once.
     assert t.handle([msg(5, T9 + 2 * HOUR_US + 30 * MINUTE_US, agent="live"),
                      trace(6, T9 + 2 * HOUR_US + 30 * MINUTE_US, agent="live")]) == []
@@ -111,8 +110,8 @@ def test_the_actor_shell_gives_the_wall_clock_to_the_policy_host(tmp_path):
     assert host.wall_clock(T9 + HOUR_US + 2) == 0
 
 
-def test_boundaries_between_two_times():
+def test_the_latest_boundary_crossed_between_two_times():
     every = clock.interval_us(1.0)
-    assert clock.boundaries(T9, T9, every) == []
-    assert clock.boundaries(T9 - 1, T9, every) == [T9]
-    assert clock.boundaries(T9, T9 + 2 * HOUR_US - 1, every) == [T9 + HOUR_US]
+    assert clock.crossed(T9, T9, every) is None
+    assert clock.crossed(T9 - 1, T9, every) == T9
+    assert clock.crossed(T9, T9 + 3 * HOUR_US - 1, every) == T9 + 2 * HOUR_US

@@ -71,18 +71,19 @@ def test_the_decay_sweep_soft_deletes_traces_below_strength_0_05():
     (pruned,) = events(result, TracePruned)
     assert pruned.trace_id == "weak" and pruned.strength == pytest.approx(0.049, abs=1e-4)
     assert result.pruned == 1 and not fold.book.traces["weak"].active and fold.book.traces["kept"].active
-    assert result.decisions[0].stream == "d" and result.decisions[0].event_id == f"prune:weak:{NOW}"
+    prune = next(x for x in result.decisions if isinstance(x.event, TracePruned))
+    assert prune.stream == "d" and prune.event_id == f"prune:weak:{NOW}" and prune.ts_us == NOW
 
 
-def test_a_run_is_bounded_and_the_rest_waits_for_the_next_run():
+def test_a_step_is_bounded_per_boundary_and_the_rest_waits_for_the_next_boundary():
     fold = TraceFold("a")
     for i in range(5):
-        add(fold, f"t{i}", at=NOW - 10 * HOUR_US - i * MINUTE_US)
-    first = run(fold, cfg=config(maxTracesPerRun=3))
-    assert [p.trace_id for p in events(first, TracePruned)] == ["t4", "t3", "t2"]  # weakest first
-    assert first.bounded == ["decay"]
-    second = run(fold, cfg=config(maxTracesPerRun=3), now=NOW + HOUR_US)
-    assert [p.trace_id for p in events(second, TracePruned)] == ["t1", "t0"] and second.bounded == []
+        add(fold, f"t{i}", at=NOW - 10 * HOUR_US - i * MINUTE_US)  # all fall below 0.05 by the same boundary
+    result = run(fold, cfg=config(maxTracesPerRun=3))
+    prunes = [(x.event.trace_id, x.ts_us) for x in result.decisions if isinstance(x.event, TracePruned)]
+    first = prunes[0][1]
+    assert prunes == [("t4", first), ("t3", first), ("t2", first), ("t1", first + HOUR_US), ("t0", first + HOUR_US)]
+    assert first == NOW - 7 * HOUR_US and "decay" in result.bounded  # each pruned at its own boundary, in the past
 
 
 def test_co_activation_replay_links_shared_entities_and_traces_encoded_close_in_time():
@@ -161,7 +162,7 @@ def test_kept_contradictions_are_resolved_when_the_personality_no_longer_keeps_b
     assert [r.resolution for r in events(kept, ConflictResolved)] == ["keep_both"]
     assert fold.book.traces["older"].active and fold.book.traces["newer"].active
     assert run(fold, state, now=NOW + 1, personality={"agreeableness": 0.8}).conflicts == 0  # recorded once
-    honest = run(fold, state, now=NOW + 2, personality={"honesty": 0.8})
+    honest = run(fold, state, now=NOW + HOUR_US, personality={"honesty": 0.8})  # at the next boundary
     assert [(r.resolution, r.loser) for r in events(honest, ConflictResolved)] == [("prefer_newer", "older")]
 
 
@@ -186,10 +187,62 @@ def test_traces_from_after_the_tick_take_no_part():
     assert result.traces == 1 and result.decisions == []
 
 
-def test_a_trace_that_arrives_after_later_ticks_decays_from_its_arrival():
+def test_a_trace_that_arrives_after_later_runs_is_consolidated_on_its_own_timeline():
+    """Issue 12, finding 1: a conversation imported after a newer one was pruned at the first tick, unreviewed."""
     state = c.ConsolidationState()
     fold = TraceFold("a")
-    run(fold, state, now=NOW)  # consolidation's clock is at NOW
-    add(fold, "late", at=NOW - 5 * HOUR_US, state=state)  # encoded five hours before, folded only now
-    assert run(fold, state, now=NOW + HOUR_US).pruned == 0  # one hour after arrival: strength 0.18
-    assert run(fold, state, now=NOW + 3 * HOUR_US).pruned == 1  # three hours after arrival: 0.025
+    run(fold, state, now=NOW)  # consolidation has run through NOW
+    add(fold, "late-small-talk", at=NOW - 30 * 24 * HOUR_US - 5 * MINUTE_US, importance=0.3, state=state)
+    add(fold, "late-important", at=NOW - 30 * 24 * HOUR_US - 5 * MINUTE_US, importance=0.6, state=state)
+    result = run(fold, state, now=NOW)  # the same time: only the late traces' own timelines are run
+    stamps = {(type(x.event).__name__, x.event.trace_id): x.ts_us for x in result.decisions if hasattr(x.event, "trace_id")}
+    encoded = NOW - 30 * 24 * HOUR_US - 5 * MINUTE_US
+    # Small talk falls below 0.05 three hours after it was said, and is pruned then, not at the present.
+    assert stamps[("TracePruned", "late-small-talk")] == encoded + 5 * MINUTE_US + 3 * HOUR_US
+    # The important one is reviewed when each review falls due (1 h, then 2 h, 4 h, ... later), and survives.
+    reviews = sorted(x.ts_us for x in result.decisions
+                     if isinstance(x.event, TraceReinforced) and x.event.trace_id == "late-important")
+    assert reviews[:3] == [encoded + 5 * MINUTE_US + h * HOUR_US for h in (1, 3, 7)]
+    assert fold.book.traces["late-important"].active and result.late == result.runs > 3
+
+
+def test_a_year_of_silence_costs_the_reviews_that_fell_due_not_an_hourly_run_each():
+    """Issue 13, finding 5 / issue 11: a month-long gap ran every hour and then pruned everything at once."""
+    state = c.ConsolidationState()
+    fold = TraceFold("a")
+    for i in range(10):
+        add(fold, f"kept{i}", at=NOW + i * MINUTE_US, importance=0.6, state=state)
+        add(fold, f"chat{i}", at=NOW + i * MINUTE_US, importance=0.2, state=state)
+    result = run(fold, state, now=NOW + 365 * 24 * HOUR_US)
+    assert result.runs < 40  # boundaries with work: about one per doubling of the review interval, not 8,760
+    assert all(fold.book.traces[f"kept{i}"].active for i in range(10))  # reviewed in time, never mass-pruned
+    assert not any(fold.book.traces[f"chat{i}"].active for i in range(10))
+    pruned_at = {x.ts_us for x in result.decisions if isinstance(x.event, TracePruned)}
+    assert pruned_at == {NOW + 3 * HOUR_US}  # small talk went three hours after it was said, not a year later
+
+
+def test_a_tick_after_late_arrivals_writes_its_own_decisions_too(tmp_path):
+    """The work done for late arrivals is reported with the next tick; that tick's own decisions must still be written."""
+    from engram.events.control import ClockTick
+    from engram.home import Home
+    from engram.policies.base import PolicyContext
+    from engram.policies.consolidator import Consolidator
+
+    policy = Consolidator(PolicyContext(shard=0, home=Home(tmp_path), services={"tasks": TASKS}))
+
+    def rec(seq, ts, event, stream="d"):
+        return Recorded(seq=seq, stream=stream, stream_version=seq, agent="a", ts_us=ts, event=event)
+
+    def trace(seq, tid, at, importance):
+        return rec(seq, at, encode(trace_id=tid, content=f"memory {tid}", config=AgentConfig(), scope="discussion",
+                                   scope_id="d", source_type="user_statement", importance=importance))
+
+    tick = lambda seq, at: rec(seq, at, ClockTick(interval_s=3_600), stream="agent:a")  # noqa: E731
+    policy.handle([trace(1, "now", NOW - MINUTE_US, 0.6), tick(2, NOW)])
+    late = policy.handle([trace(3, "late", NOW - 30 * 24 * HOUR_US, 0.3)])  # caught up at once, reported later
+    assert any(isinstance(e.event, TracePruned) for w in late for e in w.events)
+    writes = policy.handle([tick(4, NOW + 10 * HOUR_US)])
+    written = [e.event for w in writes for e in w.events]
+    assert any(isinstance(e, TraceReinforced) and e.trace_id == "now" for e in written)  # the tick's own review
+    (report,) = [e for e in written if type(e).__name__ == "ConsolidationRan"]
+    assert report.pruned >= 1 and report.reinforced >= 1 and report.late >= 1

@@ -145,3 +145,30 @@ def test_a_restatement_is_shown_as_the_trace_it_verified_and_survives_a_restart(
     again.apply_batch([rec(3, DiscussionForgotten(discussion_id="other"), stream="agent:a")])
     (log,) = again.book.logs.values()
     assert log.reflections[0].duplicate_note_ids == (("n3",),)  # restored from the table
+
+
+def test_each_log_says_how_far_it_is_from_the_observer_and_reflector_thresholds():
+    """Issue 12, finding 7: at the guide's thresholds a LoCoMo-sized chat never activates, and nothing said so."""
+    from engram.background.observation_log import ObservationLog
+    from engram.config.agent import AgentConfig
+    from engram.events.messages import MessageAppended
+    from engram.llm.offline.respond import QUOTING
+    from engram.settings import SCOPE_AGENT, settings_event
+
+    book = ObservationLog()
+    cfg = AgentConfig.model_validate({"memory": {"observer": {"activationTokens": 1_000}}})
+    book.apply(Recorded(seq=1, stream="agent:a", stream_version=1, agent="a", ts_us=T0,
+                        event=settings_event(SCOPE_AGENT, "agent.config.json", cfg)))
+    for seq, (role, text, tokens) in enumerate([("user", "hello there", 300), ("assistant", "my own reply", 200),
+                                                ("assistant", f"{QUOTING}\n- a quoted memory", 500)], 2):
+        book.apply(Recorded(seq=seq, stream="d", stream_version=seq, agent="a", ts_us=T0, event=MessageAppended(
+            role=role, content=text, message_id=f"m{seq}", token_estimate=tokens)))
+    p = book.logs[("a", "discussion", "d")].progress()
+    # The offline responder's quote of memory is not conversation the Observer watches (provenance).
+    assert (p.unobserved_tokens, p.observer_threshold, p.tokens_to_observer) == (500, 1_000, 501)
+    assert (p.active_tokens, p.reflector_threshold, p.tokens_to_reflector) == (0, 40_000, 40_001)
+    book.apply(Recorded(seq=9, stream="d", stream_version=9, agent="a", ts_us=T0, event=ObservationsRecorded(
+        notes=(note(1, "User said hello", "factual", 1),), first_seq=2, last_seq=3, input_tokens=500, output_tokens=4,
+        buffered=False, llm=LLM, scope="discussion", scope_id="d", messages=2)))
+    p = book.logs[("a", "discussion", "d")].progress()
+    assert p.unobserved_tokens == 0 and p.tokens_to_observer == 1_001 and p.active_tokens > 0

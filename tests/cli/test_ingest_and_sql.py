@@ -9,7 +9,14 @@ import pytest
 
 from tests.cli.helpers import SAMPLE, engram
 
-pytestmark = pytest.mark.ray
+from tests.cli.conftest import serve_inprocess
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture(autouse=True)
+def _inprocess(home_dir):
+    serve_inprocess(home_dir)
 
 
 def test_ingest_then_sql_in_a_new_process_sees_what_was_ingested(home_dir, tmp_path):
@@ -75,7 +82,7 @@ def test_a_malformed_file_is_rejected_whole_with_line_and_reason(home_dir, tmp_p
 
 
 def test_an_oversized_message_is_rejected_by_name(home_dir, tmp_path):
-    (home_dir / "engram.json").write_text('{"limits": {"maxMessageChars": 50}}')
+    serve_inprocess(home_dir, limits={"maxMessageChars": 50})
     big = tmp_path / "big.jsonl"
     big.write_text('{"role": "user", "content": "short"}\n' + json.dumps({"role": "user", "content": "x" * 80, "message_id": "huge"}) + "\n")
     res = engram(home_dir, "ingest", str(big), "--discussion", "d1")

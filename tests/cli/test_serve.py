@@ -1,4 +1,4 @@
-"""`engram serve` keeps the actors; other commands reach the running instance instead of the files."""
+"""On Ray, as a user runs it: one server per home, whatever runs at once; `engram serve` in the foreground."""
 
 import json
 import os
@@ -6,38 +6,80 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.cli.helpers import SAMPLE, engram
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.server]
 
 
-def test_commands_reach_a_running_instance(home_dir):
+def ray_instances(home) -> set[str]:
+    """Sessions of the home's own local Ray instance (one temp dir per home, one session per start)."""
+    from engram.runtime.startup import temp_dir_for
+
+    root = temp_dir_for(home.resolve())
+    return {p.name for p in root.glob("session_2*")} if root.exists() else set()
+
+
+def test_four_commands_at_once_share_one_server_and_status_answers_during_an_ingest(home_dir, tmp_path):
+    before = ray_instances(home_dir)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            ingest = pool.submit(engram, home_dir, "ingest", str(SAMPLE), "--agent", "priya", timeout=600)
+            time.sleep(1.0)
+            others = [pool.submit(engram, home_dir, *args, timeout=600) for args in
+                      (("status", "--json"), ("sql", "SELECT 1 AS one", "--json"), ("sql", "SELECT 2 AS two", "--csv"))]
+            outs = [f.result() for f in others]
+            done = ingest.result()
+        assert done.returncode == 0, done.stderr
+        assert [o.returncode for o in outs] == [0, 0, 0], [o.stderr for o in outs]
+        assert json.loads(outs[0].stdout)["mode"] == "server"
+        assert json.loads(outs[1].stdout) == [{"one": 1}]
+        assert "45 new message(s)" in done.stdout
+        assert len(ray_instances(home_dir) - before) == 1  # one Ray instance for all four
+        log = (home_dir / "logs" / "server.log").read_text()
+        assert log.count("engram: serving ") == 1
+        # While another ingest runs (and memory is being created), status answers at once.
+        other = tmp_path / "other.jsonl"
+        other.write_text("".join(json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                                             "content": f"Note {i}: the Lisbon trip needs item {i} packed."}) + "\n"
+                                 for i in range(120)))
+        again = subprocess.Popen([sys.executable, "-m", "engram", "ingest", str(other), "--agent", "second",
+                                  "--discussion", "packing"],
+                                 env={**os.environ, "ENGRAM_HOME": str(home_dir)}, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        started = time.monotonic()
+        status = engram(home_dir, "status")
+        assert status.returncode == 0 and "shard 0: head " in status.stdout
+        assert time.monotonic() - started < 30
+        assert again.wait(timeout=600) == 0
+    finally:
+        engram(home_dir, "down")
+
+
+def test_engram_serve_runs_in_the_foreground_and_stops_cleanly(home_dir):
     env = {**os.environ, "ENGRAM_HOME": str(home_dir)}
     env.pop("RAY_ADDRESS", None)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "engram", "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    server = subprocess.Popen([sys.executable, "-m", "engram", "serve", "--port", "0"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while not (home_dir / "instance.json").exists():
             assert server.poll() is None, server.stderr.read()
             assert time.monotonic() < deadline, "engram serve did not come up"
             time.sleep(0.2)
-        ing = engram(home_dir, "ingest", str(SAMPLE))
+        info = json.loads((home_dir / "instance.json").read_text())
+        assert info["pid"] == server.pid and info["url"].startswith("http://127.0.0.1:")
+        ing = engram(home_dir, "ingest", str(SAMPLE), "--no-wait")
         assert ing.returncode == 0, ing.stderr
-        # The log file is held by the server's actor; the query goes through it.
+        assert "starting a server" not in ing.stderr  # the foreground server is the home's server
         out = engram(home_dir, "sql", "SELECT count(*) AS n FROM messages", "--json")
-        assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout) == [{"n": 45}]
-        st = engram(home_dir, "status", "--json")
-        assert json.loads(st.stdout)["mode"] == "running instance"
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
+        server.wait(timeout=120)
+    assert f"serving {home_dir.resolve()} at {info['url']}" in server.stdout.read()
     assert not (home_dir / "instance.json").exists()
-    # After a clean stop the files are readable directly again.
-    out = engram(home_dir, "sql", "SELECT count(*) AS n FROM messages", "--json")
-    assert json.loads(out.stdout) == [{"n": 45}]

@@ -6,7 +6,7 @@ import pytest
 
 from engram.cli.main import main
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.server]
 
 
 def run(capsys, *argv: str) -> tuple[int, str]:
@@ -15,7 +15,17 @@ def run(capsys, *argv: str) -> tuple[int, str]:
 
 
 def test_recall_traces_working_memory_and_mood_from_the_command_line(ray_session, home_dir, capsys):
-    home = str(home_dir)
+    from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
+    from tests.server.helpers import Served
+
+    # The home's server, on the test session's Ray: the commands are its clients.
+    with Engram(RayRuntime(load_service_config(home_dir)).start()) as mem, Served(mem):
+        commands(str(home_dir), capsys)
+
+
+def commands(home: str, capsys) -> None:
     code, _ = run(capsys, "--home", home, "ingest", "engram/samples/acme-dashboard.jsonl", "--agent", "demo")
     assert code == 0
 

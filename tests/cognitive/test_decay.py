@@ -38,11 +38,12 @@ def test_reinforcement_interval_starts_at_one_hour_and_doubles_on_each_retrieval
     t = trace()
     assert t.interval_s == 3_600
     intervals = []
-    for i in range(1, 5):
-        r = reinforce(t, T0 + i * HOUR_US)
+    for _ in range(1, 5):
+        at = t.next_due_us  # each retrieval when the review is due
+        r = reinforce(t, at)
         apply_reinforcement(t, r)
         intervals.append(t.interval_s)
-        assert t.next_due_us == T0 + i * HOUR_US + int(t.interval_s * 1_000_000)
+        assert t.next_due_us == at + int(t.interval_s * 1_000_000)
     assert intervals == [7_200, 14_400, 28_800, 57_600]
     assert t.retrieval_count == 4
 
@@ -75,7 +76,7 @@ def test_stability_gain_shrinks_as_retrievals_pile_up():
         apply_reinforcement(t, r)
     # Same difficulty each time is impossible to arrange exactly; compare retrieval counts at equal difficulty instead.
     a, b = trace("a"), trace("b", retrieval_count=10)
-    assert reinforce(a, T0).stability_s > reinforce(b, T0).stability_s
+    assert reinforce(a, T0 + HOUR_US).stability_s > reinforce(b, T0 + HOUR_US).stability_s
     assert all(g > 1 for g in gains)
 
 
@@ -93,7 +94,7 @@ def test_massed_retrievals_add_no_strength_only_spaced_ones_do():
     for _ in range(5):  # five retrievals at one instant
         apply_reinforcement(massed, reinforce(massed, T0))
     assert strength_at(massed, T0) == 0.5 and massed.retrieval_count == 5
-    assert massed.stability_s > 3_600 and massed.interval_s == 3_600 * 2**5  # stability still grows, the interval doubles
+    assert massed.stability_s == 3_600 and massed.interval_s == 3_600  # nothing of the interval had passed
     # A memory that barely decays, at 0.95: retrieved a microsecond before its review is due it gains nothing;
     # retrieved when due it gains the 0.1 boost, up to the cap of 1.
     early, due = trace("early", s0=0.95, stability_s=1e12), trace("due", s0=0.95, stability_s=1e12)
@@ -129,3 +130,31 @@ def test_due_for_review_lists_overdue_traces_first():
     b = trace("b", at=T0 - 2 * HOUR_US, next_due_us=T0 - HOUR_US)
     c = trace("c", next_due_us=T0 + 10 * HOUR_US)
     assert [t.trace_id for t in due_for_review([a, b, c], T0 + HOUR_US)] == ["b", "a"]
+
+
+def test_ten_recalls_a_second_apart_barely_change_stability_while_ten_a_day_apart_build_it():
+    """Issue 12, finding 4: in one 3-minute chat a trace went from 1 h to 32,783 h of stability."""
+    massed, spaced = trace("massed"), trace("spaced")
+    for i in range(1, 11):
+        apply_reinforcement(massed, reinforce(massed, T0 + i * 1_000_000))
+        apply_reinforcement(spaced, reinforce(spaced, T0 + i * 24 * HOUR_US))
+    assert massed.stability_s < 1.01 * 3_600 and massed.interval_s < 1.01 * 3_600
+    assert spaced.stability_s > 100 * 3_600 and spaced.interval_s > 24 * 3_600
+
+
+def test_recalls_within_one_minute_multiply_stability_by_at_most_a_small_bounded_factor():
+    for retrievals in (2, 10, 60, 600):
+        t = trace(at=T0 - 30 * 24 * HOUR_US, retrieval_count=0)  # long overdue: the first recall earns the full gain
+        apply_reinforcement(t, reinforce(t, T0))
+        after_first = t.stability_s
+        for k in range(1, retrievals):
+            apply_reinforcement(t, reinforce(t, T0 + int(k * 60_000_000 / retrievals)))
+        assert t.stability_s / after_first < 1.06, retrievals
+
+
+def test_a_retrieval_halfway_to_its_review_earns_part_of_the_gain():
+    early, due = trace("early"), trace("due")
+    half = reinforce(early, T0 + HOUR_US // 2)
+    full = reinforce(due, T0 + HOUR_US)
+    assert 1.0 < half.stability_s / 3_600 < full.stability_s / 3_600
+    assert half.interval_s == pytest.approx(1.5 * 3_600) and full.interval_s == 2 * 3_600

@@ -34,7 +34,7 @@ def test_flashbulb_ratios_hold_under_personality_and_mood():
     a = encoding_state(emotion=Emotion(valence=0.8, arousal=0.9, intensity=0.79), **kw)
     b = encoding_state(emotion=Emotion(valence=0.8, arousal=0.9, intensity=0.79), flashbulb_threshold=0.7, **kw)
     assert b.flashbulb and not a.flashbulb
-    assert b.strength == pytest.approx(2 * a.strength, rel=1e-12)
+    assert b.strength == pytest.approx(min(1.0, 2 * a.strength), rel=1e-12)  # twice, up to 1
     assert b.stability_s == 5 * a.stability_s
 
 
@@ -97,3 +97,23 @@ def test_encode_builds_the_event_and_refuses_unknown_vocabulary():
         encode(trace_id="x", content="c", config=cfg, scope="team", scope_id="a", source_type="user_statement")
     with pytest.raises(ValueError):
         encode(trace_id="x", content="c", config=cfg, scope="agent", scope_id="a", source_type="rumour")
+
+
+def test_strength_stays_within_zero_and_one_even_for_an_attentive_flashbulb_memory():
+    """Issue 12, finding 6: flashbulb strength could exceed 1.0 (0.5 · attention > 1 · 2)."""
+    attentive = Personality(openness=1.0, conscientiousness=1.0, extraversion=1.0, agreeableness=1.0,
+                            emotionality=1.0, honesty=1.0)
+    enc = encoding_state(personality=attentive, mood=Pad(1.0, 1.0, 1.0), category="emotional_context",
+                         emotion=Emotion(valence=1.0, arousal=1.0, intensity=1.0), novelty=1.0)
+    assert enc.flashbulb and 0.0 < enc.strength <= 1.0
+
+
+def test_a_death_in_the_family_is_as_intense_as_a_promotion():
+    """Issue 12, finding 6: "my dog died... worst day of my life" scored 0.6, "promoted... ecstatic" 1.0."""
+    from engram.cognitive.llm_bridge import emotion
+
+    grief = emotion("My dog died yesterday. It was the worst day of my life.")
+    joy = emotion("I got promoted today, I am ecstatic!")
+    assert grief.valence < 0 < joy.valence
+    assert abs(grief.intensity - joy.intensity) < 0.1 and grief.intensity > 0.8  # both flashbulb memories
+    assert emotion("My mom passed away last week.").intensity > 0.8

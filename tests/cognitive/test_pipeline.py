@@ -12,7 +12,8 @@ import time
 import pytest
 import ray
 
-from engram.cognition import CognitiveMemory
+from engram.api import types as t
+from engram.events.envelope import from_us
 from engram.cognitive.decay import decay_sweep
 from engram.cognitive.model import MemoryTrace
 from engram.events.envelope import NewEvent, Write
@@ -28,9 +29,9 @@ HOUR_US = 3_600 * 1_000_000
 
 @pytest.fixture(scope="module")
 def world(ray_session, tmp_path_factory):
-    from engram.actors.runtime import Runtime
-    from engram.client import Engram
     from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
 
     home = tmp_path_factory.mktemp("cognitive") / "home"
     (home / "agents" / AGENT).mkdir(parents=True)
@@ -42,15 +43,43 @@ def world(ray_session, tmp_path_factory):
     # Two trace readers and two working-memory actors per shard: recall and focus route to the owner member.
     (home / "engram.json").write_text(json.dumps({"ray": {"pools": {"traces": 2, "working-memory": 2}}}))
     config = load_service_config(home)
-    mem = Engram(config, Runtime(config).start())
+    mem = Engram(RayRuntime(config).start())
     convs = parse_file(SAMPLE, now_us=0)
     write = discussion_write(AGENT, convs[0].discussion, convs[0].messages, max_message_chars=100_000)
     mem.sync_settings(AGENT, ts_us=write.events[0].ts_us)
     mem.append([write])
     assert mem.wait_idle(timeout=300)
     last_ts = max(e.ts_us for e in write.events)
-    yield mem, CognitiveMemory(mem), convs[0].discussion, last_ts
+    yield mem, Cog(mem), convs[0].discussion, last_ts
     mem.close()
+
+
+class Cog:
+    """Cognitive memory through the API and, for recall, the runtime's domain result (factors as numbers)."""
+
+    def __init__(self, mem):
+        self.mem = mem
+
+    def recall(self, agent, query, *, now_us, **options):
+        self.mem.sync_settings(agent)
+        return self.mem.rt.recall(agent, query, min_position=None, now_us=now_us, **options)
+
+    def source_messages(self, result):
+        return self.mem._sources(result)
+
+    def working_memory(self, agent):
+        return self.mem.working_memory(agent)
+
+    def write_working_memory(self, agent, markdown):
+        return self.mem.write_working_memory(agent, t.WorkingMemoryWrite(markdown=markdown))
+
+    def set_mood(self, agent, valence, arousal, dominance, *, ts_us):
+        return self.mem.set_mood(agent, t.MoodRequest(valence=valence, arousal=arousal, dominance=dominance,
+                                                      ts=from_us(ts_us)))
+
+    def record_tool_failure(self, agent, discussion, tool, error, *, call_id, ts_us):
+        return self.mem.record_tool_failure(agent, discussion, t.ToolFailureRequest(tool=tool, error=error, call_id=call_id,
+                                                                                    ts=from_us(ts_us)))
 
 
 def rows(mem, sql, params=None):
@@ -91,15 +120,13 @@ def test_every_user_message_and_the_facts_worth_keeping_become_traces_with_prove
 
 
 def test_a_restated_fact_is_not_stored_again_but_verifies_the_trace_it_repeats(world):
-    from engram.ingest.messages import IncomingMessage
-
     mem, cog, _, last_ts = world
     original = rows(mem, "SELECT trace_id, verification_count FROM memory_traces WHERE content LIKE '%CSS-in-JS%' "
                          "AND category = 'user_preference'")[0]
     count = rows(mem, "SELECT count(*) AS n FROM memory_traces")[0]["n"]
-    again = IncomingMessage(role="user", content="I prefer TypeScript everywhere and I really dislike CSS-in-JS.",
-                            ts_us=last_ts + 1)
-    mem.append_messages(AGENT, "second-thread", [again])
+    again = t.Message(role="user", content="I prefer TypeScript everywhere and I really dislike CSS-in-JS.",
+                      ts=from_us(last_ts + 1))
+    mem.append_messages(AGENT, "second-thread", t.AppendRequest(messages=[again]))
     assert mem.wait_idle(timeout=60)
     (ingested,) = rows(mem, "SELECT trace_ids, skipped FROM ev_facts_ingested WHERE stream = 'second-thread'")
     skipped = json.loads(ingested["skipped"])
@@ -139,14 +166,15 @@ def test_recall_returns_the_composite_by_factor_and_the_source_messages(world):
 
 def test_a_reply_carries_the_question_it_answers_and_is_found_by_it(world):
     mem, cog, discussion, last_ts = world
-    (reply,) = rows(mem, "SELECT trace_id, content, context FROM memory_traces WHERE category = 'message' "
-                         "AND content LIKE 'User: Yes, server components%'")
+    (reply,) = rows(mem, "SELECT trace_id, content, context, source_message_ids FROM memory_traces WHERE category = "
+                         "'message' AND content LIKE 'User: Yes, server components%'")
     assert reply["context"] == "Assistant: Are you using the App Router with server components?"
     assert "App Router" not in reply["content"]
     result = cog.recall(AGENT, "Is Priya on the App Router?", discussion=discussion, now_us=last_ts + HOUR_US, limit=3)
     assert result.similarity == "hybrid"
-    hit = next(h for h in result.hits if h.trace_id == reply["trace_id"])
-    assert hit.lexical > 0 and hit.content == reply["content"]
+    # The reply's message is found (by its episode or a fact of it: one memory per message), with its question.
+    hit = next(h for h in result.hits if set(h.source_message_ids) & set(reply["source_message_ids"]))
+    assert hit.lexical > 0 and hit.context == reply["context"] and hit.context_message_ids
     literal = cog.recall(AGENT, "Is Priya on the App Router?", discussion=discussion, now_us=last_ts + HOUR_US, limit=3,
                          similarity="embedding")
     assert literal.similarity == "embedding" and all(h.lexical == 0 for h in literal.hits)
@@ -250,8 +278,7 @@ def test_working_memory_file_and_table(world):
 def test_replay_reproduces_traces_edges_index_and_working_memory(world):
     mem, cog, _, _ = world
     assert mem.wait_idle(timeout=60)
-    shard = mem.runtime.shard(mem.shard_of(AGENT))
-    assert ray.get(shard.verify_replay.remote()) == []
+    assert mem.rt.verify_replay([mem.rt.shard_of(AGENT)]) == []
     files = {p.name for p in (mem.runtime.home.projections_dir / "agents" / AGENT).iterdir()}
     assert {"traces.hnsw", "traces.hnsw.json", "working-memory.md"} <= files
 

@@ -142,3 +142,118 @@ def test_working_memory_capacity_follows_personality_and_late_traces_enter_faded
     slots = {s.trace_id: s.activation for s in updates[-1].slots}
     assert slots == {"from-first": pytest.approx(0.6), "from-third": pytest.approx(0.8)}
     assert all(w.stream == "agent:a" for w in writes)
+
+
+def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(services, tmp_path):
+    from engram.embeddings import CachedEmbedder, EmbeddingCache
+    from engram.policies.trace_reader import TraceReader
+
+    embedder = CachedEmbedder(services["embedder"], EmbeddingCache(":memory:"))
+    svc = {**services, "embedder": embedder}
+    strict = AgentConfig.model_validate({"storage": {"autoIngest": {"importanceThreshold": 0.61}}})
+    batch = [
+        rec(settings_event(SCOPE_AGENT, "agent.config.json", strict), seq=1, stream="agent:a"),
+        message(2, "I'm building a Next.js app called Acme Dashboard with Supabase auth, due on March 9. Nice weather."),
+        message(3, "Which database sits under Supabase? Do you like it?", role="assistant", name=None),
+        message(4, "Postgres, and I love it. My sister Ana moved to Lisbon in 2021."),
+    ]
+    policy = AutoIngest(ctx(svc, tmp_path))
+    policy.handle(batch[:1])
+    writes = policy.handle(batch[1:])
+    traces = events_of(writes, TraceEncoded)
+    skipped = [s for f in events_of(writes, FactsIngested) for s in f.skipped]
+    compared = {t.content for t in traces} | {s.content for s in skipped if s.reason in ("duplicate", "over_limit")}
+    # Auto-ingest embedded what it compared, and nothing it skipped before comparing.
+    assert embedder.stats.texts_computed == len(compared)
+    assert any(s.reason == "below_threshold" for s in skipped)
+    # Recall's index (the reader, like the shard's trace projection) embeds a trace by its content, after
+    # the question it answers: only the replies to a question cost a second text.
+    replies = {(t.context, t.content) for t in traces if t.context}
+    assert replies and len(replies) < len(traces)
+    # Lenient settings recorded in the same batch as the turns: the facts the strict rules skipped before
+    # embedding are kept now, embedded when they are compared.
+    late = AutoIngest(ctx(services, tmp_path))
+    late.handle(batch[:1])
+    lenient = AgentConfig.model_validate({"storage": {"autoIngest": {"importanceThreshold": 0.2}}})
+    more = events_of(late.handle([rec(settings_event(SCOPE_AGENT, "agent.config.json", lenient), seq=5, stream="agent:a")]
+                                 + batch[1:]), TraceEncoded)
+    sister = next(t for t in more if "Ana moved to Lisbon" in t.content and t.category != "message")
+    vector = late.memory("a").index.vectors([sister.trace_id])[0]
+    assert abs(float(vector @ vector) - 1.0) < 1e-4  # a real embedding, not a missing row
+    log = [rec(e.event, seq=10 + k, ts_us=e.ts_us, stream=w.stream)
+           for k, (w, e) in enumerate((w, e) for w in writes for e in w.events)]
+    TraceReader(ctx(svc, tmp_path)).handle(batch[:1] + log)
+    assert embedder.stats.texts_computed == len(compared) + len(replies)
+
+
+def test_with_the_embedder_actor_auto_ingest_asks_per_chunk_of_turns_and_prefetches_the_reply_index_texts(
+        services, tmp_path, monkeypatch):
+    from engram.cognitive.indexing import vector_text
+    from engram.policies import auto_ingest
+
+    class AsyncEmbedder:  # the RemoteEmbedder's interface: embed, and embed_async returning a waiter
+        def __init__(self, inner):
+            self.inner, self.name, self.dim, self.is_fallback = inner, inner.name, inner.dim, inner.is_fallback
+            self.requests: list[list[str]] = []
+
+        def embed(self, texts):
+            return self.embed_async(texts)()
+
+        def embed_async(self, texts):
+            self.requests.append(list(texts))
+            vectors = self.inner.embed(texts)
+            return lambda: vectors
+
+    monkeypatch.setattr(auto_ingest, "EMBED_CHUNK_TURNS", 2)
+    embedder = AsyncEmbedder(services["embedder"])
+    turns = [
+        settings(1),
+        message(2, "I'm building a Next.js app called Acme Dashboard with Supabase auth, due on March 9."),
+        message(3, "Which database sits under Supabase?", role="assistant", name=None),
+        message(4, "Postgres, and I love it. My sister Ana moved to Lisbon in 2021."),
+        message(5, "Do you have a deadline for the launch?", role="assistant", name=None),
+        message(6, "Yes, the launch is on March 12 and my brother Tom helps with testing."),
+    ]
+    writes = AutoIngest(ctx({**services, "embedder": embedder}, tmp_path)).handle(turns)
+    plain = AutoIngest(ctx(services, tmp_path)).handle(turns)
+    assert _decisions(writes) == _decisions(plain)  # the same decisions as embedding everything at once
+    *per_chunk, prefetched = embedder.requests
+    assert len(per_chunk) == 3  # five turns, two per request
+    replies = [t for t in events_of(writes, TraceEncoded) if t.context]
+    assert replies and prefetched == list(dict.fromkeys(vector_text(t.content, t.context) for t in replies))
+
+
+def test_the_assistant_quoting_memory_makes_no_trace_and_verifies_nothing(services, tmp_path):
+    """Issue 12, finding 2: an offline reply quoting "my name is Priya and I live in Lisbon" became the trace
+    "User: Hi, Assistant's name is Priya and Assistant lives in Lisbon." (source: the assistant's message)."""
+    from engram.llm.offline.respond import QUOTING
+
+    said = "Hi, my name is Priya and I live in Lisbon with my partner Joao since 2021."
+    quote = f"{QUOTING}\n- User: {said}"
+    policy = AutoIngest(ctx(services, tmp_path))
+    writes = policy.handle([settings(1), message(2, said, name=None),
+                            message(3, "Where do I live?", name=None), message(4, quote, role="assistant", name=None)])
+    traces = events_of(writes, TraceEncoded)
+    assert traces and not [t for t in traces if t.source_message_ids == ("m4",)]
+    assert not any("Assistant" in t.content for t in traces)
+    # An assistant's own sentence that restates a memory is a quote too: skipped, and no verification.
+    restating = message(5, "Your name is Priya and you live in Lisbon with your partner Joao since 2021.", role="assistant",
+                        name=None)
+    (summary,) = events_of(policy.handle([restating]), FactsIngested)
+    assert summary.trace_ids == () or all(s.duplicate_of is None for s in summary.skipped)
+    assert all(s.reason != "duplicate" for s in summary.skipped)
+
+
+def test_a_correction_at_the_turn_supersedes_what_it_corrects(services, tmp_path):
+    """Issue 12, finding 3: "I moved to Porto, not Lisbon" left the Lisbon trace active."""
+    from engram.events.cognitive import ConflictResolved, EdgeAdded
+
+    policy = AutoIngest(ctx(services, tmp_path))
+    first = policy.handle([settings(1), message(2, "Hi, my name is Priya and I live in Lisbon.", name="User")])
+    lisbon = {t.trace_id for t in events_of(first, TraceEncoded)}
+    writes = policy.handle([message(3, "Actually I moved to Porto last month, not Lisbon.", name="User")])
+    (resolved,) = events_of(writes, ConflictResolved)
+    assert resolved.loser in lisbon and resolved.resolution == "prefer_confidence"  # a tie goes to the newer
+    kinds = {(e.kind, e.src, e.dst) for e in events_of(writes, EdgeAdded)}
+    assert ("contradicts", resolved.winner, resolved.loser) in kinds and ("supersedes", resolved.winner, resolved.loser) in kinds
+    assert not policy.memory("a").book.traces[resolved.loser].active

@@ -78,3 +78,35 @@ def test_projections_resume_after_a_restart_and_equal_a_full_replay(tmp_path):
         assert shard.verify_replay() == []  # restarted live state == replay from the start, byte for byte
     finally:
         shard.close()
+
+
+def test_the_profile_picks_up_the_users_stated_name_until_someone_writes_the_notes(tmp_path, ):
+    """Issue 12, finding 6: the working-memory profile's Name stayed blank after "my name is Priya"."""
+    from engram.embeddings import make_embedder
+    from engram.llm.factory import make_tasks
+    from engram.policies.auto_ingest import AutoIngest
+    from engram.policies.base import PolicyContext
+    from engram.home import Home
+    from engram.events.messages import MessageAppended
+
+    services = {"config": ServiceConfig(), "tasks": make_tasks(None), "embedder": make_embedder(ServiceConfig().embedder)}
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False, services=services)
+    try:
+        said = MessageAppended(role="user", content="Hi, my name is Priya and I live in Lisbon.", message_id="m1",
+                               token_estimate=12)
+        shard.append_many([w("d", said)])
+        policy = AutoIngest(PolicyContext(shard=0, home=Home(tmp_path), services=services))
+        shard.append_many(policy.handle(shard.read(0, limit=None)))
+        shard.catch_up()
+        text = (tmp_path / "proj" / "agents" / "a" / "working-memory.md").read_text()
+        assert "- **Name**: Priya" in text
+        # A fact stating who the user is is kept, not dropped below the importance threshold.
+        _, rows = shard.query("SELECT count(*) FROM memory_traces WHERE category <> 'message' AND content LIKE '%Priya%'")
+        assert rows[0][0] == 1
+        shard.append_many([w("agent:a", WorkingMemoryWritten(markdown="## My notes\n- the user prefers short answers\n"))])
+        shard.catch_up()
+        text = (tmp_path / "proj" / "agents" / "a" / "working-memory.md").read_text()
+        assert "short answers" in text and "Priya" not in text.split("## Key Memories")[0]
+        assert shard.verify_replay() == []
+    finally:
+        shard.close()

@@ -126,3 +126,18 @@ def test_hyde_threshold_starts_at_seven_tenths_and_is_lowered_to_three_tenths():
 def test_agreeable_agents_get_two_more_results_by_default():
     assert limit_for(None, 10, 2) == 12
     assert limit_for(5, 10, 2) == 5  # an explicit limit is honoured
+
+
+def test_a_second_memory_of_the_same_message_gives_its_place_to_another_message():
+    from engram.events.cognitive import TraceEncoded
+
+    book, index = TraceBook("a"), HnswIndex(8)
+    for seq, (tid, message, vector) in enumerate(
+            [("fact", "D1:1", unit(1, 0)), ("episode", "D1:1", unit(1, 0.05)), ("other", "D2:4", unit(1, 0.4))], 1):
+        ev = TraceEncoded(trace_id=tid, content=tid, trace_type="episodic", scope="discussion", scope_id="d",
+                          source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8, strength=0.5,
+                          stability_s=3600.0, interval_s=3600.0, source_message_ids=(message,))
+        book.apply(rec(ev, seq=seq))
+        index.add([tid], vector.reshape(1, -1))
+    result = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(), similarity="embedding")
+    assert [h.trace_id for h in result.hits] == ["fact", "other"] and result.candidates == 3

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from engram.cognitive.book import TraceBook
 from engram.cognitive.indexing import index_text, reply_context
 from engram.cognitive.lexical import LexicalIndex
-from engram.cognitive.memory import AgentMemory
+from engram.cognitive.memory import VECTOR_TEXT, AgentMemory
 from engram.cognitive.personality import Pad
 from engram.cognitive.retrieval import RecallSettings, recall
 from engram.config import defaults as d
@@ -62,7 +62,7 @@ def _memory(texts: dict[str, tuple[str, np.ndarray]], scopes: dict[str, str] | N
             source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8, strength=0.5,
             stability_s=3600.0, interval_s=3600.0, source_message_ids=(f"D1:{seq}",),
         )
-        vectors[index_text(content, "", T0)] = vector
+        vectors[content] = vector
         recs.append(rec(ev, seq=seq, stream=scope_id))
     mem.apply_batch(recs, lambda ts: np.stack([vectors[t] for t in ts]))
     return mem
@@ -156,7 +156,9 @@ def test_the_context_finds_a_reply_but_is_not_part_of_what_recall_returns():
     )
     embedded = []
     mem.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)]))
-    assert embedded == ["Melanie: Did you go camping?\nCaroline: Yes, last weekend, with the kids!\n(8 May 2023)"]
+    # The embedding holds the question and the content; the day is in the keyword entry.
+    assert embedded == ["Melanie: Did you go camping?\nCaroline: Yes, last weekend, with the kids!"]
+    assert mem.lexical.terms("May 2023") and mem.lexical.search(mem.lexical.terms("May 2023"), 1)[0][0] == "reply"
     hit = _ask(mem, "camping in May", unit(0, 1)).hits[0]
     assert hit.trace_id == "reply" and hit.lexical > 0 and hit.content == "Caroline: Yes, last weekend, with the kids!"
     # Deduplication asks what memories say: a memory with content vectors embeds the content alone.
@@ -164,6 +166,33 @@ def test_the_context_finds_a_reply_but_is_not_part_of_what_recall_returns():
     embedded.clear()
     plain.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)]))
     assert embedded == ["Caroline: Yes, last weekend, with the kids!"] and plain.lexical is None
+
+
+def test_a_trace_without_a_question_is_embedded_by_the_same_text_deduplication_embeds():
+    ev = TraceEncoded(
+        trace_id="fact", content="Caroline went camping with the kids.", trace_type="episodic", scope="discussion",
+        scope_id="d", source_type="user_statement", source_seqs=(2,), importance=0.5, confidence=0.8, strength=0.5,
+        stability_s=3600.0, interval_s=3600.0, source_message_ids=("D1:2",),
+    )
+    asked: list[list[str]] = []
+    for memory in (AgentMemory("a", 8), AgentMemory("a", 8, content_vectors=True)):  # recall's index, dedup's index
+        memory.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: asked.append(list(ts)) or np.stack([unit(1)]))
+    assert asked == [["Caroline went camping with the kids."]] * 2  # one text: the home's embedder computes it once
+
+
+def test_a_memory_restored_with_vectors_of_the_day_embedding_embeds_its_traces_again():
+    import pickle
+
+    mem = _memory({"x": ("we went hiking", unit(1, 0.2)), "y": ("Melanie took a pottery class", unit(1, 1))})
+    mem.vector_text = "index text"  # as a snapshot from before the day left the embedding
+    old = pickle.loads(pickle.dumps(mem))
+    del old.__dict__["vector_text"]
+    restored = pickle.loads(pickle.dumps(old))
+    assert restored.vector_text == "index text"
+    asked = []
+    restored.reembed(lambda ts: asked.extend(ts) or np.stack([unit(0, 1), unit(1, 0)]))
+    assert asked == ["we went hiking", "Melanie took a pottery class"] and restored.vector_text == VECTOR_TEXT
+    assert restored.nearest(unit(1, 0), 1)[0][0] == "y"
 
 
 def test_only_traces_the_query_found_wire_together():
@@ -179,3 +208,46 @@ def test_only_traces_the_query_found_wire_together():
     assert pairs == {("k", "s"), ("h", "s"), ("h", "k")}
     assert all(book.traces[t].retrieval_count == 1 for t in ("s", "k", "act", "h"))  # all of them are reinforced
     assert book.graph.edges[("k", "s", "co_activated")].weight == pytest.approx(d.HEBBIAN_RATE)
+
+
+def test_a_compound_is_found_however_it_is_written():
+    """Issue 12, finding 5: "destress" missed the trace "Dancing helps Jon de-stress" (toy stemmer, no compounds)."""
+    lex = LexicalIndex()
+    lex.add("dancing", "Dancing helps Jon de-stress.")
+    lex.add("cooking", "Gina cooks pasta on Sundays.")
+    for query in ("How do Jon and Gina both like to destress?", "de-stress", "how does he de stress"):
+        found = dict(lex.search(lex.terms(query), 5))
+        assert next(iter(found), None) == "dancing", query
+    # Snowball stems: inflections meet ("relaxing" / "relaxed", "activities" / "activity").
+    lex.add("relax", "Yoga relaxed her after work and other activities.")
+    assert dict(lex.search(lex.terms("relaxing activity"), 5)).keys() >= {"relax"}
+
+
+def test_a_keyword_index_from_an_older_tokenizer_is_rebuilt_when_a_snapshot_is_restored():
+    import pickle
+
+    mem = _memory({"t1": ("Dancing helps Jon de-stress.", unit(1))})
+    mem.lexical.bm25.tokenizer = 1  # as a snapshot taken before the Snowball tokenizer would say
+    mem.lexical.bm25._postings.clear()
+    restored = pickle.loads(pickle.dumps(mem))
+    assert restored.lexical.bm25.current
+    assert [k for k, _ in restored.lexical.search(restored.lexical.terms("destress"), 3)] == ["t1"]
+
+
+def test_a_superseded_or_disputed_trace_never_outranks_its_correction():
+    """Issue 12, finding 3: the Lisbon trace outranked the correction "I moved to Porto, not Lisbon"."""
+    from engram.events.cognitive import ConflictResolved
+
+    mem = _memory({
+        "lisbon": ("User: Hi, my name is Priya and I live in Lisbon.", unit(1, 0.1)),
+        "porto": ("User: Actually I moved to Porto, not Lisbon.", unit(0.3, 1)),
+        "other": ("User: I like green tea.", unit(0, 0, 1)),
+    })
+    # An agreeable agent keeps both versions (keep_both): the older one stays active, contradicted.
+    mem.apply_batch([rec(ConflictResolved(winner="porto", loser="lisbon", resolution="keep_both"), seq=9)],
+                    lambda texts: np.zeros((0, 8), np.float32))
+    assert mem.book.traces["lisbon"].active and mem.book.traces["lisbon"].contradicted_by == ("porto",)
+    result = _ask(mem, "where does Priya live, Lisbon?", unit(1, 0.1), limit=3, pool=1)
+    order = [h.trace_id for h in result.hits]
+    assert order.index("porto") < order.index("lisbon")
+    assert next(h.via for h in result.hits if h.trace_id == "porto") in ("correction", "similarity", "keywords")

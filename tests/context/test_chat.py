@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
 import msgspec
 import pytest
 
-from engram.context_api import ContextMemory
-
+from engram.api import types as t
+from engram.events.envelope import from_us
 from tests.cli.helpers import SAMPLE
 from tests.context.terminal import Terminal
 
@@ -27,52 +28,59 @@ def home(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(ray_session, home):
-    """Engram on the test session's Ray for a home whose agent has a 1,000-token window, the sample ingested;
-    a second process can join it (same Ray namespace), as clients join `engram serve`."""
-    from engram.actors.runtime import Runtime
-    from engram.client import Engram
+    """Engram on the test session's Ray for a home whose agent has a 1,000-token window, the sample ingested,
+    served over HTTP on loopback as `engram serve` serves it: the chat command is its client."""
     from engram.config.service import load_service_config
+    from engram.embedded import Engram
     from engram.ingest.formats import parse_file
+    from engram.runtime.ray_runtime import RayRuntime
+    from tests.server.helpers import Served
 
     home_dir = home
-    (home_dir / "engram.json").write_text(json.dumps({"ray": {"namespace": "engram-tests"}}))
     config_path = home_dir / "agents" / AGENT / "agent.config.json"
     config_path.parent.mkdir(parents=True)
     config_path.write_text(json.dumps({"memory": {"infiniteContext": {"contextWindowTokens": 1_000}}}))
     config = load_service_config(home_dir)
-    mem = Engram(config, Runtime(config).start())
+    mem = Engram(RayRuntime(config).start())
     try:
-        mem.runtime.policies()
+        mem.rt.start_policies()
         conv = parse_file(SAMPLE, now_us=0)[0]
         # The conversation as if it had just happened: the chat continues it now (wall-clock time). Dated
         # months ago, the hourly consolidations of the silence since would have let most of it decay.
         shift = time.time_ns() // 1_000 - conv.messages[-1].ts_us - 3_600 * 1_000_000
-        mem.append_messages(AGENT, conv.discussion, [msgspec.structs.replace(m, ts_us=m.ts_us + shift)
-                                                     for m in conv.messages])
+        mem.append_messages(AGENT, conv.discussion, t.AppendRequest(messages=[
+            t.Message(role=m.role, content=m.content, ts=from_us(m.ts_us + shift), name=m.name, message_id=m.message_id)
+            for m in conv.messages]))
         assert mem.wait_idle(timeout=180)
-        yield mem
+        with Served(mem):
+            yield mem
     finally:
         mem.close()
 
 
 def test_the_api_reports_the_compactions_and_the_context_that_would_be_sent(served):
-    api = ContextMemory(served)
-    history = api.get_compaction_history(DISCUSSION)
+    from engram.client import Client
+
+    with Client.for_home(served.home.root, start=False) as api:
+        comp = api.compactions(AGENT, DISCUSSION)
+        ctx = api.context(AGENT, DISCUSSION)
+    history = comp.compactions
     assert history, "45 messages (~1,100 tokens) pass 75% of a 1,000-token window"
     first = history[0]
-    assert first.strategy == "sliding" and first.window_tokens == 1_000 and first.first_turn == 1
-    assert first.context_tokens_before > 750 and first.compression_ratio > 1
-    assert first.dropped and first.preserved_entities and first.transparency == "full"
-    chain = api.chain(DISCUSSION)
-    assert len(chain) == 1 and chain[0].in_chain and chain[0].last_turn <= 45 - 20
-    ctx = api.context(DISCUSSION)
-    assert [t.turn for t in ctx.turns] == list(range(chain[0].last_turn + 1, 46))
-    assert ctx.block("chain").text.startswith(chain[0].label)
-    assert ctx.query == "Will do. After launch I'm taking a long weekend in Porto to recover."
-    assert ctx.block("recalled").text  # traces recalled for the latest user message
-    assert ctx.block("working_memory").tokens <= 50  # 5% of the window
-    rendered = ctx.render()
-    assert rendered.index("--- compaction chain ---") < rendered.index("--- recent turns")
+    assert first["strategy"] == "sliding" and first["window_tokens"] == 1_000 and first["first_turn"] == 1
+    assert first["context_tokens_before"] > 750 and first["compression_ratio"] > 1
+    assert first["dropped"] and first["preserved_entities"] and first["transparency"] == "full"
+    chain = [c for c in history if c["in_chain"]]
+    assert len(chain) == 1 and chain[0]["last_turn"] <= 45 - 20
+    assert comp.chain["nodes"] == [chain[0]["node_id"]]
+    doc = ctx.context
+    blocks = {b["name"]: b for b in doc["blocks"]}
+    assert [x["turn"] for x in doc["turns"]] == list(range(chain[0]["last_turn"] + 1, 46))
+    assert blocks["chain"]["text"].startswith(chain[0]["label"])
+    assert doc["query"] == "Will do. After launch I'm taking a long weekend in Porto to recover."
+    assert blocks["recalled"]["text"]  # traces recalled for the latest user message
+    assert blocks["working_memory"]["tokens"] <= 50  # 5% of the window
+    assert ctx.rendered.index("--- compaction chain ---") < ctx.rendered.index("--- recent turns")
 
 
 def _observe(mem, text: str) -> None:
@@ -92,12 +100,9 @@ def _observe(mem, text: str) -> None:
 
 
 def test_a_person_chats_with_memory_through_a_terminal(served, home):
-    import ray
-
     env = {**os.environ, "ENGRAM_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     env.pop("RAY_ADDRESS", None)
-    address = ray.get_runtime_context().gcs_address
-    term = Terminal([sys.executable, "-m", "engram", "--address", address, "chat", "--agent", AGENT,
+    term = Terminal([sys.executable, "-m", "engram", "chat", "--agent", AGENT,
                      "--discussion", DISCUSSION], env)
     try:
         banner = term.expect(r"you> ", timeout=120)
@@ -118,7 +123,7 @@ def test_a_person_chats_with_memory_through_a_terminal(served, home):
         # idea of a weather widget, importance 0.3, has decayed below 0.05 and been pruned by then).
         term.send("Which CSS approach do I dislike?")
         reply = term.expect(r"you> ")
-        assert "I really dislike CSS-in-JS" in reply
+        assert re.search(r"(I really dislike|User really dislikes) CSS-in-JS", reply)  # the sentence, or the fact made of it
 
         term.send("/recall Miso")
         out = term.expect(r"you> ")

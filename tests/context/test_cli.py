@@ -7,8 +7,11 @@ import json
 from engram.config.agent import AgentConfig
 from engram.config.loader import load
 
+import pytest
+
 from tests.cli.helpers import engram
 from tests.context.helpers import LocalContext, conversation
+from tests.server.helpers import served_home
 
 
 def test_init_writes_the_defaults_loadably_and_never_overwrites_without_force(home_dir):
@@ -39,8 +42,14 @@ def _home_with_compactions(home_dir):
         engine.close()
 
 
+@pytest.mark.server
 def test_compactions_shows_each_compaction_and_the_chain_with_what_was_dropped(home_dir):
     _home_with_compactions(home_dir)
+    with served_home(home_dir):
+        compactions_shown(home_dir)
+
+
+def compactions_shown(home_dir) -> None:
     out = engram(home_dir, "compactions", "--discussion", "d")
     assert out.returncode == 0, out.stderr
     text = out.stdout
@@ -55,16 +64,22 @@ def test_compactions_shows_each_compaction_and_the_chain_with_what_was_dropped(h
                       "context_tokens_before", "label"} <= set(comps[0])
     first = comps[0]
     assert first["trigger"] == "threshold" and first["compression_ratio"] > 5
-    assert first["dropped_content"] and first["dropped_content"][0]["text"].startswith(("Priya", "Marco", "The "))
+    assert first["dropped_content"] and first["dropped_content"][0]["text"].startswith(("Priya", "Marco", "The ", "They "))
     chain = data["chain"]
     assert chain["nodes"] and chain["tokens"] <= 100 and chain["first_turn"] == 1
     assert chain["compression_ratio"] == round(chain["covered_tokens"] / chain["tokens"], 2)
     empty = engram(home_dir, "compactions", "--discussion", "other")
-    assert empty.returncode == 0 and "no compactions" in empty.stdout
+    assert empty.returncode == 2 and "discussion 'other' has no events" in empty.stderr
 
 
+@pytest.mark.server
 def test_context_prints_the_chain_then_the_recent_turns_within_the_budgets(home_dir):
     _home_with_compactions(home_dir)
+    with served_home(home_dir):
+        context_shown(home_dir)
+
+
+def context_shown(home_dir) -> None:
     out = engram(home_dir, "context", "--discussion", "d", "--no-recall")
     assert out.returncode == 0, out.stderr
     text = out.stdout
@@ -81,4 +96,4 @@ def test_context_prints_the_chain_then_the_recent_turns_within_the_budgets(home_
     assert wm["budget"] == 100  # 5% of the window
     assert data["conversation_tokens"] <= 1_500 + turns[-1]["content"].__len__()
     missing = engram(home_dir, "context", "--discussion", "nope", "--no-recall")
-    assert missing.returncode == 2 and "no messages" in missing.stderr
+    assert missing.returncode == 2 and "discussion 'nope' has no events" in missing.stderr

@@ -31,7 +31,7 @@ def write_settings(home: Path, **settings) -> None:
 
 @pytest.fixture
 def engine(tmp_path):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     home = tmp_path / "home"
     home.mkdir()

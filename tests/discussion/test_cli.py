@@ -10,7 +10,7 @@ import pytest
 
 from engram.cli.main import main
 
-pytestmark = pytest.mark.ray
+pytestmark = pytest.mark.server
 
 WORKFLOW = Path("engram/samples/wilmer-memory-chat.workflow.json").resolve()
 
@@ -32,9 +32,19 @@ def cli(capsys, *argv) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+@pytest.mark.ray
 def test_a_wilmer_user_runs_the_guide_workflow_then_finds_searches_deletes_and_replays_the_files(
         ray_session, home_dir, tmp_path, capsys):
-    home = str(home_dir)
+    from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
+    from tests.server.helpers import Served
+
+    with Engram(RayRuntime(load_service_config(home_dir)).start()) as mem, Served(mem):
+        wilmer_user(str(home_dir), home_dir, tmp_path, capsys)
+
+
+def wilmer_user(home: str, home_dir: Path, tmp_path: Path, capsys) -> None:
     code, out = cli(capsys, "--home", home, "workflow", "run", str(WORKFLOW), "--messages", str(chat_file(tmp_path / "chat.json")))
     assert code == 0, out
     assert "21 new message(s) appended to discussion 'chat-42'" in out  # the first tag wins; the tag-only message is dropped
@@ -79,6 +89,13 @@ def test_a_wilmer_user_runs_the_guide_workflow_then_finds_searches_deletes_and_r
 
 
 def test_bad_input_is_a_clear_error_not_a_path(home_dir, tmp_path, capsys):
+    from tests.server.helpers import served_home
+
+    with served_home(home_dir):
+        bad_input(home_dir, tmp_path, capsys)
+
+
+def bad_input(home_dir: Path, tmp_path: Path, capsys) -> None:
     assert main(["--home", str(home_dir), "memories", "show", "../../etc"]) == 2
     assert "discussion id '../../etc' contains a path separator" in capsys.readouterr().err
     bad = tmp_path / "bad.json"

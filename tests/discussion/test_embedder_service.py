@@ -56,7 +56,7 @@ def test_regenerating_the_same_texts_computes_no_embedding_twice_and_replay_comp
 
 
 def test_the_cache_outlives_the_process_that_filled_it(engine):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     write_settings(engine.home.root, **SETTINGS)
     ingest(engine, "e", messages(28, tokens=25))
@@ -108,7 +108,7 @@ class Overlapping:
 
 
 def test_periodic_flushes_append_once_their_embeddings_arrive_and_the_log_is_the_same(engine, tmp_path, monkeypatch):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     monkeypatch.setattr("engram.policies.summarizer.FLUSH_INTERVAL_S", 0.0)  # a periodic flush after every event
     overlapping = Overlapping(engine.services["embedder"])
@@ -131,17 +131,15 @@ def test_on_ray_the_summarizers_embed_through_the_homes_one_embedder_actor(engra
     import ray
 
     from engram.actors.embedder import EMBEDDER_ROLE
-    from engram.ingest.messages import IncomingMessage
+    from engram.ingest.messages import discussion_write
 
     mem = engram_client
     (mem.config.home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(
         '{"chunkEstimatedTokenSize": 200, "vectorMemoryChunkEstimatedTokenSize": 200}')
     seen = []
     for discussion in ("ray-a", "ray-b"):  # the same messages twice (on one Summarizer actor of the pool or both)
-        mem.append_messages(AGENT, discussion, [
-            IncomingMessage(role=m.role, content=m.content, ts_us=m.ts_us, message_id=m.message_id)
-            for m in messages(28, tokens=25)
-        ])
+        mem.sync_settings(AGENT)
+        mem.append([discussion_write(AGENT, discussion, messages(28, tokens=25), max_message_chars=100_000)])
         assert mem.wait_idle(timeout=120)
         actor = ray.get_actor(mem.runtime.actor_name(EMBEDDER_ROLE))  # the home's one, by its name
         seen.append(ray.get(actor.stats.remote()))

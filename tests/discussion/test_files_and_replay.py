@@ -11,7 +11,7 @@ import pytest
 
 from engram.discussion.files import MEMORIES_SUFFIX, SUFFIXES, SUMMARY_SUFFIX, VECTOR_SUFFIX, locate_agent
 from engram.discussion.rebuild import rebuild_discussion
-from engram.discussion.runtime import LocalEngine, LocalMemory
+from tests.discussion.engine import LocalEngine, LocalMemory
 from engram.discussion.vectors import build_hnsw
 from engram.events.control import DiscussionForgotten
 from engram.events.envelope import NewEvent, Write

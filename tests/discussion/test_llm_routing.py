@@ -12,7 +12,7 @@ import pytest
 
 from engram.config.errors import ConfigError
 from engram.config.llm import Endpoint, LlmConfig, Preset
-from engram.discussion.runtime import LocalEngine, LocalMemory
+from tests.discussion.engine import LocalEngine, LocalMemory
 from engram.discussion.workflow import ChatMessage, Responder, RunContext, parse, run
 from tests.discussion.conftest import AGENT, events, ingest, messages, write_settings
 from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi

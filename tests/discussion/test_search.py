@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from engram.discussion import search as vsearch
-from engram.discussion.runtime import LocalMemory
+from tests.discussion.engine import LocalMemory
 from engram.ingest.formats import parse_file
 from tests.discussion.conftest import AGENT, ingest
 
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     home = tmp_path_factory.mktemp("search") / "home"
     home.mkdir()
@@ -99,3 +99,22 @@ def test_semantic_search_falls_back_to_keywords_when_the_embedder_model_differs(
     memory, store = demo_store
     result = vsearch.search(store, "Vercel", discussion="d", mode="semantic", embed=memory.embed, embedding_model="other-model")
     assert result.mode == "keyword" and "fell back to keyword search" in result.warnings[0]
+
+
+def test_keyword_search_finds_a_compound_however_the_keywords_write_it():
+    """Issue 12, finding 5, for the discussion memory: Snowball stems and compounds in VectorMemorySearch."""
+    import numpy as np
+
+    from engram.discussion.vectors import VectorMemoryRow, VectorStore
+
+    def row(mid: str, summary: str) -> VectorMemoryRow:
+        return VectorMemoryRow(
+            memory_id=mid, generation=1, title=summary[:20], summary=summary, entities=(), key_phrases=(), topics=(),
+            sentiment=None, first_seq=1, last_seq=1, message_ids=(mid,), token_count=5, first_ts_us=0, last_ts_us=0,
+            created_seq=1, created_ts_us=0, mode="vector", trigger="test", llm_provider="offline", llm_model="m",
+            workflow=None, embedding_model="none", vector=np.zeros(4, dtype=np.float32))
+
+    store = VectorStore([row("m1", "Dancing helps Jon de-stress after work."), row("m2", "Gina opened a store.")], {}, None)
+    for keywords in ("destress", "de-stress;relaxing", "de stress"):
+        hits = vsearch.search(store, keywords, discussion="d", mode="keyword").hits
+        assert [h.memory.memory_id for h in hits] == ["m1"], keywords

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX, read_memories, read_summary
-from engram.discussion.runtime import LocalMemory
+from tests.discussion.engine import LocalMemory
 from engram.events.control import GenerationStarted
 from engram.events.envelope import NewEvent, Write
 from engram.ingest.formats import parse_file
@@ -203,7 +203,7 @@ def test_memory_workflow_writes_the_chunk_memory_and_a_missing_one_falls_back_on
 
 
 def test_discussions_worked_in_parallel_get_the_same_memories_as_one_by_one(engine, tmp_path):
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
 
     engine.summarizer.parallel = 3
     for d in ("p1", "p2", "p3"):

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from engram.discussion import search as vsearch
-from engram.discussion.runtime import LocalMemory
+from tests.discussion.engine import LocalMemory
 from engram.discussion.workflow import ChatMessage, Responder, RunContext, WorkflowError, parse, run
 from engram.discussion.workflow.engine import NO_MEMORIES
 from engram.llm.factory import make_tasks

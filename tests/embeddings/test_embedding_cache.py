@@ -76,3 +76,20 @@ def test_written_behind_vectors_are_served_from_memory_and_written_in_one_insert
     again.embed(TEXTS + ["one more, kept in memory"])
     assert (again.stats.texts_computed, again.stats.cache_hits) == (0, 4)
     again.cache.close()
+
+
+def test_recently_written_or_read_vectors_are_served_without_a_query(tmp_path, monkeypatch):
+    from engram.embeddings import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "RECENT_VECTORS", 2)
+    cache = EmbeddingCache(tmp_path / "e.duckdb")  # every put is written at once
+    embedder = CachedEmbedder(HashingEmbedder(), cache)
+    first = embedder.embed(TEXTS[:2])
+    queried = []
+    read = cache._read
+    monkeypatch.setattr(cache, "_read", lambda model, keys: queried.append(list(keys)) or read(model, keys))
+    assert np.array_equal(embedder.embed(TEXTS[:2]), first) and queried == []  # from memory
+    embedder.embed(TEXTS[2:3])  # a third vector: the oldest of the two leaves memory
+    assert np.array_equal(embedder.embed(TEXTS[:1]), first[:1]) and len(queried) == 1  # read from the file again
+    assert embedder.stats.texts_computed == 3
+    cache.close()

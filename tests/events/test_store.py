@@ -222,3 +222,15 @@ def test_small_and_large_commits_store_the_same_rows(tmp_path):
     finally:
         small.close()
         large.close()
+
+
+def test_rows_read_undecoded_become_the_same_events_in_another_process(store):
+    import pickle
+
+    from engram.events.store import decode_rows
+
+    store.append_many([write("d1", range(4)), write("d2", range(4, 6), agent="bob")])
+    rows = store.read_rows(1, types=["MessageAppended"], limit=3)
+    shipped = pickle.loads(pickle.dumps(rows))  # what crosses to a policy actor
+    assert decode_rows(shipped, store.shard) == store.read(1, types=["MessageAppended"], limit=3)
+    assert [r.seq for r in decode_rows(shipped)] == [2, 3, 4]

@@ -281,3 +281,69 @@ def test_a_chunk_task_takes_a_few_milliseconds():
         tasks.summarize_chunk(chunk)
         times.append(time.perf_counter() - start)
     assert statistics.median(times) < 0.02  # the benchmark reports the real figure (well under 5 ms)
+
+
+def test_names_with_initials_survive_sentences_entities_and_facts():
+    """Issue 12, finding 6: "Ursula K. Le Guin" was cut to "Ursula K."."""
+    from engram.llm.offline.entities import extract
+    from engram.llm.offline.provider import OfflineTasks
+    from engram.llm.offline.text import sentences
+    from engram.llm.types import ChatLine
+
+    text = "I just finished a book by Ursula K. Le Guin and loved it. J. R. R. Tolkien is next."
+    assert sentences(text) == ["I just finished a book by Ursula K. Le Guin and loved it.", "J. R. R. Tolkien is next."]
+    assert [e.text for e in extract(text)] == ["Ursula K. Le Guin", "J. R. R. Tolkien"]
+    facts = OfflineTasks().extract_facts([ChatLine(role="user", content=text, seq=1, ts_us=0, name="Mel", message_id="m")],
+                                         importance_threshold=0.0, max_per_turn=5).value
+    assert any("Ursula K. Le Guin" in f.content and "Ursula K. Le Guin" in f.entities for f in facts)
+
+
+def test_the_person_addressed_is_never_made_the_speaker():
+    """Issue 12, finding 6: speakers were swapped ("Melanie! This necklace is super special to Caroline" for a line
+    Caroline said to Melanie), in facts from one message and in chunk summaries alike."""
+    from engram.llm.offline.provider import OfflineTasks
+    from engram.llm.types import ChatLine
+
+    said = "Thanks, Melanie! This necklace is super special to me - a gift from my grandma in Sweden."
+    lines = [ChatLine(role="user", name="Melanie", content="That necklace is gorgeous, where is it from?", seq=1, ts_us=0,
+                      message_id="D1:1"),
+             ChatLine(role="user", name="Caroline", content=said, seq=2, ts_us=0, message_id="D1:2"),
+             ChatLine(role="user", name="Jon", content="Hey Gina, I had to shut down my bank account for the biz.", seq=3,
+                      ts_us=0, message_id="D1:3")]
+    tasks = OfflineTasks()
+    for line in lines[1:]:  # one message at a time, as auto-ingest asks
+        for fact in tasks.extract_facts([line], importance_threshold=0.0, max_per_turn=5).value:
+            assert not fact.content.startswith(("Melanie", "Gina")) and line.name in fact.content, fact.content
+    summary = tasks.summarize_chunk(lines).value
+    assert "Melanie!" not in summary and "Gina," not in summary
+    assert "special to Caroline" in summary
+
+
+CHAT_WITH_A_CONSTRAINT = [
+    "We just got back from Lisbon, where Joao and I spent a week with his parents in Alfama.",
+    "On Tuesday we took the tram to Belem and ate pastries at the old bakery near the monastery.",
+    "Joao's sister Marta showed us the new museum of art and technology on the river.",
+    "By the way, I'm allergic to shellfish, so the seafood restaurants were tricky.",
+    "On Saturday we drove to Sintra with Marta and her husband Pedro to see the Pena palace.",
+    "Pedro told us about his new job at the bank in Porto, which starts in June.",
+    "We are planning to go back in September for Marta's 40th birthday party in Cascais.",
+    "I also bought two azulejo tiles for our kitchen at a small shop in the Chiado district.",
+    "My boss Ana wants the quarterly report by Friday, so I worked on it on the flight home.",
+    "Next month I'll start Portuguese classes at the cultural centre with my friend Leila.",
+]
+
+
+def test_a_stated_constraint_survives_into_the_chunk_summary_and_the_offline_answer():
+    """Issue 12, finding 6: a shellfish allergy was dropped from the summary of the chunk that stated it, and the
+    offline `Standard` answer to "What food should I avoid?" did not mention it."""
+    from engram.llm.offline.provider import OfflineTasks
+    from engram.llm.types import ChatLine
+
+    lines = [ChatLine(role="user", name="Priya", content=t, seq=i, ts_us=1_714_000_000_000_000, message_id=f"m{i}")
+             for i, t in enumerate(CHAT_WITH_A_CONSTRAINT, 1)]
+    tasks = OfflineTasks()
+    summary = tasks.summarize_chunk(lines, max_tokens=120).value
+    assert "allergic to shellfish" in summary
+    answer = tasks.respond([ChatLine(role="user", content="What food should I avoid?", seq=99, ts_us=0)],
+                           context=[summary], max_tokens=200).value
+    assert "shellfish" in answer

@@ -55,3 +55,23 @@ def test_an_anaphoric_continuation_stays_with_its_lead_sentence():
         "Correction: the deadline moved. It's March 12 now, not March 9.",
         "Dark mode too.",
     ]
+
+
+def _noon(y: int, m: int, d: int) -> int:
+    return to_us(datetime(y, m, d, 12, tzinfo=timezone.utc))
+
+
+def test_day_and_month_resolve_the_same_way_forward_as_back():
+    """Issue 12, finding 6: in one chat (1 December) "June 6th" went to the past and "May 30th" to next year."""
+    now = _noon(2026, 12, 1)
+    assert resolve("We will see her on June 6th.", now) == "2027-06-06"
+    assert resolve("I'm going to Lisbon on May 30th.", now) == "2027-05-30"
+    assert resolve("I saw her on June 6th.", now) == "2026-06-06"
+    assert resolve("We met on May 30th.", now) == "2026-05-30"
+
+
+def test_an_adjective_in_ed_is_not_the_past_tense():
+    """Issue 12, finding 6: "May 12" in a chat dated April 2024 became 2023-05-12."""
+    april = _noon(2024, 4, 20)
+    assert resolve("I'm so excited for May 12!", april) == "2024-05-12"
+    assert resolve("I went there on May 12.", april) == "2023-05-12"

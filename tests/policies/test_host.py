@@ -160,6 +160,27 @@ def test_a_snapshot_of_another_state_version_is_rebuilt_from_the_log_and_never_u
         shard.close()
 
 
+def test_a_busy_host_writes_its_snapshot_at_intervals_and_at_once_when_caught_up(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    snapshot = home.root / "state" / "every-third.shard-000.member-000.pickle"
+    try:
+        shard.append_many([write("d1", range(9))])
+        host = make_host(shard, home)
+        host.batch, host.snapshot_interval_s = 3, 3600.0
+        assert [host.pump() for _ in range(3)] == [3, 3, 3]
+        assert not snapshot.exists()  # busy: no state pickled after each batch
+        host.run_until_caught_up()
+        restored = make_host(shard, home).policies[0]
+        assert restored.position == shard.head() and restored.counts == {"d1": 9}
+        assert decisions(shard) == ["d1:3", "d1:6", "d1:9"]
+        host.snapshot_interval_s = 0.0  # due at every batch: written while busy
+        shard.append_many([write("d1", range(9, 12))])
+        assert host.pump() == 3 and make_host(shard, home).policies[0].counts == {"d1": 12}
+    finally:
+        shard.close()
+
+
 def test_a_legacy_snapshot_without_a_header_is_rebuilt_from_the_log(tmp_path):
     import pickle
 
@@ -195,5 +216,20 @@ def test_a_current_snapshot_is_restored_where_it_left_off(tmp_path):
         restarted = make_host(shard, home)
         assert restarted.rebuilt == {} and restarted.policies[0].position >= 4
         assert restarted.policies[0].counts == {"d1": 4}
+    finally:
+        shard.close()
+
+
+def test_the_host_reports_each_policys_events_and_seconds_per_stage(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(7))])
+        host = make_host(shard, home)
+        host.run_until_caught_up()
+        report = host.timings.report()
+        assert report["every-third"]["events"] == 7 and report["(log)"]["events"] == 7
+        assert {"decide_s", "append_s", "snapshot_s"} <= set(report["every-third"]) and "read_s" in report["(log)"]
+        assert all(v >= 0 for v in report["every-third"].values())
     finally:
         shard.close()

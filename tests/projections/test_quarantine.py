@@ -99,8 +99,10 @@ def test_a_projection_that_fails_on_one_event_leaves_out_only_that_event(tmp_pat
         reopened.close()
 
 
-def test_engram_status_without_a_server_shows_the_quarantined_event(tmp_path, capsys):
-    from engram.cli.main import main
+def test_status_shows_the_quarantined_event(tmp_path):
+    from engram.api.service import Api
+    from engram.config.service import load_service_config
+    from engram.runtime.inprocess import InProcessRuntime
 
     log_path = tmp_path / "log" / "shard-000.duckdb"
     store = EventStore(log_path)
@@ -108,9 +110,12 @@ def test_engram_status_without_a_server_shows_the_quarantined_event(tmp_path, ca
     store.close()
     _plant_raw_row(log_path, 4, '{"type":"MessageAppended","role":"user","content":"hi","message_id":"x",'
                                 '"token_estimate":1,"name":123}')
-    host = ShardHost(log_path, tmp_path / "projections", background=False)
-    host.catch_up()
-    host.close()
-    assert main(["--home", str(tmp_path), "status"]) == 0
-    out = capsys.readouterr().out
-    assert "quarantined event 4 (MessageAppended) for projection *: ValidationError: Expected `str | null`" in out
+    api = Api(InProcessRuntime(load_service_config(tmp_path), groups=[], wall_clock=False, auto_settle=False).start())
+    try:
+        api.rt.wait_projections()
+        [shard] = api.status().shards
+        [failure] = shard.fold_failed
+        assert (failure.seq, failure.type, failure.projection) == (4, "MessageAppended", "*")
+        assert failure.error.startswith("ValidationError: Expected `str | null`")
+    finally:
+        api.close()

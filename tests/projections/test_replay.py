@@ -153,8 +153,10 @@ def test_forget_erases_a_discussion_from_log_file_and_projections(tmp_path, with
         host.append_many([write("d0", range(0, 3), agent="agent0"), write("d1", range(3, 6), agent="agent0")])
         host.wait_projections(host.head())
         assert (tmp_path / "live" / "agents" / "agent0" / "d0.transcript.jsonl").exists()
+        assert host.status()["events_by_type"] == {"MessageAppended": 6}
         report = host.forget("agent0", "d0")
         assert report["events_erased"] == 3
+        assert host.status()["events_by_type"] == {"DiscussionForgotten": 1, "MessageAppended": 3, "Purged": 3}
         assert host.query("SELECT discussion_id FROM discussions")[1] == [("d1",)]
         assert not (tmp_path / "live" / "agents" / "agent0" / "d0.transcript.jsonl").exists()
         assert (tmp_path / "live" / "agents" / "agent0" / "d1.transcript.jsonl").exists()
@@ -165,3 +167,40 @@ def test_forget_erases_a_discussion_from_log_file_and_projections(tmp_path, with
         host.close()
     assert b"message number 1" not in (tmp_path / "log.duckdb").read_bytes()
     assert b"message number 4" in (tmp_path / "log.duckdb").read_bytes()
+
+
+def test_status_counts_every_event_by_type_as_the_log_grows(tmp_path):
+    host = ShardHost(tmp_path / "log.duckdb", tmp_path / "live", background=False)
+    try:
+        assert host.status()["events_by_type"] == {}
+        host.append_many([write("d0", range(0, 3), agent="agent0")])
+        assert host.status()["events_by_type"] == {"MessageAppended": 3}
+        host.append_many([write("d1", range(3, 5), agent="agent0")])
+        status = host.status()
+        assert status["events_by_type"] == {"MessageAppended": 5} and status["head"] == 5
+    finally:
+        host.close()
+    reopened = ShardHost(tmp_path / "log.duckdb", tmp_path / "live", background=False)
+    try:
+        assert reopened.status()["events_by_type"] == {"MessageAppended": 5}
+    finally:
+        reopened.close()
+
+
+def test_a_reader_waiting_for_projections_gets_them_durable_without_waiting_for_the_checkpoint_interval(tmp_path, monkeypatch):
+    import time
+
+    from engram import shard as shard_module
+
+    monkeypatch.setattr(shard_module, "PROJECTION_CHECKPOINT_S", 3600.0)
+    host = ShardHost(tmp_path / "log.duckdb", tmp_path / "live")  # with its fold thread
+    try:
+        for k in range(5):
+            host.append_many([write(f"d{k}", range(3 * k, 3 * k + 3), agent="agent0")])
+            started = time.monotonic()
+            assert host.wait_projections(host.head(), timeout=10)
+            assert time.monotonic() - started < 2.0
+        assert set(host.status()["projections"].values()) == {15}
+        assert host.query("SELECT count(*) FROM discussions")[1] == [(5,)]
+    finally:
+        host.close()

@@ -176,12 +176,30 @@ def _sql(query: str):
     return run
 
 
-def _unknown_agent(name: str):
-    def run(tmp: Path) -> str:
-        from engram.home import Home
-        from engram.settings import UnknownAgent, require_known_agent
+def _api(call, *, agents: tuple[str, ...] = ()):
+    """An operation of the API (`engram.api.Api`, what the server, the CLI and the clients call) over the in-process
+    runtime of a home whose log knows `agents`; the refusal's message, and nothing recorded by it."""
 
-        return _error(lambda: require_known_agent(Home(tmp), name, {AGENT_OK, "bo"}), UnknownAgent).replace(str(tmp), "<home>")
+    def run(tmp: Path) -> str:
+        from engram.api.errors import ApiError
+        from engram.api.service import Api
+        from engram.config.service import load_service_config
+        from engram.events.envelope import NewEvent, Write
+        from engram.runtime.inprocess import InProcessRuntime
+        from tests.events.helpers import msg
+
+        home = tmp / "home"
+        home.mkdir(exist_ok=True)
+        api = Api(InProcessRuntime(load_service_config(home), groups=[], wall_clock=False, auto_settle=False).start())
+        try:
+            if agents:
+                api.rt.append([Write(f"d-{a}", a, (NewEvent(msg(1), NOW, f"m-{a}"),)) for a in agents])
+            head = api.rt.heads()
+            message = _error(lambda: call(api), ApiError)
+            assert api.rt.heads() == head, "something was appended"
+            return message.replace(str(home), "<home>")
+        finally:
+            api.close()
 
     return run
 
@@ -412,12 +430,19 @@ CASES: list[Case] = [
     Case("log-event-id", "log", "an event id of 600 characters", r"event id must be 1-512 characters",
          _event(lambda: __import__("tests.events.helpers", fromlist=["msg"]).msg(1), event_id="e" * 600)),
     # Reads for an agent that does not exist.
-    Case("recall-typo", "agents", "`recall --agent anaa` (no such agent)", r"no agent 'anaa' in <home>; did you mean 'ana'",
-         _unknown_agent("anaa")),
+    Case("recall-typo", "agents", "`recall --agent anaa` (no such agent)",
+         r"agent 'anaa' has nothing in <home>; the agents are: ana, bo",
+         _api(lambda api: api.recall("anaa", __import__("engram.api.types", fromlist=["t"]).RecallRequest(query="x")),
+              agents=("ana", "bo"))),
+    Case("api-sql-blank", "SQL", "`engram sql '   '` (the API's SQL operation)", r"^the query is empty$",
+         _api(lambda api: api.run_sql(__import__("engram.api.types", fromlist=["t"]).SqlRequest(query="   ")))),
+    Case("api-sql-write", "SQL", "`engram sql 'DELETE FROM events'` (the API's SQL operation)",
+         r"^DELETE statements are not allowed: engram SQL is read-only",
+         _api(lambda api: api.run_sql(__import__("engram.api.types", fromlist=["t"]).SqlRequest(query="DELETE FROM events")),
+              agents=("ana",))),
     # The command line, in this process: exit 2, one line, the home byte-identical.
-    Case("cli-sql-empty", "CLI", "`engram sql ''`", r"^engram: error: empty query", _cli(["sql", ""])),
     Case("cli-ingest-poison", "CLI", "`engram ingest m.jsonl` with `\"name\": 123`",
-         r"^engram: error: m\.jsonl:1:name: Expected `str \| null`, got `int` / nothing of m\.jsonl was appended",
+         r"^engram: error: m\.jsonl:1:name: Expected `str \| null`, got `int`; nothing of m\.jsonl was appended",
          _cli(["ingest", "{tmp}/m.jsonl", "--discussion", "d"], {"m.jsonl": _jsonl({**MSG, "name": 123})})),
     Case("cli-agent", "CLI", "`engram ingest chat.json --agent ../x`", r"^engram: error: agent id '\.\./x' contains a path separator",
          _cli(["ingest", "{tmp}/chat.json", "--agent", "../x"], {"chat.json": json.dumps([MSG])})),

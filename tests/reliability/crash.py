@@ -202,7 +202,7 @@ def llm_home_config(url: str, timeout_s: float) -> dict:
 
 
 def _llm_child(home: str, count: int) -> None:
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
     from tests.discussion.conftest import ingest, messages
 
     os.environ["ANTHROPIC_API_KEY"] = "test-key"

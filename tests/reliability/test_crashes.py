@@ -46,14 +46,13 @@ def planted_home(tmp_path_factory):
 def test_a_forget_killed_half_way_is_completed_at_the_next_start(planted_home, tmp_path, stage):
     import shutil
 
-    from engram.cli.status import offline_status
-    from engram.config.service import load_service_config
+    from engram.shard import unfinished_forgets_in
     from tests.reliability.harness import LocalHome
 
     home = tmp_path / "home"
     shutil.copytree(planted_home, home)
     kill_during_forget(tmp_path, stage, "ana", "trip")
-    pending = offline_status(load_service_config(home))[0].get("unfinished_forgets", [])
+    pending = unfinished_forgets_in(home / "log" / "shard-000.duckdb")  # what status shows before the start
     if stage != "scrubbing":  # the shard's part was not done: status says so
         assert [p["streams"] for p in pending] == [["trip"]]
     with LocalHome(home) as local:  # the next start
@@ -70,7 +69,7 @@ def test_a_forget_killed_half_way_is_completed_at_the_next_start(planted_home, t
 def test_a_policy_killed_mid_llm_call_resumes_and_records_each_memory_once(tmp_path, monkeypatch):
     import json
 
-    from engram.discussion.runtime import LocalEngine
+    from tests.discussion.engine import LocalEngine
     from tests.discussion.conftest import events
     from tests.llm.fake_messages_api import FakeMessagesApi
     from tests.reliability.crash import kill_during_llm_call, llm_home_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engram.config.llm import Endpoint, LlmConfig, Preset
-from engram.discussion.runtime import LocalEngine
+from tests.discussion.engine import LocalEngine
 from tests.discussion.conftest import events, ingest, messages
 from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
 

@@ -160,13 +160,24 @@ def test_a_scoped_query_in_the_writers_process_sees_only_its_agents_rows(live):
     _sees_only_alice(lambda sql: live.sql(sql, agents=["alice"]))
 
 
-def test_engram_sql_on_the_files_refuses_a_write_with_exit_code_2_and_one_line(home, capsys):
-    from engram.cli.main import main
+def test_the_apis_sql_operation_is_confined_limited_and_scoped(home):
+    from engram.api import types as t
+    from engram.api.errors import ApiError
+    from engram.api.service import Api
+    from engram.config.service import load_service_config
+    from engram.runtime.inprocess import InProcessRuntime
 
-    assert main(["--home", str(home), "sql", "DELETE FROM log_000.events"]) == 2
-    err = capsys.readouterr().err
-    assert err.strip() == "engram: error: DELETE statements are not allowed: engram SQL is read-only (SELECT, DESCRIBE, SHOW, EXPLAIN)"
-    assert main(["--home", str(home), "sql", ""]) == 2
-    assert main(["--home", str(home), "sql", "SELECT count(*) AS n FROM messages", "--json"]) == 0
-    assert '"n": 8' in capsys.readouterr().out
+    api = Api(InProcessRuntime(load_service_config(home), groups=[], wall_clock=False, auto_settle=False).start())
+    try:
+        for sql in ("DELETE FROM events", "SELECT * FROM read_text('/etc/hostname')", "ATTACH ':memory:' AS x"):
+            with pytest.raises(ApiError) as refused:
+                api.run_sql(t.SqlRequest(query=sql))
+            assert refused.value.code == "bad_query" and "\n" not in refused.value.message
+        assert api.run_sql(t.SqlRequest(query="SELECT count(*) AS n FROM messages")).rows == [[8]]
+        scoped = api.run_sql(t.SqlRequest(query="SELECT DISTINCT agent FROM messages"), agents=["alice"])
+        assert scoped.rows == [["alice"]]
+        many = api.run_sql(t.SqlRequest(query="SELECT * FROM range(20000)"))
+        assert len(many.rows) == 10_000 and many.truncated
+    finally:
+        api.close()
     assert _count(home) == 8

@@ -22,6 +22,12 @@ from engram.tokens import estimate_tokens
 
 
 _NO_CUES = {name: 0 for name in cues.CUES}
+# Numbers written as words count as numbers ("seven years", "a dozen eggs", "twice a week").
+_WORD_NUMBER = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|"
+    r"eighteen|nineteen|twenty|thirty|forty|fifty|hundred|thousand|million|dozen|twice|first|second|third)\b",
+    re.IGNORECASE,
+)
 
 # The role of texts that are memories already (summaries, notes, traces), not messages.
 MEMORY_ROLE = "memory"
@@ -45,7 +51,7 @@ class Unit:
         self.message_id = line.message_id
         self.speaker = line.speaker
         self.text = text
-        self.clean = trim_filler(text)
+        self.clean = trim_filler(text, tuple(s for s in speakers if s and s != line.speaker))
         words = content_words(cues.PLEASANTRY.sub(" ", self.clean))
         self.stems = tuple(stem(w) for w in words)
         self.question = bool(cues.QUESTION.search(text))
@@ -55,7 +61,7 @@ class Unit:
             self.entities, self.has_number, self.refers_to, self.cue, self._pad = (), False, None, _NO_CUES, Pad()
         else:
             self.entities = tuple(extract(text, speakers, known, toks))
-            self.has_number = any(e.kind == "number" for e in self.entities)
+            self.has_number = any(e.kind == "number" for e in self.entities) or bool(_WORD_NUMBER.search(text))
             self.refers_to = resolve(text, line.ts_us) if any(e.kind == "date" for e in self.entities) else None
             self.cue = cues.count_cues(text, cues.sentence_keys(words_of(normalise(text))))
             self._pad = None  # computed when a task asks: summaries never do

@@ -39,6 +39,13 @@ CORRECTION = re.compile(
     r"sorry,? I (?:meant|said))\b|^\s*(?:no|wait),",
     re.IGNORECASE,
 )
+# A stated constraint: what must (not) happen, what the speaker cannot have (allergies, diets), deadlines.
+CONSTRAINT = re.compile(
+    r"\b(?:allerg\w*|intoleran\w*|(?:can['’]t|cannot|can not|don['’]t|do not|never|shouldn['’]t|must not|mustn['’]t)\s+"
+    r"(?:eat|drink|have|take|touch|use|stand)|avoid\w*|vegetarian|vegan|gluten[- ]free|dairy[- ]free|lactose|kosher|"
+    r"halal|deadline|due (?:on|by)|no later than|strictly|forbidden|not allowed)\b",
+    re.IGNORECASE,
+)
 EMOTION_WORDS = re.compile(r"\b(?:feel|feels|felt|feeling|emotional|mood|heart|tears|cried|crying)\b", re.IGNORECASE)
 GOAL = re.compile(
     r"\b(?:want(?:s|ed)? to|wanna|hop(?:e|es|ing) to|plan(?:s|ning)? to|goals?|dreams?|aim(?:ing)? to|trying to|"
@@ -127,6 +134,7 @@ CUES: dict[str, re.Pattern] = {
     "preference": PREFERENCE,
     "creative": CREATIVE,
     "correction": CORRECTION,
+    "constraint": CONSTRAINT,
     "emotion_words": EMOTION_WORDS,
     "goal": GOAL,
     "action_item": ACTION_ITEM,
@@ -152,6 +160,8 @@ TRIGGERS: dict[str, frozenset[str]] = {
         "compo inven desig art artwo craft crafts potte sculp photo novel writi",
         "correction": "actua meant corre clari wrong true scrat longer anymo chang inste rather missp misre mishe sorry no wait "
         "right",
+        "constraint": "aller allergic allergy intol can't cannot can don't do never shoul must mustn avoid avoid avoid "
+        "veget vegan glute dairy lacto kosher halal deadl due later stric forbi not",
         "emotion_words": "feel feels felt feeli emoti mood heart tears cried cryin",
         "goal": "want wants wanted wanna hope hopes hopin plan plans plann goal goals dream dreams aim aimin tryin worki "
         "would i'd aspir pursu think looki caree conti save savin excit thril can't forwa deter ready up",

@@ -102,7 +102,11 @@ def names(
                 nxt = toks[j]
                 if nxt.lower() in _NOT_NAMES:
                     break  # "Yesterday I ..." is no name
-                if nxt[:1].isalpha() and _is_capitalised(nxt):
+                if nxt == "." and len(run[-1]) == 1 and run[-1].isupper() and j + 1 < len(toks) \
+                        and toks[j + 1][:1].isalpha() and _is_capitalised(toks[j + 1]):
+                    run[-1] += "."  # an initial: "Ursula K. Le Guin"
+                    j += 1
+                elif nxt[:1].isalpha() and _is_capitalised(nxt):
                     run.append(nxt)
                     j += 1
                 elif nxt.lower() in _CONNECTORS and j + 1 < len(toks) and _is_capitalised(toks[j + 1]):
@@ -126,7 +130,7 @@ def names(
             sentence_initial = start == 0
             if sentence_initial and len(run) == 1 and first not in mid and first not in speaker_keys and not run[0].isupper():
                 continue
-            if len(run) == 1 and (len(run[0]) == 1 or first in _TITLES):
+            if len(run) == 1 and (len(run[0].rstrip(".")) == 1 or first in _TITLES):
                 continue  # "Dr" alone is a title; the name follows it
             name = " ".join(run).rstrip("'’").removesuffix("'s").removesuffix("’s")
             key = name.lower()

@@ -23,6 +23,8 @@ _MAX_FACT_CHARS = k.MAX_NOTE_CHARS
 # A first-person statement with no cue still tells what is going on with the speaker: an episode.
 _SITUATION_EVIDENCE = 0.5
 _SITUATION_MIN_WORDS = 3
+# ...and so does any other statement with this many content words: what the speaker holds true, or observes.
+_STATEMENT_MIN_WORDS = 4
 # ...but a cue-less statement is worth storing only with something concrete in it (a name, a time, a number, a feeling).
 _SITUATION_IMPORTANCE_PENALTY = 0.1
 
@@ -33,7 +35,8 @@ def category_evidence(u: Unit) -> dict[str, float]:
     # Knowledge: general statements, or statements about named things with numbers or dates.
     knowledge = float(u.cue["knowledge"]) + (0.5 if names and (u.has_number or u.refers_to) else 0.0)
     return {
-        "user_preference": float(u.cue["preference"]),
+        # A constraint (allergy, diet, deadline) is a standing preference of the strongest kind.
+        "user_preference": float(u.cue["preference"]) + 1.5 * u.cue["constraint"],
         "episodic": float(u.cue["episodic"]),
         "goal": float(u.cue["goal"]),
         "knowledge": knowledge,
@@ -71,7 +74,9 @@ def extract_facts(
         for c in allowed:  # fixed order: ties go to the earlier category
             if ev[c] > score:
                 best, score = c, ev[c]
-        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and cues.FIRST_PERSON.search(u.text):
+        if not best and len(u.stems) >= _SITUATION_MIN_WORDS and (
+            cues.FIRST_PERSON.search(u.text) or len(u.stems) >= _STATEMENT_MIN_WORDS
+        ):
             best, score = "episodic", _SITUATION_EVIDENCE
         if not best:
             continue

@@ -2,7 +2,9 @@
 
 It cannot write an answer, so it quotes one: the sentences of the memory context that share the
 most (BM25-weighted) words with the last user message, best first, within the token budget, under
-a label that says what they are. The memory context is `context`; without it, the sentences of a
+a label that says what they are. One concept is matched beyond shared words: a question about what
+to avoid or what is not possible ("What food should I avoid?") matches the stated constraints of the
+context (allergies, diets, deadlines: `cues.CONSTRAINT`), which rarely share its words. The memory context is `context`; without it, the sentences of a
 rendered `prompt` (where a Standard node puts earlier nodes' outputs), less those that only repeat
 the question. No context, or no sentence sharing a word, gets a labelled sentence saying so.
 """
@@ -12,7 +14,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from engram.llm.offline import tuning as k
+import re
+
 from engram.llm.offline.analysis import joined_sentences
+from engram.llm.offline.cues import CONSTRAINT
 from engram.llm.offline.text import clip_words, normalise
 from engram.llm.types import ChatLine
 from engram.search.bm25 import BM25, tokenize
@@ -24,6 +29,12 @@ NO_CONTEXT = f"{TAG} No memory context was given, so there is nothing to answer 
 NO_MATCH = f"{TAG} Nothing in the memory context matches the last message."
 NOTHING_ASKED = f"{TAG} There is no message to answer."
 BULLET = "- "
+# A question about limits: what to avoid, what cannot or must not be, restrictions, allergies, deadlines.
+ASKS_CONSTRAINTS = re.compile(
+    r"\b(?:avoid\w*|allerg\w*|can['’]?t|cannot|shouldn['’]t|should not|must not|not allowed|restrict\w*|safe to|"
+    r"diet\w*|deadline|due)\b", re.IGNORECASE)
+# The word both sides get when the question asks about constraints and a sentence states one (no real word is it).
+CONSTRAINT_MARK = "constraintstated"
 
 
 def last_user_message(lines: Sequence[ChatLine]) -> str:
@@ -62,9 +73,13 @@ def respond(lines: Sequence[ChatLine], prompt: str, context: Sequence[str], max_
     terms = tokenize(question)
     if not terms:
         return NOTHING_ASKED
+    asks_constraints = ASKS_CONSTRAINTS.search(question) is not None
+    if asks_constraints:
+        terms += tokenize(CONSTRAINT_MARK)
     index = BM25()
     for n, sentence in enumerate(candidates):
-        index.add(f"{n:06d}", sentence)  # ties rank by position: ids sort as positions do
+        marked = f"{sentence} {CONSTRAINT_MARK}" if asks_constraints and CONSTRAINT.search(sentence) else sentence
+        index.add(f"{n:06d}", marked)  # ties rank by position: ids sort as positions do
     ranked = index.search(terms, k.RESPOND_MAX_SENTENCES)
     if not ranked:
         return NO_MATCH

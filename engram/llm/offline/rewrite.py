@@ -75,9 +75,29 @@ def to_third_person(sentence: str, speaker: str) -> str:
     return out
 
 
-def trim_filler(sentence: str) -> str:
-    """`sentence` without leading interjections ("Wow, thanks! I ..." -> "I ..."), capitalised."""
+_VOCATIVE = re.compile(r"([A-Z][a-z]+)\s*[,!]+\s+")
+_NOT_VOCATIVE = frozenset(
+    "i so but and or then now today yesterday tomorrow also still honestly seriously anyway however sometimes "
+    "monday tuesday wednesday thursday friday saturday sunday first second finally plus".split()
+)
+
+
+def trim_filler(sentence: str, addressees: tuple[str, ...] = ()) -> str:
+    """`sentence` without leading interjections ("Wow, thanks! I ..." -> "I ...") and without a leading vocative
+    naming someone else in the conversation ("Thanks, Melanie! This necklace ..." -> "This necklace ..."): read
+    later, "Melanie! This necklace is special to Caroline" would make the person addressed look like the speaker.
+    Capitalised."""
     out = _FILLER.sub("", sentence).strip()
+    for _ in range(2):
+        for name in addressees:
+            m = re.match(rf"{re.escape(name)}\s*[,!.…-]+\s*", out, re.IGNORECASE)
+            if m and m.end() < len(out):
+                out = _FILLER.sub("", out[m.end():]).strip()
+        # With nobody else known (one message alone), a lone capitalised word opening the sentence before a
+        # comma or "!" is taken for a vocative too ("Gina, you won't believe it").
+        m = _VOCATIVE.match(out)
+        if m and m.end() < len(out) and m.group(1).lower() not in _NOT_VOCATIVE:
+            out = _FILLER.sub("", out[m.end():]).strip()
     if not out:
         return ""
     return out[0].upper() + out[1:]

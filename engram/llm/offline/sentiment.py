@@ -41,10 +41,21 @@ PAD_LEXICON: dict[str, tuple[float, float, float]] = {
     "sad": (-0.7, -0.3, -0.4), "lonely": (-0.7, -0.3, -0.5), "tired": (-0.4, -0.6, -0.3), "exhausted": (-0.5, -0.4, -0.4),
     "bored": (-0.4, -0.6, -0.2), "depressed": (-0.8, -0.4, -0.6), "disappointed": (-0.6, -0.1, -0.3), "sorry": (-0.4, 0.0, -0.3),
     "miss": (-0.4, 0.0, -0.2), "missed": (-0.4, 0.0, -0.2), "lost": (-0.6, 0.1, -0.5), "sick": (-0.6, 0.0, -0.4),
-    "ill": (-0.6, 0.0, -0.4), "grief": (-0.8, 0.1, -0.5), "died": (-0.8, 0.3, -0.5), "passed": (-0.3, 0.0, -0.2),
+    "ill": (-0.6, 0.0, -0.4), "grief": (-0.8, 0.1, -0.5), "passed": (-0.3, 0.0, -0.2),
     "alone": (-0.5, -0.3, -0.4), "rejected": (-0.7, 0.3, -0.6), "bad": (-0.6, 0.2, -0.2), "worse": (-0.6, 0.3, -0.3),
     "broke": (-0.5, 0.3, -0.4), "injured": (-0.6, 0.4, -0.4), "pain": (-0.7, 0.5, -0.4),
+    # Major life events and their superlatives: as intense one way as the other (a death is no calmer news than a
+    # promotion; affective norms rate both far from neutral and arousing).
+    "died": (-0.9, 0.8, -0.5), "death": (-0.9, 0.7, -0.5), "funeral": (-0.8, 0.6, -0.4), "killed": (-0.9, 0.8, -0.5),
+    "cancer": (-0.9, 0.8, -0.6), "diagnosed": (-0.6, 0.7, -0.5), "accident": (-0.8, 0.8, -0.5),
+    "divorce": (-0.8, 0.7, -0.4), "fired": (-0.8, 0.7, -0.6), "miscarriage": (-0.9, 0.7, -0.6),
+    "devastated": (-0.9, 0.7, -0.6), "heartbroken": (-0.9, 0.6, -0.6), "tragedy": (-0.9, 0.7, -0.5),
+    "worst": (-0.9, 0.7, -0.3), "best": (0.9, 0.7, 0.5),
+    "promoted": (0.8, 0.7, 0.6), "promotion": (0.8, 0.7, 0.6), "married": (0.9, 0.8, 0.5), "wedding": (0.9, 0.8, 0.5),
+    "engaged": (0.8, 0.8, 0.5), "pregnant": (0.7, 0.8, 0.3), "graduated": (0.8, 0.7, 0.6), "born": (0.8, 0.7, 0.4),
 }
+# Phrases read as one lexicon word ("passed away" is a death, not a pass).
+PHRASES = {"passed away": "died", "lost my job": "fired", "laid off": "fired"}
 _NEGATIONS = frozenset({"not", "no", "never", "don't", "didn't", "doesn't", "isn't", "wasn't", "aren't", "can't", "won't", "hardly"})
 _INTENSIFIERS = frozenset({"very", "so", "really", "super", "extremely", "incredibly", "totally", "absolutely", "truly"})
 # A negated word keeps this share of its valence, with the sign flipped ("not happy" is mildly negative).
@@ -80,7 +91,11 @@ def _clamp(x: float) -> float:
 
 def pad(text: str) -> Pad:
     """The mean PAD of the lexicon words in `text`, with negation, intensifiers and exclamation marks."""
-    toks = words(normalise(text))
+    low = normalise(text)
+    for phrase, word in PHRASES.items():
+        if phrase in low:
+            low = low.replace(phrase, word)
+    toks = words(low)
     v = a = dm = 0.0
     hits = 0
     for k, tok in enumerate(toks):

@@ -19,7 +19,7 @@ from engram.llm.offline.rewrite import to_third_person
 from engram.llm.offline.text import clip_words
 from engram.tokens import CHARS_PER_TOKEN
 
-_CUES_THAT_COUNT = ("commitment", "preference", "correction", "goal", "episodic", "action_item")
+_CUES_THAT_COUNT = ("commitment", "preference", "correction", "goal", "episodic", "action_item", "constraint")
 
 
 def render_unit(u: Unit) -> str:
@@ -43,6 +43,8 @@ def static_bonus(u: Unit) -> float:
         bonus += k.TIME_BONUS
     if any(u.cue[c] for c in _CUES_THAT_COUNT):
         bonus += k.CUE_BONUS
+    if u.cue["constraint"]:  # a stated constraint (allergy, diet, deadline) must survive into the summary
+        bonus += k.CONSTRAINT_BONUS
     return bonus
 
 

@@ -48,9 +48,12 @@ def sentences(text: str) -> list[str]:
         parts.append(tail)
     out: list[str] = []
     for part in parts:
-        if out:
-            last_word = out[-1].rsplit(None, 1)[-1].rstrip(".").lower() if out[-1].endswith(".") else ""
-            if last_word in _ABBREVIATIONS:
+        if out and out[-1].endswith("."):
+            last = out[-1].rsplit(None, 1)[-1]
+            last_word = last.rstrip(".").lower()
+            # An initial ("Ursula K. Le Guin", "J. R. R. Tolkien") before a capitalised word ends no sentence.
+            initial = len(last) == 2 and last[0].isupper() and part[:1].isupper()
+            if last_word in _ABBREVIATIONS or initial:
                 out[-1] = f"{out[-1]} {part}"
                 continue
         out.append(part)

@@ -22,8 +22,33 @@ _PAST_WORDS = re.compile(r"\b(?:was|were|went|did|had|got|saw|met|took|made|gave
 _NOT_PAST = frozenset({"need", "feed", "speed", "seed", "proceed", "indeed", "exceed", "succeed", "bed", "red", "shed", "bred"})
 
 
+# Future tense and plans.
+_FUTURE_WORDS = re.compile(
+    r"\b(?:will|shall|gonna|going to|plan(?:s|ning)? to|planning|next|upcoming|coming up|soon|tomorrow|"
+    r"looking forward|can['’]t wait|scheduled|booked)\b|['’]ll\b",
+    re.I,
+)
+# An -ed word after these is an adjective ("I'm so excited", "we are booked"), not the past tense.
+_STATE_BEFORE = frozenset({"am", "is", "are", "be", "been", "being", "so", "very", "really", "feel", "feeling", "get",
+                           "getting", "i'm", "you're", "we're", "they're", "she's", "he's", "it's", "too", "super"})
+
+
 def _is_past(text: str) -> bool:
-    return any(m.group(0).lower() not in _NOT_PAST for m in _PAST_WORDS.finditer(text))
+    low = text.lower().replace("’", "'")
+    for m in _PAST_WORDS.finditer(low):
+        word = m.group(0)
+        if word in _NOT_PAST:
+            continue
+        if word.endswith("ed") and word not in ("was", "were"):
+            before = low[: m.start()].split()
+            if before and before[-1] in _STATE_BEFORE:
+                continue  # "so excited", "I'm booked": a state now
+        return True
+    return False
+
+
+def _is_future(text: str) -> bool:
+    return _FUTURE_WORDS.search(text) is not None
 
 _RULES: list[tuple[str, re.Pattern]] = [
     ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
@@ -72,28 +97,34 @@ def _safe_date(y: int, m: int, dd: int) -> date | None:
 
 
 # Tense detection is lexical and errs ("an app called Acme, due on March 9" reads as past), so a
-# past-tense sentence keeps a date this close ahead; only a date further ahead moves back a year.
-_PAST_TENSE_SLACK = timedelta(days=14)
+# past-tense sentence keeps a date this close ahead, and a future-tense one a date this close behind;
+# only a date further off moves a year (back for the past, forward for the future: the same rule both ways).
+_TENSE_SLACK = timedelta(days=14)
 
 
-def _nearest_year(event: date, month: int, day: int, past: bool) -> date | None:
-    """A day-and-month without a year: the candidate nearest the event (previous, this or next
-    year), except that in a past-tense sentence a date well ahead means last year's."""
+def _nearest_year(event: date, month: int, day: int, past: bool, future: bool = False) -> date | None:
+    """A day-and-month without a year, resolved the same way in both directions: in a past-tense
+    sentence, the latest such day up to a little after the event; in a future-tense one, the earliest
+    from a little before it; with no tense (or both), the candidate nearest the event."""
     candidates = [d for d in (_safe_date(event.year + k, month, day) for k in (-1, 0, 1)) if d is not None]
     if not candidates:
         return None
     nearest = min(candidates, key=lambda d: (abs((d - event).days), d))
-    if past and nearest > event + _PAST_TENSE_SLACK:
-        earlier = [d for d in candidates if d <= event]
+    if past and not future and nearest > event + _TENSE_SLACK:
+        earlier = [d for d in candidates if d <= event + _TENSE_SLACK]
         if earlier:
             return max(earlier)
+    if future and not past and nearest < event - _TENSE_SLACK:
+        later = [d for d in candidates if d >= event - _TENSE_SLACK]
+        if later:
+            return min(later)
     return nearest
 
 
 def resolve(text: str, ts_us: int) -> str | None:
     """The ISO date `text` refers to, relative to its event time `ts_us`; None if it names no time."""
     event = from_us(ts_us).date()
-    past = _is_past(text)
+    past, future = _is_past(text), _is_future(text)
     for kind, pattern in _RULES:
         m = pattern.search(text)
         if not m:
@@ -106,9 +137,9 @@ def resolve(text: str, ts_us: int) -> str | None:
         elif kind == "month_day_year":
             d = _safe_date(int(g[2]), _MONTH_KEYS[g[0][:3].lower()], int(g[1]))
         elif kind == "day_month":
-            d = _nearest_year(event, _MONTH_KEYS[g[1][:3].lower()], int(g[0]), past)
+            d = _nearest_year(event, _MONTH_KEYS[g[1][:3].lower()], int(g[0]), past, future)
         elif kind == "month_day":
-            d = _nearest_year(event, _MONTH_KEYS[g[0][:3].lower()], int(g[1]), past)
+            d = _nearest_year(event, _MONTH_KEYS[g[0][:3].lower()], int(g[1]), past, future)
         elif kind == "relative_day":
             d = event + timedelta(days={"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[g[0].lower()])
         elif kind in ("ago", "in_n"):

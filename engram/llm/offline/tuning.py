@@ -17,6 +17,8 @@ MAX_ENTITY_BONUSES = 3
 NUMBER_BONUS = 0.1
 TIME_BONUS = 0.15
 CUE_BONUS = 0.2
+# A stated constraint (allergy, diet, deadline) outranks the sentences around it: forgetting it costs most.
+CONSTRAINT_BONUS = 1.0
 # Questions usually ask rather than tell.
 QUESTION_FACTOR = 0.5
 # SumBasic redundancy control: a selected sentence's words count this much less afterwards.

@@ -1,22 +1,14 @@
-"""The Python API of infinite context, on top of `engram.client.Engram`.
+"""A discussion's compaction history and the context that would be sent to the model now, read
+through any SQL callable `sql(query, params) -> (names, rows)` (the API passes the runtime's; a
+callable answers a query over a table that does not exist yet with no rows).
 
-    with Engram.open() as mem:
-        ctx = ContextMemory(mem)
-        for c in ctx.get_compaction_history("trip-planning"):
-            print(c.node_id, c.label, c.compression_ratio, c.dropped_count, c.preserved_entities)
-        print(ctx.context("trip-planning").render())   # what would be sent to the model now
-
-The history is the `context_compactions` projection (the fold of `ContextCompacted` events). The same
-readers work over any SQL callable `sql(query, params) -> (names, rows)`, so that the CLI can read the
-files of a home nobody serves without starting anything.
+The history is the `context_compactions` projection (the fold of `ContextCompacted` events).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from typing import Callable
-
-import duckdb
 
 from engram.context.assemble import AssembledContext, ChainEntry, RawTurn, Recalled, assemble
 from engram.context.rules import threshold_tokens
@@ -86,11 +78,8 @@ def compaction_history(sql: Sql, discussion: str) -> list[CompactionRecord]:
     """Every compaction of `discussion`, in the order they were recorded."""
     validate_discussion(discussion)
     cols = ", ".join("strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS ts" if c == "ts" else c for c in _COLUMNS)
-    try:
-        _, rows = sql(f"SELECT {cols} FROM context_compactions WHERE discussion_id = ? ORDER BY seq, first_seq, level",
-                      [discussion])
-    except duckdb.CatalogException:
-        return []  # nothing was ever compacted in this home
+    _, rows = sql(f"SELECT {cols} FROM context_compactions WHERE discussion_id = ? ORDER BY seq, first_seq, level",
+                  [discussion])
     out = []
     for row in rows:
         values = {c: (tuple(v or ()) if c in _LISTS else v) for c, v in zip(_COLUMNS, row)}
@@ -174,44 +163,3 @@ def build_context(
         chain=[ChainEntry(c.label, c.summary, c.output_tokens) for c in chain], recalled=recalled, turns=turns,
         query=asked if recall is not None else "", skip_raw=skip_raw,
     )
-
-
-class ContextMemory:
-    """Compaction history and the assembled context of discussions, over a running engram."""
-
-    def __init__(self, mem):
-        self.mem = mem
-
-    def get_compaction_history(self, discussion: str) -> list[CompactionRecord]:
-        """Every compaction of `discussion` (ratio, dropped content, preserved entities, traces created,
-        duration, as its `transparencyLevel` kept them), oldest first."""
-        return compaction_history(self.mem.sql, discussion)
-
-    def chain(self, discussion: str) -> list[CompactionRecord]:
-        return current_chain(self.get_compaction_history(discussion))
-
-    def context(
-        self, discussion: str, *, agent: str | None = None, query: str | None = None, recall: bool = True,
-        fresh: bool = False,
-    ) -> AssembledContext:
-        """What would be sent to the model for `discussion` now. `recall`: include the traces recalled for
-        `query` (default: the latest user message); `fresh`: let the recall first fold everything logged."""
-        from engram.home import Home, ProjectionPaths
-
-        validate_discussion(discussion)
-        owner = discussion_agent(self.mem.sql, discussion, agent)
-        if owner is None:
-            raise LookupError(f"discussion {discussion!r} has no messages")
-        home = Home(self.mem.config.home, self.mem.config.shards)
-        return build_context(
-            self.mem.sql, home, ProjectionPaths(home.projections_dir), owner, discussion,
-            recall=(lambda q: self.recall(owner, discussion, q, fresh=fresh)) if recall else None, query=query,
-        )
-
-    def recall(self, agent: str, discussion: str, query: str, *, fresh: bool = False, exclude_seqs=()) -> list[Recalled]:
-        from engram.cognition import CognitiveMemory
-
-        result = CognitiveMemory(self.mem).recall(agent, query, discussion=discussion, fresh=fresh)
-        skip = set(exclude_seqs)
-        return [Recalled(h.score, h.content, h.trace_id, tuple(h.source_seqs)) for h in result.hits
-                if not skip.intersection(h.source_seqs)]

@@ -1,0 +1,253 @@
+"""Whole-system ingest throughput: every projection and policy, the offline provider, the MiniLM embedder.
+
+    .venv/bin/python bench/ingest.py [LOCOMO_JSON ...] [--home DIR] [--no-verify] [--profile DIR]
+
+The conversations of the given LoCoMo-format files (default: LoCoMo dev) are ingested the way
+`engram ingest FILE` does it: one agent, one discussion per conversation, every turn at its session's
+date, all of a file in one append, on local Ray with the default settings. The clock starts at the
+first append (actors already started, as in a running server) and stops when every projection and
+policy has handled the whole log, including the events the policies appended along the way.
+
+Reported (one JSON object):
+- messages, seconds, messages/s end to end and seconds per 1,000 messages;
+- embeddings: texts the model computed per message (the home's EmbedderActor counters), texts asked
+  for per message, embedder calls, and the embedder's own rate over the run (texts computed per second
+  of model time) beside the rate the target is set against (one embedding per message);
+- the per-stage breakdown: for each projection (fold and checkpoint seconds) and each policy (decide,
+  append and snapshot seconds, events handled), as the shard and policy actors report them in
+  `status()` (absent from builds that do not measure them);
+- CPU seconds of each actor process over the ingest (the per-stage breakdown by process);
+- the embedder's own rate at one text per message, measured in the same run (the issue's yardstick:
+  ingest should reach 60% of it), and the ingest rate as a share of it;
+- events appended by type, and when each type was first and last appended (seconds after the first
+  append: the stage whose events come last is on the critical path);
+- whether `engram replay --verify` finds the replayed projections identical to the live ones
+  (skipped with --no-verify).
+
+`--profile DIR`: py-spy samples every engram actor process during the ingest (collapsed stacks, one
+file per actor, into DIR; needs `py-spy`: the `profile` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engram.embedded import Engram  # noqa: E402
+from engram.evaluation import locomo  # noqa: E402
+from engram.ingest.formats import parse_file  # noqa: E402
+from engram.ingest.messages import discussion_write  # noqa: E402
+
+AGENT = "locomo"
+# The issue's target: whole-system ingest of at least this many messages per second on 2 cores.
+TARGET_MESSAGES_PER_S = 120.0
+
+
+def writes_of(paths: list[Path], max_message_chars: int) -> list:
+    writes = []
+    for path in paths:
+        for conv in parse_file(path, fmt="locomo", now_us=0):
+            writes.append(discussion_write(AGENT, conv.discussion, conv.messages, max_message_chars=max_message_chars))
+    return [w for w in writes if w]
+
+
+def actor_pids() -> dict[str, int]:
+    """pid of every live engram actor of this Ray instance, by actor name."""
+    from ray._private import state  # the GCS's actor table (the state API needs the dashboard, not started here)
+
+    return {a["Name"]: a["Pid"] for a in state.actors().values()
+            if a["State"] == "ALIVE" and (a.get("Name") or "").startswith("engram-")}
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds of each process so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name, pid in pids.items():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def embedder_own_rate(texts: list[str]) -> dict:
+    """The index-time embedder alone (same model and settings, no cache) on one text per message."""
+    from engram.config.service import ServiceConfig
+    from engram.embeddings.factory import index_time, make_embedder
+
+    embedder = make_embedder(index_time(ServiceConfig().embedder))
+    embedder.embed(texts[:16])  # warm
+    started = time.perf_counter()
+    embedder.embed(texts)
+    seconds = time.perf_counter() - started
+    return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 1)}
+
+
+def start_profilers(out: Path) -> list[subprocess.Popen]:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    out.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for name, pid in sorted(actor_pids().items()):
+        role = name.split("-", 2)[-1]
+        procs.append(subprocess.Popen(
+            [spy, "record", "--pid", str(pid), "--rate", "50", "--format", "raw", "--nonblocking",
+             "--output", str(out / f"{role}.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs
+
+
+def stop_profilers(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def breakdown(status: list[dict], policy_timings: list[dict]) -> dict:
+    """Per stage, seconds spent over the run (as the actors measured them)."""
+    projections: dict[str, dict] = {}
+    for st in status:
+        for name, t in (st.get("projection_timings") or {}).items():
+            agg = projections.setdefault(name, {})
+            for key, value in t.items():
+                agg[key] = round(agg.get(key, 0) + value, 3)
+    policies: dict[str, dict] = {}
+    for rep in policy_timings:
+        for name, t in rep.items():
+            agg = policies.setdefault(name, {})
+            for key, value in t.items():
+                agg[key] = round(agg.get(key, 0) + value, 3)
+    return {"projections": projections, "policies": policies}
+
+
+def start_ray(num_cpus: int) -> Path:
+    """A local Ray instance of our own (its own temp dir; never a stale cluster)."""
+    import logging
+
+    import ray
+
+    temp = Path(tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp"))
+    ray.init(address="local", _temp_dir=str(temp), num_cpus=num_cpus, include_dashboard=False, namespace="engram-bench",
+             log_to_driver=False, logging_level=logging.WARNING)
+    return temp
+
+
+def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> dict:
+    import ray
+
+    with Engram.open(home) as mem:
+        writes = writes_of(paths, mem.config.limits.max_message_chars)
+        messages = sum(len(w.events) for w in writes)
+        mem.sync_settings(AGENT, ts_us=min(e.ts_us for w in writes for e in w.events))
+        mem.rt.start_policies()  # start every actor: start-up is not ingest
+        ray.get(mem.runtime.embedder().warm.remote())
+        mem.wait_idle(timeout=600)
+        embedder = mem.runtime.embedder()
+        before = ray.get(embedder.stats.remote())
+        pids = actor_pids()
+        cpu_before = cpu_seconds(pids)
+        profilers = start_profilers(profile) if profile else []
+        head_before = sum(mem.heads().values())
+        started, started_epoch = time.perf_counter(), time.time()
+        mem.append(writes)
+        appended = time.perf_counter() - started
+        idle = mem.wait_idle(timeout=3600)
+        seconds = time.perf_counter() - started
+        cpu_after = cpu_seconds(pids)
+        if profilers:
+            stop_profilers(profilers)
+        after = ray.get(embedder.stats.remote())
+        status = mem.rt.shard_status()
+        policy_reports = ray.get([h.status.remote() for h in mem.runtime.policies().values()])
+        _, rows = mem.sql("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
+        # When each kind of event was appended, in seconds after the first append: which stage ends last.
+        _, spans = mem.sql("SELECT type, epoch_ms(min(recorded_at)), epoch_ms(max(recorded_at)) FROM events "
+                           "WHERE seq > ? GROUP BY type ORDER BY 3", [head_before])
+        timeline = {t: [round(first / 1000 - started_epoch, 1), round(last / 1000 - started_epoch, 1)]
+                    for t, first, last in spans}
+        differences = None
+        if verify:
+            differences = [d for shard in mem.runtime.shards() for d in ray.get(shard.verify_replay.remote())]
+    own = embedder_own_rate([f"{e.event.name or e.event.role}: {e.event.content}" for w in writes for e in w.events])
+    cpu = {name.split("-", 2)[-1]: round(cpu_after[name] - cpu_before.get(name, 0.0), 2) for name in cpu_after}
+    delta = {k: after[k] - before.get(k, 0) for k in after if isinstance(after[k], (int, float))}
+    computed = delta.get("texts_computed", 0)
+    model_s = delta.get("model_seconds")
+    report = {
+        "benchmark": "ingest",
+        "data": [str(p) for p in paths],
+        "provider": "offline heuristic (offline-heuristic-v1)",
+        "settings": "defaults (every projection and policy group, one agent, one shard)",
+        "messages": messages,
+        "append_seconds": round(appended, 3),
+        "seconds": round(seconds, 2),
+        "messages_per_s": round(messages / seconds, 1),
+        "seconds_per_1000_messages": round(seconds / messages * 1000, 2),
+        "target_messages_per_s": TARGET_MESSAGES_PER_S,
+        "target_met": messages / seconds >= TARGET_MESSAGES_PER_S,
+        "all_memory_written": idle,
+        "embeddings": {
+            "texts_computed": computed,
+            "per_message": round(computed / messages, 3),
+            "texts_requested": delta.get("texts_requested"),
+            "requested_per_message": round(delta.get("texts_requested", 0) / messages, 3),
+            "calls": delta.get("calls"),
+            **({"model_seconds": round(model_s, 2),
+                "model_texts_per_s": round(computed / model_s, 1) if model_s else None,
+                "share_of_wall_time": round(model_s / seconds, 3)} if model_s is not None else {}),
+        },
+        # The issue's yardstick: the embedder's own rate at one text per message, measured here and now.
+        "embedder_own_rate_one_text_per_message": own,
+        "share_of_embedder_rate": round(messages / seconds / own["texts_per_s"], 3),
+        "cpu_seconds_by_actor": dict(sorted(cpu.items(), key=lambda kv: -kv[1])),
+        "cpu_seconds_total": round(sum(cpu.values()), 2),
+        "breakdown": breakdown(status, [r.get("timings", {}) for r in policy_reports]),
+        "events": dict(rows),
+        "appended_from_to_s": timeline,
+        "events_total": sum(n for _, n in rows),
+        "replay_verify": None if differences is None else {"identical": not differences, "differences": differences[:20]},
+        "cpus": os.cpu_count(),
+        "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
+    }
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", nargs="*", default=[str(locomo.DEFAULT_PATH)])
+    parser.add_argument("--home", help="engram home to build (default: a fresh temporary one, removed afterwards)")
+    parser.add_argument("--no-verify", action="store_true", help="skip `replay --verify` after the ingest")
+    parser.add_argument("--profile", help="py-spy every actor during the ingest, output into this directory")
+    args = parser.parse_args()
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-ingest-"))
+    import ray
+
+    ray_temp = start_ray(os.cpu_count() or 2)
+    try:
+        report = run([Path(p) for p in args.data], home, not args.no_verify, Path(args.profile) if args.profile else None)
+        print(json.dumps(report, indent=1))
+        return 0
+    finally:
+        ray.shutdown()
+        shutil.rmtree(ray_temp, ignore_errors=True)
+        if not args.home:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The home as a whole: status, read-only SQL, forgetting, replay and verification (as jobs)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import msgspec
+
+from engram.api import types as t
+from engram.api.errors import error
+from engram.api.runtime import QueryError
+from engram.ids import validate_agent, validate_discussion
+
+STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
+               "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
+               "recovered")
+
+
+# A user's query is stopped after this long, and shows at most this many rows.
+SQL_TIMEOUT_S = 30.0
+SQL_MAX_ROWS = 10_000
+
+
+def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
+    """(to_seq, until_us) from a replay's `as_of`: a position, or an ISO-8601 event time."""
+    from engram.events.envelope import to_us
+
+    if text is None:
+        return None, None
+    if text.isdigit():
+        return int(text), None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise error("invalid_request", f"as_of {text!r} is neither a position (an integer) nor an ISO-8601 time") from None
+    return None, to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
+
+
+def cell(value):
+    """A SQL value as JSON shows it: times in ISO-8601, decimals as numbers, bytes as hex."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return value
+
+
+class AdminOps:
+    def status(self) -> t.StatusResponse:
+        """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
+        shards = [msgspec.convert({k: st[k] for k in STATUS_KEYS if k in st and st[k] is not None}, t.ShardStatus)
+                  for st in self.rt.shard_status()]
+        return t.StatusResponse(home=str(self.home.root), mode="server", runtime=self.rt.description, shards=shards,
+                                jobs_running=self.jobs.running())
+
+    def run_sql(self, req: t.SqlRequest, agents: list[str] | None = None) -> t.SqlResponse:
+        """A user's SQL over the log and every projection: one read-only statement, confined
+        (`engram.sql.run_readonly`: no file, network or extension access, locked configuration), stopped after
+        `SQL_TIMEOUT_S`, at most `SQL_MAX_ROWS` rows (`truncated` says more existed). `agents`: the query sees
+        only these agents' rows (an API key's agents)."""
+        from engram.sql import SqlError
+
+        if not req.query.strip():
+            raise error("bad_query", "the query is empty")
+        try:
+            result = self.rt.user_sql(req.query, list(req.params), agents=agents, timeout_s=SQL_TIMEOUT_S,
+                                      max_rows=SQL_MAX_ROWS)
+        except (SqlError, QueryError) as exc:
+            raise error("bad_query", str(exc)) from None
+        return t.SqlResponse(columns=list(result.columns), rows=[[cell(v) for v in r] for r in result.rows],
+                             truncated=result.truncated)
+
+    # ------------------------------------------------------------------ forgetting
+
+    def forget(self, agent: str, discussion: str | None, req: t.ForgetRequest) -> t.Job:
+        """Erase a discussion (or the whole agent): DiscussionForgotten/AgentForgotten recorded, payloads purged
+        from the log file, projections rebuilt. Checked before the job starts; the job does the erasing."""
+        validate_agent(agent)
+        if discussion is not None:
+            self.discussion_agent(validate_discussion(discussion), agent)
+        else:
+            self.require_agent(agent)
+
+        def work(progress) -> dict:
+            try:
+                report = self.rt.forget(agent, discussion, req.reason)
+            except LookupError as exc:
+                raise error("unknown_discussion", str(exc)) from None
+            finally:
+                self.forget_streams()
+                self._files.pop(agent, None)
+            progress.set(1)
+            return report
+
+        return self.jobs.start("forget", 1, "erasures", work)
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(self, req: t.ReplayRequest) -> t.Job:
+        """Rebuild projections from the log (no LLM call): in place, into `out` (optionally as of a position or a
+        time), or into scratch space to compare with the live ones (`verify`). Progress counts shards."""
+        to_seq, until_us = parse_as_of(req.as_of)
+        if to_seq is not None and self.config.shards > 1 and not req.agent:
+            raise error("invalid_request", "positions are per shard: with several shards, give agent with as_of SEQ, "
+                        "or use a time")
+        if req.as_of and not req.out:
+            raise error("invalid_request", "as_of needs out: the live projections always reflect the whole log")
+        if req.verify and req.out:
+            raise error("invalid_request", "verify compares in scratch space; it takes no out")
+        out = None
+        if req.out:
+            out = Path(req.out).expanduser()
+            if not out.is_absolute():
+                raise error("invalid_request", f"out {req.out!r} must be an absolute path (the server's working "
+                            "directory is not yours)")
+            if out.exists() and (not out.is_dir() or any(out.iterdir())):
+                raise error("conflict", f"{out} is not empty; replay writes into a fresh directory")
+        shards = [self.rt.shard_of(req.agent)] if req.agent else self.rt.all_shards()
+        if req.agent:
+            self.require_agent(req.agent)
+
+        if req.verify:
+            def verify(progress) -> dict:
+                diffs = self.rt.verify_replay(shards, on_shard=lambda _: progress.advance())
+                return {"identical": not diffs, "differences": diffs}
+
+            return self.jobs.start("verify", len(shards), "shards", verify)
+
+        def replay(progress) -> dict:
+            self.rt.wait_projections()
+            if out is not None:
+                reports = self.rt.replay_into(shards, str(out), to_seq, until_us, on_shard=lambda _: progress.advance())
+            else:
+                reports = self.rt.rebuild(shards, on_shard=lambda _: progress.advance())
+                self._files.clear()
+            return {"shards": reports}
+
+        return self.jobs.start("replay" if out is not None else "rebuild", len(shards), "shards", replay)
+
+    def replay_discussion(self, agent: str, discussion: str, req: t.DiscussionReplayRequest) -> t.Job:
+        """A discussion's three memory files rebuilt from the log (or only compared, `verify`); no LLM call."""
+        from engram.discussion.rebuild import rebuild_discussion
+        from engram.home import ProjectionPaths
+
+        self.discussion_agent(discussion, agent)
+        paths = ProjectionPaths(self.home.projections_dir)
+
+        def work(progress) -> dict:
+            self.rt.wait_projections()
+            started = time.perf_counter()
+            records = self.rt.read(agent, stream=discussion, limit=None)
+            reports = rebuild_discussion(records, paths, agent, discussion, dry_run=req.verify)
+            progress.set(1)
+            self._files.pop(agent, None)
+            return {"agent": agent, "discussion": discussion, "events": len(records), "verify": req.verify,
+                    "seconds": round(time.perf_counter() - started, 3),
+                    "files": [{"path": str(r.path), "status": r.status, "size": r.size} for r in reports]}
+
+        return self.jobs.start("discussion-replay", 1, "discussions", work)
+
+    def job(self, job_id: str) -> t.Job:
+        return self.jobs.get(job_id)
+
+    def job_list(self) -> t.JobList:
+        return self.jobs.list()

@@ -1,0 +1,228 @@
+"""Cognitive memory (Wunderland): recall with its factor breakdown, traces, working memory, mood,
+observation logs and consolidation runs."""
+
+from __future__ import annotations
+
+from engram.api import types as t
+from engram.api.clock import now_us, to_us
+from engram.api.errors import error
+from engram.ids import validate_discussion
+
+TRACE_COLUMNS = (
+    "trace_id, trace_type, category, scope, round(importance, 2) AS importance, round(encoding_strength, 3) AS s0, "
+    "round(stability_s / 3600, 2) AS stability_h, retrieval_count AS retrievals, verification_count AS verified, "
+    "strftime(encoded_at, '%Y-%m-%d %H:%M') AS encoded, active, content"
+)
+SLOT_COLUMNS = ("SELECT rank, tag, round(activation, 2) AS activation, content, entered_turn, rehearsals, turn, capacity, "
+                "trace_id FROM working_memory WHERE agent = ? ORDER BY rank")
+OBSERVATION_LOGS = (
+    "SELECT scope, scope_id, messages, message_tokens, notes, note_tokens, round(observation_compression, 1) AS compression, "
+    "active_notes AS active, buffered_notes AS buffered, reflected_notes AS reflected, activations, reflections, "
+    "round(reflection_compression, 1) AS reflection_compression, unobserved_tokens AS unobserved, "
+    "tokens_to_observer, tokens_to_reflector, file FROM observation_logs WHERE agent = ? "
+    "ORDER BY scope, scope_id"
+)
+OBSERVATION_NOTES = (
+    "SELECT strftime(observed_at, '%Y-%m-%d %H:%M') AS observed, status, type, round(importance, 2) AS importance, "
+    "refers_to, text, source_message_ids AS messages FROM observation_notes WHERE agent = ? AND (scope_id = ? OR "
+    "(scope = 'agent' AND stream = ?)) ORDER BY observed_at, recorded_seq, note_id"
+)
+CONSOLIDATION_COLUMNS = (
+    "strftime(ts, '%Y-%m-%d %H:%M') AS tick, traces, pruned, edges, schemas, conflicts, reinforced, "
+    "array_to_string(CAST(bounded AS VARCHAR[]), ',') AS bounded, round(duration_ms, 2) AS ms"
+)
+BUSY = "(pruned + edges + schemas + conflicts + reinforced) > 0"
+
+
+def table(names, rows) -> t.Table:
+    return t.Table(columns=list(names), rows=[list(r) for r in rows])
+
+
+def r6(x: float) -> float:
+    return round(float(x), 6)
+
+
+class CognitiveOps:
+    # ------------------------------------------------------------------ recall
+
+    def recall(self, agent: str, req: t.RecallRequest) -> t.RecallResponse:
+        """The agent's traces ranked by the six-factor composite, each with its breakdown and sources.
+        Recorded as TraceRetrieved; it reinforces what it returns."""
+        self.require_agent(agent)
+        if req.discussion is not None:
+            validate_discussion(req.discussion)
+        if not req.query.strip():
+            raise error("bad_query", "the query is empty")
+        result = self._recall(agent, req.query, discussion=req.discussion, limit=req.limit, weights=req.weights,
+                              hyde=req.hyde, similarity=req.similarity, mood=req.mood,
+                              at=to_us(req.at) if req.at is not None else None,
+                              **({} if req.record else {"record": False}))
+        sources = self._sources(result) if req.sources else {}
+        return t.RecallResponse(
+            query=result.query, agent=result.agent, discussion=result.discussion, now_us=result.now_us,
+            candidates=result.candidates,
+            similarity=result.similarity, weights=result.weights.as_dict(),
+            mood=t.Mood(valence=result.mood.valence, arousal=result.mood.arousal, dominance=result.mood.dominance),
+            hyde=None if result.hyde is None else t.Hyde(
+                text=result.hyde.text, threshold=result.hyde.threshold, tried=list(result.hyde.tried),
+                hits=len(result.hyde.hits),
+                matches=[t.HydeMatch(trace_id=tid, cosine=r6(c)) for tid, c in result.hyde.hits]),
+            hits=[t.RecallHit(
+                rank=h.rank, trace_id=h.trace_id, score=r6(h.score), content=h.content,
+                factors={k: r6(v) for k, v in h.factors.as_dict().items()},
+                similarity_parts={"cosine": r6(h.cosine), "lexical": r6(h.lexical)},
+                contributions={k: r6(v) for k, v in h.contributions.as_dict().items()},
+                trace_type=h.trace_type, category=h.category, scope=h.scope, scope_id=h.scope_id, via=h.via,
+                source_seqs=list(h.source_seqs), source_message_ids=list(h.source_message_ids),
+                sources=[sources[s] for s in h.source_seqs if s in sources],
+            ) for h in result.hits],
+        )
+
+    def _recall(self, agent: str, query: str, *, at: int | None = None, fresh: bool = True, **options):
+        self.sync_settings(agent)  # personality and weights as agent.config.json says now
+        try:
+            return self.rt.recall(agent, query, min_position=None if fresh else 0,
+                                  now_us=at if at is not None else now_us(), **options)
+        except ValueError as exc:  # a weight or a setting the reader refuses
+            raise error("bad_query", str(exc)) from None
+
+    def recalled(self, agent: str, discussion: str, query: str, *, exclude_seqs=()) -> list:
+        """Recall as the context assembler wants it (engram.context.assemble.Recalled)."""
+        from engram.context.assemble import Recalled
+
+        result = self._recall(agent, query, discussion=discussion, fresh=False)
+        skip = set(exclude_seqs)
+        return [Recalled(h.score, h.content, h.trace_id, tuple(h.source_seqs)) for h in result.hits
+                if not skip.intersection(h.source_seqs)]
+
+    def _sources(self, result) -> dict[int, t.SourceMessage]:
+        """The messages the hits were made from, by seq (from the log)."""
+        from datetime import datetime, timezone
+
+        seqs = sorted({s for h in result.hits for s in h.source_seqs})
+        if not seqs:
+            return {}
+        out = {}
+        for r in self.rt.read_seqs(result.agent, seqs):  # point reads of the log: no SQL session per recall
+            if r.type == "MessageAppended":
+                ev = r.event
+                ts = datetime.fromtimestamp(r.ts_us / 1_000_000, tz=timezone.utc)
+                out[r.seq] = t.SourceMessage(seq=r.seq, discussion=r.stream, message_id=ev.message_id, role=ev.role,
+                                             name=ev.name, content=ev.content, ts=str(ts))
+        return out
+
+    # ------------------------------------------------------------------ state
+
+    def traces(self, agent: str, *, include_inactive: bool = False, limit: int | None = None) -> t.Table:
+        """The agent's memory traces (soft-deleted ones too with `include_inactive`), oldest first."""
+        self.require_agent(agent)
+        if limit is not None and limit < 1:
+            raise error("invalid_request", "limit must be positive")
+        sql = (f"SELECT {TRACE_COLUMNS} FROM memory_traces WHERE agent = ?" + ("" if include_inactive else " AND active")
+               + " ORDER BY encoded_at, last_seq, trace_id" + (f" LIMIT {int(limit)}" if limit else ""))
+        return table(*self.sql_rows(sql, [agent]))
+
+    def working_memory(self, agent: str) -> t.WorkingMemoryResponse:
+        """The slots in focus and `working-memory.md` (slots, the agent's notes, key memories)."""
+        from engram.home import ProjectionPaths
+        from engram.projections.working_memory import FILE_NAME
+
+        self.require_agent(agent)
+        names, rows = self.sql_rows(SLOT_COLUMNS, [agent])
+        path = ProjectionPaths(self.home.projections_dir).agent_dir(agent) / FILE_NAME
+        return t.WorkingMemoryResponse(agent=agent, slots=[dict(zip(names, r)) for r in rows], path=str(path),
+                                       markdown=path.read_text() if path.exists() else "")
+
+    def write_working_memory(self, agent: str, req: t.WorkingMemoryWrite) -> t.WorkingMemoryWritten:
+        """Replace the agent's persistent markdown notes (cut to their budget: 5% of the context window)."""
+        from engram.cognitive.working_memory import budget_tokens, fit_notes
+        from engram.config.agent import AgentConfig
+        from engram.config.loader import load_or_default
+        from engram.events.cognitive import WorkingMemoryWritten
+        from engram.events.envelope import NewEvent, Write
+        from engram.settings import agent_stream
+
+        self.require_agent(agent)
+        ts = to_us(req.ts)
+        self.sync_settings(agent, ts)
+        cfg = load_or_default(AgentConfig, self.home.agent_config_path(agent))
+        budget = budget_tokens(cfg.memory.infinite_context.context_window_tokens)
+        text, truncated = fit_notes(req.markdown, budget)
+        event = WorkingMemoryWritten(markdown=text, truncated=truncated, budget_tokens=budget)
+        appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
+        self.rt.wait_projections()
+        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], characters=len(text), truncated=truncated,
+                                      budget_tokens=budget)
+
+    def set_mood(self, agent: str, req: t.MoodRequest) -> t.EventResponse:
+        """Record the agent's mood (PAD, each in [-1, 1])."""
+        from engram.events.cognitive import MoodChanged
+        from engram.events.envelope import NewEvent, Write
+        from engram.settings import agent_stream
+
+        self.require_agent(agent)
+        ts = to_us(req.ts)
+        self.sync_settings(agent, ts)
+        event = MoodChanged(valence=req.valence, arousal=req.arousal, dominance=req.dominance, reason=req.reason)
+        appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
+        return t.EventResponse(seq=appended.seqs[0])
+
+    def mood_history(self, agent: str) -> t.Table:
+        """The MoodChanged history (empty: the agent.config.json baseline applies)."""
+        self.require_agent(agent)
+        return table(*self.sql_rows("SELECT seq, ts, valence, arousal, dominance, reason FROM ev_mood_changed "
+                                    "WHERE agent = ? ORDER BY seq", [agent]))
+
+    # ------------------------------------------------------------------ background processes
+
+    def observation_logs(self, agent: str) -> t.Table:
+        """One row per observation log: tokens, notes, compression, what is active, buffered, reflected."""
+        self.require_agent(agent)
+        return table(*self.sql_rows(OBSERVATION_LOGS, [agent]))
+
+    def observation_notes(self, agent: str, discussion: str) -> t.Table:
+        self.require_agent(agent)
+        validate_discussion(discussion)
+        return table(*self.sql_rows(OBSERVATION_NOTES, [agent, discussion, discussion]))
+
+    def observation_log(self, agent: str, discussion: str) -> t.ObservationLogResponse:
+        """The discussion's observation log as rendered (or the agent's, with Observer scope "agent")."""
+        from engram.home import ProjectionPaths
+
+        self.require_agent(agent)
+        validate_discussion(discussion)
+        paths = ProjectionPaths(self.home.projections_dir)
+        for path in (paths.discussion_file(agent, discussion, "_observations.md"), paths.agent_dir(agent) / "observations.md"):
+            if path.exists():
+                return t.ObservationLogResponse(agent=agent, discussion=discussion, path=str(path), markdown=path.read_text())
+        return t.ObservationLogResponse(agent=agent, discussion=discussion, path=None, markdown=None)
+
+    def recent_observations(self, agent: str, discussion: str, *, limit: int = 10) -> t.RecentObservations:
+        """The Observer's latest notes for a discussion (and the agent-wide ones), rendered as the log renders them."""
+        from engram.context.hybrid import render_notes
+
+        self.require_agent(agent)
+        validate_discussion(discussion)
+        if limit < 1:
+            raise error("invalid_request", "limit must be positive")
+        records = self.rt.read(agent, types=["ObservationsRecorded"], limit=None)
+        notes = [n for r in records if r.stream in (discussion, f"agent:{agent}") for n in r.event.notes]
+        notes = sorted(notes, key=lambda n: (n.observed_us, n.note_id))[-limit:]
+        return t.RecentObservations(agent=agent, discussion=discussion, notes=len(notes),
+                                    markdown=render_notes(notes) if notes else "")
+
+    def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50) -> t.ConsolidationsResponse:
+        """What each consolidation run did (latest `limit`), and totals over every run."""
+        self.require_agent(agent)
+        if limit < 1:
+            raise error("invalid_request", "limit must be positive")
+        where = "agent = ?" + ("" if include_idle else f" AND {BUSY}")
+        names, rows = self.sql_rows(
+            f"SELECT * FROM (SELECT seq, {CONSOLIDATION_COLUMNS} FROM ev_consolidation_ran WHERE {where} "
+            f"ORDER BY seq DESC LIMIT {int(limit)}) ORDER BY seq", [agent])
+        _, totals = self.sql_rows(
+            f"SELECT count(*), count(*) FILTER (WHERE {BUSY}), sum(pruned), sum(edges), sum(schemas), sum(conflicts), "
+            "sum(reinforced), round(avg(duration_ms), 2) FROM ev_consolidation_ran WHERE agent = ?", [agent])
+        keys = ("runs", "busy", "pruned", "edges", "schemas", "conflicts", "reinforced", "avg_ms")
+        return t.ConsolidationsResponse(agent=agent, runs=table(names[1:], [r[1:] for r in rows]),
+                                        totals=dict(zip(keys, totals[0])) if totals and totals[0][0] else {"runs": 0})

@@ -1,0 +1,93 @@
+"""Errors of the API: a stable code, an HTTP status, and a message that says what to fix.
+
+Every refused request is one `ApiError`; the server answers it as
+`{"error": {"code": "<stable code>", "message": "<what to fix>"}}` with its status, the CLI prints
+its message on one line and exits with code 2 (1 for failures that are not the user's input).
+Domain exceptions are translated here, in one place (`translate`).
+"""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# The stable codes, with their HTTP status (the OpenAPI document lists them).
+CODES: dict[str, int] = {
+    "invalid_request": 422,  # the body or a parameter does not match the operation's schema
+    "invalid_id": 400,  # an agent, discussion or job id that is not a safe id
+    "malformed_messages": 422,  # messages that cannot be appended as given
+    "bad_settings": 400,  # a settings file (engram.json, agent.config.json, …) that cannot be used
+    "bad_workflow": 400,  # a workflow that cannot run
+    "bad_query": 400,  # SQL that fails, an empty or unusable query
+    "unknown_agent": 404,
+    "unknown_discussion": 404,
+    "unknown_job": 404,
+    "unknown_workflow": 404,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "conflict": 409,  # e.g. replay into a directory that is not empty
+    "body_too_large": 413,
+    "unsupported_media_type": 415,
+    "llm_error": 502,  # the LLM answered with an error
+    "llm_unavailable": 503,  # the LLM could not be reached (or its API key is missing)
+    "runtime_unavailable": 503,  # Ray or the shard actors are down
+    "internal": 500,
+}
+
+
+def error(code: str, message: str) -> ApiError:
+    return ApiError(CODES[code], code, message)
+
+
+def translate(exc: BaseException) -> ApiError | None:
+    """The ApiError a domain exception means, or None when it is not the caller's doing (a 500)."""
+    from engram.config.errors import ConfigError
+    from engram.ids import InvalidIdError
+
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, InvalidIdError):
+        return error("invalid_id", str(exc))
+    if isinstance(exc, ConfigError):
+        return error("bad_settings", str(exc))
+    try:
+        from engram.ingest.messages import MessageRejected
+    except ImportError:  # pragma: no cover - always present
+        MessageRejected = ()  # type: ignore[assignment]
+    if isinstance(exc, MessageRejected):
+        return error("malformed_messages", str(exc))
+    from engram.api.runtime import RuntimeUnavailable
+
+    if isinstance(exc, RuntimeUnavailable):
+        return error("runtime_unavailable", str(exc))
+    llm = llm_error(exc)
+    if llm is not None:
+        return llm
+    return None
+
+
+def llm_error(exc: BaseException) -> ApiError | None:
+    """An LLM outage as 503 (unreachable, no key) or 502 (it answered with an error), with its cause."""
+    try:
+        from engram.llm.caller import CallFailed
+    except ImportError:  # the anthropic SDK is part of the install; without it there is no outage to report
+        return None
+    if isinstance(exc, CallFailed):
+        return llm_failure(str(exc))
+    return None
+
+
+def llm_failure(cause: str, suffix: str = "") -> ApiError:
+    """503 when the LLM could not be reached (connection, timeout, overload, no key), else 502."""
+    unreachable = any(w in cause.lower() for w in ("connect", "timed out", "timeout", "api key", "unreachable",
+                                                   "overloaded", "is not set", "529", "503"))
+    return error("llm_unavailable" if unreachable else "llm_error", f"the LLM failed: {cause}{suffix}")

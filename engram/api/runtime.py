@@ -1,0 +1,212 @@
+"""The one interface the API needs from a runtime: the port every runtime implements.
+
+Two runtimes implement it and pass one contract suite (tests/api/test_runtime_contract.py):
+
+- `engram.runtime.ray_runtime.RayRuntime`: shard, policy and embedder actors on Ray (the
+  embedded default inside `engram serve`, or a cluster);
+- `engram.runtime.inprocess.InProcessRuntime`: the same parts (shard hosts, policy hosts) in this
+  process, synchronous, without Ray: for tests and for embedding engram in one process.
+
+Ray handles, placement, pools and `ray.get` live only behind this interface. The interface is
+defined here, beside its user (the API), so that the API and the interfaces above it never import
+a runtime: the composition root (`engram.boot`, `engram.embedded`) picks one.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Callable, Sequence
+
+from engram.events.envelope import Appended, Recorded, Write
+from engram.events.shards import shard_of
+from engram.ids import validate_agent
+
+# How often `wait_idle` looks at the consumers' positions.
+IDLE_POLL_S = 0.1
+
+
+class QueryError(ValueError):
+    """SQL that failed (the message is the database's)."""
+
+
+class MissingTable(QueryError):
+    """SQL over a table or view that does not exist yet (e.g. no projection has written it)."""
+
+
+class RuntimeUnavailable(RuntimeError):
+    """The runtime cannot serve (an actor died and is restarting, Ray is down); the message says what."""
+
+
+class Runtime(ABC):
+    """Where the shards, projections and policies of one engram home run."""
+
+    config = None  # the ServiceConfig
+    home = None  # the engram.home.Home
+
+    # ------------------------------------------------------------------ life cycle
+
+    @abstractmethod
+    def start(self) -> "Runtime":
+        """Start (or join) what runs the home; idempotent."""
+
+    @abstractmethod
+    def start_policies(self) -> None:
+        """Make sure the policies (memory creation in the background) run; idempotent."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop cleanly: projections checkpointed, DuckDB files closed."""
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """One line for `engram status`: what runs the home (e.g. "Ray (local instance)")."""
+
+    # ------------------------------------------------------------------ the log
+
+    def shard_of(self, agent: str) -> int:
+        return shard_of(validate_agent(agent), self.config.shards)
+
+    @abstractmethod
+    def append(self, writes: Sequence[Write]) -> list[Appended]:
+        """Append writes; those of one shard commit together, all or nothing."""
+
+    @abstractmethod
+    def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
+        """Events of `agent`'s shard after `after` (filters: stream, types, limit, to_seq, agent)."""
+
+    @abstractmethod
+    def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
+        """The events of `agent`'s shard at positions `seqs` (point reads, all at once), in seq order."""
+
+    @abstractmethod
+    def heads(self) -> dict[int, int]:
+        """The last seq of every shard."""
+
+    @abstractmethod
+    def streams(self) -> dict[str, str]:
+        """Every stream of the home -> the agent it belongs to."""
+
+    # ------------------------------------------------------------------ reading
+
+    @abstractmethod
+    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        """engram's own SQL (read models) over the log and the projections, shard by shard, rows concatenated;
+        confined like a user's (`ShardHost.query`), without a row limit. Raises MissingTable or QueryError."""
+
+    @abstractmethod
+    def user_sql(self, query: str, params: list | None = None, *, agents: Sequence[str] | None = None,
+                 timeout_s: float | None = None, max_rows: int | None = None):
+        """A user's SQL: one read-only statement, confined (`engram.sql.run_readonly` on every shard: no file,
+        network or extension access, locked configuration), stopped after `timeout_s`, at most `max_rows` rows,
+        only `agents`' rows when given. Returns an `engram.sql.QueryResult`; raises `engram.sql.SqlError`."""
+
+    @abstractmethod
+    def shard_status(self) -> list[dict]:
+        """Per shard: head, projection positions and lag, consumer positions, errors, event counts."""
+
+    @abstractmethod
+    def wait_projections(self, timeout: float = 120.0) -> bool:
+        """Wait until every shard's projections have folded everything appended so far."""
+
+    @abstractmethod
+    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
+        """The trace reader's recall (engram.cognitive.retrieval.RecallResult) for `agent`; it
+        first folds the log up to `min_position` (read-your-writes) and records a TraceRetrieved after."""
+
+    @abstractmethod
+    def drain_summarizer(self, agent: str, discussion: str) -> str:
+        """The Summarizer owning `discussion` has handled the whole log and the projections show it.
+        Returns the Summarizer's failure (empty when it succeeded)."""
+
+    # ------------------------------------------------------------------ whole-shard work
+
+    @abstractmethod
+    def replay_into(self, shards: Sequence[int], out_dir: str, to_seq: int | None, until_us: int | None,
+                    on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+        """Rebuild the projections of `shards` from the log into `out_dir`; no LLM call."""
+
+    @abstractmethod
+    def rebuild(self, shards: Sequence[int], on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+        """Rebuild the live projections of `shards` from the log."""
+
+    @abstractmethod
+    def verify_replay(self, shards: Sequence[int], on_shard: Callable[[list[str]], None] | None = None) -> list[str]:
+        """Replay into scratch space and compare with the live projections; the differences."""
+
+    @abstractmethod
+    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+        """Erase a discussion (or the whole agent) from the log file and the projections."""
+
+    # ------------------------------------------------------------------ shared behaviour
+
+    def all_shards(self) -> list[int]:
+        return list(range(self.config.shards))
+
+    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int], None] | None = None) -> bool:
+        """Wait until every projection and policy has handled the whole log, and nothing new came.
+
+        Policies append events (summaries, observations…), so the log may grow while waiting;
+        idle means two consecutive looks with the same heads and every consumer at its head.
+        """
+        from engram.api.idle import wait_idle
+
+        def look():
+            self.settle()
+            status = self.shard_status()
+            return [st["head"] for st in status], [consumed(st) for st in status]
+
+        return wait_idle(look, timeout, on_progress, IDLE_POLL_S)
+
+    def sync_settings(self, agent: str, ts_us: int) -> int:
+        """Record the agent's settings files in the log when they changed since last recorded (event time
+        `ts_us`). Returns the SettingsChanged events appended. The files are only re-read when their
+        size or modification time changed, so the check costs two `stat`s on every request."""
+        from engram.settings import SettingsView, agent_stream, sync_writes
+
+        cache = self.__dict__.setdefault("_settings_seen", {})
+        paths = (self.home.settings_path, self.home.agent_config_path(agent))
+        signature = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in paths)
+        if cache.get(agent) == signature:
+            return 0
+        view = SettingsView()
+        for rec in self.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):
+            view.apply(rec)
+        writes = sync_writes(self.home, agent, view.recorded_hashes(agent), ts_us, self.config.llm)
+        appended = sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
+        cache[agent] = signature
+        return appended
+
+    def settle(self) -> None:
+        """Run pending work now (the in-process runtime, which has no background threads); a no-op
+        where the work runs by itself."""
+
+
+# Positions closer than this are read as one range (one query) rather than one by one.
+SEQ_RANGE_GAP = 256
+
+
+def seq_ranges(seqs: Sequence[int], gap: int = SEQ_RANGE_GAP) -> list[tuple[int, int]]:
+    """`seqs` as few (first, last) ranges: neighbours within `gap` share a range (one read instead of many)."""
+    out: list[list[int]] = []
+    for s in sorted(set(seqs)):
+        if out and s - out[-1][1] <= gap:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return [(a, b) for a, b in out]
+
+
+def merge_results(results: Sequence, max_rows: int | None):
+    """Per-shard `QueryResult`s as one: rows concatenated (aggregates stay per shard), cut at `max_rows`."""
+    from engram.sql import QueryResult
+
+    rows = [row for r in results for row in r.rows]
+    truncated = any(r.truncated for r in results) or (max_rows is not None and len(rows) > max_rows)
+    return QueryResult(columns=results[0].columns if results else [],
+                       rows=rows[:max_rows] if max_rows is not None else rows, truncated=truncated)
+
+
+def consumed(status: dict) -> int:
+    """The position every projection and policy of one shard has reached."""
+    return min(list(status["projections"].values()) + list(status.get("consumers", {}).values()), default=status["head"])

@@ -1,0 +1,455 @@
+"""The request and response types of every API operation.
+
+msgspec Structs, not pydantic models: the events are msgspec already; the types cost a few
+milliseconds to import (the CLI and `engram.Client` import them, and a command must start in well
+under half a second); one encoder/decoder pair per type is fast on the server's hot path; and
+`msgspec.json.schema_components` gives the OpenAPI document its schemas. Only msgspec is imported
+here, so any client can use these types.
+
+Times on the wire are ISO-8601 strings with a zone (`2024-05-01T09:00:00Z`). Read models that the
+domain already renders as JSON objects (a chunk memory record, an assembled context, a compaction)
+travel as such objects inside typed envelopes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta, Struct
+
+# The id rules of engram.ids (letters, digits, '_', '-', '.'; 1–128 characters; no leading dot).
+Id = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$",
+                         description="an agent or discussion id: letters, digits, '_', '-' and '.'")]
+Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
+Role = Literal["user", "assistant", "system", "tool"]
+Factor = Literal["strength", "similarity", "recency", "emotional", "activation", "importance"]
+
+
+class Model(Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of every type: keyword fields, unknown fields refused (a typo is an error, not a no-op)."""
+
+
+# --------------------------------------------------------------------------- errors
+
+class ErrorBody(Model, kw_only=True):
+    code: str
+    message: str
+
+
+class ErrorResponse(Model, kw_only=True):
+    error: ErrorBody
+
+
+# --------------------------------------------------------------------------- system
+
+class Health(Model, kw_only=True):
+    service: Literal["engram"] = "engram"
+    home: str
+    instance: str  # a random token of this server process (instance.json records it too)
+    pid: int
+    version: str
+    runtime: str
+
+
+class FoldFailure(Model, kw_only=True):
+    seq: int
+    projection: str
+    type: str
+    error: str
+
+
+class UnfinishedForget(Model, kw_only=True):
+    marker_seq: int
+    streams: list[str]
+
+
+class ShardStatus(Model, kw_only=True):
+    shard: int
+    head: int
+    streams: int
+    projections: dict[str, int]
+    projection_lag: int
+    events_by_type: dict[str, int]
+    consumers: dict[str, int] = {}
+    consumer_errors: dict[str, str] = {}
+    projection_error: str | None = None
+    # Policies whose snapshot was not restored (another state version, damaged) and rebuild from the log, and why.
+    consumers_rebuilt: dict[str, str] = {}
+    # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
+    fold_failed: list[FoldFailure] = []
+    # Forgets recorded but not (completely) erased: completed when the shard next starts.
+    unfinished_forgets: list[UnfinishedForget] = []
+    # What the shard's start found broken or unfinished, and did about it.
+    recovered: list[str] = []
+
+
+class StatusResponse(Model, kw_only=True):
+    home: str
+    mode: str
+    runtime: str
+    shards: list[ShardStatus]
+    jobs_running: int = 0
+
+
+class SqlRequest(Model, kw_only=True):
+    query: Annotated[str, Meta(min_length=1, max_length=100_000)]
+    params: list[Any] = []
+
+
+class SqlResponse(Model, kw_only=True):
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool = False  # the query had more rows than the limit; these are the first ones
+
+
+class Table(Model, kw_only=True):
+    """Rows of a read model, column names first (what `engram sql`-style commands print)."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+# --------------------------------------------------------------------------- writing
+
+class Message(Model, kw_only=True):
+    role: Role
+    content: Annotated[str, Meta(max_length=10_000_000)]
+    ts: datetime | None = None  # event time; default: when the server receives it
+    name: str | None = None
+    message_id: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
+    metadata: dict[str, str] = {}
+
+
+class AppendRequest(Model, kw_only=True):
+    messages: Annotated[list[Message], Meta(min_length=1, max_length=100_000)]
+
+
+class Conversation(Model, kw_only=True):
+    discussion: Id
+    messages: Annotated[list[Message], Meta(min_length=1, max_length=100_000)]
+
+
+class AppendConversationsRequest(Model, kw_only=True):
+    """Several discussions of one agent at once: they commit together, all or nothing (one file of `engram ingest`)."""
+
+    conversations: Annotated[list[Conversation], Meta(min_length=1, max_length=10_000)]
+
+
+class AppendResult(Model, kw_only=True):
+    discussion: str
+    appended: int  # new messages
+    duplicates: int  # already recorded (recognised by message id)
+    seqs: list[int]
+
+
+class AppendResponse(Model, kw_only=True):
+    agent: str
+    results: list[AppendResult]
+    settings_recorded: int = 0  # SettingsChanged events appended because the settings files changed
+
+
+class SettingsRecorded(Model, kw_only=True):
+    agent: str
+    recorded: int  # SettingsChanged events appended (0: the files match what the log holds)
+
+
+class ToolFailureRequest(Model, kw_only=True):
+    tool: Annotated[str, Meta(min_length=1, max_length=256)]
+    error: Annotated[str, Meta(max_length=100_000)]
+    arguments: Annotated[str, Meta(max_length=100_000)] = ""
+    call_id: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
+    ts: datetime | None = None
+
+
+class EventResponse(Model, kw_only=True):
+    seq: int
+    duplicate: bool = False
+
+
+# --------------------------------------------------------------------------- discussion memory
+
+class SearchRequest(Model, kw_only=True):
+    keywords: Annotated[str, Meta(max_length=10_000)]  # separated by ";" (OR logic)
+    mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 5
+
+
+class SearchResponse(Model, kw_only=True):
+    discussion: str
+    agent: str
+    mode: str
+    keywords: list[str]
+    limit: int
+    warnings: list[str]
+    reason: str | None
+    hits: list[dict[str, Any]]  # rank, score, keyword_rank, semantic_rank and the memory's fields
+    ms: float
+
+
+class MemoriesResponse(Model, kw_only=True):
+    discussion: str
+    agent: str
+    path: str
+    exists: bool
+    total: int  # chunk memories in the file
+    memories: list[dict[str, Any]]  # the file's records (the last `last` of them when asked)
+
+
+class SummaryResponse(Model, kw_only=True):
+    discussion: str
+    agent: str
+    path: str
+    summary: dict[str, Any] | None  # the `<id>_summary.jsonl` record; None before the first one
+
+
+class DiscussionResponse(Model, kw_only=True):
+    discussion: str
+    agent: str
+
+
+class CompactionsResponse(Model, kw_only=True):
+    discussion: str
+    agent: str
+    compactions: list[dict[str, Any]]
+    chain: dict[str, Any]
+    tree: list[str]
+
+
+class ContextResponse(Model, kw_only=True):
+    discussion: str
+    agent: str
+    context: dict[str, Any]  # engram.context.assemble's JSON form: blocks, budgets, turns
+    rendered: str
+
+
+class WorkflowRequest(Model, kw_only=True):
+    """A WilmerAI workflow: `nodes` (the JSON list), `text` (a workflow file's JSON-with-comments text) or
+    `name` (a file in <home>/workflows/): exactly one of them."""
+
+    nodes: list[dict[str, Any]] | None = None
+    text: Annotated[str, Meta(max_length=10_000_000)] | None = None
+    name: Id | None = None
+    source: str | None = None  # where the nodes came from, for messages (a file name)
+    discussion: Id | None = None
+    messages: list[Message] = []  # appended to the discussion first
+
+
+class WorkflowNodeResult(Model, kw_only=True):
+    index: int
+    id: str | None
+    type: str
+    output: str
+    info: str
+    ms: float
+    background: bool
+
+
+class WorkflowResponse(Model, kw_only=True):
+    discussion: str | None
+    agent: str
+    appended: int
+    response: str
+    response_node: str | None
+    response_ms: float
+    total_ms: float
+    nodes: list[WorkflowNodeResult]
+
+
+class RegenerateRequest(Model, kw_only=True):
+    settings: dict[str, Any] | None = None  # a _DiscussionId-MemoryFile-Workflow-Settings.json's content
+    settings_name: str = "settings.json"  # its file name, for messages and the SettingsChanged record
+
+
+# --------------------------------------------------------------------------- cognitive memory
+
+class RecallRequest(Model, kw_only=True):
+    query: Annotated[str, Meta(min_length=1, max_length=100_000)]
+    discussion: Id | None = None
+    limit: Annotated[int, Meta(ge=1, le=1000)] | None = None
+    weights: dict[Factor, Annotated[float, Meta(ge=0.0, le=1000.0)]] | None = None
+    hyde: bool | None = None
+    similarity: Literal["hybrid", "embedding"] | None = None
+    at: datetime | None = None  # event time of the question; default now
+    mood: tuple[Unit, Unit, Unit] | None = None
+    sources: bool = True  # include the source messages of every hit
+    record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
+
+
+class SourceMessage(Model, kw_only=True):
+    seq: int
+    discussion: str
+    message_id: str
+    role: str
+    name: str | None
+    content: str
+    ts: str
+
+
+class RecallHit(Model, kw_only=True):
+    rank: int
+    trace_id: str
+    score: float
+    content: str
+    factors: dict[str, float]
+    similarity_parts: dict[str, float]  # cosine, lexical
+    contributions: dict[str, float]
+    trace_type: str
+    category: str | None
+    scope: str
+    scope_id: str
+    via: str
+    source_seqs: list[int]
+    source_message_ids: list[str]
+    sources: list[SourceMessage] = []
+
+
+class HydeMatch(Model, kw_only=True):
+    trace_id: str
+    cosine: float
+
+
+class Hyde(Model, kw_only=True):
+    text: str
+    threshold: float
+    tried: list[float]
+    hits: int
+    matches: list[HydeMatch] = []  # the traces near the hypothetical memory, above the threshold
+
+
+class Mood(Model, kw_only=True):
+    valence: float
+    arousal: float
+    dominance: float
+
+
+class RecallResponse(Model, kw_only=True):
+    query: str
+    agent: str
+    discussion: str | None
+    now_us: int  # the event time the recall was made at (µs since the epoch)
+    candidates: int
+    similarity: str
+    weights: dict[str, float]
+    mood: Mood
+    hyde: Hyde | None
+    hits: list[RecallHit]
+
+
+class WorkingMemoryResponse(Model, kw_only=True):
+    agent: str
+    slots: list[dict[str, Any]]
+    path: str
+    markdown: str
+
+
+class WorkingMemoryWrite(Model, kw_only=True):
+    markdown: Annotated[str, Meta(max_length=1_000_000)]
+    ts: datetime | None = None
+
+
+class WorkingMemoryWritten(Model, kw_only=True):
+    agent: str
+    seq: int
+    characters: int
+    truncated: bool
+    budget_tokens: int
+
+
+class MoodRequest(Model, kw_only=True):
+    valence: Unit
+    arousal: Unit
+    dominance: Unit
+    reason: Annotated[str, Meta(max_length=10_000)] = "set"
+    ts: datetime | None = None
+
+
+class ObservationLogResponse(Model, kw_only=True):
+    agent: str
+    discussion: str
+    path: str | None
+    markdown: str | None
+
+
+class RecentObservations(Model, kw_only=True):
+    agent: str
+    discussion: str
+    notes: int
+    markdown: str  # the notes as the observation log renders them (Date: headings, bullets)
+
+
+class ConsolidationsResponse(Model, kw_only=True):
+    agent: str
+    runs: Table
+    totals: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- chat
+
+class ChatRequest(Model, kw_only=True):
+    message: Annotated[str, Meta(min_length=1, max_length=1_000_000)]
+    memory: bool = True  # recall memories for the reply (messages are recorded either way)
+
+
+class ChatResponse(Model, kw_only=True):
+    agent: str
+    discussion: str
+    reply: str
+    responder: str  # provider/model; the offline responder says it is not a language model
+    user_seq: int | None
+    reply_seq: int | None
+
+
+class ChatInfo(Model, kw_only=True):
+    agent: str
+    discussion: str
+    messages: int
+    responder: str
+
+
+# --------------------------------------------------------------------------- forgetting and jobs
+
+class ForgetRequest(Model, kw_only=True):
+    reason: Annotated[str, Meta(max_length=10_000)] = ""
+
+
+class ReplayRequest(Model, kw_only=True):
+    out: str | None = None  # a fresh directory (on the server's machine); None: rebuild in place
+    as_of: str | None = None  # a position (SEQ) or an ISO-8601 event time; needs `out`
+    agent: Id | None = None  # only the shard of this agent (needed with as_of SEQ on several shards)
+    verify: bool = False  # replay into scratch space and compare with the live projections
+
+
+class DiscussionReplayRequest(Model, kw_only=True):
+    verify: bool = False  # compare only
+
+
+JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget"]
+JobState = Literal["queued", "running", "succeeded", "failed"]
+
+
+class Progress(Model, kw_only=True):
+    done: int
+    total: int
+    unit: str
+
+
+class Job(Model, kw_only=True):
+    id: str
+    kind: JobKind
+    state: JobState
+    progress: Progress
+    created: str
+    finished: str | None = None
+    result: dict[str, Any] | None = None
+    error: ErrorBody | None = None
+
+
+class JobList(Model, kw_only=True):
+    jobs: list[Job]
+
+
+def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
+    """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
+    return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")

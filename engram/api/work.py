@@ -1,0 +1,201 @@
+"""Operations that do memory work on request: run a workflow, regenerate a discussion, chat."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from engram.api import types as t
+from engram.api.clock import now_us
+from engram.api.errors import error
+from engram.api.messages import incoming
+from engram.ids import validate_agent, validate_discussion
+
+CHAT_SYSTEM_PROMPT = (
+    "You are {agent}, an assistant with long-term memory (engram). Use the memory below and the memory passages "
+    "when they help; say so when you do not know."
+)
+# The latest messages of a discussion a workflow sees (chat variables, Standard nodes).
+WORKFLOW_MESSAGES = 200
+
+
+class WorkOps:
+    def tasks(self):
+        """The memory tasks (LLM) of this server: anthropic with a key, else the labelled offline heuristic."""
+        if getattr(self, "_tasks", None) is None:
+            from engram.llm.factory import make_tasks
+
+            self._tasks = make_tasks(self.config.llm)
+        return self._tasks
+
+    # ------------------------------------------------------------------ workflows
+
+    def _workflow(self, req: t.WorkflowRequest):
+        from engram.config import jsonc
+        from engram.discussion.workflow import WorkflowError, load, parse, workflow_path
+
+        given = [x for x in (req.nodes, req.text, req.name) if x is not None]
+        if len(given) != 1:
+            raise error("bad_workflow", "give exactly one of nodes, text or name")
+        source = req.source or "workflow"
+        try:
+            if req.nodes is not None:
+                return parse(req.nodes, source)
+            if req.text is not None:
+                try:
+                    return parse(jsonc.loads(req.text, source), source)
+                except jsonc.JsoncError as exc:
+                    raise WorkflowError(str(exc)) from None
+            path = workflow_path(self.home.root, req.name)
+            if not path.exists():
+                raise error("unknown_workflow", f"workflow {req.name!r}: no such file, and no {path}")
+            return load(path)
+        except WorkflowError as exc:
+            raise error("bad_workflow", str(exc)) from None
+
+    def run_workflow(self, agent: str, req: t.WorkflowRequest) -> t.WorkflowResponse:
+        """Run a WilmerAI workflow of memory nodes on a discussion (its messages appended first). Returns when the
+        nodes after a WorkflowLock are done too; `response_ms` is when the response existed."""
+        from engram.api.discussion_memory import RuntimeMemory
+        from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
+        from engram.discussion.workflow.engine import NodeFailed
+        from engram.ingest.messages import discussion_write
+        from engram.llm.routing import check_routes
+
+        validate_agent(agent)
+        workflow = self._workflow(req)
+        check_routes(self.config.llm, workflow.routes(), workflow.source)  # a typo fails here, before anything runs
+        discussion = validate_discussion(req.discussion) if req.discussion else None
+        if req.messages and discussion is None:
+            raise error("invalid_request", "messages need a discussion (a workflow can also run without one: memory "
+                        "nodes then work statelessly)")
+        write = None
+        if req.messages:
+            write = discussion_write(agent, discussion, incoming(req.messages),
+                                     max_message_chars=self.config.limits.max_message_chars, where="messages")
+        appended = 0
+        if write is not None:
+            self.sync_settings(agent, write.events[0].ts_us)
+            result = self.rt.append([write])[0]
+            self.note_streams([write])
+            appended = len(result.seqs) - result.duplicates
+        else:
+            self.sync_settings(agent)
+        messages = []
+        if discussion is not None:
+            records = self.rt.read(agent, stream=discussion, types=["MessageAppended"], limit=None)[-WORKFLOW_MESSAGES:]
+            messages = [ChatMessage(r.event.role, r.event.content, r.event.name, r.event.message_id, r.seq, r.ts_us)
+                        for r in records]
+        ctx = RunContext(discussion=discussion, messages=messages,
+                         memory=RuntimeMemory(self.rt, agent, self.query_embedder()), responder=Responder(self.tasks()))
+        started = time.perf_counter()
+        try:
+            outcome = run(workflow, ctx)
+            outcome.wait()
+        except NodeFailed as exc:
+            raise error("bad_workflow", str(exc)) from None
+        total = time.perf_counter() - started
+        return t.WorkflowResponse(
+            discussion=discussion, agent=agent, appended=appended, response=outcome.response,
+            response_node=outcome.response_node, response_ms=round(outcome.response_seconds * 1000, 1),
+            total_ms=round(total * 1000, 1),
+            nodes=[t.WorkflowNodeResult(index=r.index + 1, id=r.id, type=r.kind, output=r.output, info=r.info,
+                                        ms=round(r.seconds * 1000, 1), background=r.background) for r in outcome.results],
+        )
+
+    # ------------------------------------------------------------------ regeneration
+
+    def regenerate(self, agent: str | None, discussion: str, req: t.RegenerateRequest) -> t.Job:
+        """WilmerAI's consolidation workflow: a new generation of the discussion's memories from its full history
+        (under `settings` if given, recorded in the discussion's stream); the old events stay in the log."""
+        from engram.api.discussion_memory import RuntimeMemory
+        from engram.config.discussion import DiscussionSettings
+        from engram.config.loader import parse
+        from engram.discussion.regenerate import HISTORY_TYPES, Generation, NothingToRegenerate
+        from engram.llm.routing import check_discussion_settings
+        from engram.settings import SCOPE_DISCUSSION, settings_event
+
+        agent = self.discussion_agent(discussion, agent)
+        settings = None
+        if req.settings is not None:  # validated before anything runs
+            model = parse(DiscussionSettings, req.settings, req.settings_name)
+            check_discussion_settings(model, self.config.llm, req.settings_name)
+            settings = settings_event(SCOPE_DISCUSSION, req.settings_name, model)
+        self.sync_settings(agent)
+        history = self.rt.read(agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
+        try:
+            gen = Generation(agent, discussion, history, reason="engram regenerate", ts_us=now_us(), settings=settings)
+        except NothingToRegenerate as exc:
+            raise error("unknown_discussion", str(exc)) from None
+        new, generation, had_summary = gen.number, gen.previous, gen.had_summary
+
+        def work(progress) -> dict:
+            started = time.perf_counter()
+            self.rt.append([gen.write])
+            memory = RuntimeMemory(self.rt, agent, self.query_embedder())
+            failed = memory.drain(discussion)
+            counts = memory.counts(discussion)
+            progress.set(1)
+            self._files.pop(agent, None)
+            return {"agent": agent, "discussion": discussion, "generation": new, "superseded": generation,
+                    "settings": req.settings_name if settings is not None else None, "had_summary": had_summary,
+                    **counts, "seconds": round(time.perf_counter() - started, 2), "warning": failed.rstrip("; ") or None}
+
+        return self.jobs.start("regenerate", 1, "generations", work)
+
+    # ------------------------------------------------------------------ chat
+
+    def chat_info(self, agent: str, discussion: str) -> t.ChatInfo:
+        """Where a chat stands: earlier messages of the discussion, and who answers."""
+        validate_agent(agent)
+        validate_discussion(discussion)
+        owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
+        if owner is not None and owner != agent:
+            raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}")
+        _, rows = self.sql_rows("SELECT count(*) FROM messages WHERE discussion_id = ?", [discussion])
+        return t.ChatInfo(agent=agent, discussion=discussion, messages=sum(r[0] for r in rows),
+                          responder=self.tasks().describe())
+
+    def chat(self, agent: str, discussion: str, req: t.ChatRequest) -> t.ChatResponse:
+        """One chat turn: the user's message is appended, the reply comes from the `respond` memory task given the
+        context engram would send now, and is appended too. Memory creation runs behind it, never in its path.
+        If the LLM fails, the user's message stays in the log and the error says why (502/503)."""
+        from engram.context.history import build_context
+        from engram.home import ProjectionPaths
+        from engram.llm.types import ChatLine
+
+        info = self.chat_info(agent, discussion)
+        user_seq = self._chat_append(agent, discussion, "user", req.message)
+        recall = (lambda q: self.recalled(agent, discussion, q, exclude_seqs=(user_seq,))) if req.memory else None
+        tasks = self.tasks()
+        # The offline responder quotes memory passages only: it keeps what recall found in the recent turns too.
+        offline = getattr(tasks, "provider", "") == "offline"
+        ctx = build_context(self.sql_rows, self.home, ProjectionPaths(self.home.projections_dir), agent, discussion,
+                            recall=recall, query=req.message, skip_raw=not offline)
+        lines = [ChatLine(role=x.role, content=x.content, seq=x.seq, ts_us=x.ts_us, name=x.name) for x in ctx.turns
+                 if x.role in ("user", "assistant")]
+        memory_block = ctx.block("working_memory").text
+        system = CHAT_SYSTEM_PROMPT.format(agent=agent) + (f"\n\n{memory_block}" if memory_block else "")
+        result = tasks.respond(lines, system_prompt=system, context=ctx.memory_passages() if req.memory else ())
+        if result.llm.error:  # an outage: say so (the fallback is no reply of the model); the message stays logged
+            from engram.api.errors import llm_failure
+
+            raise llm_failure(result.llm.error, f" (your message is recorded at seq {user_seq}; send it again later)")
+        reply = result.value.strip()
+        responder = f"{result.llm.provider}/{result.llm.model}"
+        reply_seq = self._chat_append(agent, discussion, "assistant", reply, responder=responder)
+        return t.ChatResponse(agent=agent, discussion=discussion, reply=reply, responder=responder or info.responder,
+                              user_seq=user_seq, reply_seq=reply_seq)
+
+    def _chat_append(self, agent: str, discussion: str, role: str, content: str, **metadata: str) -> int | None:
+        from engram.ingest.messages import IncomingMessage, discussion_write
+
+        msg = IncomingMessage(role=role, content=content, ts_us=now_us(), message_id=f"chat-{uuid.uuid4().hex[:20]}",
+                              metadata={"source": "engram chat", **metadata})
+        write = discussion_write(agent, discussion, [msg], max_message_chars=self.config.limits.max_message_chars)
+        if write is None:
+            return None
+        self.sync_settings(agent, msg.ts_us)
+        appended = self.rt.append([write])[0]
+        self.note_streams([write])
+        return appended.seqs[0]

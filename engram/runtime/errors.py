@@ -1,0 +1,19 @@
+"""What the runtimes raise to the API: the API's own exceptions instead of DuckDB's or Ray's."""
+
+from __future__ import annotations
+
+import duckdb
+
+from engram.api.runtime import MissingTable, QueryError
+
+# Exceptions that mean "the caller asked for something wrong", passed through as they are.
+CALLER_ERRORS = (ValueError, LookupError)
+
+
+def query_error(exc: BaseException) -> BaseException:
+    """A DuckDB error as MissingTable / QueryError; anything else unchanged."""
+    if isinstance(exc, duckdb.CatalogException):
+        return MissingTable(str(exc).strip().splitlines()[0])
+    if isinstance(exc, duckdb.Error):
+        return QueryError(str(exc).strip())
+    return exc

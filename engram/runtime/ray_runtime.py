@@ -1,0 +1,330 @@
+"""The Ray runtime: a home's shard, policy and embedder actors, and every `ray.get` engram makes.
+
+- No address: a local Ray instance started for this process (`engram serve`, or `Engram.open`),
+  which owns the actors; `close()` shuts them down cleanly (projections checkpointed, DuckDB closed).
+- An address (`RAY_ADDRESS`, `--address`, `ray.address`), or `shared=True` (the replicas of a Ray
+  Serve application): actors are detached and named per home, so every process of the home shares
+  them and each DuckDB file keeps exactly one writer.
+- Ray already initialised in this process (a test session): its actors are used and owned by this
+  runtime.
+
+Logical actors (a Summarizer per discussion, a trace reader per agent) are placed on their pool
+member by consistent hashing (`engram.placement.owner`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, Sequence
+
+import ray
+
+from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
+from engram.api.runtime import Runtime, RuntimeUnavailable, seq_ranges
+from engram.config.service import ServiceConfig
+from engram.events.envelope import Appended, Recorded, Write
+from engram.home import Home
+from engram.placement import owner
+from engram.policies.registry import members as pool_size
+from engram.runtime.errors import CALLER_ERRORS, query_error
+from engram.runtime.startup import init_ray
+
+SUMMARIZER_GROUP = "summarizer"
+READER_GROUP = "traces"
+READER_POLICY = "trace-reader"
+
+
+def get(refs):
+    """`ray.get`, with the caller's errors (a bad weight, an unknown discussion, SQL that fails) raised as
+    themselves instead of wrapped in a RayTaskError, and a dead actor as RuntimeUnavailable."""
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        translated = query_error(cause) if cause is not None else None
+        if translated is not cause or isinstance(cause, CALLER_ERRORS):
+            raise translated from None
+        raise
+    except ray.exceptions.RayActorError as exc:
+        raise RuntimeUnavailable(f"an engram actor is not available: {str(exc).strip().splitlines()[0]}") from None
+
+
+class RayRuntime(Runtime):
+    def __init__(self, config: ServiceConfig, *, address: str | None = None, shared: bool | None = None):
+        self.config = config
+        self.home = Home(config.home, config.shards)
+        self.home.layout_check()
+        self.address = address or config.ray.address
+        self.started_ray = False
+        # Joined a cluster (or one of several Serve replicas): actors are detached and shared.
+        self.shared = bool(self.address) if shared is None else shared
+        self._shards: dict[int, ray.actor.ActorHandle] = {}
+        self._policies: dict[tuple[str, int, int], ray.actor.ActorHandle] = {}
+        self._embedder: ray.actor.ActorHandle | None = None
+        self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
+
+    @property
+    def description(self) -> str:
+        if self.started_ray:
+            return "Ray (a local instance of this server)"
+        return f"Ray at {self.address}" if self.address else "Ray (the instance this process runs in)"
+
+    @property
+    def owns_actors(self) -> bool:
+        return not self.shared
+
+    def start(self) -> "RayRuntime":
+        self.started_ray = init_ray(
+            home=self.home.root, address=self.address, namespace=self.config.ray.namespace,
+            num_cpus=self.config.ray.num_cpus, timeout_s=self.config.ray.start_timeout_seconds,
+        ) or self.started_ray
+        return self
+
+    # ------------------------------------------------------------------ actors
+
+    def actor_name(self, role: str) -> str:
+        return f"engram-{self.home_id}-{role}"
+
+    def _options(self, role: str, **extra) -> dict:
+        options = dict(name=self.actor_name(role), get_if_exists=True, **extra)
+        if self.shared:
+            options["lifetime"] = "detached"
+        return options
+
+    def embedder_name(self) -> str:
+        from engram.actors.embedder import EMBEDDER_ROLE
+
+        return self.actor_name(EMBEDDER_ROLE)
+
+    def embedder(self) -> ray.actor.ActorHandle:
+        """The home's EmbedderActor: the "embedder" service of its policies and projections (started
+        before them, so that this runtime owns it; its model loads when the policies start)."""
+        if self._embedder is None:
+            from engram.actors.embedder import EMBEDDER_ROLE, EmbedderActor
+            from engram.embeddings.factory import index_time
+
+            self._embedder = EmbedderActor.options(**self._options(EMBEDDER_ROLE)).remote(
+                str(self.home.root), index_time(self.config.embedder).model_dump(mode="json")
+            )
+        return self._embedder
+
+    def shard(self, index: int) -> ray.actor.ActorHandle:
+        handle = self._shards.get(index)
+        if handle is None:
+            self.embedder()  # projections may embed: the embedder exists before the shard
+            limits = self.config.limits
+            handle = ShardActor.options(**self._options(f"shard-{index:03d}", max_concurrency=SHARD_ACTOR_CONCURRENCY)).remote(
+                str(self.home.log_path(index)), str(self.home.projections_dir), index, limits.max_batch_events,
+                limits.max_payload_bytes, self.config.model_dump(mode="json"), self.embedder_name(),
+            )
+            self._shards[index] = handle
+        return handle
+
+    def shards(self, indexes: Sequence[int] | None = None) -> list[ray.actor.ActorHandle]:
+        return [self.shard(i) for i in (self.all_shards() if indexes is None else indexes)]
+
+    def policies(self) -> dict[tuple[str, int, int], ray.actor.ActorHandle]:
+        """The policy actors, (group, shard, member) -> handle; started on first use."""
+        from engram.actors.policy import PolicyActor
+        from engram.policies.registry import GROUPS
+
+        if GROUPS and not self._policies:
+            self.embedder().warm.remote()  # the policies embed: load the model while they start
+        for group, (_, specs) in GROUPS.items():
+            members = pool_size(group, self.config.ray.pools)
+            for shard in self.all_shards():
+                self.shard(shard)
+                for member in range(members):
+                    key = (group, shard, member)
+                    if key not in self._policies:
+                        self._policies[key] = PolicyActor.options(**self._options(f"{group}-{shard:03d}-{member:03d}")).remote(
+                            self.config.model_dump(mode="json"), self.actor_name(f"shard-{shard:03d}"), shard, specs,
+                            member, members, self.embedder_name(),
+                        )
+        return dict(self._policies)
+
+    def start_policies(self) -> None:
+        self.policies()
+        get([s.head.remote() for s in self.shards()])  # the shard actors are up
+
+    def _member(self, group: str, agent: str, key: str) -> ray.actor.ActorHandle:
+        members = pool_size(group, self.config.ray.pools)
+        return self.policies()[(group, self.shard_of(agent), owner(key, members))]
+
+    # ------------------------------------------------------------------ the log
+
+    def append(self, writes: Sequence[Write]) -> list[Appended]:
+        by_shard: dict[int, list[int]] = {}
+        for i, w in enumerate(writes):
+            by_shard.setdefault(self.shard_of(w.agent), []).append(i)
+        refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
+        results: list[Appended | None] = [None] * len(writes)
+        for s, ref in refs.items():
+            for i, res in zip(by_shard[s], get(ref)):
+                results[i] = res
+        return results  # type: ignore[return-value]
+
+    def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
+        return get(self.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters))
+
+    def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
+        shard = self.shard(self.shard_of(agent))
+        refs = [shard.read.remote(lo - 1, to_seq=hi, limit=None, agent=agent) for lo, hi in seq_ranges(seqs)]
+        wanted = set(seqs)
+        return [r for batch in get(refs) for r in batch if r.seq in wanted]
+
+    def heads(self) -> dict[int, int]:
+        return dict(enumerate(get([s.head.remote() for s in self.shards()])))
+
+    def streams(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for streams in get([s.streams.remote() for s in self.shards()]):
+            out.update({stream: agent for stream, (_, agent) in streams.items()})
+        return out
+
+    # ------------------------------------------------------------------ reading
+
+    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        results = get([s.query.remote(query, params) for s in self.shards()])
+        return results[0][0], [row for _, rows in results for row in rows]
+
+    def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        from engram.api.runtime import merge_results
+
+        return merge_results(get([s.sql.remote(query, params, agents, timeout_s, max_rows) for s in self.shards()]),
+                             max_rows)
+
+    def shard_status(self) -> list[dict]:
+        shards = get([s.status.remote() for s in self.shards()])
+        handles = self.policies()
+        reports = get([h.status.remote() for h in handles.values()])
+        for (_, shard, _), rep in zip(handles, reports):
+            shards[shard].setdefault("consumers", {}).update(rep["positions"])
+            if rep["errors"]:
+                shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
+            if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log
+                shards[shard].setdefault("consumers_rebuilt", {}).update(rep["rebuilt"])
+        return shards
+
+    def wait_projections(self, timeout: float = 120.0) -> bool:
+        shards = self.shards()
+        heads = get([s.head.remote() for s in shards])
+        return all(get([s.wait_projections.remote(h, timeout) for s, h in zip(shards, heads)]))
+
+    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
+        if min_position is None:
+            min_position = get(self.shard(self.shard_of(agent)).head.remote())
+        reader = self._member(READER_GROUP, agent, agent)
+        return get(reader.call.remote(READER_POLICY, "recall", agent, query, min_position=min_position,
+                                          now_us=now_us, **options))
+
+    def drain_summarizer(self, agent: str, discussion: str) -> str:
+        handle = self._member(SUMMARIZER_GROUP, agent, discussion)
+        get(handle.drain.remote())
+        self.wait_projections()
+        error = get(handle.status.remote())["errors"].get("summarizer")
+        return f"the Summarizer failed and will retry: {error}" if error else ""
+
+    # ------------------------------------------------------------------ whole-shard work
+
+    def _each(self, shards: Sequence[int], call: Callable, on_done: Callable | None) -> list:
+        """Run `call(handle)` on every shard at once; `on_done(result)` as each finishes."""
+        refs = {call(self.shard(i)): i for i in shards}
+        results = {}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            results[refs[done[0]]] = get(done[0])
+            if on_done:
+                on_done(results[refs[done[0]]])
+        return [results[i] for i in shards]
+
+    def replay_into(self, shards, out_dir, to_seq, until_us, on_shard=None) -> list[dict]:
+        return self._each(shards, lambda h: h.replay_into.remote(out_dir, to_seq, until_us), on_shard)
+
+    def rebuild(self, shards, on_shard=None) -> list[dict]:
+        return self._each(shards, lambda h: h.rebuild.remote(), on_shard)
+
+    def verify_replay(self, shards, on_shard=None) -> list[str]:
+        return [d for diffs in self._each(shards, lambda h: h.verify_replay.remote(), on_shard) for d in diffs]
+
+    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+        """`engram.forgetting.forget` over the shard actor and the shard's policy actors: the policies pause (their
+        loops stop reading the log), drop their snapshots, drain to the marker, and after the shard has erased its
+        log and rebuilt its projections, every policy whose state still holds forgotten text rebuilds from the log."""
+        from engram.forgetting import forget
+
+        index = self.shard_of(agent)
+        hosts = [_Remote(h) for (_, s, _), h in sorted(self.policies().items()) if s == index]
+        try:
+            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason)
+        except KeyError as exc:
+            raise LookupError(str(exc).strip("\"'")) from None
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """Close owned actors cleanly (projections checkpointed, DuckDB closed); stop Ray if we started it."""
+        if self.owns_actors and ray.is_initialized():
+            # Policies first (they append to the shards), then the shards, then the embedder they used.
+            for group in (self._policies, self._shards):
+                if group:
+                    ray.get([h.close.remote() for h in group.values()])
+                    for h in group.values():
+                        ray.kill(h)
+            if self._embedder is not None:
+                try:
+                    ray.get(self._embedder.close.remote())  # its cache file
+                except ray.exceptions.RayActorError:
+                    pass  # already gone: nothing left open
+                ray.kill(self._embedder)
+        self._policies.clear()
+        self._shards.clear()
+        self._embedder = None
+        if self.started_ray:
+            ray.shutdown()
+            self.started_ray = False
+
+    def stop_named_actors(self) -> None:
+        """Close and end the home's named actors, whoever started them (a Serve deployment's replicas)."""
+        from engram.actors.embedder import EMBEDDER_ROLE
+        from engram.policies.registry import GROUPS
+
+        names = [self.actor_name(f"{g}-{s:03d}-{m:03d}") for g in GROUPS for s in self.all_shards()
+                 for m in range(pool_size(g, self.config.ray.pools))]
+        names += [self.actor_name(f"shard-{s:03d}") for s in self.all_shards()] + [self.actor_name(EMBEDDER_ROLE)]
+        # Named actors live in the namespace of the job that made them (a Serve application's, here).
+        where = {a["name"]: a["namespace"] for a in ray.util.list_named_actors(all_namespaces=True)}
+        for name in names:  # policies, then shards, then the embedder: the order `close` keeps
+            if name not in where:
+                continue
+            try:
+                handle = ray.get_actor(name, namespace=where[name])
+            except ValueError:
+                continue
+            try:
+                ray.get(handle.close.remote(), timeout=120)
+            except Exception:  # already gone or stuck: it is ended below either way
+                pass
+            ray.kill(handle)
+
+    def __enter__(self) -> "RayRuntime":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Remote:
+    """An actor's methods called as plain ones (one `get` each): what `engram.forgetting` drives."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        method = getattr(self._handle, name)
+
+        def call(*args, **kwargs):
+            return get(method.remote(*args, **kwargs))
+
+        return call

@@ -1,0 +1,109 @@
+"""The engram app as a Ray Serve application (`server.backend: "ray-serve"` in engram.json).
+
+On a cluster the HTTP front door runs where Ray Serve puts it: the same FastAPI app (`engram.server.app`) is
+the ingress of a Serve deployment whose replicas each hold an `Api` over a `RayRuntime` with shared (detached,
+named) actors, so every replica reaches the same shard actors and each DuckDB file keeps one writer.
+`deploy` runs it on the Ray instance this process is connected to; `serve_on_ray` is `engram serve` with this
+backend (it starts or joins Ray, deploys, records instance.json, and stops it all on `engram down`/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+from ray import serve
+
+APP_PREFIX = "engram"
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def build_state(config_json: dict, home: str, token: str, owner_pid: int):
+    """In a replica: the Api over the home's shared actors, the health document, and shutdown."""
+    from engram import __version__
+    from engram.api.service import Api
+    from engram.api.types import Health
+    from engram.config.service import ServiceConfig
+    from engram.runtime.ray_runtime import RayRuntime
+
+    config = ServiceConfig.model_validate(config_json)
+    runtime = RayRuntime(config, shared=True).start()
+    runtime.start_policies()
+    health = Health(home=home, instance=token, pid=owner_pid, version=__version__,
+                    runtime=f"Ray Serve ({runtime.description})")
+    return Api(runtime), health, lambda: os.kill(owner_pid, signal.SIGTERM)
+
+
+def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
+    from functools import partial
+
+    from engram.server.app import create_app
+
+    app = create_app(api=None, health=None, factory=partial(build_state, config_json, home, token, owner_pid),
+                     max_body_bytes=config_json["server"]["max_body_bytes"])
+
+    @serve.deployment(name="engram", num_replicas=1, ray_actor_options={"num_cpus": 0})
+    @serve.ingress(app)
+    class EngramServe:
+        """The app's state is built on the first request (see engram.server.app.ensure_state)."""
+
+    return EngramServe
+
+
+def deploy(config, home: Path, token: str, *, host: str, port: int, owner_pid: int) -> str:
+    """Deploy the app on the Ray instance this process is connected to; its URL."""
+    serve.start(http_options={"host": host, "port": port})
+    deployment = make_deployment(config.model_dump(mode="json"), str(home), token, owner_pid)
+    serve.run(deployment.bind(), name=f"{APP_PREFIX}-{abs(hash(str(home))) % 10**8}", route_prefix="/")
+    url = f"http://{host}:{port}"
+    from engram.server.instance import probe
+
+    probe(url, timeout=600)  # the first request builds the replica's runtime: made before anyone waits on it
+    return url
+
+
+def stop(config) -> None:
+    """Undeploy, then close the home's actors cleanly (projections checkpointed, DuckDB closed)."""
+    from engram.runtime.ray_runtime import RayRuntime
+
+    serve.shutdown()
+    RayRuntime(config, shared=True).stop_named_actors()
+
+
+def serve_on_ray(config, home: Path, host: str, port: int, token: str, args) -> int:
+    from engram.runtime.startup import RayStartError, init_ray
+    from engram.server.instance import remove_instance, write_instance
+
+    try:
+        started = init_ray(home=home, address=args.address or config.ray.address, namespace=config.ray.namespace,
+                           num_cpus=config.ray.num_cpus, timeout_s=config.ray.start_timeout_seconds)
+    except RayStartError as exc:
+        print(f"engram: error: {exc}", flush=True)
+        return 2
+    import ray
+
+    stop_event = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop_event.set())
+    url = deploy(config, home, token, host=host, port=port or free_port(host), owner_pid=os.getpid())
+    write_instance(home, {"url": url, "pid": os.getpid(), "token": token, "home": str(home), "runtime": "Ray Serve",
+                          "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    print(f"engram: serving {home} at {url} (Ray Serve); stop with Ctrl-C or `engram down`", flush=True)
+    try:
+        stop_event.wait()
+    finally:
+        remove_instance(home, token)
+        stop(config)
+        if started:
+            ray.shutdown()
+        print("engram: stopped", flush=True)
+    return 0

@@ -1,0 +1,166 @@
+"""The engram HTTP app: REST over `engram.api`, its OpenAPI document, JSON errors, a body limit.
+
+`create_app(api, health, shutdown=…)` is all a host needs (uvicorn in `engram.boot`, or a Ray Serve
+deployment in `engram.runtime.serve`). Every refusal is `{"error": {"code", "message"}}` with its
+4xx; a request refused for its body never reaches an operation, so nothing is appended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+
+from engram.api.errors import ApiError, error, translate
+from engram.server.endpoint import SCHEMA_TYPES, json_response
+from engram.server.routes import ROUTERS
+
+log = logging.getLogger("engram.server")
+
+DEFAULT_MAX_BODY_BYTES = 32 << 20
+
+
+def error_response(exc: ApiError):
+    return json_response({"error": {"code": exc.code, "message": exc.message}}, exc.status)
+
+
+class BodyLimit:
+    """Refuse request bodies over `limit` bytes with 413 before an operation sees them (pure ASGI)."""
+
+    def __init__(self, app, limit: int = DEFAULT_MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        too_large = error("body_too_large", f"the request body is over {self.limit} bytes "
+                                            "(server.maxBodyBytes in engram.json); send less per request")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await error_response(too_large)(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise too_large
+            return message
+
+        try:
+            return await self.app(scope, limited, send)
+        except ApiError as exc:
+            if exc.code != "body_too_large":
+                raise
+            return await error_response(exc)(scope, receive, send)
+
+
+class Activity:
+    """When the last request ended, and how many are in flight (the idle timeout reads it)."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+        self.in_flight = 0
+
+    def idle_for(self) -> float:
+        return 0.0 if self.in_flight else time.monotonic() - self.last
+
+
+_STATE_LOCK = threading.Lock()
+
+
+def ensure_state(state) -> None:
+    """Build the app's api, health and shutdown on first use when a `factory` was given instead (a Ray Serve
+    replica: the app travels to the replica by value, so its state is made there)."""
+    if state.api is None and state.factory is not None:
+        with _STATE_LOCK:
+            if state.api is None:
+                state.api, state.health, state.shutdown = state.factory()
+
+
+def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               activity: Activity | None = None, factory: Callable | None = None) -> FastAPI:
+    """`factory() -> (api, health, shutdown)`: build them in the process that serves, on first use."""
+    from engram import __version__
+
+    app = FastAPI(title="engram", version=__version__, docs_url="/docs", redoc_url=None,
+                  description="Long-term memory for AI agents: REST over engram's API, one resource per operation, "
+                              "scoped per agent. Every refusal is {\"error\": {\"code\", \"message\"}} with its 4xx.")
+    app.state.api = api
+    app.state.health = health
+    app.state.shutdown = shutdown
+    app.state.activity = activity or Activity()
+    app.state.factory = factory
+    for router in ROUTERS:
+        app.include_router(router)
+
+    @app.middleware("http")
+    async def track(request: Request, call_next):
+        act = request.app.state.activity
+        act.in_flight += 1
+        try:
+            return await call_next(request)
+        finally:
+            act.in_flight -= 1
+            act.last = time.monotonic()
+
+    @app.exception_handler(ApiError)
+    async def api_error(request, exc: ApiError):
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, exc: RequestValidationError):
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return error_response(error("invalid_request", f"{where}: {first.get('msg', 'invalid')}"))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, exc: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type"}.get(
+            exc.status_code, "invalid_request")
+        message = {404: f"no such resource: {request.method} {request.url.path} (see /openapi.json)",
+                   405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
+        return json_response({"error": {"code": code, "message": message}}, exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request, exc: Exception):
+        api_exc = translate(exc)
+        if api_exc is not None:
+            return error_response(api_exc)
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error_response(error("internal", f"{type(exc).__name__}: {exc} (the server log has the details)"))
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            from engram.api.types import schema_components
+
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            _, components = schema_components(SCHEMA_TYPES)
+            doc.setdefault("components", {}).setdefault("schemas", {}).update(components)
+            for name in ("HTTPValidationError", "ValidationError"):
+                doc["components"]["schemas"].pop(name, None)
+            for item in doc.get("paths", {}).values():
+                for op in item.values():
+                    op.get("responses", {}).pop("422", None) if _fastapi_422(op) else None
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    return app
+
+
+def _fastapi_422(op: dict) -> bool:
+    """FastAPI's own 422 entry (its validation error schema), replaced by ours."""
+    schema = op.get("responses", {}).get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    return schema.get("$ref", "").endswith("/HTTPValidationError")

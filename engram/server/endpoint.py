@@ -1,0 +1,111 @@
+"""How an API operation becomes a route: msgspec bodies in and out, JSON errors, OpenAPI schemas.
+
+    @route(router, "POST", "/v1/agents/{agent}/recall", body=t.RecallRequest, response=t.RecallResponse)
+    def recall(api, agent: str, body: t.RecallRequest):
+        return api.recall(agent, body)
+
+The handler's own parameters after `api` (path and query parameters, typed) are what FastAPI parses
+and documents; `body` is decoded by msgspec from the raw request (unknown fields refused) and
+documented by its JSON Schema; the result is encoded by msgspec. Handlers are plain functions run on
+the server's thread pool (operations block on the runtime). A handler whose first parameter is
+`server` instead of `api` gets the app's state (the api, the health document, shutdown). A route with
+`{agent}` in its path asks the auth hook first.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import msgspec
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from engram.api.errors import CODES, error, translate
+from engram.server.auth import authenticate
+
+SCHEMA_TYPES: list[type] = []  # every type a route names, for the OpenAPI components
+# Values of read models msgspec has no JSON form for (a DuckDB interval, a UUID…) travel as text.
+_ENCODER = msgspec.json.Encoder(decimal_format="number", enc_hook=str)
+_decoders: dict[type, msgspec.json.Decoder] = {}
+
+
+def ref(cls: type) -> dict:
+    if cls not in SCHEMA_TYPES:
+        SCHEMA_TYPES.append(cls)
+    return {"$ref": f"#/components/schemas/{cls.__name__}"}
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(_ENCODER.encode(value), status_code=status, media_type="application/json")
+
+
+def error_responses(*codes: str) -> dict:
+    from engram.api.types import ErrorResponse
+
+    statuses = sorted({CODES[c] for c in ("invalid_request", "body_too_large", "internal", "runtime_unavailable", *codes)})
+    return {s: {"description": "refused: {\"error\": {\"code\", \"message\"}}",
+                "content": {"application/json": {"schema": ref(ErrorResponse)}}} for s in statuses}
+
+
+def decode(cls: type, raw: bytes):
+    decoder = _decoders.get(cls)
+    if decoder is None:
+        decoder = _decoders[cls] = msgspec.json.Decoder(cls)
+    if not raw.strip():
+        raise error("invalid_request", f"the request body is empty; expected a JSON object ({cls.__name__})")
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise error("invalid_request", f"{cls.__name__}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
+
+
+def route(router: APIRouter, method: str, path: str, *, response: type | None, body: type | None = None,
+          status: int = 200, errors: tuple[str, ...] = (), summary: str | None = None) -> Callable:
+    def register(handler: Callable) -> Callable:
+        all_params = list(inspect.signature(handler).parameters.values())
+        wants_state = all_params[0].name == "server"
+        params = all_params[1:]  # after `api` / `server`
+        visible = [p for p in params if p.name != "body"]
+        scoped = "{agent}" in path
+
+        async def endpoint(request: Request, **kwargs):
+            if body is not None:
+                kwargs["body"] = decode(body, await request.body())
+            if scoped:
+                authenticate(request).require(kwargs["agent"])
+            state = request.app.state
+            if state.api is None:
+                from engram.server.app import ensure_state
+
+                await run_in_threadpool(ensure_state, state)
+            first = state if wants_state else state.api
+            try:
+                result = await run_in_threadpool(handler, first, **kwargs)
+            except Exception as exc:
+                refused = translate(exc)
+                if refused is None:
+                    raise  # the app's handler answers 500 and logs it
+                raise refused from None
+            return json_response(result, status)
+
+        endpoint.__signature__ = inspect.Signature(
+            [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)]
+            + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in visible])
+        endpoint.__name__ = handler.__name__
+        extra: dict = {}
+        if body is not None:
+            extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
+        responses = error_responses(*errors, *(("unknown_agent",) if scoped else ()))
+        if response is not None:
+            responses[status] = {"description": "OK", "content": {"application/json": {"schema": ref(response)}}}
+        router.add_api_route(path, endpoint, methods=[method], status_code=status, response_class=Response,
+                             summary=summary or (handler.__doc__ or "").strip().splitlines()[0] or None,
+                             description=inspect.cleandoc(handler.__doc__ or ""), responses=responses,
+                             openapi_extra=extra or None, name=handler.__name__)
+        return handler
+
+    return register

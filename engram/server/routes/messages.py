@@ -1,0 +1,39 @@
+"""Writing: messages and failed tool calls."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from engram.api import types as t
+from engram.server.endpoint import route
+
+router = APIRouter(tags=["messages"])
+WRITE_ERRORS = ("invalid_id", "malformed_messages", "bad_settings", "conflict")
+
+
+@route(router, "POST", "/v1/agents/{agent}/messages", body=t.AppendConversationsRequest, response=t.AppendResponse,
+       errors=WRITE_ERRORS)
+def append_conversations(api, agent: str, body: t.AppendConversationsRequest):
+    """Append the messages of several discussions of one agent; they commit together, all or none."""
+    return api.append_conversations(agent, body)
+
+
+@route(router, "POST", "/v1/agents/{agent}/discussions/{discussion}/messages", body=t.AppendRequest,
+       response=t.AppendResponse, errors=WRITE_ERRORS)
+def append_messages(api, agent: str, discussion: str, body: t.AppendRequest):
+    """Append messages to a discussion ([DiscussionId] tags stripped, empty messages dropped, messages already
+    recorded recognised by id)."""
+    return api.append_messages(agent, discussion, body)
+
+
+@route(router, "POST", "/v1/agents/{agent}/discussions/{discussion}/tool-failures", body=t.ToolFailureRequest,
+       response=t.EventResponse, errors=WRITE_ERRORS)
+def tool_failure(api, agent: str, discussion: str, body: t.ToolFailureRequest):
+    """Record a failed tool call; known failures become procedural lessons of the agent."""
+    return api.record_tool_failure(agent, discussion, body)
+
+
+@route(router, "POST", "/v1/agents/{agent}/settings", response=t.SettingsRecorded, errors=("invalid_id", "bad_settings"))
+def record_settings(api, agent: str):
+    """Record the agent's settings files in the log now if they changed (every write does it too)."""
+    return api.record_settings(agent)

@@ -1,0 +1,54 @@
+"""The same app deployed as a Ray Serve application on a local Ray instance answers the REST checks."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from engram.api import types as t
+from engram.api.errors import ApiError
+from tests.server.test_rest import AGENT, DISCUSSION, REFUSALS, request, sample_conversations
+
+pytestmark = [pytest.mark.ray, pytest.mark.server]
+
+
+class _Url:
+    def __init__(self, url):
+        self.url = url
+
+
+def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
+    from engram.client import Client
+    from engram.config.service import load_service_config
+    from engram.runtime import serve as ray_serve
+
+    home = tmp_path / "home"
+    home.mkdir()
+    config = load_service_config(home)
+    url = ray_serve.deploy(config, home, "token-1", host="127.0.0.1", port=ray_serve.free_port("127.0.0.1"),
+                           owner_pid=os.getpid())
+    try:
+        with Client(url) as client:
+            health = client.health()
+            assert health.home == str(home) and health.instance == "token-1" and health.runtime.startswith("Ray Serve")
+            res = client.append_conversations(AGENT, sample_conversations())
+            assert res.results[0].appended == 45
+            assert client.wait_idle(timeout=300)
+            recalled = client.recall(AGENT, "Which CSS approach does Priya dislike?", discussion=DISCUSSION, limit=3)
+            assert isinstance(recalled, t.RecallResponse) and len(recalled.hits) == 3
+            assert client.search(AGENT, DISCUSSION, "deadline", mode="keyword").hits
+            with pytest.raises(ApiError) as refused:
+                client.recall("nobody", "x")
+            assert refused.value.code == "unknown_agent"
+            head = client.status().shards[0].head
+            for method, path, body, status, code in REFUSALS:
+                payload = body if isinstance(body, str) or body is None else json.dumps(body)
+                got, doc = request(_Url(url), method, path, payload, {"Content-Type": "application/json"} if payload else None)
+                assert (got, doc["error"]["code"]) == (status, code), (path, doc)
+            assert client.status().shards[0].head == head  # nothing appended by a refusal
+            _, doc = request(_Url(url), "GET", "/openapi.json")
+            assert "/v1/agents/{agent}/recall" in doc["paths"]
+    finally:
+        ray_serve.stop(config)
