@@ -93,3 +93,39 @@ def test_a_forgotten_agent_leaves_no_byte_and_other_agents_keep_theirs(tmp_path)
     assert files_holding(home, SECRET.encode()) == []
     assert files_holding(home, b"Sintra sounds great") == []
     assert files_holding(home, b"Priya wants the churn numbers") != []
+
+
+def test_the_apis_forget_job_leaves_no_byte_in_any_file_of_the_home(logged_home):
+    """The same through `engram.api` (what the server, the CLI and the clients call) over the in-process runtime:
+    every policy group hosted, memory created as messages arrive, a recall naming the secret, then the job."""
+    from datetime import datetime, timezone
+
+    from engram.api import types as t
+    from engram.api.service import Api
+    from engram.config.service import load_service_config
+    from engram.runtime.inprocess import InProcessRuntime
+
+    def say(api, discussion, lines, start_us):
+        msgs = [t.Message(role=m.role, content=m.content, name=m.name,
+                          ts=datetime.fromtimestamp(m.ts_us / 1e6, tz=timezone.utc)) for m in _messages(lines, start_us)]
+        api.append_messages("ana", discussion, t.AppendRequest(messages=msgs))
+
+    api = Api(InProcessRuntime(load_service_config(logged_home), wall_clock=False).start())
+    try:
+        say(api, "trip", TRIP, T0)
+        say(api, "work", WORK, T0 + 30 * MINUTE)
+        api.recall("ana", t.RecallRequest(query=f"what is my locker code {SECRET}?"))
+        api.rt.wait_idle(timeout=120)
+        assert files_holding(logged_home, SECRET.encode())
+
+        job = api.jobs.wait(api.forget("ana", "trip", t.ForgetRequest(reason="asked to")).id, timeout=300)
+
+        assert job.state == "succeeded", job.error
+        assert job.result["forgotten"] == "trip" and job.result["events_erased"] > len(TRIP)
+        assert files_holding(logged_home, SECRET.encode()) == []
+        assert api.run_sql(t.SqlRequest(query="SELECT DISTINCT discussion_id FROM messages")).rows == [["work"]]
+        api.recall("ana", t.RecallRequest(query="locker code"))
+        api.rt.wait_idle(timeout=120)
+    finally:
+        api.close()
+    assert files_holding(logged_home, SECRET.encode()) == []
