@@ -228,35 +228,38 @@ def _deadline(timeout_s: float | None, con: duckdb.DuckDBPyConnection) -> Iterat
 
 
 def _load(con: duckdb.DuckDBPyConnection, source: Source, sql: str, agents: list[str] | None, deadline: _Deadline) -> None:
-    """Register, as Arrow tables, the relations `sql` needs (scoped to `agents`), and the views over them."""
+    """Register, as Arrow tables, the relations `sql` needs (scoped to `agents`), and the views over them. A query
+    that names none of engram's relations (e.g. `duckdb_views()`, `SHOW TABLES`) sees every view, each over an
+    empty table of its relation's columns: what engram offers, without its data."""
     wanted = _referenced(con, sql, source.projections)
     log_views = sqlviews.log_view_types()
+    tables = set(sqlviews.projection_table_names())
+    catalog_only = not (wanted & (set(log_views) | tables | set(sqlviews.derived_views(source.projections))))
     types: set[str] | None = set()
     for name in wanted:
         if name in log_views:
             kinds = log_views[name]
             types = None if kinds is None or types is None else types | kinds
     needs_log = any(name in log_views for name in wanted)
-    tables = [t for t in sqlviews.projection_table_names() if t in wanted]
     with source.trusted() as (trusted, logs, catalogs):
         deadline.watch(trusted)
         relations: dict[int, str] = {}
-        if needs_log:
+        if needs_log or catalog_only:
             for shard, table in sorted(logs.items()):
                 name = f"_log_{shard:03d}"
-                con.register(name, _fetch(trusted, table, agents, types))
+                con.register(name, _fetch(trusted, table, agents, types, empty=catalog_only))
                 relations[shard] = name
-        sqlviews.create_log_views(con, relations, only=wanted)
-        found = sqlviews.existing_projection_tables(trusted, catalogs, only=set(tables))
+        sqlviews.create_log_views(con, relations, only=None if catalog_only else wanted)
+        found = sqlviews.existing_projection_tables(trusted, catalogs, only=None if catalog_only else wanted & tables)
         parts: dict[str, list[tuple[int, str]]] = {}
-        for table in tables:
-            for shard, qualified in found.get(table, []):
+        for table, present in found.items():
+            for shard, qualified in present:
                 if agents is not None and not _has_agent_column(trusted, qualified):
                     continue  # nothing in it says whose it is: a scoped query does not see it
                 name = f"_proj_{shard:03d}_{table}"
-                con.register(name, _fetch(trusted, qualified, agents, None))
+                con.register(name, _fetch(trusted, qualified, agents, None, empty=catalog_only))
                 parts.setdefault(table, []).append((shard, name))
-        sqlviews.create_table_views(con, parts, source.projections, only=wanted)
+        sqlviews.create_table_views(con, parts, source.projections, only=None if catalog_only else wanted)
 
 
 def _referenced(con: duckdb.DuckDBPyConnection, sql: str, paths: ProjectionPaths) -> set[str]:
@@ -279,7 +282,10 @@ def _referenced(con: duckdb.DuckDBPyConnection, sql: str, paths: ProjectionPaths
     return names
 
 
-def _fetch(trusted: duckdb.DuckDBPyConnection, relation: str, agents: list[str] | None, types: set[str] | None) -> pa.Table:
+def _fetch(trusted: duckdb.DuckDBPyConnection, relation: str, agents: list[str] | None, types: set[str] | None,
+           *, empty: bool = False) -> pa.Table:
+    if empty:  # the columns only
+        return trusted.sql(f"SELECT * FROM {relation} LIMIT 0").to_arrow_table()
     where, args = [], []
     if agents is not None:
         where.append("agent IN (SELECT unnest(?::VARCHAR[]))")

@@ -181,3 +181,18 @@ def test_the_apis_sql_operation_is_confined_limited_and_scoped(home):
     finally:
         api.close()
     assert _count(home) == 8
+
+
+def _sees_every_view(run) -> None:
+    views = {r[0] for r in run("SELECT view_name FROM duckdb_views() WHERE NOT internal").rows}
+    assert {"events", "messages", "discussions", "ev_message_appended"} <= views
+    assert run("SELECT count(*) FROM messages").rows[0][0] > 0  # and a query naming a view gets its rows
+
+
+def test_a_query_of_the_catalog_sees_every_view_engram_offers(live):
+    _sees_every_view(live.sql)
+    _sees_every_view(lambda sql: live.sql(sql, agents=["alice"]))
+
+
+def test_a_query_of_the_catalog_on_the_files_sees_every_view_engram_offers(home):
+    _sees_every_view(lambda sql: run_readonly(sql, _files(home)))
