@@ -52,7 +52,7 @@ def demo(ray_session, tmp_path_factory):
         if name != "replay":  # replay verifies the projections; nothing here depends on it
             getattr(importlib.import_module(module), name)(d)
     mem.wait_idle()
-    state = SimpleNamespace(home=home, config=config, mem=mem, agent=d.agent, discussion=d.discussion,
+    state = SimpleNamespace(home=home, config=config, mem=mem, embedded=embedded, agent=d.agent, discussion=d.discussion,
                             demo_file=getattr(d, "inspector_file", None), url=served.url)
     closed = []
 
@@ -244,7 +244,9 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
 
     # The demo's last section wrote the inspector file that `make demo` names, next to the served page's URL.
     assert demo.demo_file == Path(demo.home) / "inspector.html" and "plotly.js v" in demo.demo_file.read_text()
-    reader = EngramReader(demo.mem)
+    # The test's own reads go to the engram the server serves, in this process (not over a kept-alive connection
+    # that the server closes while the browser looks).
+    reader = EngramReader(demo.embedded)
     files = Path(demo.config.home) / "projections" / "agents" / demo.agent / "Public"
     exp = expected_counts(reader.sql, demo.agent, demo.discussion, files / f"{demo.discussion}_memories.jsonl")
     _, before = reader.sql("SELECT type, count(*) FROM events_raw GROUP BY type ORDER BY type")
