@@ -88,6 +88,13 @@ class TraceBook:
         self.dirty_edges: set[tuple[str, str, str]] = set()
         self.forgotten_traces: set[str] = set()
         self.removed_edges: set[tuple[str, str, str]] = set()
+        # The latest encoding time of any trace folded (forgotten ones included): no trace is newer.
+        self.latest_encoded_us = 0
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "latest_encoded_us" not in state:  # a book pickled before it was kept
+            self.latest_encoded_us = max((t.encoded_us for t in self.traces.values()), default=0)
 
     # ------------------------------------------------------------------ reading
 
@@ -180,6 +187,7 @@ class TraceBook:
             context_message_ids=tuple(e.context_message_ids),
         )
         self.traces[t.trace_id] = t
+        self.latest_encoded_us = max(self.latest_encoded_us, t.encoded_us)
         self.forgotten_traces.discard(t.trace_id)
         self._log(t, rec, "encoded", e.strength, "flashbulb" if e.flashbulb else "")
         out.added.append(t)

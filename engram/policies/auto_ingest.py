@@ -300,6 +300,8 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         traces = mem.book.traces
         out: list[NewEvent] = []
+        if mem.book.latest_encoded_us <= rec.ts_us:
+            return out  # nothing was said after this message (the usual, chronological import): no search
         for tid in new_ids:
             if tid not in mem.index:
                 continue
