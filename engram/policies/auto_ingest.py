@@ -68,16 +68,11 @@ EPISODE_CATEGORY = "message"
 NEIGHBOURS = 8
 # Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
 EMBED_CHUNK_TURNS = 64
-# Events decided per call, whose traces are appended before the next ones are decided: the trace index,
-# the reader and the consolidator fold them while this policy goes on (a long import no longer reaches
-# them all at once at its end). Several embedding chunks each, so the embedder still overlaps extraction.
-HANDLE_BATCH = 4 * EMBED_CHUNK_TURNS
 
 
 class AutoIngest(CognitivePolicy):
     name = "auto-ingest"
     content_vectors = True
-    handle_batch = HANDLE_BATCH
     # What deduplication and linking need to know (retrievals and reinforcements do not change it).
     interests = frozenset(
         {

@@ -49,9 +49,6 @@ class Policy(ABC):
     name: ClassVar[str]
     # Event types this policy reads; None means all.
     interests: ClassVar[frozenset[str] | None] = None
-    # At most this many events per `handle` call (None: a host's whole batch): the writes of each part
-    # are appended before the next part is decided, so the stages that read them do not wait for all.
-    handle_batch: ClassVar[int | None] = None
 
     def __init__(self, ctx: PolicyContext):
         self.ctx = ctx

@@ -98,35 +98,23 @@ class PolicyHost:
             return 0
         for p in self.policies:
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
-            if todo and not self._handle(p, todo):
-                continue
+            if todo:
+                try:
+                    with self.timings.measure(p.name, "decide"):
+                        writes = p.handle(todo)
+                except Exception as exc:  # one failing policy must not stop the others; it retries later
+                    log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
+                    self.errors[p.name] = repr(exc)
+                    continue
+                self.timings.add(p.name, "events", len(todo))
+                if writes:
+                    with self.timings.measure(p.name, "append"):
+                        self._append(writes)
+                self.errors.pop(p.name, None)
             p.position = max(p.position, reached)
         self._unsaved = True
         self._save_when_due()
         return len(chunk)
-
-    def _handle(self, p: Policy, todo: list[Recorded]) -> bool:
-        """Let `p` decide on `todo`, `p.handle_batch` events at a time, each part's writes appended before the
-        next part is handled (the stages after it start on them meanwhile); False if it failed (its position
-        is then after the last part it handled, where it retries later)."""
-        step = p.handle_batch or len(todo)
-        for start in range(0, len(todo), step):
-            part = todo[start : start + step]
-            try:
-                with self.timings.measure(p.name, "decide"):
-                    writes = p.handle(part)
-            except Exception as exc:  # one failing policy must not stop the others; it retries later
-                log.exception("policy %s failed at seq %s", p.name, part[0].seq)
-                self.errors[p.name] = repr(exc)
-                return False
-            self.timings.add(p.name, "events", len(part))
-            if writes:
-                with self.timings.measure(p.name, "append"):
-                    self._append(writes)
-            if start + step < len(todo):
-                p.position = max(p.position, part[-1].seq)
-        self.errors.pop(p.name, None)
-        return True
 
     def _save_when_due(self) -> None:
         wait = max(self.snapshot_interval_s, self._save_cost / SNAPSHOT_SHARE - self._save_cost)

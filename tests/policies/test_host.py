@@ -154,33 +154,6 @@ def test_a_busy_host_whose_snapshots_are_slow_spends_at_most_a_tenth_of_its_time
         shard.close()
 
 
-def test_a_policy_deciding_in_parts_appends_each_parts_decisions_before_the_next_and_resumes_after_a_failure(tmp_path):
-    home = Home(tmp_path)
-    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
-    try:
-        shard.append_many([write("d1", range(12))])
-        host = make_host(shard, home)
-        policy = host.policies[0]
-        policy.handle_batch = 3
-        seen, original = [], policy.handle
-
-        def handle(batch):
-            seen.append((len(batch), len(decisions(shard))))  # (events in this call, decisions already in the log)
-            if len(seen) == 3:
-                raise RuntimeError("LLM unreachable")
-            return original(batch)
-
-        policy.handle = handle
-        host.pump()
-        assert seen == [(3, 0), (3, 1), (3, 2)]  # each part's decision was appended before the next part
-        assert policy.position == 6 and host.errors  # after the last part handled
-        policy.handle = original
-        host.run_until_caught_up()
-        assert decisions(shard) == ["d1:3", "d1:6", "d1:9", "d1:12"] and policy.position == shard.head()
-    finally:
-        shard.close()
-
-
 def test_the_host_reports_each_policys_events_and_seconds_per_stage(tmp_path):
     home = Home(tmp_path)
     shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
