@@ -14,7 +14,9 @@ from engram.events.cognitive import (
 )
 from engram.events.compact import compact, merged_id
 from engram.events.envelope import NewEvent, Write
+from engram.home import ProjectionPaths
 from engram.shard import ShardHost
+from engram.sql import HomeFiles, run_readonly
 from tests.cognitive.helpers import HOUR_US, T0, rec
 
 
@@ -119,3 +121,8 @@ def test_sql_lists_every_edge_and_reinforcement_whichever_shape_recorded_it(tmp_
         assert counts == [("a", 11), ("b", 6)]
     finally:
         host.close()
+    # User SQL (read-only, confined, loading only the event types a view reads) lists the same rows.
+    files = HomeFiles({0: tmp_path / "log" / "shard-000.duckdb"}, ProjectionPaths(tmp_path / "proj"))
+    for view in ("ev_edge_added", "ev_trace_reinforced"):
+        rows = run_readonly(f"SELECT agent, count(*) FROM {view} GROUP BY agent ORDER BY agent", files).rows
+        assert rows[0][1] == rows[1][1] > 0, view
