@@ -52,12 +52,16 @@ class AdminOps:
         return t.StatusResponse(home=str(self.home.root), mode="server", runtime=self.rt.description, shards=shards,
                                 jobs_running=self.jobs.running())
 
-    def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:
-        """Read-only SQL over the log and every projection (the shard's confined query entry point)."""
+    def run_sql(self, req: t.SqlRequest, agents: list[str] | None = None) -> t.SqlResponse:
+        """Read-only SQL over the log and every projection (the shard's confined query entry point); with `agents`
+        (an API key's), over those agents' rows only."""
         if not req.query.strip():
             raise error("bad_query", "the query is empty")
+        if agents is not None and not getattr(self.rt, "sql_agent_scope", False):
+            raise error("forbidden", "SQL with a key limited to agents needs the confined, agent-scoped SQL entry "
+                        "point, which this runtime does not have; use the REST resources of your agents")
         try:
-            names, rows = self.rt.sql(req.query, list(req.params))
+            names, rows = self.rt.sql(req.query, list(req.params), **({} if agents is None else {"agents": agents}))
         except QueryError as exc:
             raise error("bad_query", str(exc)) from None
         return t.SqlResponse(columns=list(names), rows=[[cell(v) for v in r] for r in rows])
@@ -80,6 +84,7 @@ class AdminOps:
                 raise error("unknown_discussion", str(exc)) from None
             finally:
                 self.forget_streams()
+                self.forget_histories()
                 self._files.pop(agent, None)
             progress.set(1)
             return report
