@@ -162,6 +162,12 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
         return app.openapi_schema
 
     app.openapi = openapi
+    from starlette.routing import Route
+
+    from engram.mcp.server import McpEndpoint
+
+    # MCP's streamable HTTP (not in the OpenAPI document: its own protocol); scoped by the request's key.
+    app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
 

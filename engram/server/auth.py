@@ -56,11 +56,15 @@ def presented_key(headers) -> str | None:
 
 def authenticate(request) -> Principal:
     """The principal of a request (no keys configured: the loopback user, who may touch every agent)."""
-    state = request.app.state
+    return authenticate_headers(request.app.state, request.headers)
+
+
+def authenticate_headers(state, headers) -> Principal:
+    """The principal of a request with these `headers` (lower-case names) on the app whose state is `state`."""
     ring = getattr(state, "keys", None)
     if ring is None or not ring.configured():
         return LOOPBACK
-    key = presented_key(request.headers)
+    key = presented_key(headers)
     if not key:
         raise error("unauthorized", "this server needs an API key: send it as `Authorization: Bearer <key>` "
                     "(`engram keys add --agents …` makes one)")
@@ -72,3 +76,8 @@ def authenticate(request) -> Principal:
         raise error("unauthorized", "the API key is not valid (mistyped, or revoked: `engram keys list` shows the "
                     "keys by id)")
     return Principal(f"key {stored.id}", None if stored.every_agent else frozenset(stored.agents))
+
+
+def principal_for(state, headers) -> Principal:
+    """As `authenticate_headers`, for headers of any case (an MCP tool call's request)."""
+    return authenticate_headers(state, {str(k).lower(): v for k, v in dict(headers).items()})
