@@ -186,3 +186,16 @@ def test_revoking_a_key_locks_it_out(keyed):
     key_id = key_b.split("-")[1]
     assert "revoked" in cli(home, "keys", "revoke", key_id)
     assert call(home, "POST", f"/v1/agents/{BOB}/recall", key_b, {"query": "locker"})[0] == 401
+
+
+def test_without_keys_the_server_refuses_a_non_loopback_host_and_says_why(tmp_path, capsys):
+    from engram.boot import check_exposure, main
+
+    home = tmp_path / "home"
+    home.mkdir()
+    assert main(["serve", "--home", str(home), "--host", "0.0.0.0", "--runtime", "inprocess"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("engram: error: no API key is configured") and "0.0.0.0" in err and len(err.splitlines()) == 1
+    assert "loopback only" in check_exposure(home, "127.0.0.1")
+    cli(home, "keys", "add", "--agents", ALICE)
+    assert "every request needs one" in check_exposure(home, "0.0.0.0")
