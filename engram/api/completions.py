@@ -147,13 +147,13 @@ class CompletionOps:
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
                          memory=memory, responder=Responder(self.tasks()), system_prompt=system)
         try:
-            outcome = run(workflow, ctx)
+            outcome = run(workflow, ctx, defer=True)
         except NodeFailed as exc:
             raise error("bad_workflow", f"the proxy's memory workflow: {exc}") from None
         answer = next((r for r in outcome.results if r.id == outcome.response_node), None)
         llm = answer.llm if answer is not None else None
         if llm is not None and llm.error:  # an outage: the user's message is in the log, the error says why
-            self._after_response(outcome)
+            self._after_response(discussion, outcome)
             where = f" (your message is recorded in discussion {discussion!r}; send it again later)"
             raise llm_failure(llm.error, where)
         reply = outcome.response.strip()
@@ -163,7 +163,7 @@ class CompletionOps:
         reply_seqs = self._proxy_append(agent, discussion, [(("assistant", reply, None),
                                                              chain_ids(discussion, keys + [message_key("assistant", reply)])[-1])],
                                         responder=f"{llm.provider}/{llm.model}" if llm else "workflow")
-        self._after_response(outcome)
+        self._after_response(discussion, outcome)
         total = (time.perf_counter() - started) * 1000
         llm_ms = min(answer.seconds * 1000, total) if answer is not None and llm is not None else 0.0
         return t.CompletionResponse(
@@ -198,27 +198,42 @@ class CompletionOps:
         self.note_streams([write])
         return list(result.seqs)[: len(result.seqs) - result.duplicates] if result.duplicates else list(result.seqs)
 
-    def _after_response(self, outcome) -> None:
-        """The workflow's memory creators run after the response: their errors are logged, never the caller's."""
-        if outcome.background is None:
+    def _after_response(self, discussion: str, outcome) -> None:
+        """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,
+        later requests leave only their latest run pending (the creators cover every message so far, so the ones
+        in between have nothing left to do). Their errors are logged, never the caller's."""
+        if outcome.rest is None:
             return
-        pending = self._proxy_state()["background"]
+        state = self._proxy_state()
+        with self._streams_lock:
+            state.setdefault("pending", {})[discussion] = outcome
+            if discussion in state.setdefault("running", {}):
+                return
+            worker = threading.Thread(target=self._memory_worker, args=(discussion,), name=f"proxy-memory-{discussion}",
+                                      daemon=True)
+            state["running"][discussion] = worker
+            state["background"].add(worker)
+        worker.start()
 
-        def watch() -> None:
+    def _memory_worker(self, discussion: str) -> None:
+        state = self._proxy_state()
+        while True:
+            with self._streams_lock:
+                outcome = state["pending"].pop(discussion, None)
+                if outcome is None:
+                    state["running"].pop(discussion, None)
+                    state["background"].discard(threading.current_thread())
+                    return
             try:
+                outcome.rest()
                 outcome.wait()
             except Exception:
-                log.exception("the proxy's memory workflow failed after the response")
-            finally:
-                pending.discard(watcher)
-
-        watcher = threading.Thread(target=watch, name="proxy-memory", daemon=True)
-        pending.add(watcher)
-        watcher.start()
+                log.exception("the proxy's memory workflow failed after the response (discussion %s)", discussion)
 
     def wait_proxy_memory(self, timeout: float = 120.0) -> bool:
         """Wait for the memory creation the proxy started after its responses (tests, benchmarks, shutdown)."""
         deadline = time.monotonic() + timeout
-        for thread in list(self._proxy_state()["background"]):
-            thread.join(max(0.0, deadline - time.monotonic()))
+        while self._proxy_state()["background"] and time.monotonic() < deadline:
+            for thread in list(self._proxy_state()["background"]):
+                thread.join(max(0.0, deadline - time.monotonic()))
         return not any(th.is_alive() for th in self._proxy_state()["background"])

@@ -103,6 +103,7 @@ class WorkflowRun:
     response_seconds: float = 0.0
     background: threading.Thread | None = None
     background_error: BaseException | None = None
+    rest: object | None = None  # with run(defer=True): the nodes after the lock, as a function to call
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the nodes after the WorkflowLock; True when they are done (raises their error)."""
@@ -115,7 +116,9 @@ class WorkflowRun:
         return True
 
 
-def run(workflow: Workflow, ctx: RunContext) -> WorkflowRun:
+def run(workflow: Workflow, ctx: RunContext, *, defer: bool = False) -> WorkflowRun:
+    """Run `workflow`; the nodes after a WorkflowLock start in a background thread, or, with `defer`, are left
+    in `WorkflowRun.rest` for the caller to run when it chooses (e.g. coalesced per discussion)."""
     started = time.perf_counter()
     out = WorkflowRun(workflow)
     nodes = list(workflow.nodes)
@@ -133,8 +136,11 @@ def run(workflow: Workflow, ctx: RunContext) -> WorkflowRun:
             except BaseException as exc:  # reported by wait()
                 out.background_error = exc
 
-        out.background = threading.Thread(target=rest, name="workflow-after-lock", daemon=True)
-        out.background.start()
+        if defer:
+            out.rest = rest
+        else:
+            out.background = threading.Thread(target=rest, name="workflow-after-lock", daemon=True)
+            out.background.start()
     return out
 
 
