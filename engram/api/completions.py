@@ -55,8 +55,9 @@ class CompletionOps:
             return locks.setdefault(discussion, threading.Lock())
 
     def forget_histories(self) -> None:
-        """Forgetting erases messages: the proxy's view of what the log holds is read again."""
+        """Forgetting erases messages and files: the proxy's view of the log and its open stores are read again."""
         self._proxy_state()["histories"].clear()
+        self._proxy_state().pop("memories", None)
 
     def _logged_keys(self, agent: str, discussion: str) -> list[str]:
         """The discussion's message keys, oldest first: read from the log (not a projection, which may lag),
@@ -133,7 +134,6 @@ class CompletionOps:
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
 
     def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started) -> t.CompletionResponse:
-        from engram.api.discussion_memory import RuntimeMemory
         from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
         from engram.discussion.workflow.engine import NodeFailed
         from engram.ingest.history import chain_ids, message_key, new_positions
@@ -143,7 +143,7 @@ class CompletionOps:
         new = new_positions(self._logged_keys(agent, discussion), keys)
         appended_seqs = self._proxy_append(agent, discussion, [(turns[i], ids[i]) for i in new])
 
-        memory = RuntimeMemory(self.rt, agent, self.query_embedder(), recaller=self._recall_texts(agent))
+        memory = self._proxy_memory(agent)
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
                          memory=memory, responder=Responder(self.tasks()), system_prompt=system)
         try:
@@ -171,6 +171,18 @@ class CompletionOps:
             responder=f"{llm.provider}/{llm.model}" if llm else "workflow", appended=len(appended_seqs),
             reply_seq=reply_seqs[0] if reply_seqs else None, memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
             input_tokens=llm.input_tokens if llm else 0, output_tokens=llm.output_tokens if llm else 0)
+
+    def _proxy_memory(self, agent: str):
+        """The workflow's memory access for `agent`, kept between requests (its vector stores stay open, reopened
+        only when their file changes)."""
+        from engram.api.discussion_memory import RuntimeMemory
+
+        memories = self._proxy_state().setdefault("memories", {})
+        memory = memories.get(agent)
+        if memory is None:
+            memory = memories[agent] = RuntimeMemory(self.rt, agent, self.query_embedder(),
+                                                     recaller=self._recall_texts(agent))
+        return memory
 
     def _recall_texts(self, agent: str):
         def recall(discussion: str | None, query: str, limit: int) -> list[str]:
