@@ -29,6 +29,7 @@ from pathlib import Path
 
 KEYS_FILE = "keys.json"
 ALL_AGENTS = "*"
+RACY_NS = 2_000_000_000
 _KEY = re.compile(r"^ek-([0-9a-f]{8})-([A-Z2-7]{52})$")
 
 
@@ -133,10 +134,12 @@ class KeyRing:
     def _refresh(self) -> None:
         try:
             st = self.path.stat()
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            stamp = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
         except FileNotFoundError:
             stamp = None
-        if stamp == self._stamp:
+        # A file changed in the last seconds may change again within the clock's granularity with the same
+        # stamp (same size, a reused inode): it is read again until it has been quiet for a while.
+        if stamp == self._stamp and (stamp is None or time.time_ns() - stamp[1] > RACY_NS):
             return
         with self._lock:
             keys = load_keys(self.path.parent) if stamp is not None else []
