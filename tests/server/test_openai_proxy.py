@@ -190,3 +190,37 @@ def test_models_lists_one_model_per_agent(proxy):
         converse(client, stream=False, turns=USER_TURNS[:1])
         ids = [m.id for m in client.models.list().data]
     assert ids[0] == "engram" and f"engram/{AGENT}" in ids
+
+
+def test_the_openai_sdk_gets_memory_from_engram_serve_as_a_user_starts_it(tmp_path):
+    """`engram serve` as its own process (the in-process runtime, so no Ray; the labelled offline responder)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from engram.client import Client
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "engram.json").write_text(json.dumps({"llm": {"provider": "offline"}, "server": {"runtime": "inprocess"}}))
+    engram = str(Path(sys.executable).with_name("engram"))
+    proc = subprocess.Popen([engram, "--home", str(home), "serve"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (home / "instance.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.1)
+        info = json.loads((home / "instance.json").read_text())
+        with openai_client(type("S", (), {"url": info["url"]})) as llm:
+            history = converse(llm, stream=True, turns=USER_TURNS[:2])
+            history = converse(llm, stream=False, turns=USER_TURNS[2:3], history=history)
+        with Client(info["url"]) as mem:
+            rows = mem.sql("SELECT role, content FROM messages WHERE discussion_id = ? ORDER BY seq", [DISCUSSION]).rows
+        assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+        assert all("offline" in m["content"].lower() for m in history if m["role"] == "assistant")  # labelled
+    finally:
+        subprocess.run([engram, "--home", str(home), "down"], capture_output=True, timeout=120)
+        out = proc.communicate(timeout=60)[0]
+    assert "no API key configured: listening on loopback only" in out
