@@ -299,3 +299,24 @@ def test_feedback_finds_a_memory_that_shares_the_first_hits_words_but_none_of_th
 def test_feedback_is_on_by_default_and_made_of_the_three_best_first_hits():
     s = RecallSettings.of(AgentConfig()).feedback
     assert (s.traces, s.terms, s.term_weight, s.share) == (3, 10, 0.5, 0.5)
+
+
+def test_explain_shows_the_focused_query_the_feedback_words_and_each_hits_three_parts():
+    from engram.api import types as t
+    from engram.cli.recall import render
+
+    hit = t.RecallHit(rank=1, trace_id="pottery", score=0.5, content="Ana took a pottery class",
+                      factors={"similarity": 0.6}, similarity_parts={"cosine": 0.7, "lexical": 0.4, "feedback": 0.65},
+                      contributions={"similarity": 0.39}, trace_type="episodic", category="event", scope="discussion",
+                      scope_id="d", via="feedback", source_seqs=[1], source_message_ids=["m1"])
+    result = t.RecallResponse(query="What does Ana do to relax?", agent="a", discussion="d", now_us=T0, candidates=9,
+                              similarity="hybrid", weights={"similarity": 0.65}, mood=t.Mood(valence=0, arousal=0, dominance=0),
+                              hyde=None, hits=[hit], focus="What does do to relax?",
+                              feedback=t.Feedback(share=0.5, traces=["pottery", "x", "y"], terms=["pottery", "clay"]))
+    out = render(result, explain=True)
+    assert 'query embedded as: "What does do to relax?"' in out
+    assert ("feedback: similarity = 0.50 · to the query + 0.50 · to the feedback query "
+            "(the query + the 3 best first hits; added terms: pottery, clay)") in out
+    assert "(cosine 0.700, keywords 0.400, feedback 0.650)" in out and "via feedback" in out
+    plain = render(result, explain=False)
+    assert "feedback:" not in plain and "query embedded as" not in plain
