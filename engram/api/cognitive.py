@@ -77,6 +77,7 @@ class CognitiveOps:
                 trace_type=h.trace_type, category=h.category, scope=h.scope, scope_id=h.scope_id, via=h.via,
                 source_seqs=list(h.source_seqs), source_message_ids=list(h.source_message_ids),
                 sources=[sources[s] for s in h.source_seqs if s in sources],
+                context=h.context, context_message_ids=list(h.context_message_ids),
             ) for h in result.hits],
         )
 

@@ -282,6 +282,8 @@ class RecallHit(Model, kw_only=True):
     source_seqs: list[int]
     source_message_ids: list[str]
     sources: list[SourceMessage] = []
+    context: str = ""  # for a reply, the question it answers (shown with it)
+    context_message_ids: list[str] = []  # where the context comes from
 
 
 class Feedback(Model, kw_only=True):
