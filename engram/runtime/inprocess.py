@@ -156,6 +156,16 @@ class InProcessRuntime(Runtime):
                 raise query_error(exc) from None
         return results[0][0], [row for _, rows in results for row in rows]
 
+    def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        from engram.api.runtime import merge_results
+
+        results = []
+        for s in self.all_shards():
+            host = self.shard_host(s)
+            host.catch_up()
+            results.append(host.sql(query, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows))
+        return merge_results(results, max_rows)
+
     def shard_status(self) -> list[dict]:
         out = []
         for s in self.all_shards():
@@ -165,6 +175,8 @@ class InProcessRuntime(Runtime):
                     st.setdefault("consumers", {}).update(host.positions())
                     if host.errors:
                         st.setdefault("consumer_errors", {}).update(host.errors)
+                    if host.rebuilt:  # snapshots that were not restored: these policies rebuild from the log
+                        st.setdefault("consumers_rebuilt", {}).update(host.rebuilt)
             out.append(st)
         return out
 
@@ -228,9 +240,15 @@ class InProcessRuntime(Runtime):
         return [d for diffs in self._each(shards, lambda h: h.verify_replay(), on_shard) for d in diffs]
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+        """`engram.forgetting.forget` over the shard host and the shard's policy hosts (their state and snapshots
+        lose the forgotten text too)."""
+        from engram.forgetting import forget
+
+        index = self.shard_of(agent)
         try:
             with self._policy_lock:  # no policy reads the log while the shard rewrites it
-                return self.shard_host(self.shard_of(agent)).forget(agent, discussion, reason=reason)
+                hosts = [h for (_, s, _), h in sorted(self.policy_hosts.items()) if s == index]
+                return forget(self.shard_host(index), hosts, agent, discussion, reason=reason)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

@@ -188,6 +188,12 @@ class RayRuntime(Runtime):
         results = get([s.query.remote(query, params) for s in self.shards()])
         return results[0][0], [row for _, rows in results for row in rows]
 
+    def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        from engram.api.runtime import merge_results
+
+        return merge_results(get([s.sql.remote(query, params, agents, timeout_s, max_rows) for s in self.shards()]),
+                             max_rows)
+
     def shard_status(self) -> list[dict]:
         shards = get([s.status.remote() for s in self.shards()])
         handles = self.policies()
@@ -196,6 +202,8 @@ class RayRuntime(Runtime):
             shards[shard].setdefault("consumers", {}).update(rep["positions"])
             if rep["errors"]:
                 shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
+            if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log
+                shards[shard].setdefault("consumers_rebuilt", {}).update(rep["rebuilt"])
         return shards
 
     def wait_projections(self, timeout: float = 120.0) -> bool:
@@ -241,22 +249,17 @@ class RayRuntime(Runtime):
         return [d for diffs in self._each(shards, lambda h: h.verify_replay.remote(), on_shard) for d in diffs]
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
-        """The shard rewrites its log file and rebuilds its projections: the policy actors, which read the log
-        all the time, are stopped first (snapshots saved) and started again after (they resume from them)."""
-        shard = self.shard_of(agent)
-        paused = {k: h for k, h in self._policies.items() if k[1] == shard}
-        if paused:
-            get([h.close.remote() for h in paused.values()])
-            for key, h in paused.items():
-                ray.kill(h)
-                del self._policies[key]
+        """`engram.forgetting.forget` over the shard actor and the shard's policy actors: the policies pause (their
+        loops stop reading the log), drop their snapshots, drain to the marker, and after the shard has erased its
+        log and rebuilt its projections, every policy whose state still holds forgotten text rebuilds from the log."""
+        from engram.forgetting import forget
+
+        index = self.shard_of(agent)
+        hosts = [_Remote(h) for (_, s, _), h in sorted(self.policies().items()) if s == index]
         try:
-            return get(self.shard(shard).forget.remote(agent, discussion, reason))
+            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
-        finally:
-            if paused:
-                self.policies()
 
     # ------------------------------------------------------------------ closing
 
@@ -310,3 +313,18 @@ class RayRuntime(Runtime):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Remote:
+    """An actor's methods called as plain ones (one `get` each): what `engram.forgetting` drives."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        method = getattr(self._handle, name)
+
+        def call(*args, **kwargs):
+            return get(method.remote(*args, **kwargs))
+
+        return call
