@@ -64,10 +64,6 @@ class ConsolidationState:
     every_us: int = 0  # the interval the agenda was computed with
     personality: str = ""  # the personality contradictions were last resolved under (kept pairs are rechecked on a change)
 
-    def __setstate__(self, state: dict) -> None:  # a snapshot from before a field existed gets its default
-        fresh = ConsolidationState()
-        self.__dict__.update({**fresh.__dict__, **state})
-
     def forget_missing(self, traces) -> None:
         """Drop what refers to traces that are gone (a forgotten discussion)."""
         self.resolved = {k: v for k, v in self.resolved.items() if k[0] in traces and k[1] in traces}

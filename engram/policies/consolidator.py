@@ -42,6 +42,7 @@ AGENDA_VERSION = 2
 class Consolidator(BackgroundPolicy):
     name = "consolidator"
     interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged"}
+    STATE_VERSION = 2  # 2: the agenda keeps schema checks waiting for their discussion (schema_waiting, stream_latest)
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
