@@ -293,7 +293,7 @@ class RecallHit(Model, kw_only=True):
     score: float
     content: str
     factors: dict[str, float]
-    similarity_parts: dict[str, float]  # cosine, lexical
+    similarity_parts: dict[str, float]  # cosine, lexical (to the query), feedback (to the feedback query)
     contributions: dict[str, float]
     trace_type: str
     category: str | None
@@ -303,6 +303,17 @@ class RecallHit(Model, kw_only=True):
     source_seqs: list[int]
     source_message_ids: list[str]
     sources: list[SourceMessage] = []
+    context: str = ""  # for a reply, the question it answers (shown with it)
+    context_message_ids: list[str] = []  # where the context comes from
+
+
+class Feedback(Model, kw_only=True):
+    """Pseudo-relevance feedback: the traces the feedback query was made of and the terms it added;
+    similarity = (1 − share) · similarity to the query + share · similarity to the feedback query."""
+
+    share: float
+    traces: list[str] = []
+    terms: list[str] = []
 
 
 class HydeMatch(Model, kw_only=True):
@@ -335,6 +346,8 @@ class RecallResponse(Model, kw_only=True):
     mood: Mood
     hyde: Hyde | None
     hits: list[RecallHit]
+    focus: str = ""  # the query as embedded: without the words most of the agent's memories hold
+    feedback: Feedback | None = None
 
 
 class WorkingMemoryResponse(Model, kw_only=True):
