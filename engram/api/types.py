@@ -421,6 +421,37 @@ class ChatInfo(Model, kw_only=True):
     responder: str
 
 
+# --------------------------------------------------------------------------- the OpenAI-compatible proxy
+
+class ChatTurn(Model, kw_only=True):
+    """One message of a front-end's chat history (the proxy turns OpenAI's message objects into these)."""
+
+    role: Role
+    content: Annotated[str, Meta(max_length=10_000_000)]
+    name: str | None = None
+
+
+class CompletionRequest(Model, kw_only=True):
+    """A chat completion: the whole history as the front-end sends it. A `[DiscussionId]…[/DiscussionId]` tag in
+    any message switches memory on for that discussion; without one the request is answered without memory."""
+
+    messages: Annotated[list[ChatTurn], Meta(min_length=1, max_length=100_000)]
+    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+
+
+class CompletionResponse(Model, kw_only=True):
+    agent: str
+    discussion: str | None  # None: no tag, no memory
+    reply: str
+    responder: str  # provider/model; the offline responder says it is not a language model
+    appended: int  # messages of the request the log did not hold yet (the reply not counted)
+    reply_seq: int | None
+    memory_ms: float  # engram's own work in the request: appending, the workflow's readers, the reply's append
+    llm_ms: float  # the model's answer
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 # --------------------------------------------------------------------------- forgetting and jobs
 
 class ForgetRequest(Model, kw_only=True):
