@@ -44,6 +44,7 @@ AGENDA_VERSION = 2
 class Consolidator(BackgroundPolicy):
     name = "consolidator"
     interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged"}
+    STATE_VERSION = 2  # 2: the agenda keeps schema checks waiting for their discussion (schema_waiting, stream_latest)
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
@@ -126,7 +127,7 @@ class Consolidator(BackgroundPolicy):
         agent = rec.agent
         if not self.config_of(agent).memory.consolidation.enabled:
             return []
-        result = self._consolidate(agent, self.states[agent].clock_us, rec.seq, count=False)
+        result = self._consolidate(agent, self.states[agent].clock_us, rec.seq, count=False, late=True)
         if not result.decisions:
             return []
         pending = self.unreported.get(agent)
@@ -139,7 +140,8 @@ class Consolidator(BackgroundPolicy):
         self._forget_vectors(agent)
         return writes
 
-    def _consolidate(self, agent: str, through_us: int, cause: int, count: bool = True) -> consolidation.RunResult:
+    def _consolidate(self, agent: str, through_us: int, cause: int, count: bool = True,
+                     late: bool = False) -> consolidation.RunResult:
         cfg = self.config_of(agent)
         fold = self.fold(agent)
         book = fold.book
@@ -151,7 +153,7 @@ class Consolidator(BackgroundPolicy):
             agent, fold, state, now_us=through_us, config=cfg, mood=mood,
             vectors=lambda ids, texts: self._embed(agent, ids, texts),
             summarize=lambda members: self.tasks.summarize_schema(members),
-            contradicts=corrections.contradiction, count=count,
+            contradicts=corrections.contradiction, count=count, late=late,
         )
 
     def _writes(self, agent: str, result: consolidation.RunResult, cause: int) -> list[Write]:
