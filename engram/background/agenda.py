@@ -24,7 +24,8 @@ from engram.background.traces import TraceFold
 from engram.cognitive.model import MemoryTrace
 from engram.events.base import Event
 from engram.events.cognitive import (
-    ConflictResolved, EdgeAdded, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced, TraceRetrieved,
+    ConflictResolved, EdgeAdded, EdgesAdded, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced,
+    TracesReinforced, TraceRetrieved,
 )
 
 # Agenda item kinds, in step order at one boundary.
@@ -87,8 +88,12 @@ class ConsolidationState:
         """Fold one event (recorded at event time `ts_us`) of the agent: what it changes is rescheduled."""
         if isinstance(event, TraceEncoded):
             self.touched.add(event.trace_id)
+            for link in event.links:
+                self._edge(link.src, event.trace_id, link.kind)
         elif isinstance(event, (TraceReinforced, TracePruned)):
             self.touched.add(event.trace_id)
+        elif isinstance(event, TracesReinforced):
+            self.touched.update(item.trace_id for item in event.items)
         elif isinstance(event, TraceRetrieved):
             self.touched.update(event.trace_ids)
         elif isinstance(event, ConflictResolved):
@@ -97,12 +102,19 @@ class ConsolidationState:
         elif isinstance(event, SchemaCreated):
             self.schematized.update(event.member_ids)
             self.schematized.add(event.schema_trace_id)
-        elif isinstance(event, EdgeAdded) and event.kind == "schema_instance":
-            self.schematized.add(event.src)
-        elif isinstance(event, EdgeAdded) and event.kind == "contradicts":
-            self.contradictions.add((event.src, event.dst))
-            self.touched.update((event.src, event.dst))
-            self.conflict_due.pop((event.src, event.dst), None)  # scheduled when both sides are known
+        elif isinstance(event, EdgeAdded):
+            self._edge(event.src, event.dst, event.kind)
+        elif isinstance(event, EdgesAdded):
+            for edge in event.edges:
+                self._edge(edge.src, edge.dst, edge.kind)
+
+    def _edge(self, src: str, dst: str, kind: str) -> None:
+        if kind == "schema_instance":
+            self.schematized.add(src)
+        elif kind == "contradicts":
+            self.contradictions.add((src, dst))
+            self.touched.update((src, dst))
+            self.conflict_due.pop((src, dst), None)  # scheduled when both sides are known
 
     # ------------------------------------------------------------------ the agenda
 

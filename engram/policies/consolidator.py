@@ -4,7 +4,8 @@ It folds each owned agent's traces and graph (no embeddings kept: it embeds only
 traces it clusters, once each) and keeps the agenda of `engram.background.consolidation`: at a tick
 it runs what fell due since the previous tick, boundary by boundary (idle boundaries cost nothing and
 are not recorded one by one). Each decision goes to the stream of the trace it concerns (forgetting a
-discussion forgets them), at the event time of its boundary, with deterministic ids; then one
+discussion forgets them), at the event time of its boundary, with deterministic ids (a boundary's edges
+and reviews of one discussion as one `EdgesAdded` and one `TracesReinforced`); then one
 `ConsolidationRan` per tick reports in `agent:<agent>` (counts per step, the boundaries that had work,
 what was bounded, duration).
 
@@ -27,6 +28,7 @@ from engram.cognitive import corrections
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad
 from engram.events.background import ConsolidationRan
+from engram.events.compact import compact
 from engram.events.cognitive import TraceEncoded
 from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
@@ -155,15 +157,17 @@ class Consolidator(BackgroundPolicy):
         )
 
     def _writes(self, agent: str, result: consolidation.RunResult, cause: int) -> list[Write]:
+        """The decisions as appends, a boundary's edges and reviews of a discussion merged into one event each
+        (`engram.events.compact`): they were folded here one by one as they were decided, and fold the same."""
         writes: list[Write] = []
-        for decision in result.decisions:
-            own_id = f"consolidate:{decision.event_id}"
+        items = [((d_.stream, d_.ts_us), f"consolidate:{d_.event_id}", d_.event) for d_ in result.decisions]
+        for (stream, ts_us), own_id, event in compact(items):
             self._own.add(own_id)
-            event = NewEvent(event=decision.event, ts_us=decision.ts_us, event_id=own_id, causation=cause)
-            if writes and writes[-1].stream == decision.stream:
-                writes[-1] = Write(decision.stream, agent, writes[-1].events + (event,))
+            new = NewEvent(event=event, ts_us=ts_us, event_id=own_id, causation=cause)
+            if writes and writes[-1].stream == stream:
+                writes[-1] = Write(stream, agent, writes[-1].events + (new,))
             else:
-                writes.append(Write(decision.stream, agent, (event,)))
+                writes.append(Write(stream, agent, (new,)))
         return writes
 
     def _embed(self, agent: str, ids: list[str], texts: list[str]) -> np.ndarray:
