@@ -29,6 +29,8 @@ COMMANDS = [
     "replay",
     "serve",
     "down",
+    "keys",
+    "mcp",
     "forget",
     "embed",
     "workflow",

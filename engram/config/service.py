@@ -64,6 +64,16 @@ class ServerSettings(ConfigModel):
     runtime: Literal["ray", "inprocess"] = "ray"
 
 
+class ProxySettings(ConfigModel):
+    """The OpenAI-compatible memory proxy (`POST /v1/chat/completions`)."""
+
+    # A workflow in <home>/workflows/<name>.json; when that file does not exist, the shipped
+    # openai-proxy.workflow.json (readers, the response, a WorkflowLock, the memory creators).
+    workflow: str = "openai-proxy"
+    # The agent of a request whose `model` names none (`engram/<agent>`) and whose key has several agents.
+    default_agent: str = "default"
+
+
 class ServiceConfig(ConfigModel):
     home: Path = Path("~/.engram")
     shards: int = Field(1, ge=1, le=1024)
@@ -72,6 +82,7 @@ class ServiceConfig(ConfigModel):
     ray: RaySettings = RaySettings()
     limits: Limits = Limits()
     server: ServerSettings = ServerSettings()
+    proxy: ProxySettings = ProxySettings()
 
 
 def default_home() -> Path:
