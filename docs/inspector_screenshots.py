@@ -1,6 +1,8 @@
-"""The README's screenshots of the inspector: one per view, from a report file (the demo writes one).
+"""The README's screenshots of the inspector: one per view, from the served inspector (the URL `make demo` ends by
+printing) or from a report file (the demo writes one too).
 
-    make demo && .venv/bin/python docs/inspector_screenshots.py .engram-demo/inspector.html
+    make demo && .venv/bin/python docs/inspector_screenshots.py "http://127.0.0.1:<port>/inspect?agent=demo-agent&…"
+    .venv/bin/python docs/inspector_screenshots.py ~/.engram-demo/inspector.html
 
 Headless Debian chromium through Playwright (as the tests); pngquant, when installed, keeps the PNGs small.
 """
@@ -23,11 +25,13 @@ OUT = Path(__file__).resolve().parent / "img"
 
 def main(report: str) -> None:
     OUT.mkdir(exist_ok=True)
+    served = report.startswith(("http://", "https://"))
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
+        # A file opens with the network off; a served page reaches its server only (loopback).
         ctx = p.chromium.launch_persistent_context(profile, executable_path="/usr/bin/chromium", args=FLAGS, headless=True,
-                                                   viewport={"width": 1280, "height": 800}, offline=True)
+                                                   viewport={"width": 1280, "height": 800}, offline=not served)
         page = ctx.new_page()
-        page.goto(Path(report).resolve().as_uri())
+        page.goto(report if served else Path(report).expanduser().resolve().as_uri())
         for view in VIEWS:
             page.click(f"nav button[data-tab={view}]")
             page.wait_for_selector(f"#view-{view}[data-ready='1']", timeout=20_000)

@@ -19,7 +19,8 @@ OBSERVATION_LOGS = (
     "SELECT scope, scope_id, messages, message_tokens, notes, note_tokens, round(observation_compression, 1) AS compression, "
     "active_notes AS active, buffered_notes AS buffered, reflected_notes AS reflected, activations, reflections, "
     "round(reflection_compression, 1) AS reflection_compression, unobserved_tokens AS unobserved, "
-    "tokens_to_observer, tokens_to_reflector, file FROM observation_logs WHERE agent = ? "
+    "tokens_to_observer, tokens_to_reflector, file, observer_threshold, active_tokens, reflector_threshold "
+    "FROM observation_logs WHERE agent = ? "
     "ORDER BY scope, scope_id"
 )
 OBSERVATION_NOTES = (
@@ -28,7 +29,7 @@ OBSERVATION_NOTES = (
     "(scope = 'agent' AND stream = ?)) ORDER BY observed_at, recorded_seq, note_id"
 )
 CONSOLIDATION_COLUMNS = (
-    "strftime(ts, '%Y-%m-%d %H:%M') AS tick, traces, pruned, edges, schemas, conflicts, reinforced, "
+    "strftime(ts, '%Y-%m-%d %H:%M') AS tick, runs AS boundaries, traces, pruned, edges, schemas, conflicts, reinforced, "
     "array_to_string(CAST(bounded AS VARCHAR[]), ',') AS bounded, round(duration_ms, 2) AS ms"
 )
 BUSY = "(pruned + edges + schemas + conflicts + reinforced) > 0"

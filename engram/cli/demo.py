@@ -17,6 +17,7 @@ from engram.cli.common import client, print_rows
 
 SAMPLE = "acme-dashboard.jsonl"
 AGENT = "demo-agent"
+DEMO_HOME = "~/.engram-demo"  # the demo's own home, next to the default ~/.engram (a fresh one each run)
 
 SECTIONS = [
     "engram.cli.demo_sections:providers",
@@ -57,7 +58,9 @@ class Demo:
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run engram end to end on a sample conversation (fresh demo home)")
     p.add_argument("--keep", action="store_true", help="keep the demo home's previous contents")
-    p.add_argument("--keep-server", action="store_true", help="leave the demo home's server running at the end")
+    p.add_argument("--stop-server", action="store_true",
+                   help="stop the demo home's server at the end (by default it keeps running, serving the inspector, "
+                        "until server.idleTimeoutSeconds without a request or `engram down`)")
     p.set_defaults(func=run)
 
 
@@ -66,7 +69,7 @@ def run(args) -> int:
 
     from engram.server.instance import live_server
 
-    home = Path(args.home or ".engram-demo").resolve()
+    home = Path(args.home or DEMO_HOME).expanduser().resolve()
     if live_server(home) is not None and not args.keep:
         from engram.cli.down import run as down
 
@@ -79,23 +82,33 @@ def run(args) -> int:
     print(f"engram demo: home {home} (fresh), sample conversation {sample.name}")
     started = time.perf_counter()
     mem = client(args)
+    finished = False
     try:
         demo = Demo(mem, home, sample)
         for entry in SECTIONS:
             module, _, name = entry.partition(":")
             getattr(importlib.import_module(module), name)(demo)
+        finished = True
     finally:
-        if not args.keep_server:
+        if args.stop_server or not finished:
             mem.shutdown()
         mem.close()
-    print(f"\ndemo finished in {time.perf_counter() - started:.1f}s. Explore it yourself (the first command starts "
-          "the demo home's server again; `engram down` stops it):")
+    print(f"\ndemo finished in {time.perf_counter() - started:.1f}s. Explore it yourself ("
+          + ("the first command starts the demo home's server again" if args.stop_server else
+             f"the demo home's server keeps running at {mem.url}") + "; `engram down` stops it):")
     print(f"  ENGRAM_HOME={home} .venv/bin/engram sql \"SELECT type, count(*) FROM events GROUP BY type\"")
     print(f"  ENGRAM_HOME={home} .venv/bin/engram status")
     for note in demo.notes:
         print(f"  {note}")
+    print()
     inspector_file = getattr(demo, "inspector_file", None)
+    if not args.stop_server:
+        from engram.inspect.web import page_url
+
+        print(f"The inspector of the demo agent, served: {page_url(mem.url, demo.agent, demo.discussion)}  (open it "
+              "in a browser while the server runs: it stops after server.idleTimeoutSeconds without a request)")
     if inspector_file is not None:
-        print(f"\nThe inspector of the demo agent: {inspector_file}  (open it in a browser)")
+        print(f"The inspector as one file: {inspector_file}  (opens from disk with no network)")
     sys.stdout.flush()
     return 0
+

@@ -1,4 +1,5 @@
-"""`engram inspect --agent A [--discussion D] --out report.html`: the web inspector as one self-contained file."""
+"""`engram inspect --agent A [--discussion D] --out report.html`: the web inspector as one self-contained file;
+without `--out`, the URL of the same page served by the home's server (`/inspect`)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from engram.ids import validate_agent, validate_discussion
 def register(sub) -> None:
     p = sub.add_parser(
         "inspect",
-        help="write the web inspector of an agent's memory as one HTML file (works offline)",
+        help="the web inspector of an agent's memory: its URL on the home's server, or one HTML file (--out)",
         description="Six views: timeline with lineage, forgetting curves, trace graph, a recall explained, working "
-        "memory and the context window, discussion memory's three files. The file holds Plotly and the data; it opens "
+        "memory and the context window, discussion memory's three files. Without --out: the URL of the page the "
+        "home's server serves (started if none runs). With --out: one file holding Plotly and the data; it opens "
         "from disk with no network.",
     )
     p.add_argument("--agent", default="default")
     p.add_argument("--discussion", help="the discussion to show (default: the agent's most recent one)")
-    p.add_argument("--out", required=True, help="the HTML file to write")
+    p.add_argument("--out", help="the HTML file to write (without it: print the served page's URL)")
     p.add_argument("--query", action="append", default=[], metavar="TEXT",
                    help="a recall to explain in the file (repeatable; default: the discussion's latest user message)")
     p.add_argument("--no-recall", dest="recall", action="store_false",
@@ -39,6 +41,8 @@ def run(args) -> int:
     queries = [q.strip() for q in args.query]
     if any(not q for q in queries):
         raise UsageError("--query is empty")
+    if args.out is None:
+        return print_url(args, agent)
     out = Path(args.out)
     if out.is_dir():
         raise UsageError(f"--out {out} is a directory")
@@ -66,3 +70,21 @@ def run(args) -> int:
           f"{overview['active_traces']} active traces; open it in a browser (no network needed)")
     return 0
 
+
+
+def print_url(args, agent: str) -> int:
+    """The served inspector's URL for the agent (and discussion), checked against the home's server first."""
+    from engram.cli.common import client
+    from engram.inspect.web import page_url
+
+    if args.query or not args.recall:
+        raise UsageError("--query and --no-recall go with --out (the served page recalls whatever you type)")
+    with client(args) as mem:
+        mem.traces(agent, limit=1)  # an agent the home does not know is refused here (unknown_agent)
+        if args.discussion is not None:
+            owner = mem.discussion(args.discussion).agent
+            if owner != agent:
+                raise UsageError(f"discussion {args.discussion!r} belongs to agent {owner!r}, not {agent!r}")
+        url = page_url(mem.url, agent, args.discussion)
+    print(f"{url}  (the inspector of agent {agent} on the home's server; open it in a browser)")
+    return 0

@@ -1,7 +1,8 @@
 """The inspector's one adapter: `MemoryReader` over what engram offers today.
 
-- `EngramReader(mem)`: over the API — `engram.Client` (the home's server, over HTTP) or `engram.Engram`
-  (embedded): SQL through it, recall through the trace readers (not recorded: `record=False`).
+- `EngramReader(mem)`: over the API — `engram.Client` (the home's server, over HTTP), `engram.Engram`
+  (embedded) or the server's own `engram.api.service.Api` (the page the server serves at `/inspect`):
+  SQL through it, recall through the trace readers (not recorded: `record=False`).
 - `HomeFilesReader(config)`: over the files of a home nobody serves: SQL in a read-only session over
   the DuckDB files; nothing starts, so there is no recall.
 
@@ -85,7 +86,8 @@ def _vector_rows(path: Path) -> list[dict] | None:
 
 
 class EngramReader(_HomeFiles):
-    """Over the API: everything, recall included. `mem`: an `engram.Client` or an embedded `engram.Engram`."""
+    """Over the API: everything, recall included. `mem`: an `engram.Client`, an embedded `engram.Engram`, or the
+    `Api` a server holds."""
 
     def __init__(self, mem, config: ServiceConfig | None = None):
         if config is None:
@@ -98,9 +100,9 @@ class EngramReader(_HomeFiles):
         self.mem = mem
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple]]:
+        if hasattr(self.mem, "rt"):  # in this process (embedded, or the server's Api): the runtime's confined query
+            return self.mem.rt.sql(query, list(params))
         res = self.mem.sql(query, list(params))
-        if isinstance(res, tuple):  # embedded: (names, rows)
-            return res
         return res.columns, [tuple(r) for r in res.rows]
 
     def recall(self, agent: str, query: str, *, discussion: str | None = None, limit: int | None = None,
@@ -110,7 +112,7 @@ class EngramReader(_HomeFiles):
         from engram.api.types import RecallRequest
 
         options = dict(discussion=discussion, limit=limit, hyde=hyde, record=False)
-        if hasattr(self.mem, "rt"):  # embedded: the API's typed call
+        if hasattr(self.mem, "rt"):  # in this process: the API's typed call
             result = self.mem.recall(agent, RecallRequest(query=query, **options))
         else:
             result = self.mem.recall(agent, query, **options)

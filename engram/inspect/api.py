@@ -28,6 +28,10 @@ class InspectError(ValueError):
     """A request the inspector cannot answer as asked (bad view, parameter or value)."""
 
 
+class BadId(InspectError):
+    """A parameter naming an agent or discussion with an id that is not a safe id."""
+
+
 class NotFound(LookupError):
     """The request is well formed but names nothing that exists (an unknown seq or trace)."""
 
@@ -122,7 +126,7 @@ def parse(view: str, params: Mapping[str, str]) -> dict[str, object]:
         try:
             out[p.name] = p.kind(str(raw))
         except InvalidIdError as exc:
-            raise InspectError(f"{view}: {exc}") from None
+            raise BadId(f"{view}: {exc}") from None
         except ValueError as exc:
             raise InspectError(f"{view}: parameter {p.name}={str(raw)[:40]!r} {exc}") from None
     return out

@@ -2,7 +2,8 @@
 `plotly` package), the page's script and style, and its data — so it opens from disk with no network.
 
 - `report_html`: a report file; its data carry the answers its page asks for (`api.snapshot`).
-- `served_html`: the page a server returns at `/inspect`; it asks `<base>/<view>?…` for its answers.
+- `served_html`: the page a server returns at `/inspect`; it asks `<base>/<view>?…` for its answers (and the
+  server may hand Plotly out as an asset of its own, which the browser caches).
 """
 
 from __future__ import annotations
@@ -35,8 +36,22 @@ def _json_for_script(data: dict) -> str:
         "\u2029", "\\u2029")
 
 
-def _html(title: str, data: dict) -> str:
+@lru_cache(maxsize=1)
+def plotly_bytes() -> bytes:
+    return plotly_js().encode("utf-8")
+
+
+def plotly_version() -> str:
+    import plotly
+
+    return plotly.__version__
+
+
+def _html(title: str, data: dict, *, plotly_src: str | None = None) -> str:
+    """`plotly_src`: load Plotly from that URL (a served page: the browser caches it) instead of inlining it."""
     page = _asset("page.html")
+    if plotly_src is not None:
+        page = page.replace("<script>\n__PLOTLY__\n</script>", f'<script src="{_escape(plotly_src)}"></script>', 1)
     # Replace the data last: it may contain any text, the placeholders included.
     for marker, value in (("__CSS__", _asset("inspector.css")), ("__PLOTLY__", plotly_js()),
                           ("__APP__", _asset("inspector.js")), ("__TITLE__", _escape(title))):
@@ -60,8 +75,9 @@ def report_html(inspector: Inspector, agent: str, discussion: str | None, querie
 
 
 def served_html(inspector: Inspector, agent: str, discussion: str | None, *, base: str, home: str,
-                queries: list[str] | None = None) -> str:
-    """`queries`: offered in the recall view (default: the discussion's latest user message, explained at once)."""
+                queries: list[str] | None = None, plotly_src: str | None = None) -> str:
+    """`queries`: offered in the recall view (default: the discussion's latest user message, explained at once);
+    `plotly_src`: where the page loads Plotly from (default: inlined)."""
     from engram.inspect.recall import default_queries
 
     overview = inspector.get("overview", {"agent": agent, **({"discussion": discussion} if discussion else {})})
@@ -69,4 +85,4 @@ def served_html(inspector: Inspector, agent: str, discussion: str | None, *, bas
         queries = default_queries(inspector.reader, agent, overview["discussion"])
     data = {"mode": "served", "agent": agent, "discussion": overview["discussion"], "overview": overview,
             "queries": list(queries), "home": home, "base": base.rstrip("/")}
-    return _html(f"{agent}", data)
+    return _html(f"{agent}", data, plotly_src=plotly_src)

@@ -88,9 +88,14 @@ def test_served_inspector_answers_pages_views_and_errors(home):
         answer = respond(reader, "/inspect/api/traces", f"agent={AGENT}&limit=2", home=str(home))
         assert answer.status == 200 and len(json.loads(answer.body)["rows"]) == 2
         bad = respond(reader, "/inspect/api/traces", f"agent={AGENT}&limit=x", home=str(home))
-        assert bad.status == 400 and "limit" in json.loads(bad.body)["detail"]
+        assert bad.status == 422 and json.loads(bad.body)["error"]["code"] == "invalid_request"
+        assert "limit" in json.loads(bad.body)["error"]["message"]
         missing = respond(reader, "/inspect/api/lineage", f"agent={AGENT}&seq=99999", home=str(home))
-        assert missing.status == 404
-        assert respond(reader, "/inspect", "agent=../x", home=str(home)).status == 400
+        assert missing.status == 404 and json.loads(missing.body)["error"]["code"] == "not_found"
+        unsafe = respond(reader, "/inspect", "agent=../x", home=str(home))
+        assert unsafe.status == 400 and json.loads(unsafe.body)["error"]["code"] == "invalid_id"
+        # The list of agents shows only those the asker may see.
+        hidden = respond(reader, "/inspect", "", home=str(home), may=lambda agent: agent != AGENT)
+        assert f"agent={AGENT}" not in hidden.body.decode()
     finally:
         reader.close()

@@ -1,7 +1,7 @@
 """The inspector in a real browser (Debian's chromium, headless, driven by Playwright) on the demo's agent.
 
-The demo (`engram demo`'s sections) runs once on real Ray; then
-- the page served by engram (its requests answered by `engram.inspect.api` over the running engram), and
+The demo (`engram demo`'s sections) runs once on real Ray, as clients of the home's server; then
+- the page that server serves at /inspect (loaded from it over HTTP, as `make demo`'s URL names it), and
 - the file `engram inspect --out` wrote, opened from disk with the network off,
 are checked view by view: what is drawn (points, nodes, edges, bars, cards) against what the projections
 hold, and a click on a chunk memory shows the messages it covers. A screenshot of each view is saved under
@@ -25,7 +25,6 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "inspector"
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SERVED = "http://engram.test"
 VIEWS = ("timeline", "forgetting", "graph", "recall", "working", "discussion")
 
 
@@ -53,8 +52,8 @@ def demo(ray_session, tmp_path_factory):
         if name != "replay":  # replay verifies the projections; nothing here depends on it
             getattr(importlib.import_module(module), name)(d)
     mem.wait_idle()
-    state = SimpleNamespace(home=home, config=config, mem=mem, agent=d.agent, discussion=d.discussion,
-                            demo_file=getattr(d, "inspector_file", None))
+    state = SimpleNamespace(home=home, config=config, mem=mem, embedded=embedded, agent=d.agent, discussion=d.discussion,
+                            demo_file=getattr(d, "inspector_file", None), url=served.url)
     closed = []
 
     def close() -> None:  # the home's server stops: its files are free for readers of the files alone
@@ -240,34 +239,33 @@ def retrieval_marks(sql, agent: str, trace: str) -> dict:
 
 
 def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_launcher):
+    from engram.inspect.web import page_url
     from engram.inspect.adapter import EngramReader
-    from engram.inspect.web import respond
 
-    # The demo's last section wrote the inspector file that `make demo` ends by naming.
+    # The demo's last section wrote the inspector file that `make demo` names, next to the served page's URL.
     assert demo.demo_file == Path(demo.home) / "inspector.html" and "plotly.js v" in demo.demo_file.read_text()
-    reader = EngramReader(demo.mem)
+    # The test's own reads go to the engram the server serves, in this process (not over a kept-alive connection
+    # that the server closes while the browser looks).
+    reader = EngramReader(demo.embedded)
     files = Path(demo.config.home) / "projections" / "agents" / demo.agent / "Public"
     exp = expected_counts(reader.sql, demo.agent, demo.discussion, files / f"{demo.discussion}_memories.jsonl")
-    _, before = reader.sql("SELECT count(*) FROM events_raw WHERE type = 'TraceRetrieved'")
+    _, before = reader.sql("SELECT type, count(*) FROM events_raw GROUP BY type ORDER BY type")
     elsewhere: list[str] = []
-
-    def serve(route):
-        url = urlsplit(route.request.url)
-        answer = respond(reader, url.path, url.query, home=str(demo.config.home))
-        route.fulfill(status=answer.status, content_type=answer.content_type, body=answer.body)
-
+    answered: list[str] = []
     ctx = browser_launcher()
     try:
-        ctx.route(f"{SERVED}/**", serve)
-        ctx.route(lambda u: not u.startswith(SERVED), lambda r: (elsewhere.append(r.request.url), r.abort()))
+        # The page and every answer it asks for come from the home's running server; nothing else is reached.
+        ctx.route(lambda u: not u.startswith(demo.url + "/"), lambda r: (elsewhere.append(r.request.url), r.abort()))
+        ctx.on("response", lambda r: answered.append(urlsplit(r.url).path) if r.ok else None)
         # Any query recalls live: type one.
-        errors = browse(ctx, f"{SERVED}/inspect?agent={demo.agent}", "served", exp, reader.sql, demo.agent,
+        errors = browse(ctx, page_url(demo.url, demo.agent, demo.discussion), "served", exp, reader.sql, demo.agent,
                         query="Who is Marco?", note='"Who is Marco?"')
         assert errors == [] and elsewhere == []
+        assert {"/inspect", "/inspect/api/timeline", "/inspect/api/lineage", "/inspect/api/recall"} <= set(answered)
     finally:
         ctx.close()
-    _, after = reader.sql("SELECT count(*) FROM events_raw WHERE type = 'TraceRetrieved'")
-    assert after == before  # looking at recall reinforced nothing
+    _, after = reader.sql("SELECT type, count(*) FROM events_raw GROUP BY type ORDER BY type")
+    assert after == before  # looking (recall included) appended nothing: no retrieval recorded, nothing reinforced
 
 
 def test_the_report_file_shows_the_same_views_offline(demo, browser_launcher, tmp_path, capsys):

@@ -35,7 +35,7 @@ async function api(view, params) {
   }
   const res = await fetch(DATA.base + "/" + key, { headers: { Accept: "application/json" } });
   const body = await res.json().catch(() => ({}));
-  if (!res.ok) return { unavailable: body.detail || body.error || res.statusText };
+  if (!res.ok) return { unavailable: (body.error && body.error.message) || res.statusText };
   return body;
 }
 

@@ -1,6 +1,6 @@
-"""One router module per area; `ROUTERS` is what the app mounts (the inspector will add its own)."""
+"""One router module per area; `ROUTERS` is what the app mounts."""
 
 from engram.server import openai
-from engram.server.routes import cognitive, discussions, messages, system
+from engram.server.routes import cognitive, discussions, inspect, messages, system
 
-ROUTERS = [system.router, messages.router, discussions.router, cognitive.router, openai.router]
+ROUTERS = [system.router, messages.router, discussions.router, cognitive.router, openai.router, inspect.router]
