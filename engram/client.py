@@ -37,6 +37,7 @@ from engram.api.errors import ApiError
 
 DEFAULT_TIMEOUT_S = 600.0  # a workflow or a first recall can take long; a server that died fails at once
 JOB_POLL_S = 0.2
+KEEP_ALIVE_REUSE_S = 2.0  # uvicorn closes a kept-alive connection after 5 s idle; reconnect well before that
 _ENCODER = msgspec.json.Encoder()
 _DECODERS: dict[Any, msgspec.json.Decoder] = {}
 
@@ -253,6 +254,11 @@ class Client(_Operations):
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and time.monotonic() - getattr(self._local, "used_at", 0.0) > KEEP_ALIVE_REUSE_S:
+            # The server may already have closed a connection idle this long; a POST (not retried, it may not be
+            # idempotent) must never be written into a socket the server is closing.
+            conn.close()
+            conn = self._local.conn = None
         if conn is None:
             cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
             conn = self._local.conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)
@@ -265,7 +271,9 @@ class Client(_Operations):
             try:
                 conn.request(method, self._parts.path.rstrip("/") + path, body=payload, headers=headers)
                 resp = conn.getresponse()
-                return resp.status, resp.read()
+                data = resp.read()
+                self._local.used_at = time.monotonic()
+                return resp.status, data
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
                 conn.close()  # a kept-alive connection the server closed: reconnect once
                 self._local.conn = None

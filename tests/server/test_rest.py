@@ -212,3 +212,15 @@ def test_an_llm_outage_answers_503_with_the_cause_and_keeps_the_users_message(tm
             assert rows == [("user", "Remember that my sister is called Ines.")]
     finally:
         mem.close()
+
+
+def test_a_post_after_the_server_closed_an_idle_connection_is_answered(served):
+    """uvicorn closes a kept-alive connection after 5 s idle; the client (which retries no POST) must not write a
+    query into that socket: it used to fail with BrokenPipeError."""
+    import time
+
+    with served.client() as client:
+        before = client.sql("SELECT count(*) AS n FROM messages")
+        time.sleep(6)
+        after = client.sql("SELECT count(*) AS n FROM messages")
+    assert after.rows == before.rows and before.rows[0][0] > 0
