@@ -123,6 +123,11 @@ class PolicyActor:
     def status(self) -> dict:
         return {"positions": self.host.positions(), "errors": dict(self.host.errors), "timings": self.host.timings.report()}
 
+    def where(self) -> dict:
+        from engram.actors.services import where
+
+        return where()
+
     def close(self) -> bool:
         self._stop.set()
         self._thread.join(timeout=10)

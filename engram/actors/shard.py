@@ -65,6 +65,11 @@ class ShardActor:
     def status(self) -> dict:
         return self.host.status()
 
+    def where(self) -> dict:
+        from engram.actors.services import where
+
+        return where()
+
     def replay_into(self, out_dir: str, to_seq: int | None = None, until_us: int | None = None) -> dict:
         return self.host.replay_into(out_dir, to_seq=to_seq, until_us=until_us)
 

@@ -12,7 +12,7 @@ from engram.api.runtime import QueryError
 from engram.ids import validate_agent, validate_discussion
 
 STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
-               "consumer_errors", "projection_error")
+               "consumer_errors", "projection_error", "node", "actors")
 
 
 def parse_as_of(text: str | None) -> tuple[int | None, int | None]:

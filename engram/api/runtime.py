@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.events.shards import shard_of
+from engram.events.shards import ShardMap
 from engram.ids import validate_agent
 
 # How often `wait_idle` looks at the consumers' positions.
@@ -40,8 +40,22 @@ class RuntimeUnavailable(RuntimeError):
 class Runtime(ABC):
     """Where the shards, projections and policies of one engram home run."""
 
-    config = None  # the ServiceConfig
+    config = None  # the ServiceConfig (its `shards`: the home's count, from its layout)
     home = None  # the engram.home.Home
+    layout: ShardMap | None = None  # agent -> shard routing, from <home>/layout.json
+
+    def _open_home(self, config):
+        """The home of `config`, its layout read (created or upgraded), the cluster placement checked against its
+        shard count, before anything starts. Returns `config` with the home's shard count."""
+        from engram.home import Home, HomeLayoutError
+
+        self.home = Home(config.home, config.shards)
+        self.layout = self.home.layout_check()
+        try:
+            config.cluster.check(self.layout.shards)
+        except ValueError as exc:
+            raise HomeLayoutError(f"{config.home}: {exc}") from None
+        return config.model_copy(update={"shards": self.layout.shards})
 
     # ------------------------------------------------------------------ life cycle
 
@@ -65,7 +79,7 @@ class Runtime(ABC):
     # ------------------------------------------------------------------ the log
 
     def shard_of(self, agent: str) -> int:
-        return shard_of(validate_agent(agent), self.config.shards)
+        return self.layout.shard_of(validate_agent(agent))
 
     @abstractmethod
     def append(self, writes: Sequence[Write]) -> list[Appended]:

@@ -63,6 +63,8 @@ class ShardStatus(Model, kw_only=True):
     consumers: dict[str, int] = {}
     consumer_errors: dict[str, str] = {}
     projection_error: str | None = None
+    node: str | None = None  # where the shard's actor runs (and its files are)
+    actors: dict[str, str] = {}  # each actor of the shard (the shard's, its policies') -> its node
 
 
 class StatusResponse(Model, kw_only=True):

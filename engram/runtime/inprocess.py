@@ -9,6 +9,8 @@ runtime keeps them (`<home>/state/`), so a home can be opened by either.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from typing import Callable, Sequence
@@ -16,7 +18,6 @@ from typing import Callable, Sequence
 from engram.api.runtime import Runtime, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
-from engram.home import Home
 from engram.placement import owner
 from engram.runtime.errors import query_error
 from engram.policies.registry import GROUPS, members as pool_size
@@ -47,9 +48,7 @@ class InProcessRuntime(Runtime):
         is created synchronously); False: only `settle()` / `wait_idle()` run them."""
         from engram.services import build_services
 
-        self.config = config
-        self.home = Home(config.home, config.shards)
-        self.home.layout_check()
+        self.config = config = self._open_home(config)
         unknown = sorted(set(groups or ()) - set(GROUPS))
         if unknown:
             raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(GROUPS)}")
@@ -160,6 +159,8 @@ class InProcessRuntime(Runtime):
         out = []
         for s in self.all_shards():
             st = self.shard_host(s).status()
+            st["node"] = f"{socket.gethostname()} (this process, pid {os.getpid()})"
+            st["actors"] = {f"shard-{s:03d}": st["node"]}
             for (_, shard, _), host in self.policy_hosts.items():
                 if shard == s:
                     st.setdefault("consumers", {}).update(host.positions())

@@ -23,7 +23,6 @@ from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
 from engram.api.runtime import Runtime, RuntimeUnavailable, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
-from engram.home import Home
 from engram.placement import owner
 from engram.policies.registry import members as pool_size
 from engram.runtime.errors import CALLER_ERRORS, query_error
@@ -51,9 +50,7 @@ def get(refs):
 
 class RayRuntime(Runtime):
     def __init__(self, config: ServiceConfig, *, address: str | None = None, shared: bool | None = None):
-        self.config = config
-        self.home = Home(config.home, config.shards)
-        self.home.layout_check()
+        self.config = config = self._open_home(config)
         self.address = address or config.ray.address
         self.started_ray = False
         # Joined a cluster (or one of several Serve replicas): actors are detached and shared.
@@ -78,7 +75,51 @@ class RayRuntime(Runtime):
             home=self.home.root, address=self.address, namespace=self.config.ray.namespace,
             num_cpus=self.config.ray.num_cpus, timeout_s=self.config.ray.start_timeout_seconds,
         ) or self.started_ray
+        self._check_nodes()
         return self
+
+    # ------------------------------------------------------------------ placement
+
+    def _check_nodes(self) -> None:
+        """With a cluster layout, every shard's node is up (offers the shard's resource) before anything starts:
+        an actor pinned to a missing node would wait forever, and one placed elsewhere would find no files."""
+        cluster = self.config.cluster
+        if not cluster.pinned:
+            return
+        offered = ray.cluster_resources()
+        missing = [s for s in self.all_shards() if offered.get(cluster.resource(s), 0) <= 0]
+        if missing:
+            from engram.runtime.startup import RayStartError
+
+            lines = [f"shard {s} (node {cluster.node_of(s)!r}): no Ray node offers the resource {cluster.resource(s)!r}"
+                     for s in missing]
+            by_node = {cluster.node_of(s): [cluster.resource(x) for x in cluster.nodes[cluster.node_of(s)]] for s in missing}
+            hints = [f"on node {n!r}: ray start --address <head> --resources '" + "{" + ", ".join(f'"{r}": 1' for r in rs) + "}'"
+                     for n, rs in by_node.items()]
+            raise RayStartError("; ".join(lines) + ". Start the node(s) holding them: " + "; ".join(hints))
+
+    def placement(self, shard: int) -> dict:
+        """Ray options that pin an actor of `shard` to the node holding the shard's files (none on one machine)."""
+        cluster = self.config.cluster
+        if not cluster.pinned:
+            return {}
+        from engram.config.service import SHARD_RESOURCE_SHARE
+
+        return {"resources": {cluster.resource(shard): SHARD_RESOURCE_SHARE}, "num_cpus": 0}
+
+    def record_placement(self) -> dict[int, dict]:
+        """Where each shard's actor runs, recorded in the home's layout (which node holds which shard)."""
+        wheres = get([s.where.remote() for s in self.shards()])
+        nodes = {}
+        for shard, where in enumerate(wheres):
+            nodes[shard] = {"node": self.config.cluster.node_of(shard), **{k: where[k] for k in ("node_id", "address")}}
+        self.home.record_nodes(nodes)
+        return nodes
+
+    def describe_node(self, shard: int | None, where: dict) -> str:
+        name = self.config.cluster.node_of(shard) if shard is not None else None
+        text = f"{where['address']} (node {where['node_id'][:12]})"
+        return f"{name}: {text}" if name else text
 
     # ------------------------------------------------------------------ actors
 
@@ -113,7 +154,8 @@ class RayRuntime(Runtime):
         if handle is None:
             self.embedder()  # projections may embed: the embedder exists before the shard
             limits = self.config.limits
-            handle = ShardActor.options(**self._options(f"shard-{index:03d}", max_concurrency=SHARD_ACTOR_CONCURRENCY)).remote(
+            options = self._options(f"shard-{index:03d}", max_concurrency=SHARD_ACTOR_CONCURRENCY, **self.placement(index))
+            handle = ShardActor.options(**options).remote(
                 str(self.home.log_path(index)), str(self.home.projections_dir), index, limits.max_batch_events,
                 limits.max_payload_bytes, self.config.model_dump(mode="json"), self.embedder_name(),
             )
@@ -137,7 +179,8 @@ class RayRuntime(Runtime):
                 for member in range(members):
                     key = (group, shard, member)
                     if key not in self._policies:
-                        self._policies[key] = PolicyActor.options(**self._options(f"{group}-{shard:03d}-{member:03d}")).remote(
+                        options = self._options(f"{group}-{shard:03d}-{member:03d}", **self.placement(shard))
+                        self._policies[key] = PolicyActor.options(**options).remote(
                             self.config.model_dump(mode="json"), self.actor_name(f"shard-{shard:03d}"), shard, specs,
                             member, members, self.embedder_name(),
                         )
@@ -146,6 +189,7 @@ class RayRuntime(Runtime):
     def start_policies(self) -> None:
         self.policies()
         get([s.head.remote() for s in self.shards()])  # the shard actors are up
+        self.record_placement()
 
     def _member(self, group: str, agent: str, key: str) -> ray.actor.ActorHandle:
         members = pool_size(group, self.config.ray.pools)
@@ -189,11 +233,18 @@ class RayRuntime(Runtime):
         return results[0][0], [row for _, rows in results for row in rows]
 
     def shard_status(self) -> list[dict]:
-        shards = get([s.status.remote() for s in self.shards()])
         handles = self.policies()
-        reports = get([h.status.remote() for h in handles.values()])
-        for (_, shard, _), rep in zip(handles, reports):
+        shard_refs = [(s.status.remote(), s.where.remote()) for s in self.shards()]
+        policy_refs = [(h.status.remote(), h.where.remote()) for h in handles.values()]
+        shards = get([r for pair in shard_refs for r in pair])
+        reports = get([r for pair in policy_refs for r in pair])
+        shards, wheres = shards[0::2], shards[1::2]
+        for st, where in zip(shards, wheres):
+            st["node"] = self.describe_node(st["shard"], where)
+            st["actors"] = {f"shard-{st['shard']:03d}": st["node"]}
+        for (group, shard, member), rep, where in zip(handles, reports[0::2], reports[1::2]):
             shards[shard].setdefault("consumers", {}).update(rep["positions"])
+            shards[shard]["actors"][f"{group}-{shard:03d}-{member:03d}"] = self.describe_node(shard, where)
             if rep["errors"]:
                 shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
         return shards
