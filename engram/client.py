@@ -210,6 +210,12 @@ class _Operations:
                verify: bool = False):
         return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
 
+    def reshard(self, shards: int):
+        return self._call("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
+
+    def export(self, out: str):
+        return self._call("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
+
     def job(self, job_id: str):
         return self._call("GET", f"/v1/jobs/{_seg(job_id)}", t.Job)
 

@@ -255,6 +255,66 @@ class ShardHost:
         report["out"] = str(self.paths.root)
         return report
 
+    # --------------------------------------------------------------- moving agents (re-sharding)
+
+    def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000):
+        """The log rows of `agents` after `after` (an Arrow table, every column), in seq order."""
+        return self.store.export_agents(agents, after, limit)
+
+    def count_events(self, agents: Sequence[str]) -> int:
+        _, rows = self.store.query("SELECT count(*) FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)])
+        return rows[0][0]
+
+    def import_rows(self, table) -> int:
+        """Rows exported by the parent shard, appended at their own positions; the projections fold them."""
+        n = self.store.import_rows(table)
+        self._recount()
+        return n
+
+    def remove_agents(self, agents: Sequence[str]) -> dict:
+        """The agents moved to another shard: their events leave this log and the projections are rebuilt without
+        them (their files now belong to the shard that holds them, so they are left in place)."""
+        self.wait_projections(self.store.head(), timeout=None)
+        removed = self.store.remove_agents(agents)
+        self._recount()
+        report = self.rebuild()
+        return {"shard": self.shard, "agents": len(agents), "events_removed": removed, "head": self.store.head(),
+                "rebuild": report}
+
+    # --------------------------------------------------------------- export
+
+    def export_parquet(self, out_dir: str | Path) -> dict:
+        """This shard's log and projection tables as Parquet under `out_dir` (`log/shard-NNN.parquet`,
+        `projections/<table>/shard-NNN.parquet`), its agents' projection files copied beside them: a home that
+        plain DuckDB reads with globs over every shard (`SELECT ... FROM '<out>/log/*.parquet'`)."""
+        self.wait_projections(self.store.head(), timeout=None)
+        out = Path(out_dir)
+        name = f"shard-{self.shard:03d}.parquet"
+        (out / "log").mkdir(parents=True, exist_ok=True)
+        report = {"shard": self.shard, "events": 0, "tables": {}, "files": 0}
+        cur = self.store.cursor()
+        try:
+            catalog = cur.execute("SELECT current_database()").fetchone()[0]
+            report["events"] = cur.execute(f'SELECT count(*) FROM "{catalog}".main.events').fetchone()[0]
+            cur.execute(f'COPY (SELECT * FROM "{catalog}".main.events ORDER BY seq) TO {_literal(out / "log" / name)} '
+                        "(FORMAT parquet)")
+            tables = [t for (t,) in cur.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'proj' ORDER BY table_name").fetchall()]
+            for table in tables:
+                (out / "projections" / table).mkdir(parents=True, exist_ok=True)
+                report["tables"][table] = cur.execute(f'SELECT count(*) FROM proj.main."{table}"').fetchone()[0]
+                cur.execute(f'COPY proj.main."{table}" TO {_literal(out / "projections" / table / name)} (FORMAT parquet)')
+        finally:
+            cur.close()
+        agents = sorted({agent for _, agent in self.store.streams().values()})
+        for agent in agents:
+            src = self.paths.agent_dir(agent)
+            if src.exists():
+                dst = ProjectionPaths(out / "projections").agent_dir(agent)
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+                report["files"] += sum(1 for p in dst.rglob("*") if p.is_file())
+        return report
+
     # --------------------------------------------------------------- forgetting
 
     def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
@@ -317,3 +377,7 @@ class ShardHost:
             self._close_projections()
         finally:
             self.store.close()
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"

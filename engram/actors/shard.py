@@ -79,6 +79,21 @@ class ShardActor:
     def streams(self) -> dict[str, tuple[int, str]]:
         return self.host.store.streams()
 
+    def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000):
+        return self.host.export_agents(agents, after, limit)
+
+    def import_rows(self, table) -> int:
+        return self.host.import_rows(table)
+
+    def count_events(self, agents: Sequence[str]) -> int:
+        return self.host.count_events(agents)
+
+    def remove_agents(self, agents: Sequence[str]) -> dict:
+        return self.host.remove_agents(agents)
+
+    def export_parquet(self, out_dir: str) -> dict:
+        return self.host.export_parquet(out_dir)
+
     def verify_replay(self) -> list[str]:
         return self.host.verify_replay()
 

@@ -150,6 +150,52 @@ class AdminOps:
 
         return self.jobs.start("discussion-replay", 1, "discussions", work)
 
+    # ------------------------------------------------------------------ across shards
+
+    def reshard(self, req: t.ReshardRequest) -> t.Job:
+        """Grow the home to `req.shards` shards (a job; progress counts events copied). Checked before it starts:
+        only more shards than the home has, and on a cluster, a node for each new shard."""
+        from engram.events.shards import ReshardError
+
+        have = self.config.shards
+        if req.shards <= have:
+            raise error("invalid_request", f"the home has {have} shard(s); re-sharding only adds shards "
+                        f"(asked for {req.shards})")
+        try:
+            self.config.cluster.check(req.shards)
+        except ValueError as exc:
+            raise error("invalid_request", f"place the new shards in engram.json's cluster.nodes first: {exc}") from None
+
+        def work(progress) -> dict:
+            try:
+                report = self.rt.reshard(req.shards, on_progress=lambda done, total: progress.set(done, total))
+            except ReshardError as exc:
+                raise error("conflict", str(exc)) from None
+            finally:
+                self.forget_streams()
+                self._files.clear()
+            return report
+
+        return self.jobs.start("reshard", 0, "events", work)
+
+    def export(self, req: t.ExportRequest) -> t.Job:
+        """Write the log and the projections of every shard as Parquet (and the projection files) into `req.out`."""
+        out = Path(req.out).expanduser()
+        if not out.is_absolute():
+            raise error("invalid_request", f"out {req.out!r} must be an absolute path (the server's working "
+                        "directory is not yours)")
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise error("conflict", f"{out} is not empty; export writes into a fresh directory")
+        shards = self.rt.all_shards()
+
+        def work(progress) -> dict:
+            started = time.perf_counter()
+            reports = self.rt.export_parquet(shards, str(out), on_shard=lambda _: progress.advance())
+            return {"out": str(out), "shards": reports, "seconds": round(time.perf_counter() - started, 3),
+                    "example": f"SELECT type, count(*) FROM '{out}/log/*.parquet' GROUP BY type"}
+
+        return self.jobs.start("export", len(shards), "shards", work)
+
     def job(self, job_id: str) -> t.Job:
         return self.jobs.get(job_id)
 

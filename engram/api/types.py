@@ -402,6 +402,14 @@ class ReplayRequest(Model, kw_only=True):
     verify: bool = False  # replay into scratch space and compare with the live projections
 
 
+class ReshardRequest(Model, kw_only=True):
+    shards: Annotated[int, Meta(ge=2, le=1024)]  # the new shard count (more than the home has)
+
+
+class ExportRequest(Model, kw_only=True):
+    out: str  # a fresh directory on the server's machine: <out>/log/, <out>/projections/ as Parquet
+
+
 class DiscussionReplayRequest(Model, kw_only=True):
     verify: bool = False  # compare only
 

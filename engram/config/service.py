@@ -28,6 +28,9 @@ class RaySettings(ConfigModel):
     # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:
     # more members spread a group's logical actors (one Summarizer per discussion) over more processes.
     pools: dict[str, Annotated[int, Field(ge=1, le=64)]] = {}
+    # An append or read not answered within this fails with a clear error (e.g. the node of its shard is down
+    # and the shard actor waits to restart there) instead of blocking its caller forever.
+    call_timeout_seconds: float = Field(120.0, gt=0)
 
     @field_validator("pools")
     @classmethod

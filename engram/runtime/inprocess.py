@@ -114,13 +114,14 @@ class InProcessRuntime(Runtime):
     # ------------------------------------------------------------------ the log
 
     def append(self, writes: Sequence[Write]) -> list[Appended]:
-        by_shard: dict[int, list[int]] = {}
-        for i, w in enumerate(writes):
-            by_shard.setdefault(self.shard_of(w.agent), []).append(i)
-        results: list[Appended | None] = [None] * len(writes)
-        for s, idx in by_shard.items():
-            for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
-                results[i] = res
+        with self.routing_gate.shared():
+            by_shard: dict[int, list[int]] = {}
+            for i, w in enumerate(writes):
+                by_shard.setdefault(self.shard_of(w.agent), []).append(i)
+            results: list[Appended | None] = [None] * len(writes)
+            for s, idx in by_shard.items():
+                for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
+                    results[i] = res
         if self.auto_settle:
             self.start_policies()
             self.settle()
@@ -227,6 +228,15 @@ class InProcessRuntime(Runtime):
 
     def verify_replay(self, shards, on_shard=None) -> list[str]:
         return [d for diffs in self._each(shards, lambda h: h.verify_replay(), on_shard) for d in diffs]
+
+    def shard_call(self, shard: int, method: str, *args):
+        return getattr(self.shard_host(shard), method)(*args)
+
+    def stop_policies(self) -> None:
+        with self._policy_lock:
+            for host in self.policy_hosts.values():
+                host.save()
+            self.policy_hosts.clear()
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         try:

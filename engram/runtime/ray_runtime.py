@@ -33,11 +33,16 @@ READER_GROUP = "traces"
 READER_POLICY = "trace-reader"
 
 
-def get(refs):
+def get(refs, timeout: float | None = None):
     """`ray.get`, with the caller's errors (a bad weight, an unknown discussion, SQL that fails) raised as
-    themselves instead of wrapped in a RayTaskError, and a dead actor as RuntimeUnavailable."""
+    themselves instead of wrapped in a RayTaskError, and a dead actor (or one that does not answer within
+    `timeout`: its node is gone and it waits to restart) as RuntimeUnavailable."""
     try:
-        return ray.get(refs)
+        return ray.get(refs, timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        raise RuntimeUnavailable(
+            f"an engram actor did not answer within {timeout:.0f}s (its node may be down while it restarts); "
+            "the call may still complete: retry it with the same event ids") from None
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
         translated = query_error(cause) if cause is not None else None
@@ -59,6 +64,8 @@ class RayRuntime(Runtime):
         self._policies: dict[tuple[str, int, int], ray.actor.ActorHandle] = {}
         self._embedder: ray.actor.ActorHandle | None = None
         self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
+        # Appends and reads give up after this (RuntimeUnavailable) instead of waiting for a lost node forever.
+        self.call_timeout_s = config.ray.call_timeout_seconds
 
     @property
     def description(self) -> str:
@@ -198,18 +205,19 @@ class RayRuntime(Runtime):
     # ------------------------------------------------------------------ the log
 
     def append(self, writes: Sequence[Write]) -> list[Appended]:
-        by_shard: dict[int, list[int]] = {}
-        for i, w in enumerate(writes):
-            by_shard.setdefault(self.shard_of(w.agent), []).append(i)
-        refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
-        results: list[Appended | None] = [None] * len(writes)
-        for s, ref in refs.items():
-            for i, res in zip(by_shard[s], get(ref)):
-                results[i] = res
-        return results  # type: ignore[return-value]
+        with self.routing_gate.shared(self.call_timeout_s):
+            by_shard: dict[int, list[int]] = {}
+            for i, w in enumerate(writes):
+                by_shard.setdefault(self.shard_of(w.agent), []).append(i)
+            refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
+            results: list[Appended | None] = [None] * len(writes)
+            for s, ref in refs.items():
+                for i, res in zip(by_shard[s], get(ref, self.call_timeout_s)):
+                    results[i] = res
+            return results  # type: ignore[return-value]
 
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
-        return get(self.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters))
+        return get(self.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters), self.call_timeout_s)
 
     def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
         shard = self.shard(self.shard_of(agent))
@@ -290,6 +298,16 @@ class RayRuntime(Runtime):
 
     def verify_replay(self, shards, on_shard=None) -> list[str]:
         return [d for diffs in self._each(shards, lambda h: h.verify_replay.remote(), on_shard) for d in diffs]
+
+    def shard_call(self, shard: int, method: str, *args):
+        return get(getattr(self.shard(shard), method).remote(*args))
+
+    def stop_policies(self) -> None:
+        if self._policies:
+            get([h.close.remote() for h in self._policies.values()])
+            for h in self._policies.values():
+                ray.kill(h)
+            self._policies.clear()
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         """The shard rewrites its log file and rebuilds its projections: the policy actors, which read the log

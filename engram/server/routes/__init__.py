@@ -1,5 +1,5 @@
 """One router module per area; `ROUTERS` is what the app mounts (the inspector will add its own)."""
 
-from engram.server.routes import cognitive, discussions, messages, system
+from engram.server.routes import cluster, cognitive, discussions, messages, system
 
-ROUTERS = [system.router, messages.router, discussions.router, cognitive.router]
+ROUTERS = [system.router, messages.router, discussions.router, cognitive.router, cluster.router]
