@@ -180,6 +180,12 @@ class Runtime(ABC):
     def verify_replay(self, shards: Sequence[int], on_shard: Callable[[list[str]], None] | None = None) -> list[str]:
         """Replay into scratch space and compare with the live projections; the differences."""
 
+    def shard_nodes(self) -> dict[int, str]:
+        """Shard -> the node its actor runs on (for reports)."""
+        import socket
+
+        return {s: socket.gethostname() for s in self.all_shards()}
+
     def export_parquet(self, shards: Sequence[int], out_dir: str,
                        on_shard: Callable[[dict], None] | None = None) -> list[dict]:
         """Each shard writes its log and projections as Parquet into `out_dir` (on the node that holds it)."""

@@ -414,7 +414,7 @@ class DiscussionReplayRequest(Model, kw_only=True):
     verify: bool = False  # compare only
 
 
-JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget"]
+JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
 
 

@@ -123,6 +123,12 @@ class RayRuntime(Runtime):
         self.home.record_nodes(nodes)
         return nodes
 
+    def shard_nodes(self) -> dict[int, str]:
+        return {s: self.describe_node(s, w) for s, w in enumerate(get([h.where.remote() for h in self.shards()]))}
+
+    def export_parquet(self, shards, out_dir, on_shard=None) -> list[dict]:
+        return self._each(shards, lambda h: h.export_parquet.remote(out_dir), on_shard)
+
     def describe_node(self, shard: int | None, where: dict) -> str:
         name = self.config.cluster.node_of(shard) if shard is not None else None
         text = f"{where['address']} (node {where['node_id'][:12]})"

@@ -58,4 +58,4 @@ def test_losing_a_worker_node_mid_ingest_loses_no_acknowledged_event(observed):
 
 def test_the_returned_node_takes_its_shard_back_and_projections_equal_a_clean_replay(observed):
     assert observed["node_after_return"] == observed["expected_after_return"]
-    assert observed["replay_differences"] == []
+    assert not observed["replay_differences"], "\n".join(observed["replay_differences"])
