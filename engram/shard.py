@@ -53,8 +53,10 @@ class ShardHost:
         max_batch_events: int = 20_000,
         max_payload_bytes: int = 1 << 20,
         background: bool = True,
+        max_projection_lag: int = 0,
     ):
         self.shard = shard
+        self.max_projection_lag = max_projection_lag  # 0: appends are never refused for a lagging fold
         self.log_path = Path(log_path)
         self._store_options = dict(shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes)
         self.store = EventStore(self.log_path, **self._store_options)
@@ -100,6 +102,13 @@ class ShardHost:
     # --------------------------------------------------------------- the log
 
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:
+        if self.max_projection_lag and self._thread is not None:
+            lag = self.store.head() - self.runner.position
+            if lag > self.max_projection_lag:
+                from engram.flow import Backpressure
+
+                raise Backpressure(f"shard {self.shard}'s projections are {lag} events behind its log "
+                                   f"(limits.maxProjectionLagEvents {self.max_projection_lag}): retry shortly", 1.0)
         return self.store.append_many(writes)
 
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:

@@ -18,8 +18,8 @@ class ShardActor:
     """Thin shell: every method delegates to ShardHost.
 
     A restart re-runs the constructor, which reopens the log and resumes the projections
-    from their recorded positions. Appends are not retried automatically (they are not
-    idempotent without event ids); reads are.
+    from their recorded positions. Ray retries no call (`max_task_retries=0`): the runtime
+    retries what is idempotent (reads; appends whose every event carries an event id).
     """
 
     def __init__(
@@ -30,7 +30,8 @@ class ShardActor:
         from engram.config.service import ServiceConfig
 
         # Projections get the same services as policies (e.g. the home's embedder, which the trace index needs).
-        services = actor_services(ServiceConfig.model_validate(config_json), embedder_actor) if config_json else None
+        config = ServiceConfig.model_validate(config_json) if config_json else None
+        services = actor_services(config, embedder_actor) if config else None
         self.host = ShardHost(
             log_path,
             projections_dir,
@@ -38,6 +39,7 @@ class ShardActor:
             max_batch_events=max_batch_events,
             max_payload_bytes=max_payload_bytes,
             services=services,
+            max_projection_lag=config.limits.max_projection_lag_events if config else 0,
         )
 
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:

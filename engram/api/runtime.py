@@ -210,6 +210,19 @@ class Runtime(ABC):
     def stop_policies(self) -> None:
         """Stop every policy (snapshots saved); `start_policies` starts them again."""
 
+    def window(self, shard: int):
+        """The appends in flight to `shard` (`engram.flow.InFlight`): bounded by `limits.maxInflightAppends`;
+        past the bound a producer waits up to `limits.backpressureWaitSeconds`, then gets Backpressure (429)."""
+        from engram.flow import InFlight
+
+        windows = self.__dict__.setdefault("_windows", {})
+        w = windows.get(shard)
+        if w is None:
+            limits = self.config.limits
+            w = windows.setdefault(shard, InFlight(f"shard {shard}", limits.max_inflight_appends,
+                                                   limits.backpressure_wait_seconds))
+        return w
+
     @property
     def routing_gate(self) -> RoutingGate:
         gate = self.__dict__.get("_routing_gate")

@@ -47,6 +47,12 @@ class Limits(ConfigModel):
     max_message_chars: int = Field(100_000, gt=0)
     max_payload_bytes: int = Field(1 << 20, gt=0)
     max_batch_events: int = Field(20_000, gt=0)
+    # Flow control (engram.flow): appends in flight per shard; how long an append past that waits for a slot
+    # before it is refused (429 backpressure, Retry-After); and how far a shard's projections may fall behind its
+    # log before it refuses appends (0: no limit).
+    max_inflight_appends: int = Field(256, gt=0)
+    backpressure_wait_seconds: float = Field(5.0, ge=0)
+    max_projection_lag_events: int = Field(200_000, ge=0)
 
 
 class ServerSettings(ConfigModel):

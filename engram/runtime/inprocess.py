@@ -120,8 +120,9 @@ class InProcessRuntime(Runtime):
                 by_shard.setdefault(self.shard_of(w.agent), []).append(i)
             results: list[Appended | None] = [None] * len(writes)
             for s, idx in by_shard.items():
-                for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
-                    results[i] = res
+                with self.window(s):
+                    for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
+                        results[i] = res
         if self.auto_settle:
             self.start_policies()
             self.settle()

@@ -15,6 +15,8 @@ member by consistent hashing (`engram.placement.owner`).
 from __future__ import annotations
 
 import hashlib
+import time
+from contextlib import ExitStack
 from typing import Callable, Sequence
 
 import ray
@@ -27,6 +29,10 @@ from engram.placement import owner
 from engram.policies.registry import members as pool_size
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
+
+# An idempotent call that meets a restarting actor is tried this many times in all, waiting 0.5 s, 1 s, 2 s...
+IDEMPOTENT_ATTEMPTS = 4
+RETRY_BASE_S = 0.5
 
 SUMMARIZER_GROUP = "summarizer"
 READER_GROUP = "traces"
@@ -66,6 +72,7 @@ class RayRuntime(Runtime):
         self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
         # Appends and reads give up after this (RuntimeUnavailable) instead of waiting for a lost node forever.
         self.call_timeout_s = config.ray.call_timeout_seconds
+        self.retries = 0  # idempotent calls tried again after an actor restart (status, tests)
 
     @property
     def description(self) -> str:
@@ -210,20 +217,53 @@ class RayRuntime(Runtime):
 
     # ------------------------------------------------------------------ the log
 
+    def retrying(self, call: Callable, idempotent: bool):
+        """`call()`; when it meets a restarting actor (RuntimeUnavailable) and is idempotent, again, with backoff.
+        A call that is not idempotent is never repeated: its caller learns it may not have happened."""
+        attempts = IDEMPOTENT_ATTEMPTS if idempotent else 1
+        for attempt in range(attempts):
+            try:
+                return call()
+            except RuntimeUnavailable:
+                if attempt == attempts - 1:
+                    raise
+                self.retries += 1
+                time.sleep(RETRY_BASE_S * 2 ** attempt)
+        raise AssertionError("unreachable")
+
     def append(self, writes: Sequence[Write]) -> list[Appended]:
+        """Appends of several shards at once, each bounded by its shard's window. Retried after an actor restart
+        only when every event carries an event id (the log then refuses a repeat): otherwise a retry could
+        append twice."""
+        idempotent = all(e.event_id is not None for w in writes for e in w.events)
         with self.routing_gate.shared(self.call_timeout_s):
             by_shard: dict[int, list[int]] = {}
             for i, w in enumerate(writes):
                 by_shard.setdefault(self.shard_of(w.agent), []).append(i)
-            refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
             results: list[Appended | None] = [None] * len(writes)
-            for s, ref in refs.items():
-                for i, res in zip(by_shard[s], get(ref, self.call_timeout_s)):
-                    results[i] = res
+            with ExitStack() as held:
+                for s in sorted(by_shard):
+                    held.enter_context(self.window(s))
+
+                def send(s: int) -> list:
+                    return get(self.shard(s).append_many.remote([writes[i] for i in by_shard[s]]), self.call_timeout_s)
+
+                refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
+                for s, ref in refs.items():
+                    try:
+                        answered = get(ref, self.call_timeout_s)
+                    except RuntimeUnavailable:
+                        if not idempotent:
+                            raise
+                        answered = self.retrying(lambda s=s: send(s), True)
+                    for i, res in zip(by_shard[s], answered):
+                        results[i] = res
             return results  # type: ignore[return-value]
 
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
-        return get(self.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters), self.call_timeout_s)
+        shard = self.shard_of(agent)
+        return self.retrying(lambda: get(self.shard(shard).read.remote(after, agent=agent, **filters),
+                                         self.call_timeout_s), True)
 
     def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
         shard = self.shard(self.shard_of(agent))
