@@ -186,7 +186,7 @@ class ShardHost:
         """Run SQL with engram's views (events, messages, projections) on this shard."""
         cur = self.store.cursor()
         try:
-            catalog = cur.execute("SELECT current_database()").fetchone()[0]
+            catalog = cur.execute("SELECT current_database()").fetchall()[0][0]
             sqlviews.create_log_views(cur, {self.shard: f'"{catalog}".main.events'})
             sqlviews.create_projection_views(cur, {self.shard: "proj"}, self.paths)
             res = cur.execute(sql, params or [])
@@ -194,6 +194,12 @@ class ShardHost:
             return names, res.fetchall()
         finally:
             cur.close()
+
+    def relations(self, names: list[str] | None) -> dict:
+        """The relations a query over every shard reads, from this shard (`engram.gathered_sql`)."""
+        from engram.gathered_sql import shard_relations
+
+        return shard_relations(self.store.cursor, None if names is None else set(names))
 
     def events_by_type(self) -> dict[str, int]:
         """How many events of each type the log holds (up to its head)."""
@@ -303,15 +309,15 @@ class ShardHost:
         report = {"shard": self.shard, "events": 0, "tables": {}, "files": 0}
         cur = self.store.cursor()
         try:
-            catalog = cur.execute("SELECT current_database()").fetchone()[0]
-            report["events"] = cur.execute(f'SELECT count(*) FROM "{catalog}".main.events').fetchone()[0]
+            catalog = cur.execute("SELECT current_database()").fetchall()[0][0]
+            report["events"] = cur.execute(f'SELECT count(*) FROM "{catalog}".main.events').fetchall()[0][0]
             cur.execute(f'COPY (SELECT * FROM "{catalog}".main.events ORDER BY seq) TO {_literal(out / "log" / name)} '
                         "(FORMAT parquet)")
             tables = [t for (t,) in cur.execute(
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = 'proj' ORDER BY table_name").fetchall()]
             for table in tables:
                 (out / "projections" / table).mkdir(parents=True, exist_ok=True)
-                report["tables"][table] = cur.execute(f'SELECT count(*) FROM proj.main."{table}"').fetchone()[0]
+                report["tables"][table] = cur.execute(f'SELECT count(*) FROM proj.main."{table}"').fetchall()[0][0]
                 cur.execute(f'COPY proj.main."{table}" TO {_literal(out / "projections" / table / name)} (FORMAT parquet)')
         finally:
             cur.close()

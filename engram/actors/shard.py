@@ -67,6 +67,9 @@ class ShardActor:
     def status(self) -> dict:
         return self.host.status()
 
+    def relations(self, names: list[str] | None) -> dict:
+        return self.host.relations(names)
+
     def where(self) -> dict:
         from engram.actors.services import where
 

@@ -147,15 +147,21 @@ class InProcessRuntime(Runtime):
     # ------------------------------------------------------------------ reading
 
     def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        results = []
+        """One shard: the query runs there. Several: it runs once over every shard's relations
+        (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins are exact."""
+        from engram.gathered_sql import referenced, run_gathered
+        from engram.home import ProjectionPaths
+
         for s in self.all_shards():
-            host = self.shard_host(s)
-            host.catch_up()  # no projection thread here: SQL sees what the log holds now
-            try:
-                results.append(host.query(query, params))
-            except Exception as exc:
-                raise query_error(exc) from None
-        return results[0][0], [row for _, rows in results for row in rows]
+            self.shard_host(s).catch_up()  # no projection thread here: SQL sees what the log holds now
+        try:
+            if self.config.shards == 1:
+                return self.shard_host(0).query(query, params)
+            names = referenced(query)
+            parts = {s: self.shard_host(s).relations(None if names is None else sorted(names)) for s in self.all_shards()}
+            return run_gathered(query, params, parts, ProjectionPaths(self.home.projections_dir))
+        except Exception as exc:
+            raise query_error(exc) from None
 
     def shard_status(self) -> list[dict]:
         out = []

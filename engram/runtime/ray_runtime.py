@@ -283,8 +283,19 @@ class RayRuntime(Runtime):
     # ------------------------------------------------------------------ reading
 
     def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        results = get([s.query.remote(query, params) for s in self.shards()])
-        return results[0][0], [row for _, rows in results for row in rows]
+        """One shard: the query runs there. Several: each sends the relations the query reads and it runs once
+        over all of them (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins are exact."""
+        if self.config.shards == 1:
+            return get(self.shard(0).query.remote(query, params))
+        from engram.gathered_sql import referenced, run_gathered
+        from engram.home import ProjectionPaths
+
+        names = referenced(query)
+        parts = get([s.relations.remote(None if names is None else sorted(names)) for s in self.shards()])
+        try:
+            return run_gathered(query, params, dict(enumerate(parts)), ProjectionPaths(self.home.projections_dir))
+        except Exception as exc:
+            raise query_error(exc) from None
 
     def shard_status(self) -> list[dict]:
         handles = self.policies()

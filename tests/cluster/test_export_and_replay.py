@@ -78,3 +78,24 @@ def test_status_names_the_node_of_every_shard_and_its_actors(served):
     with server.client() as client:
         shards = client.status().shards
     assert len(shards) == 2 and all(s.node and s.actors[f"shard-{s.shard:03d}"] == s.node for s in shards)
+
+
+def test_sql_over_two_shards_merges_aggregates_orders_and_limits_as_one_log(served):
+    mem, server = served
+    heads = mem.rt.heads()
+    with server.client() as client:
+        total = client.sql("SELECT count(*) FROM events").rows
+        per_agent = client.sql("SELECT agent, count(*) AS n FROM messages GROUP BY agent ORDER BY agent").rows
+        top = client.sql("SELECT discussion_id FROM discussions ORDER BY discussion_id LIMIT 3").rows
+        shards = client.sql("SELECT DISTINCT shard FROM events ORDER BY shard").rows
+    assert total == [[sum(heads.values())]]  # one row: the count over both shards, not one per shard
+    assert per_agent == [[a, 5] for a in sorted(AGENTS)]
+    assert top == [["trip-0"], ["trip-1"], ["trip-2"]]
+    assert shards == [[0], [1]]
+
+
+def test_sql_over_two_shards_reports_a_bad_query_as_such(served):
+    _, server = served
+    with server.client() as client, pytest.raises(ApiError) as refused:
+        client.sql("SELECT nope FROM events")
+    assert refused.value.code == "bad_query" and "nope" in refused.value.message

@@ -1,0 +1,92 @@
+"""SQL over every shard at once: each shard sends the relations a query reads, the query runs once over all of them.
+
+Running a query on each shard and concatenating the rows is wrong for anything that combines rows: a
+`count(*)` comes back once per shard, an `ORDER BY ... LIMIT 5` gives five rows per shard, a join misses pairs
+that live on different shards. So with several shards, the query is not sent to the shards; instead:
+
+1. `referenced(query)`: the relations it names (DuckDB's own parser): the log views (`events`, `ev_<type>`,
+   `messages`, `events_raw`) need the log table, projection tables need themselves; projection file views read
+   the files, which every shard writes into the same projections directory.
+2. `shard_relations` (in each shard's process, with the writer's cursor: one consistent snapshot per shard)
+   returns those relations as Arrow tables.
+3. `run_gathered` registers them in a fresh in-memory DuckDB, builds engram's usual views over them
+   (`engram.sqlviews`: the same `shard` column, the same unions) and runs the query once.
+
+Exact for every query (aggregates, ORDER BY/LIMIT, joins across shards); the price is that the relations a query
+names cross from the shards to the caller (the log of every shard for a query over `events`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import duckdb
+
+from engram import sqlviews
+from engram.home import ProjectionPaths
+
+LOG_VIEWS = {"events", "events_raw", "messages"}
+
+
+def referenced(query: str) -> set[str] | None:
+    """The relation names `query` reads (lower case), or None when DuckDB cannot tell (then: everything)."""
+    try:
+        names = duckdb.connect().get_table_names(query)
+    except duckdb.Error:
+        return None
+    return {n.split(".")[-1].strip('"').lower() for n in names}
+
+
+def needs_log(names: set[str] | None) -> bool:
+    return names is None or any(n in LOG_VIEWS or n.startswith("ev_") for n in names)
+
+
+def projection_tables() -> set[str]:
+    from engram.projections.registry import projection_classes
+
+    return {t for cls in projection_classes() for t in getattr(cls, "tables", ())}
+
+
+def shard_relations(cursor: Callable[[], duckdb.DuckDBPyConnection], names: set[str] | None,
+                    projection_catalog: str = "proj") -> dict[str, Any]:
+    """What one shard contributes to `names`: {"log": Arrow table or None, "tables": {name: Arrow table}}."""
+    cur = cursor()
+    try:
+        catalog = cur.execute("SELECT current_database()").fetchall()[0][0]
+        log = cur.sql(f'SELECT * FROM "{catalog}".main.events').to_arrow_table() if needs_log(names) else None
+        present = {t for (t,) in cur.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
+                                             [projection_catalog]).fetchall()}
+        wanted = projection_tables() if names is None else projection_tables() & names
+        tables = {t: cur.sql(f'SELECT * FROM {projection_catalog}.main."{t}"').to_arrow_table()
+                  for t in sorted(wanted & present)}
+        return {"log": log, "tables": tables}
+    finally:
+        cur.close()
+
+
+def run_gathered(query: str, params: Sequence | None, parts: dict[int, dict[str, Any]],
+                 paths: ProjectionPaths) -> tuple[list[str], list[tuple]]:
+    """Run `query` once over the relations of every shard (`parts`: shard -> `shard_relations`)."""
+    con = duckdb.connect()
+    try:
+        logs, catalogs = {}, {}
+        for shard, part in sorted(parts.items()):
+            if part["log"] is not None:
+                con.register(f"_log_{shard:03d}", part["log"])
+                logs[shard] = f"_log_{shard:03d}"
+            if part["tables"]:
+                catalog = f"proj_{shard:03d}"
+                con.execute(f"ATTACH ':memory:' AS {catalog}")
+                for table, data in part["tables"].items():
+                    con.register("_part", data)
+                    con.execute(f'CREATE TABLE {catalog}.main."{table}" AS SELECT * FROM _part')
+                    con.unregister("_part")
+                catalogs[shard] = catalog
+        if logs or not any(p["log"] is not None for p in parts.values()):
+            sqlviews.create_log_views(con, logs)
+        sqlviews.create_projection_views(con, catalogs, paths)
+        res = con.execute(query, list(params or []))
+        names = [d[0] for d in res.description] if res.description else []
+        return names, res.fetchall()
+    finally:
+        con.close()
