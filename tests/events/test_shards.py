@@ -61,3 +61,19 @@ def test_a_resharded_home_opens_with_its_own_count_whatever_the_configuration_sa
     home.write_layout(ShardMap(1).grown(3, ["ada", "bob"]))
     opened = Home(tmp_path, 1)
     assert opened.layout_check().shards == 3 and opened.shards == 3
+
+
+def test_a_cluster_layout_places_each_shard_on_one_node_and_is_checked_before_start(tmp_path):
+    import json as _json
+
+    from engram.config.errors import ConfigError
+    from engram.config.service import load_service_config
+    from engram.runtime.inprocess import InProcessRuntime
+
+    (tmp_path / "engram.json").write_text(_json.dumps({"shards": 3, "cluster": {"nodes": {"a": [0, 1], "b": [1]}}}))
+    with pytest.raises(ConfigError, match="shard 1 is placed on two nodes"):
+        load_service_config(tmp_path)
+    (tmp_path / "engram.json").write_text(_json.dumps({"shards": 3, "cluster": {"nodes": {"a": [0], "b": [1]}}}))
+    with pytest.raises(HomeLayoutError, match="places no node for shard"):
+        InProcessRuntime(load_service_config(tmp_path))
+    assert not (tmp_path / "log").exists()  # refused before anything started
