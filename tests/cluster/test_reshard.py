@@ -101,3 +101,29 @@ def test_resharding_to_fewer_or_the_same_shards_is_refused_before_anything_moves
     with pytest.raises(ApiError) as refused:
         mem.reshard(t.ReshardRequest(shards=1))
     assert refused.value.code == "invalid_request" and "only adds shards" in refused.value.message
+
+
+@pytest.mark.ray
+def test_resharding_one_to_three_on_ray_keeps_every_stream_and_replay_equals_live(ray_session, tmp_path):
+    from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
+
+    home = tmp_path / "home"
+    home.mkdir()
+    mem = Engram(RayRuntime(load_service_config(home)).start())
+    try:
+        populate(mem)
+        before, types_before = streams_of(mem), counts_by_type(mem)
+        report = reshard(mem, 3)
+        assert report["agents_moved"] > 0 and {mem.rt.shard_of(a) for a in AGENTS} == {0, 1, 2}
+        assert streams_of(mem) == before
+        assert mem.wait_idle(timeout=600)
+        live_clock = ("ClockTick", "ConsolidationRan")  # the policy actors' wall clock may tick meanwhile
+        assert ({k: v for k, v in counts_by_type(mem).items() if k not in live_clock}
+                == {k: v for k, v in types_before.items() if k not in live_clock})
+        assert mem.rt.verify_replay(mem.rt.all_shards()) == []
+        nodes = json.loads((home / "layout.json").read_text())["nodes"]
+        assert sorted(nodes) == ["000", "001", "002"]  # the new shards' nodes are recorded too
+    finally:
+        mem.close()
