@@ -360,11 +360,23 @@ class RayRuntime(Runtime):
         return get(getattr(self.shard(shard), method).remote(*args))
 
     def stop_policies(self) -> None:
-        if self._policies:
-            get([h.close.remote() for h in self._policies.values()])
-            for h in self._policies.values():
-                ray.kill(h)
-            self._policies.clear()
+        """Close every policy actor (snapshots saved) and end it; returns once their names are free, so that
+        `start_policies` makes new actors rather than finding the dying ones by name."""
+        if not self._policies:
+            return
+        get([h.close.remote() for h in self._policies.values()])
+        names = [self.actor_name(f"{g}-{s:03d}-{m:03d}") for g, s, m in self._policies]
+        for h in self._policies.values():
+            ray.kill(h)
+        self._policies.clear()
+        deadline = time.monotonic() + 60
+        for name in names:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name)
+                except ValueError:
+                    break
+                time.sleep(0.1)
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         """The shard rewrites its log file and rebuilds its projections: the policy actors, which read the log
