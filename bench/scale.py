@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
 NODES = ["head", "left", "right"]
-# Small discussions: chunk memories after 4 messages, so every agent's discussion gets one.
-SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 4}
+# Small discussions: a chunk memory every 3 messages (or 80 tokens), none held back: every agent gets one.
+SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -132,18 +132,18 @@ def cache_rows(home: Path) -> int:
 
 LAG_TRACE = """
 SELECT epoch_ms(t.recorded_at) - epoch_ms(m.recorded_at)
-FROM (SELECT recorded_at, unnest(CAST(source_seqs AS BIGINT[])) AS src FROM ev_trace_encoded) t
-JOIN events m ON m.seq = t.src AND m.type = 'MessageAppended'
+FROM (SELECT shard, recorded_at, unnest(CAST(source_seqs AS BIGINT[])) AS src FROM events WHERE type = 'TraceEncoded') t
+JOIN events m ON m.shard = t.shard AND m.seq = t.src AND m.type = 'MessageAppended'
 """
 LAG_CHUNK = """
 SELECT epoch_ms(c.recorded_at) - epoch_ms(m.recorded_at)
-FROM ev_chunk_summarized c JOIN events m ON m.type = 'MessageAppended' AND m.stream = c.stream
- AND m.seq BETWEEN c.first_seq AND c.last_seq
+FROM events c JOIN events m ON c.type = 'ChunkSummarized' AND m.type = 'MessageAppended' AND m.shard = c.shard
+ AND m.stream = c.stream AND m.seq BETWEEN CAST(c.first_seq AS BIGINT) AND CAST(c.last_seq AS BIGINT)
 """
 
 
 def lags(client) -> dict:
-    """Lag per message, each shard joining its own events (the rows of every shard are concatenated)."""
+    """Lag per message, from the log's commit times (a shard's positions are joined within the shard)."""
     out = {}
     for name, query in (("trace", LAG_TRACE), ("chunk_memory", LAG_CHUNK)):
         rows = client.sql(query).rows
