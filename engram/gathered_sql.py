@@ -18,7 +18,8 @@ names cross from the shards to the caller (the log of every shard for a query ov
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 
@@ -48,20 +49,60 @@ def projection_tables() -> set[str]:
 
 
 def shard_relations(cursor: Callable[[], duckdb.DuckDBPyConnection], names: set[str] | None,
-                    projection_catalog: str = "proj") -> dict[str, Any]:
-    """What one shard contributes to `names`: {"log": Arrow table or None, "tables": {name: Arrow table}}."""
+                    projection_catalog: str = "proj", agents: Sequence[str] | None = None) -> dict[str, Any]:
+    """What one shard contributes to `names`: {"log": Arrow table or None, "tables": {name: Arrow table}}.
+    `agents`: only their rows (tables without an agent column are left out), as a scoped query sees them."""
     cur = cursor()
     try:
         catalog = cur.execute("SELECT current_database()").fetchall()[0][0]
-        log = cur.sql(f'SELECT * FROM "{catalog}".main.events').to_arrow_table() if needs_log(names) else None
-        present = {t for (t,) in cur.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
-                                             [projection_catalog]).fetchall()}
+        scope, args = ("", None) if agents is None else (" WHERE agent IN (SELECT unnest(?::VARCHAR[]))", [list(agents)])
+        log = (cur.sql(f'SELECT * FROM "{catalog}".main.events{scope}', params=args).to_arrow_table()
+               if needs_log(names) else None)
+        present = {t: {c for (c,) in cur.execute("SELECT column_name FROM duckdb_columns() WHERE database_name = ? "
+                                                 "AND table_name = ?", [projection_catalog, t]).fetchall()}
+                   for (t,) in cur.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?",
+                                           [projection_catalog]).fetchall()}
         wanted = projection_tables() if names is None else projection_tables() & names
-        tables = {t: cur.sql(f'SELECT * FROM {projection_catalog}.main."{t}"').to_arrow_table()
-                  for t in sorted(wanted & present)}
+        tables = {t: cur.sql(f'SELECT * FROM {projection_catalog}.main."{t}"{scope}', params=args).to_arrow_table()
+                  for t in sorted(wanted & set(present)) if agents is None or "agent" in present[t]}
         return {"log": log, "tables": tables}
     finally:
         cur.close()
+
+
+class GatheredShards:
+    """Every shard's relations (`shard_relations`) in one in-memory DuckDB: a source for engram's confined SQL
+    entry point, which scopes, locks and runs the user's statement over it as over one shard's files."""
+
+    def __init__(self, parts: dict[int, dict[str, Any]], projections: ProjectionPaths):
+        self.parts, self.projections = parts, projections
+
+    @contextmanager
+    def trusted(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[int, str], dict[int, str]]]:
+        con = duckdb.connect()
+        try:
+            logs, catalogs = load_parts(con, self.parts)
+            yield con, logs, catalogs
+        finally:
+            con.close()
+
+
+def load_parts(con: duckdb.DuckDBPyConnection, parts: dict[int, dict[str, Any]]) -> tuple[dict[int, str], dict[int, str]]:
+    """Register every shard's log as `_log_NNN` and its projection tables in an in-memory catalog `proj_NNN`."""
+    logs, catalogs = {}, {}
+    for shard, part in sorted(parts.items()):
+        if part["log"] is not None:
+            con.register(f"_log_{shard:03d}", part["log"])
+            logs[shard] = f"_log_{shard:03d}"
+        if part["tables"]:
+            catalog = f"proj_{shard:03d}"
+            con.execute(f"ATTACH ':memory:' AS {catalog}")
+            for table, data in part["tables"].items():
+                con.register("_part", data)
+                con.execute(f'CREATE TABLE {catalog}.main."{table}" AS SELECT * FROM _part')
+                con.unregister("_part")
+            catalogs[shard] = catalog
+    return logs, catalogs
 
 
 def run_gathered(query: str, params: Sequence | None, parts: dict[int, dict[str, Any]],
@@ -69,19 +110,7 @@ def run_gathered(query: str, params: Sequence | None, parts: dict[int, dict[str,
     """Run `query` once over the relations of every shard (`parts`: shard -> `shard_relations`)."""
     con = duckdb.connect()
     try:
-        logs, catalogs = {}, {}
-        for shard, part in sorted(parts.items()):
-            if part["log"] is not None:
-                con.register(f"_log_{shard:03d}", part["log"])
-                logs[shard] = f"_log_{shard:03d}"
-            if part["tables"]:
-                catalog = f"proj_{shard:03d}"
-                con.execute(f"ATTACH ':memory:' AS {catalog}")
-                for table, data in part["tables"].items():
-                    con.register("_part", data)
-                    con.execute(f'CREATE TABLE {catalog}.main."{table}" AS SELECT * FROM _part')
-                    con.unregister("_part")
-                catalogs[shard] = catalog
+        logs, catalogs = load_parts(con, parts)
         if logs or not any(p["log"] is not None for p in parts.values()):
             sqlviews.create_log_views(con, logs)
         sqlviews.create_projection_views(con, catalogs, paths)
