@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.ray
+# Three Ray nodes on two shared cores: the scenario takes minutes, not the suite's usual per-test bound.
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 

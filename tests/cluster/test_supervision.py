@@ -10,7 +10,7 @@ import pytest
 from engram.api import types as t
 from tests.server.test_rest import AGENT, sample_conversations
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
 DUPLICATE_IDS = ("SELECT stream, event_id, count(*) FROM events WHERE event_id IS NOT NULL "
                  "GROUP BY stream, event_id HAVING count(*) > 1")
@@ -20,14 +20,21 @@ DUPLICATE_TRACES = ("SELECT payload->>'$.trace_id', count(*) FROM events WHERE t
                     "GROUP BY 1 HAVING count(*) > 1")
 
 
+# Small discussions: a chunk memory every 3 messages, none held back, so every discussion gets one.
+SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
+
+
 @pytest.fixture
 def ray_home(ray_session, tmp_path):
+    import json
+
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
 
     home = tmp_path / "home"
     home.mkdir()
+    (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(SETTINGS))
     mem = Engram(RayRuntime(load_service_config(home)).start())
     yield mem
     mem.close()
@@ -88,5 +95,5 @@ def test_discussions_appended_concurrently_by_eight_producers_arrive_once_each_i
     assert len(seen) == discussions
     assert all(seen[f"disc-{d}"] == [f"d{d}-m{i}" for i in range(per_discussion)] for d in range(discussions))
     assert mem.wait_idle(timeout=900)
-    _, traced = mem.rt.sql("SELECT DISTINCT scope_id FROM ev_trace_encoded WHERE scope = 'discussion'")
-    assert {d for (d,) in traced} == {f"disc-{d}" for d in range(discussions)}  # every discussion's memories
+    _, remembered = mem.rt.sql("SELECT DISTINCT stream FROM events WHERE type = 'ChunkSummarized'")
+    assert {d for (d,) in remembered} == {f"disc-{d}" for d in range(discussions)}  # every discussion's memory
