@@ -9,8 +9,9 @@ that live on different shards. So with several shards, the query is not sent to 
    the files, which every shard writes into the same projections directory.
 2. `shard_relations` (in each shard's process, with the writer's cursor: one consistent snapshot per shard)
    returns those relations as Arrow tables.
-3. `run_gathered` registers them in a fresh in-memory DuckDB, builds engram's usual views over them
-   (`engram.sqlviews`: the same `shard` column, the same unions) and runs the query once.
+3. `GatheredShards` loads them into a fresh in-memory DuckDB: a source for engram's confined SQL entry point
+   (`engram.sql.run_readonly`), which builds engram's usual views over them (the same `shard` column, the same
+   unions), locks the session and runs the statement once.
 
 Exact for every query (aggregates, ORDER BY/LIMIT, joins across shards); the price is that the relations a query
 names cross from the shards to the caller (the log of every shard for a query over `events`).
@@ -23,19 +24,22 @@ from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
 
-from engram import sqlviews
 from engram.home import ProjectionPaths
 
 LOG_VIEWS = {"events", "events_raw", "messages"}
 
 
 def referenced(query: str) -> set[str] | None:
-    """The relation names `query` reads (lower case), or None when DuckDB cannot tell (then: everything)."""
+    """The relation names `query` reads (lower case); None (everything) when DuckDB cannot tell, or when it names a
+    view over others (a projection file view, a derived view), whose inputs are not spelled out here."""
     try:
-        names = duckdb.connect().get_table_names(query)
+        names = {n.split(".")[-1].strip('"').lower() for n in duckdb.connect().get_table_names(query)}
     except duckdb.Error:
         return None
-    return {n.split(".")[-1].strip('"').lower() for n in names}
+    known = projection_tables()
+    if any(not (n in LOG_VIEWS or n.startswith("ev_") or n in known) for n in names):
+        return None
+    return names
 
 
 def needs_log(names: set[str] | None) -> bool:
@@ -103,19 +107,3 @@ def load_parts(con: duckdb.DuckDBPyConnection, parts: dict[int, dict[str, Any]])
                 con.unregister("_part")
             catalogs[shard] = catalog
     return logs, catalogs
-
-
-def run_gathered(query: str, params: Sequence | None, parts: dict[int, dict[str, Any]],
-                 paths: ProjectionPaths) -> tuple[list[str], list[tuple]]:
-    """Run `query` once over the relations of every shard (`parts`: shard -> `shard_relations`)."""
-    con = duckdb.connect()
-    try:
-        logs, catalogs = load_parts(con, parts)
-        if logs or not any(p["log"] is not None for p in parts.values()):
-            sqlviews.create_log_views(con, logs)
-        sqlviews.create_projection_views(con, catalogs, paths)
-        res = con.execute(query, list(params or []))
-        names = [d[0] for d in res.description] if res.description else []
-        return names, res.fetchall()
-    finally:
-        con.close()

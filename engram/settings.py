@@ -28,6 +28,14 @@ SCOPE_AGENT = "agent"  # Wunderland: agent.config.json
 _MODELS = {SCOPE_DISCUSSION: DiscussionSettings, SCOPE_AGENT: AgentConfig}
 
 
+def check_recorded_settings(scope: str, name: str, settings: dict) -> None:
+    """Raise ValueError unless `settings` parse with the model of `scope`, as every fold will parse them."""
+    model = _MODELS.get(scope)
+    if model is None:
+        raise ValueError(f"unknown settings scope {scope!r}; the scopes are {', '.join(sorted(_MODELS))}")
+    parse(model, settings, name)
+
+
 def agent_stream(agent: str) -> str:
     return f"agent:{validate_agent(agent)}"
 

@@ -10,6 +10,7 @@ This is a plain class; `engram.actors.shard` wraps it in a Ray actor.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -20,15 +21,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import duckdb
+import msgspec
 
 from engram.events.envelope import Appended, Recorded, Write
+from engram.forgetting import RecordingEmbedder
+from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
 from engram.events.store import EventStore, compact_database
+from engram.projections.base import atomic_write
 from engram.home import ProjectionPaths
 from engram.projections.base import ProjectionContext
 from engram.projections.compare import differences
 from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
-from engram import sqlviews
+from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, QueryResult, run_readonly
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,21 @@ PROJECTION_LINGER_S = 0.02
 # waits for them (`wait_projections`). Each checkpoint is a transaction per projection and rewrites
 # every changed file: after every fold it cost more than the folds themselves during a long ingest.
 PROJECTION_CHECKPOINT_S = 0.25
+
+
+class HomeNotWritable(OSError):
+    """The home (or the folder of its log or projections) cannot be written: a read-only disk or mount."""
+
+
+def check_writable(*folders: Path) -> None:
+    """Raise HomeNotWritable, naming the folder, unless every existing folder of `folders` can be written."""
+    for folder in folders:
+        probe = folder
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        if not os.access(probe, os.W_OK):
+            raise HomeNotWritable(f"{probe} is not writable (a read-only disk or mount?): engram records into its home; "
+                                  f"reading it still works (engram sql, engram status)")
 
 
 class ShardHost:
@@ -58,6 +78,7 @@ class ShardHost:
         self.shard = shard
         self.max_projection_lag = max_projection_lag  # 0: appends are never refused for a lagging fold
         self.log_path = Path(log_path)
+        check_writable(self.log_path.parent, Path(projections_dir))
         self._store_options = dict(shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes)
         self.store = EventStore(self.log_path, **self._store_options)
         self.paths = ProjectionPaths(projections_dir)
@@ -73,14 +94,50 @@ class ShardHost:
         self._counts_lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._counted_through = 0
+        self.recovered: list[str] = []  # what the start found broken or unfinished, and did about it
+        self._open_checked()
+        self._finish_interrupted_work()
+
+    def _open_checked(self) -> None:
+        """Open the projections, checking their files first: damaged ones (truncated, corrupted) are detected
+        here, and the shard's projections are rebuilt from the log (reported in `status`)."""
+        from engram.discussion.regenerate import mark_deleted_discussions
+
+        mark_deleted_discussions(self.paths.shard_db(self.shard), self.paths)  # before files are rendered again
+        damage = damaged_outputs(self.paths, self._outputs(self.paths))
+        if not damage:
+            try:
+                self._open_projections()
+                return
+            except Exception as exc:
+                damage = [f"{type(exc).__name__}: {_first_line(exc)}"]
+                self._discard_open_projections()
+        log.warning("shard %s: damaged projections (%s); rebuilding them from the log", self.shard, "; ".join(damage))
+        for old in self._outputs(self.paths):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
         self._open_projections()
+        self.recovered.append(f"projections rebuilt from the log at start: {'; '.join(damage)[:500]}")
+
+    def _discard_open_projections(self) -> None:
+        """Let go of whatever a failed `_open_projections` opened."""
+        ctx = getattr(self, "_ctx", None)
+        if ctx is not None:
+            try:
+                ctx.db.close()
+            except Exception:
+                pass
+        try:
+            self.store.detach("proj")
+        except Exception:
+            pass
 
     def _open_projections(self) -> None:
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        self._ctx = None
         self.store.attach(self.paths.shard_db(self.shard), "proj")
         db = self.store.cursor()
-        db.execute("USE proj")
         self._ctx = ProjectionContext(shard=self.shard, paths=self.paths, db=db, services=self.services)
+        db.execute("USE proj")
         self.runner = ProjectionRunner(build_projections(self._ctx), self.store.read)
         self._stop = threading.Event()
         if self.background:
@@ -182,24 +239,35 @@ class ShardHost:
 
     # --------------------------------------------------------------- SQL and status
 
-    def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
-        """Run SQL with engram's views (events, messages, projections) on this shard."""
-        cur = self.store.cursor()
-        try:
-            catalog = cur.execute("SELECT current_database()").fetchall()[0][0]
-            sqlviews.create_log_views(cur, {self.shard: f'"{catalog}".main.events'})
-            sqlviews.create_projection_views(cur, {self.shard: "proj"}, self.paths)
-            res = cur.execute(sql, params or [])
-            names = [d[0] for d in res.description] if res.description else []
-            return names, res.fetchall()
-        finally:
-            cur.close()
+    def sql(
+        self,
+        sql: str,
+        params: Sequence | None = None,
+        *,
+        agents: Sequence[str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+    ) -> QueryResult:
+        """Run one read-only statement over this shard's log and projections, confined (`engram.sql`):
+        never on the writer's connection; with `agents`, over those agents' rows only."""
+        return run_readonly(sql, self._sql_source(), params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
-    def relations(self, names: list[str] | None) -> dict:
-        """The relations a query over every shard reads, from this shard (`engram.gathered_sql`)."""
+    def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
+        """`sql` without a row limit, as (column names, rows)."""
+        result = self.sql(sql, params, max_rows=None)
+        return result.columns, result.rows
+
+    def _sql_source(self) -> LiveShard:
+        catalog = self.store.query("SELECT current_database()")[1][0][0]
+        return LiveShard(shard=self.shard, cursor=self.store.cursor, log_table=f'"{catalog}".main.events',
+                         projection_catalog="proj", projections=self.paths)
+
+    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
+        """The relations a query over every shard reads, from this shard (`engram.gathered_sql`); `agents`: only
+        their rows."""
         from engram.gathered_sql import shard_relations
 
-        return shard_relations(self.store.cursor, None if names is None else set(names))
+        return shard_relations(self.store.cursor, None if names is None else set(names), agents=agents)
 
     def events_by_type(self) -> dict[str, int]:
         """How many events of each type the log holds (up to its head)."""
@@ -228,18 +296,31 @@ class ShardHost:
             "projection_error": None if self._error is None else repr(self._error),
             "projection_timings": self.runner.timings.report(),
             "events_by_type": self.events_by_type(),
+            # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
+            "fold_failed": self._fold_failures(),
+            "unfinished_forgets": self.unfinished_forgets(),
+            "recovered": list(self.recovered),
         }
+
+    def _fold_failures(self) -> list[dict]:
+        cur = self.store.cursor()
+        try:
+            cur.execute("USE proj")
+            return [msgspec.to_builtins(f) for f in self.runner.failures(cur)]
+        finally:
+            cur.close()
 
     # --------------------------------------------------------------- replay
 
-    def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None) -> dict:
+    def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None,
+                    services: dict[str, Any] | None = None) -> dict:
         """Rebuild every projection of this shard from position 0 into `out_dir`. No LLM is called."""
         paths = ProjectionPaths(out_dir)
         paths.root.mkdir(parents=True, exist_ok=True)
         db = duckdb.connect(str(paths.shard_db(self.shard)))
         started = time.perf_counter()
         try:
-            ctx = ProjectionContext(shard=self.shard, paths=paths, db=db, services=self.services)
+            ctx = ProjectionContext(shard=self.shard, paths=paths, db=db, services=services or self.services)
             runner = ProjectionRunner(build_projections(ctx), self.store.read)
             try:
                 events = runner.catch_up(to_seq=to_seq, until_us=until_us)
@@ -250,12 +331,22 @@ class ShardHost:
         seconds = time.perf_counter() - started
         return {"shard": self.shard, "events": events, "seconds": round(seconds, 3), "out": str(paths.root)}
 
-    def rebuild(self) -> dict:
-        """Replay this shard's projections from scratch and swap them in for the live ones."""
-        tmp = self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
+    @property
+    def _rebuild_dir(self) -> Path:
+        return self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
+
+    def rebuild(self, *, retain_cache: bool = False) -> dict:
+        """Replay this shard's projections from scratch and swap them in for the live ones.
+
+        The replay's directory stays until the swap is done: found at the next start, the rebuild is done
+        again. `retain_cache`: afterwards, the embedding cache keeps only the vectors this replay used (after
+        a forget: the vectors of forgotten texts go)."""
+        tmp = self._rebuild_dir
         if tmp.exists():
             shutil.rmtree(tmp)
-        report = self.replay_into(tmp)
+        recorder = RecordingEmbedder(self.services.get("embedder")) if retain_cache and self.services.get("embedder") else None
+        services = dict(self.services, embedder=recorder) if recorder is not None else self.services
+        report = self.replay_into(tmp, services=services)
         self._close_projections()
         try:
             for old in self._outputs(self.paths):
@@ -264,9 +355,11 @@ class ShardHost:
                 target = self.paths.root / new.relative_to(tmp)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(new, target)
-        finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        finally:
             self._open_projections()
+        if recorder is not None:
+            report["cache_entries_removed"] = recorder.retain()
         report["out"] = str(self.paths.root)
         return report
 
@@ -332,9 +425,10 @@ class ShardHost:
 
     # --------------------------------------------------------------- forgetting
 
-    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
-        """Forget a discussion (or a whole agent): record it, erase the content from the log file,
-        and rebuild the projections so nothing of it is left in them either."""
+    def begin_forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> tuple[int, list[str]]:
+        """Record that a discussion (or a whole agent) is forgotten: the marker, durable before anything is
+        erased, so that a forget interrupted at any point is completed at the next start. Returns
+        (marker seq, the streams it forgets)."""
         from engram.events.control import AgentForgotten, DiscussionForgotten
         from engram.settings import agent_stream
 
@@ -344,18 +438,65 @@ class ShardHost:
                 raise KeyError(f"agent {agent!r} has no discussion {discussion!r}")
             marker, streams = DiscussionForgotten(discussion_id=discussion, reason=reason), [discussion]
         else:
+            if not owned:
+                raise KeyError(f"no agent {agent!r} in this shard's log")
             marker, streams = AgentForgotten(agent_id=agent, reason=reason), sorted(owned)
+        self._journal.parent.mkdir(parents=True, exist_ok=True)
         appended = self.store.append(agent_stream(agent), [marker], agent=agent)
-        self.wait_projections(appended.seqs[-1])
-        purged = self.store.purge_streams(streams)
+        return appended.seqs[-1], streams
+
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
+        """Erase what `begin_forget` recorded: the payloads in the log (and the log file rewritten, WAL
+        included), every projection rebuilt from the erased log, and the embedding cache cut down to what
+        the rebuilt projections use. Returns the report and the forgotten texts (in memory only: for
+        checking other state, e.g. policy snapshots)."""
+        atomic_write(self._journal, json.dumps({"marker_seq": marker_seq, "streams": streams}).encode())
+        self.wait_projections(marker_seq)
+        erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
+        erased = self.store.erase(erasure.seqs)
         self._recount()
         self._close_projections()
         self.store.close()
         compact_database(self.log_path)
         self.store = EventStore(self.log_path, **self._store_options)
         self._open_projections()
-        self.rebuild()
-        return {"forgotten": discussion or agent, "streams": streams, "events_erased": purged, "marker_seq": appended.seqs[-1]}
+        self.rebuild(retain_cache=True)
+        self._journal.unlink(missing_ok=True)
+        report = {"forgotten": streams, "events_erased": erased, "marker_seq": marker_seq}
+        return report, erasure.texts
+
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
+        """Forget a discussion (or a whole agent) in this shard: record it, erase its content and what derives
+        from it from the log file, and rebuild the projections so nothing of it is left in them either.
+        (Policies hold state too: `engram.forgetting.forget` coordinates them with this.)"""
+        marker_seq, streams = self.begin_forget(agent, discussion, reason=reason)
+        report, _ = self.complete_forget(marker_seq, streams)
+        report["forgotten"] = discussion or agent
+        report["streams"] = streams
+        return report
+
+    @property
+    def _journal(self) -> Path:
+        return forget_journal(self.log_path)
+
+    def unfinished_forgets(self) -> list[dict]:
+        """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
+        return unfinished_forgets(self.store, self._journal)
+
+    def _finish_interrupted_work(self) -> None:
+        """At start: complete a forget or a rebuild that a crash interrupted (recorded in `recovered`)."""
+        for item in self.unfinished_forgets():
+            log.warning("completing an interrupted forget (marker %s)", item["marker_seq"])
+            if item["streams"]:
+                self.complete_forget(item["marker_seq"], item["streams"])
+            else:
+                self.rebuild(retain_cache=True)
+                self._journal.unlink(missing_ok=True)
+            self.recovered.append(f"completed an interrupted forget (marker seq {item['marker_seq']})")
+        if self._rebuild_dir.exists():
+            log.warning("completing an interrupted rebuild of shard %s", self.shard)
+            self.rebuild()
+            self.recovered.append("completed an interrupted rebuild of the projections")
 
     def verify_replay(self) -> list[str]:
         """Replay into a scratch directory and compare with the live projections.
@@ -396,3 +537,60 @@ class ShardHost:
 
 def _literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
+
+
+def forget_journal(log_path: Path) -> Path:
+    """Written while a forget erases (ids only): its presence at start means it did not finish."""
+    return log_path.with_name(log_path.stem + ".forgetting.json")
+
+
+def unfinished_forgets(store: EventStore, journal: Path) -> list[dict]:
+    """Forgets whose erasure did not finish: markers with content left before them, or a journal left behind."""
+    pending = [{"marker_seq": seq, "streams": streams} for seq, streams in unfinished_erasures(store)]
+    if journal.exists() and not pending:
+        try:
+            pending = [json.loads(journal.read_text())]
+        except (OSError, ValueError):
+            pending = [{"marker_seq": store.head(), "streams": []}]
+    return pending
+
+
+def unfinished_forgets_in(log_path: Path) -> list[dict]:
+    """`unfinished_forgets` of a shard whose files no process holds (`engram status` without a server)."""
+    store = EventStore(log_path, read_only=True)
+    try:
+        return unfinished_forgets(store, forget_journal(log_path))
+    finally:
+        store.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def damaged_outputs(paths: ProjectionPaths, outputs: list[Path]) -> list[str]:
+    """Projection files that do not read back (a JSON or JSON Lines file that does not parse, a DuckDB file that
+    does not open): what a crash or a disk error can leave. Checked at start, before anything folds into them."""
+    found = []
+    files = [f for top in outputs for f in ([top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else [])]
+    for f in files:
+        if not f.is_file() or f.name.startswith("."):
+            continue
+        try:
+            if f.suffix == ".json":
+                json.loads(f.read_bytes())
+            elif f.suffix == ".jsonl":
+                for line in f.read_bytes().splitlines():
+                    if line.strip():
+                        json.loads(line)
+            elif f.suffix == ".db":
+                con = duckdb.connect(str(f), read_only=True)
+                try:
+                    for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+                        con.execute(f'SELECT count(*) FROM "{table}"').fetchall()
+                finally:
+                    con.close()
+        except Exception as exc:
+            found.append(f"{f.relative_to(paths.root)}: {type(exc).__name__}: {_first_line(exc)}")
+    return found

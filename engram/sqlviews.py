@@ -1,5 +1,8 @@
 """The SQL face of engram: views over the log and the projections, for `engram sql`.
 
+User SQL runs through `engram.sql.run_readonly` (read-only, confined); this module only defines
+the views, over whatever relations a session is given.
+
 - `events`: every event of every shard, its envelope plus one column per payload field of
   the catalogue (typed where the field has one type across the catalogue, JSON otherwise).
 - `ev_<type>`: one view per event type, with just that type's fields (e.g. `ev_message_appended`).
@@ -65,77 +68,142 @@ def payload_columns() -> dict[str, str]:
     return dict(sorted(merged.items()))
 
 
-def create_log_views(con: duckdb.DuckDBPyConnection, logs: dict[int, str]) -> None:
-    """Views over the event tables `logs` = {shard: "catalog.events"-qualified table name}."""
-    if not logs:
-        con.execute(
-            "CREATE OR REPLACE TEMP VIEW events_raw AS SELECT * FROM (SELECT NULL::INTEGER AS shard, NULL::BIGINT AS seq, "
-            "NULL::VARCHAR AS stream, NULL::BIGINT AS stream_version, NULL::VARCHAR AS type, NULL::INTEGER AS schema_version, "
-            "NULL::TIMESTAMPTZ AS ts, NULL::VARCHAR AS agent, NULL::BIGINT AS causation, NULL::VARCHAR AS event_id, "
-            "NULL::TIMESTAMPTZ AS recorded_at, NULL::JSON AS payload) WHERE false"
+_EMPTY_LOG = (
+    "SELECT * FROM (SELECT NULL::INTEGER AS shard, NULL::BIGINT AS seq, NULL::VARCHAR AS stream, NULL::BIGINT AS "
+    "stream_version, NULL::VARCHAR AS type, NULL::INTEGER AS schema_version, NULL::TIMESTAMPTZ AS ts, NULL::VARCHAR AS "
+    "agent, NULL::BIGINT AS causation, NULL::VARCHAR AS event_id, NULL::TIMESTAMPTZ AS recorded_at, NULL::JSON AS payload) "
+    "WHERE false"
+)
+_log_views_cache: tuple[int, dict[str, str]] = (-1, {})
+
+
+def log_view_sql() -> dict[str, str]:
+    """The SQL of every view over `events_raw` by view name (built once per catalogue: inspecting it is slow)."""
+    global _log_views_cache
+    reg = registry()
+    if _log_views_cache[0] == len(reg):
+        return _log_views_cache[1]
+    views = {"events": f"SELECT *, {', '.join(_column(n, t) for n, t in payload_columns().items())} FROM events_raw"}
+    for tag, cls in sorted(reg.items()):
+        fields = ", ".join(_column(n, t) for n, t in _field_types(cls).items() if n != "type")
+        views[f"ev_{snake(tag)}"] = (
+            f"SELECT shard, seq, stream, stream_version, ts, agent, causation, event_id{', ' + fields if fields else ''} "
+            f"FROM events_raw WHERE type = '{tag}'"
         )
+    views["messages"] = (
+        "SELECT shard, seq, stream AS discussion_id, agent, ts, payload->>'$.role' AS role, payload->>'$.name' AS name, "
+        "payload->>'$.content' AS content, payload->>'$.message_id' AS message_id, "
+        "TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate FROM events_raw WHERE type = 'MessageAppended'"
+    )
+    _log_views_cache = (len(reg), views)
+    return views
+
+
+def create_log_views(con: duckdb.DuckDBPyConnection, logs: dict[int, str], only: set[str] | None = None) -> None:
+    """Views over the event tables `logs` = {shard: "catalog.events"-qualified table name}; `only`: just these views
+    (and `events_raw`), else every one."""
+    if not logs:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW events_raw AS {_EMPTY_LOG}")
     else:
         union = " UNION ALL ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {table}" for shard, table in sorted(logs.items()))
         con.execute(f"CREATE OR REPLACE TEMP VIEW events_raw AS {union}")
-    cols = ", ".join(_column(n, t) for n, t in payload_columns().items())
-    con.execute(f"CREATE OR REPLACE TEMP VIEW events AS SELECT *, {cols} FROM events_raw")
-    for tag, cls in sorted(registry().items()):
-        fields = ", ".join(_column(n, t) for n, t in _field_types(cls).items() if n != "type")
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW ev_{snake(tag)} AS SELECT shard, seq, stream, stream_version, ts, agent, "
-            f"causation, event_id{', ' + fields if fields else ''} FROM events_raw WHERE type = '{tag}'"
-        )
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW messages AS SELECT shard, seq, stream AS discussion_id, agent, ts, "
-        "payload->>'$.role' AS role, payload->>'$.name' AS name, payload->>'$.content' AS content, "
-        "payload->>'$.message_id' AS message_id, TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate "
-        "FROM events_raw WHERE type = 'MessageAppended'"
-    )
+    for name, sql in log_view_sql().items():
+        if only is None or name in only:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+
+
+# Tables the projection runner keeps beside the projections' own (see engram.projections.runner).
+RUNNER_TABLES = ("fold_failed",)
+
+
+def log_view_types() -> dict[str, frozenset[str] | None]:
+    """Each view over the log and the event types it reads (None: every type)."""
+    views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended"})}
+    views.update({f"ev_{snake(tag)}": frozenset({tag}) for tag in registry()})
+    return views
+
+
+def projection_table_names() -> list[str]:
+    from engram.projections.registry import projection_classes
+
+    return [t for cls in projection_classes() for t in getattr(cls, "tables", ())] + list(RUNNER_TABLES)
+
+
+def derived_views(paths: ProjectionPaths) -> dict[str, str]:
+    """Views the projections define over other views (e.g. `trace_strength`), by name."""
+    from engram.projections.registry import projection_classes
+
+    out: dict[str, str] = {}
+    for cls in projection_classes():
+        views = getattr(cls, "sql_views", None)
+        if views is not None:
+            out.update(views(paths))
+    return out
+
+
+def existing_projection_tables(
+    con: duckdb.DuckDBPyConnection, catalogs: dict[int, str], only: set[str] | None = None
+) -> dict[str, list[tuple[int, str]]]:
+    """{table: [(shard, "catalog.table"), ...]} for the projection tables each shard's catalog holds (`only`: of these)."""
+    if not catalogs:
+        return {}
+    present = set(con.execute(
+        "SELECT database_name, table_name FROM duckdb_tables() WHERE database_name IN (SELECT unnest(?::VARCHAR[]))",
+        [list(catalogs.values())],
+    ).fetchall())
+    found: dict[str, list[tuple[int, str]]] = {}
+    for table in projection_table_names():
+        if only is not None and table not in only:
+            continue
+        for shard, cat in sorted(catalogs.items()):
+            if (cat, table) in present:
+                found.setdefault(table, []).append((shard, f"{cat}.{table}"))
+    return found
 
 
 def create_projection_views(con: duckdb.DuckDBPyConnection, catalogs: dict[int, str], paths: ProjectionPaths) -> None:
     """Views over projection tables (unioned across shard catalogs) and projection files."""
-    from engram.projections.registry import projection_classes
-
-    for cls in projection_classes():
-        for table in getattr(cls, "tables", ()):
-            parts = [
-                f"SELECT {shard}::INTEGER AS shard, * FROM {cat}.{table}"
-                for shard, cat in sorted(catalogs.items())
-                if _has_table(con, cat, table)
-            ]
-            if parts:
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {' UNION ALL BY NAME '.join(parts)}")
-        views = getattr(cls, "sql_views", None)
-        if views is not None:
-            for name, sql in views(paths).items():
-                try:
-                    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
-                except duckdb.Error:
-                    # A file view over files that do not exist yet (e.g. no memories): leave it out.
-                    continue
+    create_table_views(con, existing_projection_tables(con, catalogs), paths)
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> bool:
-    return bool(
-        con.execute(
-            "SELECT 1 FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [catalog, table]
-        ).fetchone()
-    )
+def create_table_views(
+    con: duckdb.DuckDBPyConnection, relations: dict[str, list[tuple[int, str]]], paths: ProjectionPaths,
+    only: set[str] | None = None,
+) -> None:
+    """One view per projection table over its `relations` ({table: [(shard, relation)]}), then the derived views
+    (`only`: just these)."""
+    for table, parts in relations.items():
+        union = " UNION ALL BY NAME ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {rel}" for shard, rel in parts)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {union}")
+    for name, sql in derived_views(paths).items():
+        if only is not None and name not in only:
+            continue
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+        except duckdb.Error:
+            # A view over tables that do not exist yet (e.g. no traces): leave it out.
+            continue
 
 
-def open_readonly(log_paths: dict[int, Path], projections: ProjectionPaths) -> duckdb.DuckDBPyConnection:
-    """An in-memory session with every log and projection database attached read-only."""
-    con = duckdb.connect()
+def attach_readonly(con: duckdb.DuckDBPyConnection, log_paths: dict[int, Path], projections: ProjectionPaths):
+    """Attach every existing log and projection database READ_ONLY; returns ({shard: log table}, {shard: catalog})."""
     logs, catalogs = {}, {}
     for shard, path in sorted(log_paths.items()):
-        if path.exists():
+        if Path(path).exists():
             con.execute(f"ATTACH '{_quote(path)}' AS log_{shard:03d} (READ_ONLY)")
             logs[shard] = f"log_{shard:03d}.events"
         proj = projections.shard_db(shard)
         if proj.exists():
             con.execute(f"ATTACH '{_quote(proj)}' AS proj_{shard:03d} (READ_ONLY)")
             catalogs[shard] = f"proj_{shard:03d}"
+    return logs, catalogs
+
+
+def open_readonly(log_paths: dict[int, Path], projections: ProjectionPaths) -> duckdb.DuckDBPyConnection:
+    """An in-memory session of engram's own (not for user SQL: see `engram.sql`) with every log and projection
+    database attached read-only."""
+    con = duckdb.connect()
+    logs, catalogs = attach_readonly(con, log_paths, projections)
     create_log_views(con, logs)
     create_projection_views(con, catalogs, projections)
     return con

@@ -72,6 +72,12 @@ class EmbedderActor:
                 "texts_computed": s.texts_computed, "cache_hits": s.cache_hits,
                 "model_seconds": round(s.model_seconds, 3), "most_waiting": batcher.most_waiting}
 
+    def retain(self, model: str, keys: list[str]) -> int:
+        """The cache keeps only these vectors (after a forget); entries removed."""
+        self._get()
+        retain = getattr(self._embedder, "retain", None)
+        return retain(model, set(keys)) if retain is not None else 0
+
     def close(self) -> bool:
         """Close the cache file (a later call opens it again)."""
         with self._lock:
@@ -136,6 +142,10 @@ class RemoteEmbedder:
             return lambda: np.zeros((0, self.dim), dtype=np.float32)
         ref = self._actor().embed.remote(list(texts))
         return lambda: ray.get(ref)
+
+    def retain(self, model: str, keys: set[str]) -> int:
+        """The home's cache keeps only these vectors (after a forget)."""
+        return ray.get(self._actor().retain.remote(model, sorted(keys)))
 
     @property
     def stats(self) -> EmbedStats:

@@ -55,12 +55,16 @@ class PolicyActor:
         self._flushing: threading.Thread | None = None
         self._own_seq = 0
         self._stop = threading.Event()
+        self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         backoff = 0.0
         while not self._stop.is_set():
+            if time.monotonic() < self._resume_at:
+                self._stop.wait(0.05)
+                continue
             try:
                 with self._lock:
                     n = self.host.pump()
@@ -120,8 +124,29 @@ class PolicyActor:
         with self._lock:
             return self.host.run_until_caught_up()
 
+    # A forget (engram.forgetting) pauses the loop; it resumes by itself if the forget never comes back.
+    def pause(self, max_seconds: float = 600.0) -> bool:
+        self._resume_at = time.monotonic() + max_seconds
+        with self._lock:  # wait for a pump in progress
+            pass
+        return True
+
+    def resume(self) -> bool:
+        self._resume_at = 0.0
+        return True
+
+    def discard_snapshots(self) -> bool:
+        with self._lock:
+            self.host.discard_snapshots()
+        return True
+
+    def scrub(self, texts: list[str]) -> list[str]:
+        with self._lock:
+            return self.host.scrub(texts)
+
     def status(self) -> dict:
-        return {"positions": self.host.positions(), "errors": dict(self.host.errors), "timings": self.host.timings.report()}
+        return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt),
+                "timings": self.host.timings.report()}
 
     def where(self) -> dict:
         from engram.actors.services import where

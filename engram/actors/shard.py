@@ -64,11 +64,16 @@ class ShardActor:
     def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
         return self.host.query(sql, params)
 
+    def sql(self, sql: str, params: list | None = None, agents: list[str] | None = None,
+            timeout_s: float | None = None, max_rows: int | None = None):
+        """Read-only, confined SQL (`engram.sql.run_readonly`); the API's entry point for user queries."""
+        return self.host.sql(sql, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
+
     def status(self) -> dict:
         return self.host.status()
 
-    def relations(self, names: list[str] | None) -> dict:
-        return self.host.relations(names)
+    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
+        return self.host.relations(names, agents)
 
     def where(self) -> dict:
         from engram.actors.services import where
@@ -80,6 +85,12 @@ class ShardActor:
 
     def forget(self, agent: str, discussion: str | None = None, reason: str = "") -> dict:
         return self.host.forget(agent, discussion, reason=reason)
+
+    def begin_forget(self, agent: str, discussion: str | None = None, reason: str = "") -> tuple[int, list[str]]:
+        return self.host.begin_forget(agent, discussion, reason=reason)
+
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
+        return self.host.complete_forget(marker_seq, streams)
 
     def streams(self) -> dict[str, tuple[int, str]]:
         return self.host.store.streams()

@@ -6,13 +6,21 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import msgspec
+
 from engram.api import types as t
 from engram.api.errors import error
 from engram.api.runtime import QueryError
 from engram.ids import validate_agent, validate_discussion
 
 STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
-               "consumer_errors", "projection_error", "node", "actors")
+               "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
+               "recovered", "node", "actors")
+
+
+# A user's query is stopped after this long, and shows at most this many rows.
+SQL_TIMEOUT_S = 30.0
+SQL_MAX_ROWS = 10_000
 
 
 def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
@@ -58,20 +66,27 @@ def replay_report(reports: list[dict], seconds: float, nodes: dict[int, str]) ->
 class AdminOps:
     def status(self) -> t.StatusResponse:
         """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
-        shards = [t.ShardStatus(**{k: st[k] for k in STATUS_KEYS if k in st and st[k] is not None})
+        shards = [msgspec.convert({k: st[k] for k in STATUS_KEYS if k in st and st[k] is not None}, t.ShardStatus)
                   for st in self.rt.shard_status()]
         return t.StatusResponse(home=str(self.home.root), mode="server", runtime=self.rt.description, shards=shards,
                                 jobs_running=self.jobs.running())
 
-    def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:
-        """Read-only SQL over the log and every projection (the shard's confined query entry point)."""
+    def run_sql(self, req: t.SqlRequest, agents: list[str] | None = None) -> t.SqlResponse:
+        """A user's SQL over the log and every projection: one read-only statement, confined
+        (`engram.sql.run_readonly`: no file, network or extension access, locked configuration), stopped after
+        `SQL_TIMEOUT_S`, at most `SQL_MAX_ROWS` rows (`truncated` says more existed). `agents`: the query sees
+        only these agents' rows (an API key's agents)."""
+        from engram.sql import SqlError
+
         if not req.query.strip():
             raise error("bad_query", "the query is empty")
         try:
-            names, rows = self.rt.sql(req.query, list(req.params))
-        except QueryError as exc:
+            result = self.rt.user_sql(req.query, list(req.params), agents=agents, timeout_s=SQL_TIMEOUT_S,
+                                      max_rows=SQL_MAX_ROWS)
+        except (SqlError, QueryError) as exc:
             raise error("bad_query", str(exc)) from None
-        return t.SqlResponse(columns=list(names), rows=[[cell(v) for v in r] for r in rows])
+        return t.SqlResponse(columns=list(result.columns), rows=[[cell(v) for v in r] for r in result.rows],
+                             truncated=result.truncated)
 
     # ------------------------------------------------------------------ forgetting
 

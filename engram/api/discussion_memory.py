@@ -2,14 +2,16 @@
 
 Readers read the discussion's files (`MemoryFiles`); a creator node drains the discussion's Summarizer
 (on the pool member that owns it) and waits for the projections; a file deleted by hand comes back from
-the log (no LLM call) when a creator node runs.
+the log (no LLM call) when a creator node runs. Deleting all three of a discussion's files is the
+guide's way to regenerate: the next creator node starts a new generation from the full history, under
+the settings in force now (`engram.discussion.regenerate`).
 """
 
 from __future__ import annotations
 
-import time
-
+from engram.api.clock import now_us
 from engram.api.runtime import Runtime
+from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX
 from engram.discussion.memory_files import (
     EXPECTED_SQL, MemoryFiles, describe_change, expected_files, request_id, summary_request,
 )
@@ -30,27 +32,53 @@ class RuntimeMemory(MemoryFiles):
 
     def ensure_memories(self, discussion: str) -> str:
         before = self.counts(discussion)
+        regenerated = self.regenerate_if_deleted(discussion)
         failed = self.drain(discussion)
-        return failed + self.heal(discussion) + describe_change(before, self.counts(discussion))
+        return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
 
     def request_summary(self, discussion: str, node: str, **params) -> str:
         before = self.counts(discussion)
+        regenerated = self.regenerate_if_deleted(discussion)
         event = summary_request(node, **params)
         self.runtime.append([Write(validate_discussion(discussion), self.agent,
-                                   (NewEvent(event, int(time.time() * 1_000_000), request_id()),))])
+                                   (NewEvent(event, now_us(), request_id()),))])
         failed = self.drain(discussion)
-        return failed + self.heal(discussion) + describe_change(before, self.counts(discussion))
+        return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
 
-    def heal(self, discussion: str) -> str:
-        """Files deleted by hand come back from the log (no LLM call) when a creator node runs."""
+    def _expected(self, discussion: str) -> dict[str, bool] | None:
         from engram.api.runtime import MissingTable
-        from engram.discussion.rebuild import rebuild_discussion
 
         try:
             _, rows = self.runtime.sql(EXPECTED_SQL, [discussion])
         except MissingTable:
             rows = []
-        missing = self.missing_files(discussion, expected_files(rows[0])) if rows else []
+        return expected_files(rows[0]) if rows else None
+
+    def regenerate_if_deleted(self, discussion: str) -> str:
+        """The guide's way to regenerate: every file of the discussion deleted from Public/ (while engram ran, or
+        found so at start) means a new generation from the full history, under the settings in force now."""
+        from engram.discussion.regenerate import DELETED_MARKER, HISTORY_TYPES, Generation, regeneration_wanted
+
+        marker = self.path(discussion, "").with_name(DELETED_MARKER.format(discussion=discussion))
+        files = {s: self.path(discussion, s) for s in (MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX)}
+        expected = self._expected(discussion)
+        if expected is None or not regeneration_wanted(files, expected, marker):
+            return ""
+        ts = now_us()
+        self.runtime.sync_settings(self.agent, ts)  # the settings on disk now govern the new generation
+        history = self.runtime.read(self.agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
+        generation = Generation(self.agent, discussion, history, reason="memory files deleted", ts_us=ts)
+        self.runtime.append([generation.write])
+        marker.unlink(missing_ok=True)
+        return (f"the memory files were deleted: generation {generation.number} regenerated from the full history "
+                f"with the settings in force; ")
+
+    def heal(self, discussion: str) -> str:
+        """Some (not all) files deleted by hand come back from the log (no LLM call) when a creator node runs."""
+        from engram.discussion.rebuild import rebuild_discussion
+
+        expected = self._expected(discussion)
+        missing = self.missing_files(discussion, expected) if expected else []
         if not missing:
             return ""
         records = self.runtime.read(self.agent, stream=discussion, limit=None)

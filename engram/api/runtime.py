@@ -144,8 +144,15 @@ class Runtime(ABC):
 
     @abstractmethod
     def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        """SQL over the log and the projections, shard by shard, rows concatenated (the one entry point:
-        the shard's `query` confines it). Raises MissingTable or QueryError."""
+        """engram's own SQL (read models) over the log and the projections, shard by shard, rows concatenated;
+        confined like a user's (`ShardHost.query`), without a row limit. Raises MissingTable or QueryError."""
+
+    @abstractmethod
+    def user_sql(self, query: str, params: list | None = None, *, agents: Sequence[str] | None = None,
+                 timeout_s: float | None = None, max_rows: int | None = None):
+        """A user's SQL: one read-only statement, confined (`engram.sql.run_readonly` on every shard: no file,
+        network or extension access, locked configuration), stopped after `timeout_s`, at most `max_rows` rows,
+        only `agents`' rows when given. Returns an `engram.sql.QueryResult`; raises `engram.sql.SqlError`."""
 
     @abstractmethod
     def shard_status(self) -> list[dict]:
@@ -362,6 +369,16 @@ def seq_ranges(seqs: Sequence[int], gap: int = SEQ_RANGE_GAP) -> list[tuple[int,
         else:
             out.append([s, s])
     return [(a, b) for a, b in out]
+
+
+def merge_results(results: Sequence, max_rows: int | None):
+    """Per-shard `QueryResult`s as one: rows concatenated (aggregates stay per shard), cut at `max_rows`."""
+    from engram.sql import QueryResult
+
+    rows = [row for r in results for row in r.rows]
+    truncated = any(r.truncated for r in results) or (max_rows is not None and len(rows) > max_rows)
+    return QueryResult(columns=results[0].columns if results else [],
+                       rows=rows[:max_rows] if max_rows is not None else rows, truncated=truncated)
 
 
 def consumed(status: dict) -> int:

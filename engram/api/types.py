@@ -53,6 +53,18 @@ class Health(Model, kw_only=True):
     runtime: str
 
 
+class FoldFailure(Model, kw_only=True):
+    seq: int
+    projection: str
+    type: str
+    error: str
+
+
+class UnfinishedForget(Model, kw_only=True):
+    marker_seq: int
+    streams: list[str]
+
+
 class ShardStatus(Model, kw_only=True):
     shard: int
     head: int
@@ -65,6 +77,14 @@ class ShardStatus(Model, kw_only=True):
     projection_error: str | None = None
     node: str | None = None  # where the shard's actor runs (and its files are)
     actors: dict[str, str] = {}  # each actor of the shard (the shard's, its policies') -> its node
+    # Policies whose snapshot was not restored (another state version, damaged) and rebuild from the log, and why.
+    consumers_rebuilt: dict[str, str] = {}
+    # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
+    fold_failed: list[FoldFailure] = []
+    # Forgets recorded but not (completely) erased: completed when the shard next starts.
+    unfinished_forgets: list[UnfinishedForget] = []
+    # What the shard's start found broken or unfinished, and did about it.
+    recovered: list[str] = []
 
 
 class StatusResponse(Model, kw_only=True):
@@ -83,6 +103,7 @@ class SqlRequest(Model, kw_only=True):
 class SqlResponse(Model, kw_only=True):
     columns: list[str]
     rows: list[list[Any]]
+    truncated: bool = False  # the query had more rows than the limit; these are the first ones
 
 
 class Table(Model, kw_only=True):

@@ -109,12 +109,9 @@ class WorkOps:
         """WilmerAI's consolidation workflow: a new generation of the discussion's memories from its full history
         (under `settings` if given, recorded in the discussion's stream); the old events stay in the log."""
         from engram.api.discussion_memory import RuntimeMemory
-        from engram.config import defaults as d
         from engram.config.discussion import DiscussionSettings
         from engram.config.loader import parse
-        from engram.events.control import GenerationStarted
-        from engram.events.discussion import SummaryUpdateRequested
-        from engram.events.envelope import NewEvent, Write
+        from engram.discussion.regenerate import HISTORY_TYPES, Generation, NothingToRegenerate
         from engram.llm.routing import check_discussion_settings
         from engram.settings import SCOPE_DISCUSSION, settings_event
 
@@ -125,29 +122,16 @@ class WorkOps:
             check_discussion_settings(model, self.config.llm, req.settings_name)
             settings = settings_event(SCOPE_DISCUSSION, req.settings_name, model)
         self.sync_settings(agent)
-        history = self.rt.read(agent, stream=discussion, limit=None,
-                               types=["MessageAppended", "GenerationStarted", "SummaryUpdateRequested",
-                                      "RollingSummaryUpdated"])
-        if not any(r.type == "MessageAppended" for r in history):
-            raise error("unknown_discussion", f"discussion {discussion!r} has no messages to regenerate memories from")
-        generation = max([r.event.generation for r in history if r.type == "GenerationStarted"], default=0)
-        had_summary = any(r.type == "RollingSummaryUpdated" and r.event.generation == generation for r in history)
-        requests = [r.event for r in history if r.type == "SummaryUpdateRequested"]
-        new = generation + 1
-        ts = now_us()
-        events = []
-        if settings is not None:
-            events.append(NewEvent(settings, ts, f"settings:regenerate:g{new}:{settings.content_hash}"))
-        events.append(NewEvent(GenerationStarted(generation=new, reason="engram regenerate",
-                                                 settings=settings.settings if settings else None), ts, f"generation:{new}"))
-        if had_summary:
-            loop = requests[-1].loop_if_memories_exceed if requests else d.LOOP_IF_MEMORIES_EXCEED
-            events.append(NewEvent(SummaryUpdateRequested(node="regenerate", min_memories_per_summary=1,
-                                                          loop_if_memories_exceed=loop), ts, f"summary-request:regenerate:g{new}"))
+        history = self.rt.read(agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
+        try:
+            gen = Generation(agent, discussion, history, reason="engram regenerate", ts_us=now_us(), settings=settings)
+        except NothingToRegenerate as exc:
+            raise error("unknown_discussion", str(exc)) from None
+        new, generation, had_summary = gen.number, gen.previous, gen.had_summary
 
         def work(progress) -> dict:
             started = time.perf_counter()
-            self.rt.append([Write(discussion, agent, tuple(events))])
+            self.rt.append([gen.write])
             memory = RuntimeMemory(self.rt, agent, self.query_embedder())
             failed = memory.drain(discussion)
             counts = memory.counts(discussion)

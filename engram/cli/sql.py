@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from engram.cli.common import client, print_rows
 
 
@@ -10,7 +12,9 @@ def register(sub) -> None:
         "sql",
         help="run read-only SQL over the log and projections",
         description="Views: events (envelope + payload columns), ev_<event_type>, messages, and every projection "
-        "table and file (e.g. discussions). Example: engram sql \"SELECT role, content FROM messages LIMIT 5\"",
+        "table and file (e.g. discussions). One read-only statement (SELECT, DESCRIBE, SHOW, EXPLAIN), confined: no "
+        "file, network or extension access; stopped after 30 s; at most 10,000 rows. "
+        "Example: engram sql \"SELECT role, content FROM messages LIMIT 5\"",
     )
     p.add_argument("query")
     fmt = p.add_mutually_exclusive_group()
@@ -23,4 +27,6 @@ def run(args) -> int:
     with client(args) as mem:
         res = mem.sql(args.query)
     print_rows(res.columns, res.rows, args.fmt)
+    if res.truncated:
+        print(f"engram: only the first {len(res.rows)} rows are shown", file=sys.stderr)
     return 0

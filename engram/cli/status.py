@@ -34,6 +34,15 @@ def run(args) -> int:
             print(f"  projections failing: {sh.projection_error}")
         for name, err in sorted(sh.consumer_errors.items()):
             print(f"  {name} failing (retrying): {err}")
+        for name, why in sorted(sh.consumers_rebuilt.items()):
+            print(f"  {name} rebuilds its state from the log: {why}")
         for t, n in sh.events_by_type.items():
             print(f"  {t:<32} {n}")
+        for item in sh.unfinished_forgets:
+            print(f"  UNFINISHED FORGET (marker seq {item.marker_seq}, {', '.join(item.streams) or '?'}): "
+                  "completed when the shard next starts")
+        for item in sh.fold_failed:
+            print(f"  quarantined event {item.seq} ({item.type}) for projection {item.projection}: {item.error}")
+        for line in sh.recovered:
+            print(f"  recovered at start: {line}")
     return 0

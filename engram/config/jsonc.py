@@ -57,6 +57,20 @@ def loads(text: str, source: str = "<text>"):
     except JsoncError as exc:
         raise JsoncError(source, exc.line, exc.column, exc.reason) from None
     try:
-        return json.loads(cleaned)
+        return json.loads(cleaned, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise JsoncError(source, exc.lineno, exc.colno, exc.msg) from None
+    except _NotJson as exc:
+        at = cleaned.find(exc.args[0])
+        line = cleaned.count("\n", 0, at) + 1
+        raise JsoncError(source, line, at - cleaned.rfind("\n", 0, at), f"{exc.args[0]} is not a JSON number") from None
+    except RecursionError:
+        raise JsoncError(source, 1, 1, "nested too deeply") from None
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str):
+    raise _NotJson(name)  # NaN, Infinity, -Infinity: Python's json takes them, JSON does not

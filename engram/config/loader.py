@@ -29,6 +29,8 @@ def load(model: type[M], path: str | Path) -> M:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: byte {exc.start}: not UTF-8 text") from None
     try:
         data = jsonc.loads(text, str(path))
     except jsonc.JsoncError as exc:

@@ -22,7 +22,7 @@ SERVICE_FILE_NAME = "engram.json"
 class RaySettings(ConfigModel):
     address: str | None = None  # None: start a local Ray instance (the embedded default)
     namespace: str = "engram"
-    num_cpus: int | None = None
+    num_cpus: int | None = Field(None, ge=1)
     # Past this, starting (or joining) Ray fails with a message saying what to do, instead of hanging.
     start_timeout_seconds: float = Field(120.0, gt=0)
     # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:

@@ -172,6 +172,29 @@ class EmbeddingCache:
             stored = self._con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [model]).fetchall()[0][0]
             return stored + len(self._unwritten.get(model, {}))
 
+    def retain(self, model: str, keys: set[str]) -> int:
+        """Keep only `model`'s vectors of `keys` (e.g. what a replay after a forget used); everything else is
+        deleted and the file rewritten, so no vector of a forgotten text stays in it. Returns entries removed."""
+        from engram.events.store import compact_database
+
+        with self._lock:
+            self.flush()
+            before = self._con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
+            self._con.register("kept_keys", pa.table({"key": pa.array(sorted(keys), pa.string())}))
+            try:
+                self._con.execute(
+                    "DELETE FROM embeddings WHERE model <> ? OR key NOT IN (SELECT key FROM kept_keys)", [model]
+                )
+            finally:
+                self._con.unregister("kept_keys")
+            removed = before - self._con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
+            self._known.clear()
+            if removed and self.path != ":memory:":
+                self._con.close()
+                compact_database(self.path)
+                self._con = duckdb.connect(self.path)
+            return removed
+
     def close(self) -> None:
         with self._lock:
             self.flush()

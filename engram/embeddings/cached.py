@@ -50,3 +50,7 @@ class CachedEmbedder:
         for row, key in enumerate(keys):
             out[row] = vectors[key]
         return out
+
+    def retain(self, model: str, keys: set[str]) -> int:
+        """The cache keeps only these vectors (see `EmbeddingCache.retain`)."""
+        return self.cache.retain(model, keys)

@@ -44,6 +44,10 @@ class LazyEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embedder.embed(texts)
 
+    def retain(self, model: str, keys: set[str]) -> int:
+        retain = getattr(self.embedder, "retain", None)
+        return retain(model, keys) if retain is not None else 0
+
     def close(self) -> None:
         """Close the cache file, if the embedder was ever built (a later use builds it again)."""
         with self._lock:

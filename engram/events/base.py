@@ -26,6 +26,11 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     def tag(cls) -> str:
         return cls.__struct_config__.tag  # type: ignore[return-value]
 
+    def check(self) -> None:
+        """Raise ValueError for what the folds of this type cannot use (field types are checked already).
+
+        Called before the event is acknowledged (`engram.events.validation`); override to add checks."""
+
 
 class UnknownEventType(KeyError):
     pass

@@ -17,6 +17,12 @@ class SettingsChanged(Event, tag="SettingsChanged"):
     settings: dict
     content_hash: str
 
+    def check(self) -> None:
+        # Every fold parses `settings` with the model of its scope: what it cannot parse is refused now.
+        from engram.settings import check_recorded_settings
+
+        check_recorded_settings(self.scope, self.name, self.settings)
+
 
 class ClockTick(Event, tag="ClockTick"):
     """Periodic work is driven by these, so that replay reproduces it (ts = the tick time, an interval boundary).
@@ -37,6 +43,12 @@ class GenerationStarted(Event, tag="GenerationStarted"):
     reason: str
     settings: dict | None = None
 
+    def check(self) -> None:
+        if self.settings is not None:
+            from engram.settings import SCOPE_DISCUSSION, check_recorded_settings
+
+            check_recorded_settings(SCOPE_DISCUSSION, "GenerationStarted.settings", self.settings)
+
 
 class DiscussionForgotten(Event, tag="DiscussionForgotten"):
     discussion_id: str
@@ -52,3 +64,12 @@ class Purged(Event, tag="Purged"):
     """What an erased event's row holds after a purge: its payload is gone from the log file."""
 
     original_type: str
+
+
+class Unreadable(Event, tag="Unreadable"):
+    """What a read gives in place of a stored event that does not decode (written before events were
+    validated, or by a newer engram): folds skip it, and the shard quarantines it (`fold_failed`).
+    Never appended."""
+
+    original_type: str
+    error: str

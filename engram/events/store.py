@@ -9,6 +9,7 @@ append commits at once.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -21,7 +22,9 @@ import pyarrow as pa
 
 from engram.events import codec
 from engram.events.base import Event
+from engram.events.control import Unreadable
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
+from engram.events.validation import InvalidEvent, check_event, check_write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -43,6 +46,8 @@ CREATE TABLE IF NOT EXISTS events (
 # loaded from the log when the stream is first written with ids), not by a second unique index:
 # that index would halve the insert rate for no extra safety with one writer per file.
 
+log = logging.getLogger(__name__)
+
 _SELECT = (
     "SELECT seq, stream, stream_version, agent, epoch_us(ts), type, schema_version, payload, causation, event_id "
     "FROM events"
@@ -51,7 +56,6 @@ _SELECT = (
 
 # Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
 FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")
-
 # How long a commit leader waits for other writers when appends are contended. A DuckDB
 # commit costs milliseconds, so a sub-millisecond wait that fills the batch pays for itself.
 GROUP_COMMIT_LINGER_S = 0.0005
@@ -80,11 +84,27 @@ class PayloadTooLarge(AppendError):
     pass
 
 
+class EventRejected(AppendError):
+    """An event that its folds could not accept (see `engram.events.validation`); nothing of the call was written."""
+
+
 _json_encoder = msgspec.json.Encoder()
 
 
 def _encode(event: Event) -> bytes:
     return _json_encoder.encode(event)
+
+
+def _encode_checked(event: Event) -> bytes:
+    """The event's JSON payload, once it is known that every fold of its type accepts it."""
+    try:
+        payload = _encode(event)
+    except UnicodeEncodeError:
+        raise InvalidEvent(f"{event.tag()}: a text field is not valid Unicode (a lone surrogate)") from None
+    except (TypeError, OverflowError, msgspec.EncodeError) as exc:
+        raise InvalidEvent(f"{event.tag()}: {exc}") from None
+    check_event(event, payload)
+    return payload
 
 
 _PREPARED_SCHEMA = pa.schema(
@@ -120,7 +140,11 @@ class _Prepared:
     def __init__(self, write: Write, max_payload_bytes: int):
         self.write = write
         events = write.events
-        payloads = [_encode(item.event) for item in events]
+        try:
+            check_write(write)
+            payloads = [_encode_checked(item.event) for item in events]
+        except InvalidEvent as exc:
+            raise EventRejected(f"stream {write.stream!r}: {exc}") from None
         for item, payload in zip(events, payloads):
             if len(payload) > max_payload_bytes:
                 raise PayloadTooLarge(
@@ -309,10 +333,16 @@ class EventStore:
         if segments:
             try:
                 self._insert(segments)
-            except Exception as exc:  # an unexpected database error fails the whole group
-                for pending, _ in staged:
+            except Exception as exc:
+                if len(staged) == 1:
+                    pending = staged[0][0]
                     pending.error = AppendError(f"commit failed: {exc}")
                     pending.done = True
+                    return
+                # One write broke the group's transaction (nothing of the group was written): commit the
+                # callers one by one, so that only the one at fault is refused and the others go in.
+                for pending, _ in staged:
+                    self._commit([pending])
                 return
         self._head = seq
         self._streams.update(streams_overlay)
@@ -381,7 +411,10 @@ class EventStore:
                 con.unregister("_batch")
             con.execute("COMMIT")
         except Exception:
-            con.execute("ROLLBACK")
+            try:  # a failed COMMIT (e.g. a full disk) has rolled back already; the first error is the one to report
+                con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
             raise
 
     def _load_ids(self, batch: list[_Pending]) -> None:
@@ -428,8 +461,12 @@ class EventStore:
 
     def read(self, after: int = 0, **filters) -> list[Recorded]:
         """Events with seq > `after` in seq order, filtered by position, stream, type, agent and time
-        (the keyword arguments of `read_rows`)."""
-        return decode_rows(self.read_rows(after, **filters), self.shard)
+        (the keyword arguments of `read_rows`). A stored event that does not decode reads as an `Unreadable`
+        stand-in (for whole-log readers; a reader asking for types gets only events of those types)."""
+        events = decode_rows(self.read_rows(after, **filters), self.shard)
+        if filters.get("types") is not None:
+            events = [r for r in events if not isinstance(r.event, Unreadable)]
+        return events
 
     def read_rows(
         self,
@@ -513,11 +550,7 @@ class EventStore:
             self._reader_base.execute(f"ATTACH '{quoted}' AS {alias}")
 
     def _record(self, row: tuple) -> Recorded:
-        seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
-        # Positional: this runs once per event on every replay.
-        return Recorded(
-            seq, stream, version, agent, ts_us, codec.decode(type_, schema_version, payload), causation, event_id, self.shard
-        )
+        return decode_rows([row], self.shard)[0]
 
     def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
         """Run read-only SQL on this shard's connection; returns column names and rows."""
@@ -531,15 +564,10 @@ class EventStore:
 
     # ------------------------------------------------------------------ erasure
 
-    def purge_streams(self, streams: Sequence[str], *, keep_types: Sequence[str] = FORGET_MARKERS) -> int:
-        """Erase the content of `streams` and of everything caused by them, from the log table.
-
-        Every event of the streams, and every event whose causation chain leads back to one of
-        them (e.g. a memory derived from a message, in another stream), keeps its position but
-        its payload is replaced by a `Purged` tombstone naming only the original type. Events of
-        `keep_types` (the forget markers themselves) stay. `compact_database` then rewrites the
-        file so the old bytes do not linger in free blocks.
-        """
+    def erase(self, seqs: Sequence[int]) -> int:
+        """Replace the payloads of `seqs` with `Purged` tombstones naming only the original type, in one
+        transaction; positions, streams and versions stay. `compact_database` then rewrites the file so the
+        old bytes do not linger in free blocks."""
         with self._cond:
             while self._committing:
                 self._cond.wait()
@@ -550,25 +578,19 @@ class EventStore:
             try:
                 changed = con.execute(
                     """
-                    WITH RECURSIVE doomed(seq) AS (
-                        SELECT seq FROM events WHERE stream IN (SELECT unnest($streams))
-                        UNION
-                        SELECT e.seq FROM events e JOIN doomed d ON e.causation = d.seq
-                    )
                     UPDATE events SET
                         payload = '{"type":"Purged","original_type":"' || type || '"}',
                         type = 'Purged', schema_version = 1, event_id = NULL
-                    WHERE seq IN (SELECT seq FROM doomed)
-                      AND type <> 'Purged' AND type NOT IN (SELECT unnest($keep))
+                    WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged'
+                      AND type NOT IN (SELECT unnest(?::VARCHAR[]))
                     """,
-                    {"streams": list(streams), "keep": list(keep_types)},
-                ).fetchone()[0]
+                    [list(seqs), list(FORGET_MARKERS)],
+                ).fetchall()[0][0]
                 con.execute("COMMIT")
             except Exception:
                 con.execute("ROLLBACK")
                 raise
-            for s in streams:
-                self._ids.pop(s, None)
+            self._ids.clear()  # event ids of erased events are gone: reload lazily
             return changed
         finally:
             with self._cond:
@@ -651,6 +673,12 @@ class EventStore:
                 self._committing = False
                 self._cond.notify_all()
 
+    def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:
+        """Erase `streams` and what derives from them (`erasure.plan`); returns the number of events erased."""
+        from engram.events.erasure import plan
+
+        return self.erase(plan(self, streams, before_seq=before_seq).seqs)
+
     def checkpoint(self) -> None:
         self._con.execute("CHECKPOINT")
 
@@ -664,18 +692,34 @@ class EventStore:
         try:
             if not self.read_only:
                 self._con.execute("CHECKPOINT")
+        except duckdb.Error as exc:  # e.g. a full disk: what was committed is in the WAL, replayed at the next open
+            log.warning("closing %s without a checkpoint: %s", self.path, exc)
         finally:
             self._reader_base.close()
             self._con.close()
 
 
 def decode_rows(rows: Sequence[tuple], shard: int = 0) -> list[Recorded]:
-    """The events of rows from `EventStore.read_rows` (payloads decoded and upcast)."""
+    """The events of rows from `EventStore.read_rows` (payloads decoded and upcast). A row that does not decode
+    (written before events were validated, or by a newer engram) becomes an `Unreadable` stand-in, so that one
+    such row never stops a reader: the projection runner quarantines it (`fold_failed`)."""
     decode = codec.decode
-    return [
-        Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
-        for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
-    ]
+    try:
+        return [
+            Recorded(seq, stream, version, agent, ts_us, decode(type_, sv, payload), causation, event_id, shard)
+            for seq, stream, version, agent, ts_us, type_, sv, payload, causation, event_id in rows
+        ]
+    except Exception:  # read row by row, and stand in for what does not decode
+        return [_decoded_or_unreadable(row, shard) for row in rows]
+
+
+def _decoded_or_unreadable(row: tuple, shard: int) -> Recorded:
+    seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
+    try:
+        event = codec.decode(type_, schema_version, payload)
+    except Exception as exc:
+        event = Unreadable(original_type=type_, error=f"{type(exc).__name__}: {exc}"[:500])
+    return Recorded(seq, stream, version, agent, ts_us, event, causation, event_id, shard)
 
 
 def compact_database(path: str | Path) -> None:

@@ -2,17 +2,24 @@
 
 A file is parsed completely before anything is appended; any problem raises IngestError
 naming the file, the line or JSON path, and the reason, so a file goes in whole or not at all.
+
+Each format is a set of msgspec Structs, decoded straight from the file's bytes: types, required
+keys and (where the format is ours, or closed like OpenAI's message keys) unknown keys are checked
+by the decoder, which names the JSON path of what is wrong. Values the decoder cannot judge
+(timestamps in range, dates that exist, text that is valid Unicode) are checked here after it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Union
+
 import msgspec
 
-from engram.events.envelope import to_us
+from engram.events.envelope import iso, to_us
+from engram.events.validation import MAX_TS_US, MIN_TS_US
 from engram.ids import InvalidIdError, find_discussion_id, validate_discussion
 from engram.ingest.messages import IncomingMessage
 
@@ -28,35 +35,119 @@ class Conversation(msgspec.Struct, frozen=True):
     messages: list[IncomingMessage]
 
 
-# Keys an OpenAI chat message may carry; only role, content and name matter for memory.
-_OPENAI_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio", "ts", "timestamp"}
-_JSONL_KEYS = {"role", "content", "name", "ts", "timestamp", "message_id", "id", "discussion", "discussion_id", "metadata"}
+Timestamp = Union[str, int, float, None]  # ISO-8601 text (naive means UTC) or epoch seconds
+
+
+# ---------------------------------------------------------------------- OpenAI chat
+
+
+class ContentPart(msgspec.Struct, frozen=True):
+    """An OpenAI content part; only text parts carry text for memory (images etc. are skipped)."""
+
+    type: str
+    text: str | None = None
+    image_url: msgspec.Raw | None = None
+    input_audio: msgspec.Raw | None = None
+    file: msgspec.Raw | None = None
+    refusal: str | None = None
+
+
+class OpenAIMessage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The keys an OpenAI chat message may carry; only role, content, name and a timestamp matter for memory."""
+
+    role: str
+    content: Union[str, list[ContentPart], None]
+    name: str | None = None
+    tool_calls: msgspec.Raw | None = None
+    tool_call_id: str | None = None
+    function_call: msgspec.Raw | None = None
+    refusal: str | None = None
+    audio: msgspec.Raw | None = None
+    ts: Timestamp = None
+    timestamp: Timestamp = None
+
+
+class OpenAIChat(msgspec.Struct, frozen=True):
+    """`{"messages": [...]}` (other keys of a request, e.g. "model", are ignored)."""
+
+    messages: list[OpenAIMessage]
+
+
+# ---------------------------------------------------------------------- JSONL (engram's own format)
+
+Scalar = Union[str, int, float, bool, None]
+
+
+class JsonlMessage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    role: str
+    content: Union[str, list[ContentPart], None]
+    name: str | None = None
+    ts: Timestamp = None
+    timestamp: Timestamp = None
+    message_id: str | int | None = None
+    id: str | int | None = None
+    discussion: str | None = None
+    discussion_id: str | None = None
+    metadata: dict[str, Scalar] | None = None
+
+
+# ---------------------------------------------------------------------- LoCoMo
+
+
+class LocomoTurn(msgspec.Struct, frozen=True):
+    speaker: str
+    dia_id: str
+    text: str
+    blip_caption: str | None = None
+
+
+class LocomoSample(msgspec.Struct, frozen=True):
+    sample_id: str | int
+    conversation: dict[str, msgspec.Raw]
+
+
+_turns = msgspec.json.Decoder(list[LocomoTurn])
+_date_text = msgspec.json.Decoder(str)
+
+
+# ---------------------------------------------------------------------- values
 
 
 def parse_ts(value: object, source: str, where: str) -> int:
-    """Event time in µs from ISO-8601 text (naive means UTC) or epoch seconds."""
+    """Event time in µs from ISO-8601 text (naive means UTC) or epoch seconds, within the range the log accepts."""
     if isinstance(value, bool):
         raise IngestError(source, where, f"timestamp {value!r} is neither ISO-8601 text nor epoch seconds")
     if isinstance(value, (int, float)):
-        return int(value * 1_000_000)
-    if isinstance(value, str):
+        if value != value or not -1e13 < value < 1e13:  # NaN, or far beyond any date
+            raise IngestError(source, where, f"timestamp {value!r} is outside {iso(MIN_TS_US)} .. {iso(MAX_TS_US)}")
+        ts_us = int(value * 1_000_000)
+    elif isinstance(value, str):
         try:
             ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise IngestError(source, where, f"timestamp {value!r} is not ISO-8601") from None
-        return to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
-    raise IngestError(source, where, f"timestamp {value!r} is neither ISO-8601 text nor epoch seconds")
+            raise IngestError(source, where, f"timestamp {value!r:.60} is not ISO-8601") from None
+        ts_us = to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
+    else:
+        raise IngestError(source, where, f"timestamp {value!r:.60} is neither ISO-8601 text nor epoch seconds")
+    if not MIN_TS_US <= ts_us < MAX_TS_US:
+        raise IngestError(source, where, f"timestamp {value!r:.60} is outside {iso(MIN_TS_US)} .. {iso(MAX_TS_US)}")
+    return ts_us
 
 
-def _text(content: object, source: str, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        return "\n".join(parts)
-    if content is None:
-        return ""
-    raise IngestError(source, where, f"content must be text, got {type(content).__name__}")
+def _text(content: str | list[ContentPart] | None) -> str:
+    if isinstance(content, list):  # OpenAI content parts: the text ones
+        return "\n".join(p.text for p in content if p.type == "text" and p.text)
+    return content or ""
+
+
+def _check_unicode(message: IncomingMessage, source: str, where: str) -> IncomingMessage:
+    texts = [message.content, message.name or "", *message.metadata.keys(), *message.metadata.values()]
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise IngestError(source, where, "text that is not valid Unicode (a lone surrogate such as \\ud800)") from None
+    return message
 
 
 def _resolve_discussion(tag_id: str | None, given: str | None, source: str) -> str:
@@ -78,65 +169,106 @@ def _tag_id(messages: list[IncomingMessage], source: str) -> str | None:
         raise IngestError(source, "[DiscussionId]", str(exc)) from None
 
 
-def parse_openai(data: object, source: str, discussion: str | None, now_us: int) -> list[Conversation]:
-    if isinstance(data, dict) and "messages" in data:
-        data = data["messages"]
-    if not isinstance(data, list):
-        raise IngestError(source, "", "expected a list of {role, content} messages")
-    messages = []
-    for i, item in enumerate(data):
-        where = f"[{i}]"
-        if not isinstance(item, dict):
-            raise IngestError(source, where, "a message must be an object with role and content")
-        unknown = set(item) - _OPENAI_KEYS
+# ---------------------------------------------------------------------- decoding
+
+
+_UNKNOWN = re.compile(r"Object contains unknown field `([^`]*)`")
+_MISSING = re.compile(r"Object missing required field `([^`]*)`")
+_AT = re.compile(r" - at `\$([^`]*)`$")
+_BYTE = re.compile(r"\(byte (\d+)\)")
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|(?<![0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _decode(raw: bytes, type_, source: str, where: str = "", keys: list[str] | None = None):
+    """`raw` decoded into `type_`, or an IngestError naming `where` (a line) plus the JSON path and the reason."""
+    try:
+        return msgspec.json.decode(raw, type=type_)
+    except RecursionError:
+        raise IngestError(source, where, "JSON nested too deeply") from None
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        at = _AT.search(text)
+        path = at.group(1) if at else ""
+        reason = _AT.sub("", text)
+        unknown, missing = _UNKNOWN.match(reason), _MISSING.match(reason)
         if unknown:
-            raise IngestError(source, where, f"unknown key(s) {sorted(unknown)}; a message has {sorted(_OPENAI_KEYS)}")
-        for key in ("role", "content"):
-            if key not in item:
-                raise IngestError(source, where, f"missing {key!r}")
-        ts_raw = item.get("ts", item.get("timestamp"))
-        messages.append(
-            IncomingMessage(
-                role=str(item["role"]),
-                content=_text(item["content"], source, where + ".content"),
-                name=item.get("name"),
-                ts_us=parse_ts(ts_raw, source, where + ".ts") if ts_raw is not None else now_us + i,
-            )
+            reason = f"unknown key(s) [{unknown.group(1)!r}]" + (f"; a message has {keys}" if keys else "")
+        elif missing:
+            reason = f"missing {missing.group(1)!r}"
+        elif reason.startswith("Expected `array`, got `object`") and not path and type_ is list[LocomoSample]:
+            reason = "expected a list of LoCoMo samples"
+        loc = ":".join(x for x in (where, path.lstrip(".")) if x)
+        raise IngestError(source, loc, reason) from None
+    except msgspec.DecodeError as exc:
+        reason = _BYTE.sub("", str(exc)).strip()
+        lone = _LONE_SURROGATE.search(raw)
+        offset = lone.start() if lone is not None else int(m.group(1)) if (m := _BYTE.search(str(exc))) else None
+        if lone is not None:
+            reason = f"a lone surrogate escape {lone.group().decode()} is not valid Unicode"
+        if offset is None:
+            raise IngestError(source, where, reason) from None
+        line, col = _line_col(raw, offset)
+        raise IngestError(source, f"{where}:{col}" if where else f"{line}:{col}", reason) from None
+
+
+def _line_col(raw: bytes, offset: int) -> tuple[int, int]:
+    before = raw[:offset]
+    return before.count(b"\n") + 1, offset - (before.rfind(b"\n") + 1) + 1
+
+
+# ---------------------------------------------------------------------- formats
+
+
+_OPENAI_KEYS = sorted(f.encode_name for f in msgspec.structs.fields(OpenAIMessage))
+_JSONL_KEYS = sorted(f.encode_name for f in msgspec.structs.fields(JsonlMessage))
+
+
+def parse_openai(raw: bytes, source: str, discussion: str | None, now_us: int) -> list[Conversation]:
+    decoded = _decode(raw, Union[list[OpenAIMessage], OpenAIChat], source, keys=_OPENAI_KEYS)
+    items = decoded.messages if isinstance(decoded, OpenAIChat) else decoded
+    messages = []
+    for i, item in enumerate(items):
+        where = f"[{i}]"
+        given = item.ts if item.ts is not None else item.timestamp
+        message = IncomingMessage(
+            role=item.role,
+            content=_text(item.content),
+            name=item.name,
+            ts_us=parse_ts(given, source, where + ".ts") if given is not None else now_us + i,
+            ts_given=given is not None,
         )
+        messages.append(_check_unicode(message, source, where))
     return [Conversation(_resolve_discussion(_tag_id(messages, source), discussion, source), messages)]
 
 
-def parse_jsonl(text: str, source: str, discussion: str | None, now_us: int) -> list[Conversation]:
+def parse_jsonl(raw: bytes, source: str, discussion: str | None, now_us: int) -> list[Conversation]:
     by_discussion: dict[str | None, list[IncomingMessage]] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{lineno}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise IngestError(source, f"{lineno}:{exc.colno}", exc.msg) from None
-        if not isinstance(item, dict):
-            raise IngestError(source, where, "each line must be a JSON object")
-        unknown = set(item) - _JSONL_KEYS
-        if unknown:
-            raise IngestError(source, where, f"unknown key(s) {sorted(unknown)}; a line has {sorted(_JSONL_KEYS)}")
-        for key in ("role", "content"):
-            if key not in item:
-                raise IngestError(source, where, f"missing {key!r}")
-        ts_raw = item.get("ts", item.get("timestamp"))
-        metadata = item.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise IngestError(source, where, "metadata must be an object")
-        msg = IncomingMessage(
-            role=str(item["role"]),
-            content=_text(item["content"], source, where),
-            name=item.get("name"),
-            message_id=str(item.get("message_id") or item.get("id")) if (item.get("message_id") or item.get("id")) else None,
-            ts_us=parse_ts(ts_raw, source, where) if ts_raw is not None else now_us + lineno,
-            metadata={str(k): str(v) for k, v in metadata.items()},
+        if not line.lstrip().startswith(b"{"):
+            try:
+                msgspec.json.decode(line)
+            except (msgspec.DecodeError, RecursionError):
+                pass
+            else:
+                raise IngestError(source, where, "each line must be a JSON object")
+        item = _decode(line, JsonlMessage, source, where, keys=_JSONL_KEYS)
+        given = item.ts if item.ts is not None else item.timestamp
+        message_id = item.message_id if item.message_id is not None else item.id
+        metadata = {k: "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+                    for k, v in (item.metadata or {}).items()}
+        message = IncomingMessage(
+            role=item.role,
+            content=_text(item.content),
+            name=item.name,
+            message_id=str(message_id) if message_id not in (None, "") else None,
+            ts_us=parse_ts(given, source, where) if given is not None else now_us + lineno,
+            ts_given=given is not None,
+            metadata=metadata,
         )
-        by_discussion.setdefault(item.get("discussion") or item.get("discussion_id"), []).append(msg)
+        by_discussion.setdefault(item.discussion or item.discussion_id, []).append(_check_unicode(message, source, where))
     if not by_discussion:
         raise IngestError(source, "", "no messages in the file")
     out = []
@@ -156,59 +288,75 @@ def parse_locomo_date(text: str, source: str, where: str) -> int:
     m = _LOCOMO_DATE.match(text or "")
     month = _MONTHS.get(m.group(5).lower()) if m else None
     if not m or not month:
-        raise IngestError(source, where, f"session date {text!r} is not like '1:56 pm on 8 May, 2023'")
-    hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "pm" else 0)
-    ts = datetime(int(m.group(6)), month, int(m.group(4)), hour, int(m.group(2)), tzinfo=timezone.utc)
-    return to_us(ts)
+        raise IngestError(source, where, f"session date {text!r:.60} is not like '1:56 pm on 8 May, 2023'")
+    hour12, minute = int(m.group(1)), int(m.group(2))
+    if not 1 <= hour12 <= 12 or minute > 59:
+        raise IngestError(source, where, f"session date {text!r}: {hour12}:{minute:02d} is not a time of a 12-hour clock")
+    hour = hour12 % 12 + (12 if m.group(3).lower() == "pm" else 0)
+    try:
+        ts = datetime(int(m.group(6)), month, int(m.group(4)), hour, minute, tzinfo=timezone.utc)
+    except ValueError as exc:
+        raise IngestError(source, where, f"session date {text!r} is not a date: {exc}") from None
+    ts_us = to_us(ts)
+    if not MIN_TS_US <= ts_us < MAX_TS_US:
+        raise IngestError(source, where, f"session date {text!r} is outside {iso(MIN_TS_US)} .. {iso(MAX_TS_US)}")
+    return ts_us
 
 
-def parse_locomo(data: object, source: str) -> list[Conversation]:
-    samples = data if isinstance(data, list) else [data]
+_SESSION = re.compile(r"session_(\d+)")
+
+
+def parse_locomo(raw: bytes, source: str) -> list[Conversation]:
+    samples = _decode(raw, Union[list[LocomoSample], LocomoSample], source)
+    samples = samples if isinstance(samples, list) else [samples]
     out = []
     for si, sample in enumerate(samples):
         where = f"[{si}]"
-        if not isinstance(sample, dict) or "conversation" not in sample or "sample_id" not in sample:
-            raise IngestError(source, where, "a LoCoMo sample needs 'sample_id' and 'conversation'")
         try:
-            discussion = validate_discussion(str(sample["sample_id"]))
+            discussion = validate_discussion(str(sample.sample_id))
         except InvalidIdError as exc:
             raise IngestError(source, where + ".sample_id", str(exc)) from None
-        conv = sample["conversation"]
-        numbers = sorted(
-            int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list)
-        )
+        conv = sample.conversation
+        numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION.fullmatch(k)))
         messages = []
         for n in numbers:
             swhere = f"{where}.conversation.session_{n}"
-            ts_us = parse_locomo_date(conv.get(f"session_{n}_date_time", ""), source, swhere + "_date_time")
-            for ti, turn in enumerate(conv[f"session_{n}"]):
-                twhere = f"{swhere}[{ti}]"
-                if not isinstance(turn, dict) or not {"speaker", "dia_id", "text"} <= set(turn):
-                    raise IngestError(source, twhere, "a turn needs 'speaker', 'dia_id' and 'text'")
-                content = turn["text"]
+            raw_turns = bytes(conv[f"session_{n}"])
+            if raw_turns.strip() in (b"null", b"[]"):
+                continue
+            turns = _decode(raw_turns, list[LocomoTurn], source, swhere)
+            date_raw = conv.get(f"session_{n}_date_time")
+            if date_raw is None:
+                raise IngestError(source, swhere + "_date_time", "missing: a session needs its date")
+            date_text = _decode(bytes(date_raw), str, source, swhere + "_date_time")
+            ts_us = parse_locomo_date(date_text, source, swhere + "_date_time")
+            for ti, turn in enumerate(turns):
+                content = turn.text
                 metadata = {"session": str(n)}
-                if turn.get("blip_caption"):
+                if turn.blip_caption:
                     # The shared image is part of what was said; its caption is how a text memory sees it.
-                    content = f"{content} [shares a photo: {turn['blip_caption']}]"
-                    metadata["blip_caption"] = str(turn["blip_caption"])
-                messages.append(
-                    IncomingMessage(
-                        role="user",
-                        content=content,
-                        name=str(turn["speaker"]),
-                        message_id=str(turn["dia_id"]),
-                        ts_us=ts_us,
-                        metadata=metadata,
-                    )
-                )
+                    content = f"{content} [shares a photo: {turn.blip_caption}]"
+                    metadata["blip_caption"] = turn.blip_caption
+                message = IncomingMessage(role="user", content=content, name=turn.speaker, message_id=turn.dia_id,
+                                          ts_us=ts_us, metadata=metadata)
+                messages.append(_check_unicode(message, source, f"{swhere}[{ti}]"))
         out.append(Conversation(discussion, messages))
     return out
 
 
-def detect_format(path: Path, data: object | None) -> str:
+def detect_format(path: Path, raw: bytes) -> str:
     if path.suffix.lower() == ".jsonl":
         return "jsonl"
-    sample = data[0] if isinstance(data, list) and data else data
+    try:
+        head = msgspec.json.decode(raw, type=Union[list[msgspec.Raw], dict[str, msgspec.Raw]])
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return "openai"  # the OpenAI parser reports what is wrong
+    sample = head[0] if isinstance(head, list) and head else head
+    if isinstance(sample, msgspec.Raw):
+        try:
+            sample = msgspec.json.decode(sample, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return "openai"
     if isinstance(sample, dict) and "conversation" in sample and "sample_id" in sample:
         return "locomo"
     return "openai"
@@ -221,28 +369,26 @@ def parse_file(
     fmt: str | None = None,
     now_us: int,
 ) -> list[Conversation]:
-    """Every conversation in the file, fully validated; raises IngestError on the first problem."""
+    """Every conversation in the file, fully validated; raises IngestError on the first problem.
+
+    `now_us`: the event time given to messages that come without one (in file order)."""
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise IngestError(source, "", f"cannot read: {exc.strerror}") from None
+    try:
+        raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise IngestError(source, f"byte {exc.start}", "not UTF-8 text") from None
-    data = None
-    if fmt != "jsonl" and path.suffix.lower() != ".jsonl":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise IngestError(source, f"{exc.lineno}:{exc.colno}", exc.msg) from None
-    kind = fmt or detect_format(path, data)
+    kind = fmt or detect_format(path, raw)
     if kind == "jsonl":
-        return parse_jsonl(text, source, discussion, now_us)
+        return parse_jsonl(raw, source, discussion, now_us)
     if kind == "locomo":
         if discussion:
             raise IngestError(source, "", "LoCoMo files name their discussions (sample_id); do not pass --discussion")
-        return parse_locomo(data, source)
+        return parse_locomo(raw, source)
     if kind == "openai":
-        return parse_openai(data, source, discussion, now_us)
+        return parse_openai(raw, source, discussion, now_us)
     raise IngestError(source, "", f"unknown format {kind!r}; use openai, jsonl or locomo")

@@ -169,7 +169,7 @@ class AnthropicTasks(MemoryTasks):
         try:
             completion, attempts = self.client(prepared.endpoint_name).create(prepared.request)
         except CallFailed as failed:
-            return self.failure(task_input, prepared, failed.error, failed.attempts, start)
+            return self.failure(task_input, prepared, failed.error, failed.attempts, start, transient=failed.transient)
         return self.finish(task_input, prepared, completion, attempts, start)
 
     def finish(
@@ -193,7 +193,8 @@ class AnthropicTasks(MemoryTasks):
                 repaired, more = self.client(prepared.endpoint_name).create(request)
             except CallFailed as failed:
                 error = f"answer invalid ({invalid}); the repair request failed: {failed.error}"
-                return self.failure(task_input, prepared, error, attempts + failed.attempts, start, usage, batch_id)
+                return self.failure(task_input, prepared, error, attempts + failed.attempts, start, usage, batch_id,
+                                    transient=failed.transient)
             attempts += more
             usage.add(repaired)
             try:
@@ -212,10 +213,12 @@ class AnthropicTasks(MemoryTasks):
         start: float,
         usage: _Usage | None = None,
         batch_id: str | None = None,
+        *,
+        transient: bool = False,
     ) -> Result:
         """A recorded failure: the offline heuristic's value, labelled, with the error."""
         llm = self.provenance(prepared, usage or _Usage(), attempts, start, error=error, batch_id=batch_id)
-        return Result(value=offline_compute(task_input), llm=llm)
+        return Result(value=offline_compute(task_input), llm=llm, transient=transient)
 
     def provenance(
         self,

@@ -67,12 +67,16 @@ class Completion(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CallFailed(Exception):
-    """The request failed for good (not retryable, or out of attempts)."""
+    """The request failed for good (not retryable, or out of attempts).
 
-    def __init__(self, error: str, attempts: int):
+    `transient`: an outage (timeouts, connection errors, 429, 5xx, overloaded) rather than a request the
+    endpoint refuses (400, 401): the same request may well succeed later."""
+
+    def __init__(self, error: str, attempts: int, *, transient: bool = False):
         super().__init__(error)
         self.error = error
         self.attempts = attempts
+        self.transient = transient
 
 
 def completion_of(message: Any) -> Completion:
@@ -167,13 +171,14 @@ class MessagesClient:
                         f"{error}: retry-after {wait:g}s exceeds maxRetryAfterSeconds "
                         f"({self.endpoint.max_retry_after_seconds:g}s)",
                         attempts,
+                        transient=True,
                     ) from None
             except anthropic.APITimeoutError:
                 error = f"timeout after {self.endpoint.timeout_seconds:g}s"
             except anthropic.APIConnectionError as exc:
                 error = f"connection error: {exc.__cause__ or exc}"
             if attempts > self.endpoint.max_retries:
-                raise CallFailed(f"{error} (gave up after {attempts} attempts)", attempts)
+                raise CallFailed(f"{error} (gave up after {attempts} attempts)", attempts, transient=True)
             self._sleep(wait if wait is not None else self.backoff(attempts))
 
     def create(self, request: Request) -> tuple[Completion, int]:

@@ -51,6 +51,9 @@ class Result(msgspec.Struct, Generic[T], frozen=True):
 
     value: T
     llm: LlmCall
+    # The failure was an outage (the endpoint unreachable, overloaded, rate limiting, timing out), not the
+    # input's fault: memory creation waits and tries again rather than keep the fallback (never recorded).
+    transient: bool = False
 
     @property
     def failed(self) -> bool:

@@ -110,6 +110,10 @@ class AutoIngest(CognitivePolicy):
                 if rec.seq in turns:
                     writes.append(self._turn(rec, *turns[rec.seq]()))
             else:
+                if rec.type == "DiscussionForgotten":  # its last message goes with it
+                    self.previous.pop(rec.event.discussion_id, None)
+                elif rec.type == "AgentForgotten":
+                    self.previous = {s: v for s, v in self.previous.items() if s not in self._streams_of(rec.agent)}
                 pending.append(rec)
         if pending:
             self.fold(pending)
@@ -118,6 +122,10 @@ class AutoIngest(CognitivePolicy):
         self.prefetch([vector_text(n.event.content, n.event.context) for w in writes for n in w.events
                        if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
         return writes
+
+    def _streams_of(self, agent: str) -> set[str]:
+        mem = self.memories.get(agent)
+        return set(mem.last_in_stream) if mem is not None else set()
 
     def _is_turn(self, rec: Recorded) -> bool:
         return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)
@@ -145,7 +153,7 @@ class AutoIngest(CognitivePolicy):
         return out
 
     def _extract_chunk(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, Callable[[], tuple]]:
-        tasks = self.ctx.services.get("tasks")
+        tasks = self.ctx.tasks if self.ctx.services.get("tasks") is not None else None  # outages wait (base.py)
         extracted, texts = [], []
         for rec in messages:
             cfg = self.config_of(rec.agent)

@@ -8,17 +8,94 @@ while its own event is on its way), and gives every event it appends a determini
 duplicate appends. At-least-once handling plus idempotent appends: exactly-once effect.
 
 Policies hold no Ray and no wall clock: time is the event time of what they read.
+
+Snapshots carry what they are: a header (policy name, class, `STATE_VERSION`, position, checksum)
+before the pickled state. A snapshot whose header does not match the running policy exactly (another
+version, another class, a legacy file without a header, a checksum that fails) is never unpickled:
+the policy starts from position 0 and rebuilds its state from the log, its repeated decisions
+refused by the log as duplicates. The state itself is unpickled with a restricted unpickler that
+only builds engram's own classes, numpy arrays and plain containers.
 """
 
 from __future__ import annotations
 
+import builtins
+import hashlib
+import io
 import pickle
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+import msgspec
+
 from engram.events.envelope import Appended, Recorded, Write
 from engram.home import Home
+
+SNAPSHOT_MAGIC = b"engram-policy-snapshot\n"
+
+
+class IncompatibleSnapshot(ValueError):
+    """A snapshot that must not be restored (and was not unpickled); the message says why."""
+
+
+class SnapshotHeader(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    policy: str
+    cls: str  # "module:QualifiedName" of the policy class that wrote it
+    state_version: int
+    position: int
+    size: int  # bytes of the pickled state after the header
+    sha256: str  # of those bytes
+
+
+_header_decoder = msgspec.json.Decoder(SnapshotHeader)
+# What a policy's state may be made of besides engram's own classes.
+_SAFE_BUILTINS = frozenset({"set", "frozenset", "dict", "list", "tuple", "bytearray", "bytes", "complex", "float",
+                            "int", "str", "bool", "slice", "range", "object"})
+_SAFE_GLOBALS = {("collections", "deque"), ("collections", "defaultdict"), ("collections", "OrderedDict"),
+                 ("collections", "Counter"), ("copyreg", "_reconstructor"), ("datetime", "datetime"),
+                 ("datetime", "timezone"), ("datetime", "timedelta"), ("_codecs", "encode"),
+                 ("msgspec._utils", "rebuild")}  # msgspec Structs: rebuild(cls, fields), the class checked on its own
+
+
+# numpy arrays and scalars pickle through these.
+_NUMPY_NAMES = frozenset({"_reconstruct", "dtype", "ndarray", "_frombuffer", "scalar"})
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """Builds engram's classes, numpy arrays and plain containers; any other global (a function a
+    damaged or foreign pickle would call) is refused."""
+
+    def find_class(self, module: str, name: str):
+        if module == "builtins" and name in _SAFE_BUILTINS:
+            return getattr(builtins, name)
+        top = module.split(".")[0]
+        if (module, name) in _SAFE_GLOBALS or (top == "numpy" and name in _NUMPY_NAMES):
+            return super().find_class(module, name)
+        if top == "engram":
+            found = super().find_class(module, name)
+            if isinstance(found, type) or _is_factory(found, module):
+                return found
+        raise pickle.UnpicklingError(f"a policy state does not contain {module}.{name}")
+
+
+# Domain packages whose argument-less functions (a defaultdict's factory, say) a state may refer to.
+_FACTORY_PACKAGES = ("engram.cognitive", "engram.background", "engram.discussion", "engram.context",
+                     "engram.policies", "engram.search", "engram.events")
+
+
+def _is_factory(fn, module: str) -> bool:
+    """A function of a domain package that takes no parameters at all: unpickling can only make it, or call
+    it with nothing (e.g. `defaultdict(_neighbour_map)`)."""
+    import inspect
+
+    if not inspect.isfunction(fn) or not module.startswith(_FACTORY_PACKAGES):
+        return False
+    return not inspect.signature(fn).parameters
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 @dataclass
@@ -35,20 +112,53 @@ class PolicyContext:
 
     @property
     def tasks(self) -> Any:
-        """The memory tasks: the service's, else made once from the configured (or default) LLM settings."""
+        """The memory tasks: the service's, else made once from the configured (or default) LLM settings.
+
+        Seen through `WaitOutOutages`: memory creation does not keep an offline fallback made during an
+        LLM outage; the policy's batch fails, and is handled again once the endpoint answers."""
         tasks = self.services.get("tasks")
         if tasks is None:
             from engram.llm.factory import make_tasks
 
             config = self.services.get("config")
             tasks = self.services["tasks"] = make_tasks(config.llm if config is not None else None)
-        return tasks
+        return WaitOutOutages(tasks)
+
+
+class LlmUnavailable(RuntimeError):
+    """A memory task met an LLM outage: the policy handles its events again later (its host backs off)."""
+
+
+class WaitOutOutages:
+    """Memory tasks that raise `LlmUnavailable` on an outage instead of returning the labelled fallback.
+
+    A fallback stays what it is for failures that are the input's fault (an answer that stays invalid after a
+    repair, a request the endpoint refuses): recorded, labelled, and memory creation moves on."""
+
+    def __init__(self, tasks: Any):
+        self.inner = tasks
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        def call(*args, **kwargs):
+            result = attr(*args, **kwargs)
+            if getattr(result, "transient", False) and result.failed:
+                raise LlmUnavailable(f"{name}: {result.llm.error}")
+            return result
+
+        return call
 
 
 class Policy(ABC):
     name: ClassVar[str]
     # Event types this policy reads; None means all.
     interests: ClassVar[frozenset[str] | None] = None
+    # The shape of `state()`: bump it when the shape changes, and snapshots of the old shape are rebuilt
+    # from the log instead of restored into the new code.
+    STATE_VERSION: ClassVar[int] = 1
 
     def __init__(self, ctx: PolicyContext):
         self.ctx = ctx
@@ -66,9 +176,39 @@ class Policy(ABC):
         pass
 
     def snapshot(self) -> bytes:
-        return pickle.dumps({"position": self.position, "state": self.state()}, protocol=pickle.HIGHEST_PROTOCOL)
+        body = pickle.dumps(self.state(), protocol=pickle.HIGHEST_PROTOCOL)
+        header = SnapshotHeader(policy=self.name, cls=_class_name(type(self)), state_version=self.STATE_VERSION,
+                                position=self.position, size=len(body), sha256=hashlib.sha256(body).hexdigest())
+        return SNAPSHOT_MAGIC + msgspec.json.encode(header) + b"\n" + body
 
     def load_snapshot(self, data: bytes) -> None:
-        snap = pickle.loads(data)
-        self.position = snap["position"]
-        self.restore(snap["state"])
+        """Restore a snapshot this very policy wrote; IncompatibleSnapshot (nothing unpickled) otherwise."""
+        header, body = read_snapshot_header(data)
+        wanted = (self.name, _class_name(type(self)), self.STATE_VERSION)
+        found = (header.policy, header.cls, header.state_version)
+        if found != wanted:
+            raise IncompatibleSnapshot(f"written by {found[1]} v{found[2]} ({found[0]}), this is {wanted[1]} v{wanted[2]}")
+        try:
+            state = _StateUnpickler(io.BytesIO(body)).load()
+        except Exception as exc:
+            raise IncompatibleSnapshot(f"the state does not load: {exc}") from None
+        self.position = header.position
+        self.restore(state)
+
+
+def read_snapshot_header(data: bytes) -> tuple[SnapshotHeader, bytes]:
+    """The header of a snapshot and its body, checked (magic, size, checksum) without unpickling anything."""
+    if not data.startswith(SNAPSHOT_MAGIC):
+        raise IncompatibleSnapshot("no snapshot header (written by an older engram)")
+    line_end = data.find(b"\n", len(SNAPSHOT_MAGIC))
+    if line_end < 0:
+        raise IncompatibleSnapshot("the header is cut off")
+    try:
+        header = _header_decoder.decode(data[len(SNAPSHOT_MAGIC):line_end])
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise IncompatibleSnapshot(f"the header does not read: {exc}") from None
+    body = data[line_end + 1:]
+    if len(body) != header.size or hashlib.sha256(body).hexdigest() != header.sha256:
+        raise IncompatibleSnapshot(f"the state is damaged ({len(body)} of {header.size} bytes, checksum "
+                                   f"{'matches' if hashlib.sha256(body).hexdigest() == header.sha256 else 'differs'})")
+    return header, body

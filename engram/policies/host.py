@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.policies.base import Policy
+from engram.policies.base import IncompatibleSnapshot, LlmUnavailable, Policy
 from engram.projections.base import atomic_write
 from engram.timing import StageTimings
 
@@ -44,16 +44,29 @@ class PolicyHost:
         self.state_dir = state_dir
         self.batch = batch
         self.errors: dict[str, str] = {}
+        # Policies whose snapshot could not be restored and that rebuild their state from the log, and why.
+        self.rebuilt: dict[str, str] = {}
         self._saved: dict[str, bytes] = {}
+        self._hold_snapshots = False  # a forget is under way: no snapshot is written until `scrub`
         # Per policy: decide (handle), append and snapshot seconds, events handled; "(log)": reading.
         self.timings = StageTimings()
         self.snapshot_interval_s = SNAPSHOT_INTERVAL_S
         self._unsaved: bool | None = None  # True: states and positions to write; False: positions only
         self._saved_at = time.monotonic()
-        for p in self.policies:
+        for i, p in enumerate(self.policies):
             path = self._snapshot_path(p)
-            if path is not None and path.exists():
-                p.load_snapshot(path.read_bytes())
+            if path is None or not path.exists():
+                continue
+            try:
+                data = path.read_bytes()
+                p.load_snapshot(data)
+                self._saved[p.name] = data
+            except Exception as exc:  # IncompatibleSnapshot, or a restore that failed half-way
+                reason = str(exc) if isinstance(exc, IncompatibleSnapshot) else f"restoring failed: {exc!r}"
+                log.warning("policy %s: snapshot %s not restored (%s); rebuilding its state from the log",
+                            p.name, path.name, reason)
+                self.policies[i] = type(p)(p.ctx)  # a fresh instance: nothing of the failed restore is kept
+                self.rebuilt[p.name] = reason
 
     def _snapshot_path(self, p: Policy) -> Path | None:
         if self.state_dir is None:
@@ -91,15 +104,19 @@ class PolicyHost:
             self._unsaved = bool(self._unsaved)
             self._save_when_due()
             return 0
-        for p in self.policies:
+        for i, p in enumerate(self.policies):
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
             if todo:
                 try:
                     with self.timings.measure(p.name, "decide"):
                         writes = p.handle(todo)
                 except Exception as exc:  # one failing policy must not stop the others; it retries later
-                    log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
+                    if isinstance(exc, LlmUnavailable):
+                        log.warning("policy %s waits for the LLM (events from seq %s): %s", p.name, todo[0].seq, exc)
+                    else:
+                        log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
                     self.errors[p.name] = repr(exc)
+                    self._roll_back(i, p)
                     continue
                 self.timings.add(p.name, "events", len(todo))
                 if writes:
@@ -111,6 +128,17 @@ class PolicyHost:
         self._save_when_due()
         return len(chunk)
 
+    def _roll_back(self, i: int, p: Policy) -> None:
+        """After a failed batch, the policy's state as of its last snapshot: decisions it made in the failed batch
+        but never appended are not remembered as made (the batch is handled again, its appends deduplicated)."""
+        fresh = type(p)(p.ctx)
+        saved = self._saved.get(p.name)
+        if saved is not None:
+            try:
+                fresh.load_snapshot(saved)
+            except Exception:  # cannot happen for bytes this host wrote; rebuilding from the log is the safe answer
+                fresh = type(p)(p.ctx)
+        self.policies[i] = fresh
     def _save_when_due(self) -> None:
         if time.monotonic() - self._saved_at >= self.snapshot_interval_s:
             self.save_pending()
@@ -140,14 +168,61 @@ class PolicyHost:
         return self._append(writes)
 
     def run_until_caught_up(self, max_rounds: int = 1_000_000) -> int:
+        """Pump until every policy has handled the log, or a pump moved nobody forward (a policy is failing:
+        `errors` says why; the caller tries again later, as the actor's loop does with a backoff)."""
         total = 0
         for _ in range(max_rounds):
+            before = self.position
             n = self.pump()
             if n == 0:
                 break
             total += n
+            if self.errors and self.position == before:
+                break
         self.save_pending()
         return total
+
+    # ------------------------------------------------------------------ forgetting (engram.forgetting)
+
+    def pause(self) -> None:
+        """Nothing to pause here: this host runs only when called (an actor pauses its loop)."""
+
+    def resume(self) -> None:
+        pass
+
+    def discard_snapshots(self) -> None:
+        """Delete this host's snapshots, and write none until `scrub`: a crash from here on restarts the
+        policies from the (erased) log rather than from state that may hold forgotten text."""
+        self._hold_snapshots = True
+        for p in self.policies:
+            path = self._snapshot_path(p)
+            if path is not None:
+                path.unlink(missing_ok=True)
+            self._saved.pop(p.name, None)
+
+    def drain(self) -> int:
+        return self.run_until_caught_up()
+
+    def scrub(self, texts: list[str]) -> list[str]:
+        """Rebuild from the log every policy whose state still holds one of the forgotten `texts` (its own forget
+        handling missed it), then write the snapshots again. Returns the names of the policies rebuilt."""
+        from engram.forgetting import search_terms
+
+        terms = search_terms(texts)
+        reset = []
+        for i, p in enumerate(self.policies):
+            if terms and _holds(p, terms):
+                self.policies[i] = type(p)(p.ctx)
+                self.rebuilt[p.name] = "its state held forgotten text after a forget"
+                reset.append(p.name)
+        if reset:
+            self.run_until_caught_up()
+            for p in self.policies:
+                if _holds(p, terms):  # another discussion says the same words: they are its own
+                    log.warning("policy %s, rebuilt from the erased log, holds text equal to a forgotten one", p.name)
+        self._hold_snapshots = False
+        self.save()
+        return reset
 
     def save(self, snapshots: bool = True) -> None:
         if snapshots or not self._unsaved:
@@ -157,7 +232,7 @@ class PolicyHost:
             path = self._snapshot_path(p)
             if path is not None:
                 with self.timings.measure(p.name, "snapshot"):
-                    data = p.snapshot() if snapshots else None
+                    data = p.snapshot() if snapshots and not self._hold_snapshots else None
                     if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
                         atomic_write(path, data)
                         self._saved[p.name] = data
@@ -171,3 +246,11 @@ class PolicyHost:
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}
+
+
+def _holds(policy: Policy, terms: list[bytes]) -> bool:
+    """Whether `policy`'s state (as a snapshot would hold it, written or not) contains one of `terms`."""
+    import pickle
+
+    data = pickle.dumps(policy.state(), protocol=pickle.HIGHEST_PROTOCOL)
+    return any(t in data for t in terms)

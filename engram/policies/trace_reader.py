@@ -132,11 +132,7 @@ class TraceReader(CognitivePolicy):
         """Owned agents and their active trace counts."""
         return {a: len(m.book.active()) for a, m in sorted(self.memories.items())}
 
-    def snapshot(self) -> bytes:
-        """Nothing to keep: after a restart the reader folds the log again (embeddings come from the cache).
-
-        Pickling every agent's index after each pump would put that cost on the read path.
-        """
-        import pickle
-
-        return pickle.dumps({"position": 0, "state": None})
+    def snapshot(self) -> bytes | None:
+        """Nothing to keep (no snapshot is written): after a restart the reader folds the log again (embeddings
+        come from the cache). Pickling every agent's index after each pump would put that cost on the read path."""
+        return None

@@ -48,7 +48,9 @@ class Projection(ABC):
         self.position = 0
 
     def wants(self, rec: Recorded) -> bool:
-        return self.interests is None or rec.type in self.interests
+        if self.interests is None:
+            return rec.type != "Unreadable"  # quarantined by the runner, never folded
+        return rec.type in self.interests
 
     @abstractmethod
     def apply(self, rec: Recorded) -> None:

@@ -16,7 +16,9 @@ def _files(root: Path, within: list[Path] | None) -> dict[str, Path]:
     for top in tops:
         candidates = [top] if top.is_file() else sorted(top.rglob("*")) if top.exists() else []
         for p in candidates:
-            if p.is_file() and not p.name.startswith(".") and "_positions" not in p.relative_to(root).parts:
+            if (p.is_file() and not p.name.startswith(".") and not p.name.endswith(".wal")
+                    and "_positions" not in p.relative_to(root).parts):
+                # (a .wal is DuckDB's write-ahead state of the file beside it, read with it in `_tables`)
                 found[str(p.relative_to(root))] = p
     return found
 

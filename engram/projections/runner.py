@@ -1,12 +1,42 @@
-"""Catching projections up with the log, in batches, from the lowest position among them."""
+"""Catching projections up with the log, in batches, from the lowest position among them.
+
+A fold that fails on one event must not halt the shard: the runner finds the event, folds
+everything before it, and quarantines it for that projection (a `FoldFailed` record: the
+`fold_failed` table of the projection database, shown by `engram status`). An event that does
+not even decode (`Unreadable`) is quarantined for every projection. A replay quarantines the
+same events the same way, so live and replayed projections still agree.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Callable, Sequence
 
+import msgspec
+
+from engram.events.control import Unreadable
 from engram.events.envelope import Recorded
 from engram.projections.base import Projection
 from engram.timing import StageTimings
+
+log = logging.getLogger(__name__)
+
+ALL_PROJECTIONS = "*"  # the projection name of a quarantine that applies to every projection
+
+
+class FoldFailed(msgspec.Struct, frozen=True):
+    """An event a projection could not fold, left out of it (the projection moved past it)."""
+
+    seq: int
+    projection: str
+    type: str
+    error: str
+
+
+FAILURES_DDL = (
+    "CREATE TABLE IF NOT EXISTS fold_failed (seq BIGINT NOT NULL, projection VARCHAR NOT NULL, type VARCHAR NOT NULL, "
+    "error VARCHAR NOT NULL, PRIMARY KEY (seq, projection))"
+)
 
 
 class ProjectionRunner:
@@ -17,6 +47,9 @@ class ProjectionRunner:
         # Positions as of the last checkpoint: what readers of the outputs can rely on (a
         # projection's `position` moves while it folds, before its files or rows are written).
         self.checkpointed: dict[str, int] = {p.name: p.position for p in self.projections}
+        self._db = self.projections[0].ctx.db if self.projections else None
+        if self._db is not None:
+            self._db.execute(FAILURES_DDL)
         # Per projection: fold and checkpoint seconds, events folded; "(log)": reading the log.
         self.timings = StageTimings()
 
@@ -42,11 +75,12 @@ class ProjectionRunner:
             if not chunk:
                 break
             self.timings.add("(log)", "events", len(chunk))
-            for proj in self.projections:
+            self._quarantine_unreadable(chunk)
+            for i, proj in enumerate(self.projections):
                 todo = chunk if chunk[0].seq > proj.position else [r for r in chunk if r.seq > proj.position]
                 if todo:
                     with self.timings.measure(proj.name, "fold"):
-                        proj.apply_batch(todo)
+                        self._fold(i, todo)
                     self.timings.add(proj.name, "events", len(todo))
             after = chunk[-1].seq
             read += len(chunk)
@@ -58,6 +92,90 @@ class ProjectionRunner:
             self.checkpoint()
         return read
 
+    # ------------------------------------------------------------------ quarantine
+
+    def _fold(self, i: int, todo: list[Recorded]) -> None:
+        try:
+            self.projections[i].apply_batch(todo)
+        except Exception as exc:
+            log.warning("projection %s failed on events %s..%s (%s); looking for the event at fault",
+                        self.projections[i].name, todo[0].seq, todo[-1].seq, type(exc).__name__)
+            self._isolate(i, todo[-1].seq)
+
+    def _isolate(self, i: int, last: int) -> None:
+        """Fold projection `i` up to `last` from its last checkpoint, quarantining each event it cannot take.
+
+        The failed attempt may have changed the state half-way, so each round starts from the checkpoint
+        again: the events before the culprit are folded, the culprit is skipped and recorded, and the skip
+        is checkpointed so that a restart does not fold it again."""
+        while True:
+            proj = self._reopen(i)
+            pending = [r for r in self._read(proj.position, limit=None, to_seq=last) if proj.wants(r)]
+            bad, error = self._first_failure(proj, pending, checkpoint=False)
+            if bad is None:
+                try:
+                    proj.position = max(proj.position, last)
+                    proj.checkpoint()
+                    self.checkpointed[proj.name] = proj.position
+                    return
+                except Exception:  # the fold took every event but cannot write them: find the one that breaks the write
+                    proj = self._reopen(i)
+                    bad, error = self._first_failure(proj, pending, checkpoint=True)
+                    if bad is None:
+                        raise
+            proj = self._reopen(i)
+            before = [r for r in pending if r.seq < bad.seq]
+            if before:
+                proj.apply_batch(before)
+            self._record(FoldFailed(bad.seq, proj.name, bad.type, error))
+            proj.position = bad.seq
+            proj.checkpoint()
+            self.checkpointed[proj.name] = proj.position
+            if bad.seq >= last:
+                return
+
+    @staticmethod
+    def _first_failure(proj: Projection, pending: list[Recorded], *, checkpoint: bool) -> tuple[Recorded | None, str]:
+        """The first event of `pending` that `proj` cannot fold (or, with `checkpoint`, cannot write)."""
+        for rec in pending:
+            try:
+                proj.apply_batch([rec])
+                if checkpoint:
+                    proj.checkpoint()
+            except Exception as exc:
+                return rec, f"{type(exc).__name__}: {exc}"[:500]
+        return None, ""
+
+    def _reopen(self, i: int) -> Projection:
+        """A fresh instance of projection `i`, restored from its last checkpoint."""
+        old = self.projections[i]
+        old.close()
+        fresh = type(old)(old.ctx)
+        self.projections[i] = fresh
+        return fresh
+
+    def _quarantine_unreadable(self, chunk: list[Recorded]) -> None:
+        for rec in chunk:
+            if isinstance(rec.event, Unreadable) and rec.seq > self.position:
+                self._record(FoldFailed(rec.seq, ALL_PROJECTIONS, rec.event.original_type, rec.event.error))
+
+    def _record(self, failure: FoldFailed) -> None:
+        log.error("quarantined event %s (%s) for projection %s: %s", failure.seq, failure.type, failure.projection,
+                  failure.error)
+        if self._db is not None:
+            self._db.execute("INSERT OR REPLACE INTO fold_failed VALUES (?, ?, ?, ?)",
+                             [failure.seq, failure.projection, failure.type, failure.error])
+
+    def failures(self, con=None) -> list[FoldFailed]:
+        """The quarantined events. `con`: a connection of the reader's own (the folding thread uses the runner's)."""
+        con = con or self._db
+        if con is None:
+            return []
+        rows = con.execute("SELECT seq, projection, type, error FROM fold_failed ORDER BY seq, projection").fetchall()
+        return [FoldFailed(*row) for row in rows]
+
+    # ------------------------------------------------------------------ positions
+
     @property
     def unsaved(self) -> bool:
         """Whether some projection has folded events its last checkpoint does not hold."""
@@ -68,9 +186,14 @@ class ProjectionRunner:
         return min(self.checkpointed.values(), default=0)
 
     def checkpoint(self) -> None:
-        for proj in self.projections:
-            with self.timings.measure(proj.name, "checkpoint"):
-                proj.checkpoint()
+        for i, proj in enumerate(self.projections):
+            try:
+                with self.timings.measure(proj.name, "checkpoint"):
+                    proj.checkpoint()
+            except Exception as exc:
+                log.warning("projection %s could not write its state (%s); looking for the event at fault",
+                            proj.name, type(exc).__name__)
+                self._isolate(i, proj.position)
         self.checkpointed = {p.name: p.position for p in self.projections}
 
     def close(self) -> None:

@@ -185,7 +185,7 @@ class TraceProjection(TableProjection):
         tmp.unlink()
         deleted = sorted(k for k in mem.index.ids if k not in mem.index)
         meta = {"model": self.embedder.name, "dim": mem.dim, "seq": mem.index_seq, "ids": mem.index.ids, "deleted": deleted,
-                "text": mem.vector_text}
+                "deletions": [list(d) for d in mem.index.deletions], "text": mem.vector_text}
         atomic_write(folder / INDEX_META, (json.dumps(meta, sort_keys=True, separators=(",", ":")) + "\n").encode())
         self._saved_index[agent] = mem.index_seq
 
@@ -226,7 +226,8 @@ class TraceProjection(TableProjection):
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
         index = None
         if meta is not None and meta["ids"]:
-            index = HnswIndex.load(self.ctx.paths.agent_dir(agent) / INDEX_FILE, meta["dim"], meta["ids"], set(meta["deleted"]))
+            index = HnswIndex.load(self.ctx.paths.agent_dir(agent) / INDEX_FILE, meta["dim"], meta["ids"], set(meta["deleted"]),
+                                   meta.get("deletions"))
         mem = self.memories[agent] = AgentMemory(agent, meta["dim"] if meta else self.embedder.dim, track=True, index=index)
         order = {tid: i for i, tid in enumerate(meta["ids"])} if meta else {}
         for t in sorted(traces, key=lambda t: (order.get(t.trace_id, len(order)), t.encoded_us, t.trace_id)):

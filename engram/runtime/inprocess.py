@@ -147,21 +147,36 @@ class InProcessRuntime(Runtime):
     # ------------------------------------------------------------------ reading
 
     def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        """One shard: the query runs there. Several: it runs once over every shard's relations
-        (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins are exact."""
-        from engram.gathered_sql import referenced, run_gathered
-        from engram.home import ProjectionPaths
+        results = []
+        for s in self.all_shards():
+            host = self.shard_host(s)
+            host.catch_up()  # no projection thread here: SQL sees what the log holds now
+            try:
+                results.append(host.query(query, params))
+            except Exception as exc:
+                raise query_error(exc) from None
+        return results[0][0], [row for _, rows in results for row in rows]
+
+    def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        """One shard: confined there. Several: the statement runs once, confined, over every shard's relations
+        (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins across shards are exact."""
+        from engram.api.runtime import merge_results
 
         for s in self.all_shards():
-            self.shard_host(s).catch_up()  # no projection thread here: SQL sees what the log holds now
-        try:
-            if self.config.shards == 1:
-                return self.shard_host(0).query(query, params)
-            names = referenced(query)
-            parts = {s: self.shard_host(s).relations(None if names is None else sorted(names)) for s in self.all_shards()}
-            return run_gathered(query, params, parts, ProjectionPaths(self.home.projections_dir))
-        except Exception as exc:
-            raise query_error(exc) from None
+            self.shard_host(s).catch_up()
+        if self.config.shards == 1:
+            host = self.shard_host(0)
+            return merge_results([host.sql(query, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)],
+                                 max_rows)
+        from engram.gathered_sql import GatheredShards, referenced
+        from engram.home import ProjectionPaths
+        from engram.sql import run_readonly
+
+        names = referenced(query)
+        wanted = None if names is None else sorted(names)
+        parts = {s: self.shard_host(s).relations(wanted, agents) for s in self.all_shards()}
+        source = GatheredShards(parts, ProjectionPaths(self.home.projections_dir))
+        return run_readonly(query, source, params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
     def shard_status(self) -> list[dict]:
         out = []
@@ -174,6 +189,8 @@ class InProcessRuntime(Runtime):
                     st.setdefault("consumers", {}).update(host.positions())
                     if host.errors:
                         st.setdefault("consumer_errors", {}).update(host.errors)
+                    if host.rebuilt:  # snapshots that were not restored: these policies rebuild from the log
+                        st.setdefault("consumers_rebuilt", {}).update(host.rebuilt)
             out.append(st)
         return out
 
@@ -246,9 +263,15 @@ class InProcessRuntime(Runtime):
             self.policy_hosts.clear()
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+        """`engram.forgetting.forget` over the shard host and the shard's policy hosts (their state and snapshots
+        lose the forgotten text too)."""
+        from engram.forgetting import forget
+
+        index = self.shard_of(agent)
         try:
             with self._policy_lock:  # no policy reads the log while the shard rewrites it
-                return self.shard_host(self.shard_of(agent)).forget(agent, discussion, reason=reason)
+                hosts = [h for (_, s, _), h in sorted(self.policy_hosts.items()) if s == index]
+                return forget(self.shard_host(index), hosts, agent, discussion, reason=reason)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

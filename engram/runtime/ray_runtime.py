@@ -283,19 +283,26 @@ class RayRuntime(Runtime):
     # ------------------------------------------------------------------ reading
 
     def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        """One shard: the query runs there. Several: each sends the relations the query reads and it runs once
-        over all of them (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins are exact."""
+        results = get([s.query.remote(query, params) for s in self.shards()])
+        return results[0][0], [row for _, rows in results for row in rows]
+
+    def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        """One shard: confined there. Several: each shard sends the relations the query reads (only `agents`' rows
+        when given) and the statement runs once, confined, over all of them (`engram.gathered_sql`): aggregates,
+        ORDER BY/LIMIT and joins across shards are exact."""
+        from engram.api.runtime import merge_results
+
         if self.config.shards == 1:
-            return get(self.shard(0).query.remote(query, params))
-        from engram.gathered_sql import referenced, run_gathered
+            return merge_results(get([self.shard(0).sql.remote(query, params, agents, timeout_s, max_rows)]), max_rows)
+        from engram.gathered_sql import GatheredShards, referenced
         from engram.home import ProjectionPaths
+        from engram.sql import run_readonly
 
         names = referenced(query)
-        parts = get([s.relations.remote(None if names is None else sorted(names)) for s in self.shards()])
-        try:
-            return run_gathered(query, params, dict(enumerate(parts)), ProjectionPaths(self.home.projections_dir))
-        except Exception as exc:
-            raise query_error(exc) from None
+        wanted = None if names is None else sorted(names)
+        parts = get([s.relations.remote(wanted, agents) for s in self.shards()])
+        source = GatheredShards(dict(enumerate(parts)), ProjectionPaths(self.home.projections_dir))
+        return run_readonly(query, source, params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
     def shard_status(self) -> list[dict]:
         handles = self.policies()
@@ -312,6 +319,8 @@ class RayRuntime(Runtime):
             shards[shard]["actors"][f"{group}-{shard:03d}-{member:03d}"] = self.describe_node(shard, where)
             if rep["errors"]:
                 shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
+            if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log
+                shards[shard].setdefault("consumers_rebuilt", {}).update(rep["rebuilt"])
         return shards
 
     def wait_projections(self, timeout: float = 120.0) -> bool:
@@ -379,22 +388,17 @@ class RayRuntime(Runtime):
                 time.sleep(0.1)
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
-        """The shard rewrites its log file and rebuilds its projections: the policy actors, which read the log
-        all the time, are stopped first (snapshots saved) and started again after (they resume from them)."""
-        shard = self.shard_of(agent)
-        paused = {k: h for k, h in self._policies.items() if k[1] == shard}
-        if paused:
-            get([h.close.remote() for h in paused.values()])
-            for key, h in paused.items():
-                ray.kill(h)
-                del self._policies[key]
+        """`engram.forgetting.forget` over the shard actor and the shard's policy actors: the policies pause (their
+        loops stop reading the log), drop their snapshots, drain to the marker, and after the shard has erased its
+        log and rebuilt its projections, every policy whose state still holds forgotten text rebuilds from the log."""
+        from engram.forgetting import forget
+
+        index = self.shard_of(agent)
+        hosts = [_Remote(h) for (_, s, _), h in sorted(self.policies().items()) if s == index]
         try:
-            return get(self.shard(shard).forget.remote(agent, discussion, reason))
+            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
-        finally:
-            if paused:
-                self.policies()
 
     # ------------------------------------------------------------------ closing
 
@@ -448,3 +452,18 @@ class RayRuntime(Runtime):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Remote:
+    """An actor's methods called as plain ones (one `get` each): what `engram.forgetting` drives."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        method = getattr(self._handle, name)
+
+        def call(*args, **kwargs):
+            return get(method.remote(*args, **kwargs))
+
+        return call

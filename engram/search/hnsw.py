@@ -4,12 +4,27 @@ Replay must give the same bytes back, and hnswlib writes identical index files o
 items are added single-threaded, in the same order, with the same random seed. So: one
 thread per index (parallelise across indexes, not inside one), a fixed seed, and items in
 the order their events were recorded.
+
+Two more things would make an index built live differ from one built by replay:
+
+- Capacity. hnswlib writes `max_elements` into the file, so the capacity is a function of the
+  number of items alone (`capacity_for`), however the items arrived (one batch or many).
+- The level generator. hnswlib draws each new element's level from a random engine that is
+  seeded at construction but not saved: an index reloaded from its file continues with a fresh
+  engine, and every element added after the reload gets other levels than a continuous build
+  gives it. So an index is never continued from its file: `load` (and unpickling) rebuild it
+  from the stored vectors, adding them again in label order with the same seed and replaying
+  the deletions where they happened (deleted elements still shape later insertions in hnswlib).
+
+Vectors are L2-normalised here, once, and stored as given in the inner-product space (which is
+the cosine for unit vectors): the vectors read back for a rebuild are then bit-identical to the
+first ones, where hnswlib's own cosine space would normalise them a second time.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import hnswlib
 import numpy as np
@@ -21,6 +36,23 @@ HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 64
 HNSW_SEED = 100
 INITIAL_CAPACITY = 1_024
+SPACE = "ip"  # on unit vectors: distance 1 - cosine, as hnswlib's "cosine" space
+
+
+def capacity_for(n: int, initial: int = INITIAL_CAPACITY) -> int:
+    """The capacity of an index holding `n` items: `initial`, doubled until `n` fits."""
+    capacity = max(1, initial)
+    while capacity < n:
+        capacity *= 2
+    return capacity
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), in float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32)
 
 
 class HnswIndex:
@@ -29,15 +61,13 @@ class HnswIndex:
     def __init__(self, dim: int, *, capacity: int = INITIAL_CAPACITY, ef_search: int = HNSW_EF_SEARCH):
         self.dim = dim
         self.ef_search = ef_search
-        self._index = hnswlib.Index(space="cosine", dim=dim)
-        self._index.init_index(
-            max_elements=capacity, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, random_seed=HNSW_SEED,
-            allow_replace_deleted=False,
-        )
-        self._index.set_num_threads(1)
+        self._initial = max(1, capacity)
+        self._index = _new_index(dim, capacity_for(0, self._initial))
         self.ids: list[str] = []  # label -> id
         self._labels: dict[str, int] = {}
         self._deleted: set[int] = set()
+        # (label, items added when it was deleted), in deletion order: what a rebuild replays.
+        self.deletions: list[tuple[int, int]] = []
 
     def __len__(self) -> int:
         return len(self.ids) - len(self._deleted)
@@ -45,6 +75,10 @@ class HnswIndex:
     def __contains__(self, key: str) -> bool:
         label = self._labels.get(key)
         return label is not None and label not in self._deleted
+
+    @property
+    def capacity(self) -> int:
+        return self._index.get_max_elements()
 
     def add(self, keys: list[str], vectors: np.ndarray) -> None:
         """Add items in order (single-threaded, so the index bytes depend only on the order)."""
@@ -54,13 +88,15 @@ class HnswIndex:
         fresh = [(k, v) for k, v in zip(keys, vectors) if k not in self._labels]
         if not fresh:
             return
-        needed = len(self.ids) + len(fresh)
-        capacity = self._index.get_max_elements()
-        if needed > capacity:
-            self._index.resize_index(max(needed, capacity * 2))
-        labels = np.arange(len(self.ids), len(self.ids) + len(fresh), dtype=np.int64)
-        self._index.add_items(np.stack([v for _, v in fresh]), labels, num_threads=1)
-        for (k, _), label in zip(fresh, labels):
+        self._add_normalised([k for k, _ in fresh], normalise(np.stack([v for _, v in fresh])))
+
+    def _add_normalised(self, keys: list[str], unit: np.ndarray) -> None:
+        needed = capacity_for(len(self.ids) + len(keys), self._initial)
+        if needed > self._index.get_max_elements():
+            self._index.resize_index(needed)
+        labels = np.arange(len(self.ids), len(self.ids) + len(keys), dtype=np.int64)
+        self._index.add_items(unit, labels, num_threads=1)
+        for k, label in zip(keys, labels):
             self._labels[k] = int(label)
             self.ids.append(k)
 
@@ -69,6 +105,7 @@ class HnswIndex:
         if label is not None and label not in self._deleted:
             self._index.mark_deleted(label)
             self._deleted.add(label)
+            self.deletions.append((label, len(self.ids)))
 
     def search(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
         """The `k` nearest items as (id, cosine similarity), best first; `allowed` filters ids during the search."""
@@ -77,7 +114,7 @@ class HnswIndex:
             return []
         k = min(k, live)
         self._index.set_ef(max(self.ef_search, k))
-        query = np.asarray(vector, dtype=np.float32).reshape(1, self.dim)
+        query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))
         if allowed is None:
             labels, distances = self._index.knn_query(query, k=k, num_threads=1)
         else:
@@ -85,20 +122,17 @@ class HnswIndex:
             try:
                 labels, distances = self._index.knn_query(query, k=k, num_threads=1, filter=lambda l: allowed(ids[l]))
             except RuntimeError:  # fewer than k items pass the filter: hnswlib refuses, so ask for what exists
-                found = self._filtered_exact(query[0], k, allowed)
-                return found
+                return self._filtered_exact(query[0], k, allowed)
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
 
     def _filtered_exact(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool]) -> list[tuple[str, float]]:
         keys = [key for label, key in enumerate(self.ids) if label not in self._deleted and allowed(key)]
         if not keys:
             return []
-        matrix = self.vectors(keys)
-        norms = np.linalg.norm(matrix, axis=1)
-        norms[norms == 0] = 1.0
-        return [(keys[i], s) for i, s in brute_force(matrix / norms[:, None], vector / (np.linalg.norm(vector) or 1.0), k)]
+        return [(keys[i], s) for i, s in brute_force(self.vectors(keys), vector, k)]
 
     def vectors(self, keys: list[str]) -> np.ndarray:
+        """The stored (unit) vectors of live `keys`."""
         return np.asarray(self._index.get_items([self._labels[k] for k in keys]), dtype=np.float32)
 
     def save(self, path: Path) -> None:
@@ -107,18 +141,78 @@ class HnswIndex:
         self._index.save_index(str(path))
 
     @classmethod
-    def load(cls, path: Path, dim: int, ids: list[str], deleted: set[str] = frozenset()) -> "HnswIndex":
-        """Reopen a saved index; `ids` are the keys in label order (kept beside the index)."""
-        index = cls.__new__(cls)
-        index.dim = dim
-        index.ef_search = HNSW_EF_SEARCH
-        index._index = hnswlib.Index(space="cosine", dim=dim)
-        index._index.load_index(str(path), max_elements=max(len(ids), 1))
-        index._index.set_num_threads(1)
-        index.ids = list(ids)
-        index._labels = {k: i for i, k in enumerate(ids)}
-        index._deleted = {index._labels[k] for k in deleted if k in index._labels}
+    def load(
+        cls, path: Path, dim: int, ids: list[str], deleted: Iterable[str] = frozenset(),
+        deletions: Iterable[tuple[int, int]] | None = None, *, capacity: int = INITIAL_CAPACITY,
+    ) -> "HnswIndex":
+        """The index saved at `path`, rebuilt from its vectors (see the module docstring).
+
+        `ids`: the keys in label order (kept beside the index). `deletions`: (label, items added then)
+        in deletion order, as `deletions` recorded them; without it (files written before it was
+        recorded), `deleted` keys are deleted after every item is added.
+        """
+        raw = hnswlib.Index(space=SPACE, dim=dim)
+        raw.load_index(str(path), max_elements=max(len(ids), 1))
+        if deletions is None:
+            labels = {k: i for i, k in enumerate(ids)}
+            deletions = [(labels[k], len(ids)) for k in sorted(deleted) if k in labels]
+        deletions = [(int(label), int(at)) for label, at in deletions]
+        for label, _ in deletions:
+            raw.unmark_deleted(label)  # deleted items keep their vectors, and the rebuild needs them
+        vectors = np.asarray(raw.get_items(list(range(len(ids)))), dtype=np.float32).reshape(len(ids), dim)
+        return cls.rebuilt(dim, ids, vectors, deletions, capacity=capacity)
+
+    @classmethod
+    def rebuilt(
+        cls, dim: int, ids: list[str], unit_vectors: np.ndarray, deletions: Iterable[tuple[int, int]],
+        *, capacity: int = INITIAL_CAPACITY, ef_search: int = HNSW_EF_SEARCH,
+    ) -> "HnswIndex":
+        """The index a continuous build gives: `unit_vectors` (stored vectors, in label order) added again,
+        each deletion applied once as many items were added as when it happened."""
+        index = cls(dim, capacity=capacity, ef_search=ef_search)
+        pending = sorted(enumerate(deletions), key=lambda x: (x[1][1], x[0]))  # by position, then deletion order
+        added, cursor = 0, 0
+        unit_vectors = np.asarray(unit_vectors, dtype=np.float32).reshape(len(ids), dim)
+        while True:
+            while cursor < len(pending) and pending[cursor][1][1] <= added:
+                index.remove(ids[pending[cursor][1][0]])
+                cursor += 1
+            if added >= len(ids):
+                break
+            upto = min(len(ids), pending[cursor][1][1]) if cursor < len(pending) else len(ids)
+            upto = max(upto, added + 1)
+            index._add_normalised(ids[added:upto], unit_vectors[added:upto])
+            added = upto
         return index
+
+    # Pickling (policy snapshots) rebuilds too, for the same reason as `load`.
+    def __getstate__(self) -> dict:
+        unit = np.zeros((0, self.dim), dtype=np.float32)
+        if self.ids:
+            for label in self._deleted:
+                self._index.unmark_deleted(label)
+            try:
+                unit = np.asarray(self._index.get_items(list(range(len(self.ids)))), dtype=np.float32)
+            finally:
+                for label in self._deleted:
+                    self._index.mark_deleted(label)
+        return {"dim": self.dim, "ef_search": self.ef_search, "initial": self._initial, "ids": list(self.ids),
+                "vectors": unit, "deletions": list(self.deletions)}
+
+    def __setstate__(self, state: dict) -> None:
+        fresh = HnswIndex.rebuilt(state["dim"], state["ids"], state["vectors"], state["deletions"],
+                                  capacity=state["initial"], ef_search=state["ef_search"])
+        self.__dict__.update(fresh.__dict__)
+
+
+def _new_index(dim: int, capacity: int) -> hnswlib.Index:
+    index = hnswlib.Index(space=SPACE, dim=dim)
+    index.init_index(
+        max_elements=capacity, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, random_seed=HNSW_SEED,
+        allow_replace_deleted=False,
+    )
+    index.set_num_threads(1)
+    return index
 
 
 def brute_force(matrix: np.ndarray, vector: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -67,6 +67,7 @@ class RuntimeContract:
         assert any("CSS-in-JS" in s.content for s in res.hits[0].sources)
 
     def test_a_read_of_an_unknown_agent_is_refused_and_records_nothing(self, mem):
+        mem.wait_idle(timeout=120)  # a recall's TraceRetrieved is appended after its answer left (the actor's flush)
         head = sum(mem.rt.heads().values())
         for read in (lambda: mem.recall("nobody", t.RecallRequest(query="x")), lambda: mem.traces("nobody"),
                      lambda: mem.working_memory("nobody"), lambda: mem.mood_history("nobody")):

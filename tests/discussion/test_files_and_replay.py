@@ -3,6 +3,7 @@ gone when the discussion is forgotten; ids never become paths unchecked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -105,14 +106,68 @@ def test_engram_sql_sees_the_memories_of_every_discussion(remembered):
     assert vec == [(6, 384)]
 
 
-def test_a_creator_node_finds_deleted_files_and_restores_them_from_the_log(remembered):
+def _run_creator_node(engine):
     from engram.discussion.workflow import RunContext, parse, run
 
+    return run(parse([{"type": "QualityMemory"}], "w.json"), RunContext(discussion="kept", memory=LocalMemory(engine, AGENT)))
+
+
+def _generations(engine) -> list[int]:
+    return [r.event.generation for r in engine.shard.read(0, limit=None, stream="kept", types=["GenerationStarted"])]
+
+
+def test_deleting_the_three_files_and_running_a_creator_node_regenerates_with_the_current_settings(remembered):
+    from tests.discussion.conftest import write_settings
+
     live = files(remembered)
-    saved = {s: p.read_bytes() for s, p in live.items()}
+    chunks_before = len(live[MEMORIES_SUFFIX].read_text().splitlines())
+    for p in live.values():  # the guide: delete all three, change a setting, run a creator node
+        p.unlink()
+    write_settings(remembered.home.root, chunkEstimatedTokenSize=600, maxMessagesBetweenChunks=50)
+    out = _run_creator_node(remembered)
+    assert "generation 1 regenerated from the full history" in out.results[0].info
+    assert _generations(remembered) == [1]  # a new generation, recorded in the log
+    lines = [json.loads(line) for line in live[MEMORIES_SUFFIX].read_text().splitlines()]
+    assert {line["generation"] for line in lines} == {1}
+    assert 0 < len(lines) < chunks_before  # larger chunks, as the new setting says
+    assert live[SUMMARY_SUFFIX].exists() and live[VECTOR_SUFFIX].exists()
+    assert remembered.shard.verify_replay() == []
+    assert "regenerated" not in _run_creator_node(remembered).results[0].info  # once
+
+
+def test_a_creator_node_restores_a_file_deleted_alone_from_the_log(remembered):
+    live = files(remembered)
+    saved = live[MEMORIES_SUFFIX].read_bytes()
+    live[MEMORIES_SUFFIX].unlink()
+    out = _run_creator_node(remembered)
+    assert out.results[0].info.startswith("restored from the log: kept_memories.jsonl")
+    assert live[MEMORIES_SUFFIX].read_bytes() == saved
+    assert _generations(remembered) == []
+
+
+def test_three_files_deleted_while_engram_was_down_are_regenerated_by_the_next_creator_node(remembered):
+    live = files(remembered)
+    root = remembered.home.root
+    remembered.close()
     for p in live.values():
         p.unlink()
-    out = run(parse([{"type": "QualityMemory"}], "w.json"), RunContext(discussion="kept", memory=LocalMemory(remembered, AGENT)))
-    assert out.results[0].info.startswith("restored from the log: kept_memories.jsonl, kept_summary.jsonl, kept_vector_memory.db")
-    assert live[MEMORIES_SUFFIX].read_bytes() == saved[MEMORIES_SUFFIX]
-    assert live[SUMMARY_SUFFIX].read_bytes() == saved[SUMMARY_SUFFIX]
+    with LocalEngine(root) as engine:
+        assert live[MEMORIES_SUFFIX].exists()  # the start renders the projection again...
+        out = _run_creator_node(engine)  # ...and the creator node still regenerates, as the guide says
+        assert "generation 1 regenerated" in out.results[0].info
+        assert _generations(engine) == [1]
+
+
+def test_a_public_folder_deleted_while_engram_was_down_is_replayed_not_regenerated(remembered):
+    import shutil
+
+    live = files(remembered)
+    saved = live[MEMORIES_SUFFIX].read_bytes()
+    root = remembered.home.root
+    remembered.close()
+    shutil.rmtree(live[MEMORIES_SUFFIX].parent)  # the whole Public/ folder: a projection to rebuild
+    with LocalEngine(root) as engine:
+        out = _run_creator_node(engine)
+        assert "regenerated" not in out.results[0].info
+        assert _generations(engine) == []
+        assert live[MEMORIES_SUFFIX].read_bytes() == saved

@@ -51,7 +51,11 @@ def test_each_result_traces_back_to_its_source_messages(demo_store):
     memory, store = demo_store
     hit = run(memory, store, "Priya Raman", mode="keyword", limit=1).hits[0]
     assert "Priya" in hit.memory.summary
-    assert [i.split("-")[0] for i in hit.memory.message_ids] == ["h0", "h1", "h2", "h3", "h4"]
+    from engram.ingest.messages import discussion_write
+
+    conv = parse_file("engram/samples/acme-dashboard.jsonl", now_us=0)[0]
+    first_five = discussion_write(AGENT, conv.discussion, conv.messages, max_message_chars=100_000).events[:5]
+    assert list(hit.memory.message_ids) == [e.event.message_id for e in first_five]
     assert hit.as_dict()["first_message_id"] == hit.memory.message_ids[0] and hit.memory.first_seq < hit.memory.last_seq
 
 

@@ -230,7 +230,8 @@ def test_a_summarizer_that_lost_its_snapshot_adopts_recorded_decisions_without_c
     count = len(engine.shard.read(0, limit=None))
     restarted = Summarizer(engine.summarizer.ctx)  # position 0, no state: the whole log again
     restarted._tasks = engine.summarizer.tasks
-    monkeypatch.setattr(type(restarted._tasks), "run", lambda *a: pytest.fail("an LLM call was repeated"))
+    inner = getattr(restarted._tasks, "inner", restarted._tasks)  # the memory tasks behind the outage guard
+    monkeypatch.setattr(type(inner), "run", lambda *a: pytest.fail("an LLM call was repeated"))
     restarted.handle(engine.shard.read(0, limit=None))
     assert len(engine.shard.read(0, limit=None)) == count
     state = restarted.discussions["lost"]

@@ -70,7 +70,7 @@ def test_jsonl_keeps_timestamps_names_and_ids(tmp_path):
 @pytest.mark.parametrize(
     "lines, where, reason",
     [
-        (['{"role": "user", "content": "ok"}', '{"role": "user", "content": '], ":2:", "Expecting value"),
+        (['{"role": "user", "content": "ok"}', '{"role": "user", "content": '], ":2:", "Input data was truncated"),
         (['{"role": "user"}'], ":1:", "missing 'content'"),
         (['{"role": "user", "content": "x", "contnet": 1}'], ":1:", "unknown key"),
         (['{"role": "user", "content": "x", "ts": "yesterday"}'], ":1:", "not ISO-8601"),
@@ -88,7 +88,7 @@ def test_malformed_jsonl_names_file_line_and_reason(tmp_path, lines, where, reas
 def test_malformed_json_names_line_and_column(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('[\n {"role": "user", "content": "a"},\n {"role": \n]')
-    with pytest.raises(IngestError, match=rf"{path}:4:1: Expecting value"):
+    with pytest.raises(IngestError, match=rf"{path}:4:1: JSON is malformed: invalid character"):
         parse_file(path, discussion="d", now_us=NOW)
 
 

@@ -106,6 +106,60 @@ def test_a_failing_policy_retries_later_without_losing_events(tmp_path):
         shard.close()
 
 
+SNAPSHOT = "every-third.shard-000.member-000.pickle"
+
+
+class Detonator:
+    """Unpickling this runs code: a snapshot must never be unpickled before its header is checked."""
+
+    fired = False
+
+    def __reduce__(self):
+        return (_fire, ())
+
+
+def _fire():
+    Detonator.fired = True
+    return {}
+
+
+def _restart_with_snapshot(tmp_path, data: bytes):
+    """A home whose log holds six messages and whose snapshot file holds `data`; the restarted host caught up."""
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    shard.append_many([write("d1", range(6))])
+    host = make_host(shard, home)
+    host.run_until_caught_up()
+    (home.root / "state" / SNAPSHOT).write_bytes(data)
+    restarted = make_host(shard, home)
+    reason = restarted.rebuilt.get("every-third")
+    position_after_load = restarted.policies[0].position
+    restarted.run_until_caught_up()
+    return shard, restarted, reason, position_after_load
+
+
+def test_a_snapshot_of_another_state_version_is_rebuilt_from_the_log_and_never_unpickled(tmp_path, monkeypatch):
+    import pickle
+
+    from engram.policies.base import SNAPSHOT_MAGIC, SnapshotHeader
+    import hashlib
+    import msgspec
+
+    Detonator.fired = False
+    body = pickle.dumps(Detonator())
+    header = SnapshotHeader(policy="every-third", cls=f"{EveryThirdMessage.__module__}:EveryThirdMessage",
+                            state_version=0, position=3, size=len(body), sha256=hashlib.sha256(body).hexdigest())
+    shard, host, reason, position = _restart_with_snapshot(tmp_path, SNAPSHOT_MAGIC + msgspec.json.encode(header) + b"\n" + body)
+    try:
+        assert not Detonator.fired
+        assert reason is not None and "v0" in reason and "v1" in reason
+        assert position == 0  # rebuilt from the log ...
+        assert host.policies[0].counts == {"d1": 6}  # ... to the state the log gives
+        assert decisions(shard) == ["d1:3", "d1:6"]  # and its repeated decisions were not appended twice
+    finally:
+        shard.close()
+
+
 def test_a_busy_host_writes_its_snapshot_at_intervals_and_at_once_when_caught_up(tmp_path):
     home = Home(tmp_path)
     shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
@@ -123,6 +177,45 @@ def test_a_busy_host_writes_its_snapshot_at_intervals_and_at_once_when_caught_up
         host.snapshot_interval_s = 0.0  # due at every batch: written while busy
         shard.append_many([write("d1", range(9, 12))])
         assert host.pump() == 3 and make_host(shard, home).policies[0].counts == {"d1": 12}
+    finally:
+        shard.close()
+
+
+def test_a_legacy_snapshot_without_a_header_is_rebuilt_from_the_log(tmp_path):
+    import pickle
+
+    Detonator.fired = False
+    shard, host, reason, position = _restart_with_snapshot(tmp_path, pickle.dumps({"position": 6, "state": Detonator()}))
+    try:
+        assert not Detonator.fired and "no snapshot header" in reason and position == 0
+        assert host.policies[0].counts == {"d1": 6}
+    finally:
+        shard.close()
+
+
+def test_a_damaged_snapshot_is_rebuilt_from_the_log(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    shard.append_many([write("d1", range(6))])
+    make_host(shard, home).run_until_caught_up()
+    good = (home.root / "state" / SNAPSHOT).read_bytes()
+    shard.close()
+    shard, host, reason, position = _restart_with_snapshot(tmp_path / "again", good[:-3])
+    try:
+        assert "damaged" in reason and position == 0 and host.policies[0].counts == {"d1": 6}
+    finally:
+        shard.close()
+
+
+def test_a_current_snapshot_is_restored_where_it_left_off(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(4))])
+        make_host(shard, home).run_until_caught_up()
+        restarted = make_host(shard, home)
+        assert restarted.rebuilt == {} and restarted.policies[0].position >= 4
+        assert restarted.policies[0].counts == {"d1": 4}
     finally:
         shard.close()
 

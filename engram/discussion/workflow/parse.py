@@ -147,6 +147,8 @@ def load(path: str | Path, *, inputs: int = 0) -> Workflow:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise WorkflowError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise WorkflowError(f"{path}: byte {exc.start}: not UTF-8 text") from None
     try:
         data = jsonc.loads(text, str(path))
     except jsonc.JsoncError as exc:

@@ -1,0 +1,123 @@
+"""What the log accepts: every event is checked against exactly what its folds accept before it
+is acknowledged, so that nothing in the append-only log can break a projection or a policy later.
+
+- the payload decodes back into its type with the decoder every fold uses (types of every field,
+  integers in range: a `name` of 123 where a string belongs is refused here, not in every fold);
+- every number is finite (msgspec writes NaN and infinities as `null`, which a fold then misreads);
+- the event time lies in a sane range (folds turn it into dates and add intervals to it);
+- every string encodes as UTF-8 (no lone surrogates);
+- the stream and agent are valid ids, and the event type adds its own checks (`Event.check`, e.g.
+  `SettingsChanged` parses its settings with the model of its scope).
+
+Pure functions: the EventStore calls `check_write` in the appending caller's thread, before the
+write joins a group commit, so a bad write fails alone.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+import msgspec
+
+from engram.events.base import Event
+from engram.events.envelope import Write, iso, to_us
+from engram.ids import InvalidIdError, validate_agent, validate_id
+
+# Event times engram accepts: from 1900 (imported history) to 2200. Folds compute dates and add
+# decay intervals and clock periods to event times; far outside this range Python's datetime
+# (years 1-9999) and DuckDB's TIMESTAMPTZ give out.
+MIN_TS_US = to_us(datetime(1900, 1, 1, tzinfo=timezone.utc))
+MAX_TS_US = to_us(datetime(2200, 1, 1, tzinfo=timezone.utc))
+MAX_EVENT_ID_CHARS = 512
+AGENT_STREAM_PREFIX = "agent:"
+_INT64 = 1 << 63
+
+
+class InvalidEvent(ValueError):
+    """An event the log refuses; the message names the stream, the event type and the reason."""
+
+
+_decoders: dict[type, msgspec.json.Decoder] = {}
+
+
+def _decoder(cls: type) -> msgspec.json.Decoder:
+    dec = _decoders.get(cls)
+    if dec is None:
+        dec = _decoders[cls] = msgspec.json.Decoder(cls)
+    return dec
+
+
+def check_ts(ts_us: object) -> None:
+    if not isinstance(ts_us, int) or isinstance(ts_us, bool):
+        raise InvalidEvent(f"event time {ts_us!r} is not an integer number of microseconds")
+    if not MIN_TS_US <= ts_us < MAX_TS_US:
+        raise InvalidEvent(
+            f"event time {ts_us} µs is outside {iso(MIN_TS_US)} .. {iso(MAX_TS_US)}"
+            + (f" ({ts_us / 1e6:.6g} s since 1970)" if abs(ts_us) < 1e30 else "")
+        )
+
+
+def check_stream(stream: object, agent: object) -> None:
+    try:
+        validate_agent(agent)
+        if isinstance(stream, str) and stream.startswith(AGENT_STREAM_PREFIX):
+            if stream[len(AGENT_STREAM_PREFIX):] != agent:
+                raise InvalidEvent(f"stream {stream!r} is another agent's stream than {agent!r}")
+        else:
+            validate_id(stream, "stream")
+    except InvalidIdError as exc:
+        raise InvalidEvent(str(exc)) from None
+
+
+def non_finite(value: object, path: str = "$") -> str | None:
+    """The path of the first NaN or infinity in `value` (builtins: dicts, lists, numbers), else None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else path
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if -_INT64 <= value < _INT64 else path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = non_finite(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = non_finite(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_event(event: Event, payload: bytes) -> None:
+    """`payload` (the event's JSON) is what the folds of its type accept."""
+    cls = type(event)
+    bad = non_finite(msgspec.to_builtins(event))
+    if bad:
+        raise InvalidEvent(f"{cls.tag()}: {bad[2:] or 'a value'} is not a finite number")
+    try:
+        _decoder(cls).decode(payload)
+    except msgspec.ValidationError as exc:
+        raise InvalidEvent(f"{cls.tag()}: {exc}") from None
+    try:
+        event.check()
+    except InvalidEvent:
+        raise
+    except ValueError as exc:
+        raise InvalidEvent(f"{cls.tag()}: {exc}") from None
+
+
+def check_write(write: Write) -> None:
+    """Everything about `write` but its payloads (see `check_event`)."""
+    check_stream(write.stream, write.agent)
+    for item in write.events:
+        if not isinstance(item.event, Event):
+            raise InvalidEvent(f"stream {write.stream!r}: {type(item.event).__name__} is not an event")
+        check_ts(item.ts_us)
+        if item.event_id is not None and (not isinstance(item.event_id, str) or not item.event_id
+                                          or len(item.event_id) > MAX_EVENT_ID_CHARS):
+            raise InvalidEvent(
+                f"{item.event.tag()}: event id must be 1-{MAX_EVENT_ID_CHARS} characters of text, got {item.event_id!r:.60}"
+            )
+        if item.causation is not None and (not isinstance(item.causation, int) or not 0 < item.causation < _INT64):
+            raise InvalidEvent(f"{item.event.tag()}: causation {item.causation!r} is not a position in the log")

@@ -1,0 +1,311 @@
+"""Read-only, confined SQL: the one way user SQL reaches an engram home.
+
+    run_readonly(sql, source, *, params=None, agents=None, timeout_s=30.0, max_rows=10_000) -> QueryResult
+
+`source` says where the data is:
+
+- `HomeFiles(log_paths, projections)`: the home's DuckDB files, when no process holds them (the CLI
+  without a server). Unscoped, the confined session attaches them READ_ONLY.
+- `LiveShard(...)`: inside the process that owns a shard's writer (`ShardHost.sql`). DuckDB refuses
+  a second attach of a file this process already has open ("Unique file handle conflict", even
+  read-only), and the writer's own connection cannot be confined without confining the writer.
+  So the confined session gets the data instead of the files: the relations the query names are
+  read through a cursor of the writer's instance (a consistent MVCC snapshot) into Arrow tables
+  and registered in the confined session, which never sees a file.
+- Scoped queries (`agents`, e.g. an API key's agents) always take the second way, on either
+  source: only those agents' rows are read, so the session holds nothing else to find.
+
+Whatever the source, the session the query runs in is a fresh in-memory DuckDB instance with
+external access disabled (no file, network, extension or Python-variable access), its
+configuration locked, a memory limit, and nothing writable of the home in it. Before anything
+runs, DuckDB's own parser (`extract_statements`) must find exactly one statement of a read-only
+type (SELECT, which covers DESCRIBE/SHOW/SUMMARIZE, or EXPLAIN). A timer interrupts the query
+after `timeout_s`; at most `max_rows` rows are returned (`truncated` says more existed).
+
+Errors are `SqlError`s with a one-line message: `SqlRefused` (not a single read-only statement,
+or empty), `SqlTimeout`, `SqlFailed` (DuckDB's own message, e.g. an unknown column).
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import duckdb
+import msgspec
+import pyarrow as pa
+
+from engram import sqlviews
+from engram.home import ProjectionPaths
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_ROWS = 10_000
+# What the confined session may use of the process's memory (the process may be the shard's writer).
+MEMORY_LIMIT = "1GB"
+READ_ONLY_STATEMENTS = {duckdb.StatementType.SELECT: "SELECT", duckdb.StatementType.EXPLAIN: "EXPLAIN"}
+
+
+class SqlError(ValueError):
+    """A query that was not run, or did not finish; the message is one line for the user."""
+
+
+class SqlRefused(SqlError):
+    pass
+
+
+class SqlTimeout(SqlError):
+    pass
+
+
+class SqlFailed(SqlError):
+    pass
+
+
+class QueryResult(msgspec.Struct, frozen=True):
+    columns: list[str]
+    rows: list[tuple]
+    truncated: bool = False  # the query had more than `max_rows` rows; these are the first ones
+
+
+@dataclass(frozen=True)
+class HomeFiles:
+    """A home's DuckDB files, opened read-only (nobody else may be writing them)."""
+
+    log_paths: dict[int, Path]
+    projections: ProjectionPaths
+
+    @contextmanager
+    def trusted(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[int, str], dict[int, str]]]:
+        """A session of ours (not the user's) with the files attached read-only: (connection, logs, catalogs)."""
+        con = duckdb.connect()
+        try:
+            logs, catalogs = sqlviews.attach_readonly(con, self.log_paths, self.projections)
+            yield con, logs, catalogs
+        finally:
+            con.close()
+
+
+@dataclass(frozen=True)
+class LiveShard:
+    """One shard inside the process that writes it: `cursor()` gives a new cursor of the writer's instance."""
+
+    shard: int
+    cursor: Callable[[], duckdb.DuckDBPyConnection]
+    log_table: str  # e.g. '"shard-000".main.events'
+    projection_catalog: str | None  # the attached projection database, e.g. "proj"
+    projections: ProjectionPaths
+
+    @contextmanager
+    def trusted(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[int, str], dict[int, str]]]:
+        cur = self.cursor()
+        try:
+            catalogs = {self.shard: self.projection_catalog} if self.projection_catalog else {}
+            yield cur, {self.shard: self.log_table}, catalogs
+        finally:
+            cur.close()
+
+
+Source = HomeFiles | LiveShard
+
+
+def check_statement(sql: str) -> None:
+    """Raise SqlRefused unless `sql` is exactly one read-only statement, as DuckDB's parser sees it."""
+    if not isinstance(sql, str):
+        raise SqlRefused(f"a query is text, got {type(sql).__name__}")
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise SqlFailed(_one_line(exc)) from None
+    if not statements:
+        raise SqlRefused("empty query: give one SELECT statement")
+    if len(statements) > 1:
+        raise SqlRefused(f"{len(statements)} statements given; engram runs one read-only statement at a time")
+    kind = statements[0].type
+    if kind not in READ_ONLY_STATEMENTS:
+        name = str(kind).rsplit(".", 1)[-1]
+        raise SqlRefused(f"{name} statements are not allowed: engram SQL is read-only (SELECT, DESCRIBE, SHOW, EXPLAIN)")
+
+
+def run_readonly(
+    sql: str,
+    source: Source,
+    *,
+    params: Sequence[Any] | dict | None = None,
+    agents: Sequence[str] | None = None,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+) -> QueryResult:
+    """Run one read-only statement over `source` in a confined session (see the module docstring).
+
+    `agents`: when given, the query sees only rows of these agents (tables without an agent column
+    are left out). `timeout_s`/`max_rows`: None for no limit.
+    """
+    check_statement(sql)
+    if agents is not None:
+        agents = sorted(set(agents))
+    con = _confined_connection()
+    try:
+        with _deadline(timeout_s, con) as deadline:
+            if isinstance(source, HomeFiles) and agents is None:
+                logs, catalogs = sqlviews.attach_readonly(con, source.log_paths, source.projections)
+                sqlviews.create_log_views(con, logs)
+                sqlviews.create_projection_views(con, catalogs, source.projections)
+            else:
+                _load(con, source, sql, agents, deadline)
+            _lock(con)
+            if deadline.expired:  # the time ran out while the data was being gathered
+                raise duckdb.InterruptException("interrupted")
+            try:
+                result = con.execute(sql, params) if params else con.execute(sql)
+                names = [d[0] for d in result.description] if result.description else []
+                rows = result.fetchall() if max_rows is None else result.fetchmany(max_rows + 1)
+            except duckdb.InterruptException:
+                raise
+            except duckdb.Error as exc:
+                raise SqlFailed(_one_line(exc)) from None
+    except duckdb.InterruptException:
+        raise SqlTimeout(f"the query ran longer than {timeout_s:g} s and was stopped") from None
+    finally:
+        con.close()
+    truncated = max_rows is not None and len(rows) > max_rows
+    return QueryResult(columns=names, rows=rows[:max_rows] if truncated else rows, truncated=truncated)
+
+
+# ---------------------------------------------------------------------- the session
+
+
+def _confined_connection() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(":memory:", config={"memory_limit": MEMORY_LIMIT, "python_enable_replacements": False})
+
+
+def _lock(con: duckdb.DuckDBPyConnection) -> None:
+    """No files, network, extensions or settings from here on: DuckDB enforces it, not our parsing."""
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+class _Deadline:
+    def __init__(self):
+        self.extra: list[duckdb.DuckDBPyConnection] = []
+        self.expired = False
+        self.lock = threading.Lock()
+
+    def watch(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self.lock:
+            self.extra.append(con)
+            if self.expired:
+                con.interrupt()
+
+
+@contextmanager
+def _deadline(timeout_s: float | None, con: duckdb.DuckDBPyConnection) -> Iterator[_Deadline]:
+    deadline = _Deadline()
+
+    def expire() -> None:
+        with deadline.lock:
+            deadline.expired = True
+            for c in [con, *deadline.extra]:
+                try:
+                    c.interrupt()
+                except duckdb.Error:
+                    pass
+
+    timer = None
+    if timeout_s is not None:
+        timer = threading.Timer(timeout_s, expire)
+        timer.daemon = True
+        timer.start()
+    try:
+        yield deadline
+        if deadline.expired:
+            raise duckdb.InterruptException("interrupted")
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _load(con: duckdb.DuckDBPyConnection, source: Source, sql: str, agents: list[str] | None, deadline: _Deadline) -> None:
+    """Register, as Arrow tables, the relations `sql` needs (scoped to `agents`), and the views over them. A query
+    that names none of engram's relations (e.g. `duckdb_views()`, `SHOW TABLES`) sees every view, each over an
+    empty table of its relation's columns: what engram offers, without its data."""
+    wanted = _referenced(con, sql, source.projections)
+    log_views = sqlviews.log_view_types()
+    tables = set(sqlviews.projection_table_names())
+    catalog_only = not (wanted & (set(log_views) | tables | set(sqlviews.derived_views(source.projections))))
+    types: set[str] | None = set()
+    for name in wanted:
+        if name in log_views:
+            kinds = log_views[name]
+            types = None if kinds is None or types is None else types | kinds
+    needs_log = any(name in log_views for name in wanted)
+    with source.trusted() as (trusted, logs, catalogs):
+        deadline.watch(trusted)
+        relations: dict[int, str] = {}
+        if needs_log or catalog_only:
+            for shard, table in sorted(logs.items()):
+                name = f"_log_{shard:03d}"
+                con.register(name, _fetch(trusted, table, agents, types, empty=catalog_only))
+                relations[shard] = name
+        sqlviews.create_log_views(con, relations, only=None if catalog_only else wanted)
+        found = sqlviews.existing_projection_tables(trusted, catalogs, only=None if catalog_only else wanted & tables)
+        parts: dict[str, list[tuple[int, str]]] = {}
+        for table, present in found.items():
+            for shard, qualified in present:
+                if agents is not None and not _has_agent_column(trusted, qualified):
+                    continue  # nothing in it says whose it is: a scoped query does not see it
+                name = f"_proj_{shard:03d}_{table}"
+                con.register(name, _fetch(trusted, qualified, agents, None, empty=catalog_only))
+                parts.setdefault(table, []).append((shard, name))
+        sqlviews.create_table_views(con, parts, source.projections, only=None if catalog_only else wanted)
+
+
+def _referenced(con: duckdb.DuckDBPyConnection, sql: str, paths: ProjectionPaths) -> set[str]:
+    """The views `sql` reads, with what the derived views it reads read in turn; every view if unsure."""
+    everything = set(sqlviews.log_view_types()) | set(sqlviews.projection_table_names()) | set(sqlviews.derived_views(paths))
+    try:
+        names = {n.split(".")[-1].strip('"') for n in con.get_table_names(sql)}
+    except duckdb.Error:
+        return everything
+    derived = sqlviews.derived_views(paths)
+    todo = [n for n in names if n in derived]
+    while todo:
+        view = todo.pop()
+        try:
+            inner = {n.split(".")[-1].strip('"') for n in con.get_table_names(derived[view])}
+        except duckdb.Error:
+            return everything
+        todo += [n for n in inner - names if n in derived]
+        names |= inner
+    return names
+
+
+def _fetch(trusted: duckdb.DuckDBPyConnection, relation: str, agents: list[str] | None, types: set[str] | None,
+           *, empty: bool = False) -> pa.Table:
+    if empty:  # the columns only
+        return trusted.sql(f"SELECT * FROM {relation} LIMIT 0").to_arrow_table()
+    where, args = [], []
+    if agents is not None:
+        where.append("agent IN (SELECT unnest(?::VARCHAR[]))")
+        args.append(agents)
+    if types is not None:
+        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
+        args.append(sorted(types))
+    query = f"SELECT * FROM {relation}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    return trusted.sql(query, params=args or None).to_arrow_table()
+
+
+def _has_agent_column(trusted: duckdb.DuckDBPyConnection, qualified: str) -> bool:
+    result = trusted.execute(f"SELECT * FROM {qualified} LIMIT 0")
+    names = [d[0] for d in result.description]
+    result.fetchall()
+    return "agent" in names
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[:2]) if lines else type(exc).__name__
+
+

@@ -1,0 +1,77 @@
+"""The HNSW index gives the same bytes however it was built: live across reloads, or in one replay."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from engram.search.hnsw import INITIAL_CAPACITY, HnswIndex, capacity_for
+
+DIM = 16
+
+
+def _vectors(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+
+
+def _bytes(index: HnswIndex, tmp_path, name: str) -> bytes:
+    path = tmp_path / name
+    index.save(path)
+    return path.read_bytes()
+
+
+def _reload(index: HnswIndex, tmp_path) -> HnswIndex:
+    path = tmp_path / "reload.hnsw"
+    index.save(path)
+    return HnswIndex.load(path, DIM, list(index.ids), deletions=index.deletions)
+
+
+def test_an_index_reloaded_between_ingests_writes_the_bytes_of_one_continuous_build(tmp_path):
+    data = _vectors(1500)
+    keys = [f"t{i}" for i in range(1500)]
+    live = HnswIndex(DIM)
+    for start, stop in [(0, 300), (300, 700), (700, 1100), (1100, 1500)]:  # four ingests, a restart after each
+        live.add(keys[start:stop], data[start:stop])
+        if start == 300:
+            live.remove("t5")
+            live.remove("t350")
+        live = _reload(live, tmp_path)
+    replay = HnswIndex(DIM)
+    replay.add(keys[:700], data[:700])
+    replay.remove("t5")
+    replay.remove("t350")
+    replay.add(keys[700:], data[700:])
+    assert _bytes(live, tmp_path, "live") == _bytes(replay, tmp_path, "replay")
+    assert live.capacity == replay.capacity == capacity_for(1500) == 2 * INITIAL_CAPACITY
+
+
+def test_capacity_depends_only_on_the_number_of_items():
+    one, many = HnswIndex(DIM), HnswIndex(DIM)
+    data = _vectors(1100, seed=1)
+    one.add([f"k{i}" for i in range(1100)], data)
+    for i in range(0, 1100, 100):
+        many.add([f"k{j}" for j in range(i, i + 100)], data[i : i + 100])
+    assert one.capacity == many.capacity == 2048
+
+
+def test_a_pickled_index_continues_as_the_original_would(tmp_path):
+    data = _vectors(400, seed=2)
+    keys = [f"p{i}" for i in range(400)]
+    original = HnswIndex(DIM)
+    original.add(keys[:200], data[:200])
+    original.remove("p3")
+    copy = pickle.loads(pickle.dumps(original))
+    for index in (original, copy):
+        index.add(keys[200:], data[200:])
+    assert _bytes(copy, tmp_path, "copy") == _bytes(original, tmp_path, "original")
+    assert "p3" not in copy and len(copy) == 399
+
+
+def test_search_finds_the_nearest_item_and_skips_deleted_ones():
+    index = HnswIndex(DIM)
+    data = _vectors(50, seed=3)
+    index.add([f"s{i}" for i in range(50)], data)
+    assert index.search(data[7], 1)[0][0] == "s7"
+    assert index.search(data[7], 1)[0][1] == pytest.approx(1.0, abs=1e-5)
+    index.remove("s7")
+    assert all(key != "s7" for key, _ in index.search(data[7], 5))
