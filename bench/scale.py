@@ -116,13 +116,18 @@ def start_server(home: Path, env: dict) -> dict:
     return json.loads((home / "instance.json").read_text())
 
 
-def cache_rows(home: Path) -> int:
+def cache_rows(home: Path) -> int | None:
+    """Texts the embedder computed (rows of the home's embedding cache); None while another process holds the file
+    (on a cluster the embedder actor is detached and outlives the server)."""
     import duckdb
 
     path = home / "cache" / "embeddings.duckdb"
     if not path.exists():
         return 0
-    con = duckdb.connect(str(path), read_only=True)
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.IOException:
+        return None
     try:
         tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
         return sum(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables)
@@ -234,13 +239,13 @@ def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluste
         env["RAY_ADDRESS"] = cluster_address
     try:
         instance = start_server(home, env)
-        cached_before = 0
         with PeakRss([instance["pid"]] + ([os.getpid()] if cluster_address else [])) as rss:
             report = ingest(instance["url"], agents, per_agent, producers)
         subprocess.run([ENGRAM, "down"], capture_output=True, env=env, timeout=300)
-        computed = cache_rows(home) - cached_before
-        report.update({"shards": shards, "embeddings_per_message": round(computed / report["messages"], 3),
-                       "peak_rss_mb": round(rss.peak, 1)})
+        computed = cache_rows(home)
+        report.update({"shards": shards, "peak_rss_mb": round(rss.peak, 1),
+                       "embeddings_per_message": None if computed is None else round(computed / report["messages"], 3)})
+        print(json.dumps(report), file=sys.stderr, flush=True)  # each run as it ends (the whole report at the end)
         return report
     finally:
         subprocess.run([ENGRAM, "down"], capture_output=True, env=env, timeout=300)
