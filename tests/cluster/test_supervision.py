@@ -77,10 +77,10 @@ def test_discussions_appended_concurrently_by_eight_producers_arrive_once_each_i
     def produce(worker: int) -> None:
         try:
             for d in range(worker, discussions, producers):
-                messages = [t.Message(role="user" if i % 2 == 0 else "assistant", message_id=f"d{d}-m{i}",
-                                      content=f"Discussion {d}, message {i}: the parcel for order {d} ships on day {i}.")
-                            for i in range(per_discussion)]
-                mem.append_messages(f"agent-{d % 10}", f"disc-{d}", t.AppendRequest(messages=messages))
+                for i in range(per_discussion):  # one message per request, as a chat sends them
+                    message = t.Message(role="user" if i % 2 == 0 else "assistant", message_id=f"d{d}-m{i}",
+                                        content=f"Discussion {d}, message {i}: the parcel for order {d} ships on day {i}.")
+                    mem.append_messages(f"agent-{d % 10}", f"disc-{d}", t.AppendRequest(messages=[message]))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
