@@ -19,8 +19,10 @@ Reported (one JSON object):
 - CPU seconds of each actor process over the ingest (the per-stage breakdown by process);
 - the embedder's own rate at one text per message, measured in the same run (the issue's yardstick:
   ingest should reach 60% of it), and the ingest rate as a share of it;
-- events appended by type, and when each type was first and last appended (seconds after the first
-  append: the stage whose events come last is on the critical path);
+- events appended by type, per message, and when each type was first and last appended (seconds after
+  the first append: the stage whose events come last is on the critical path); the edges and
+  reinforcements recorded (one per edge or review, whether an event of its own or carried in a compact
+  event), which compare runs of builds that record them differently;
 - whether `engram replay --verify` finds the replayed projections identical to the live ones
   (skipped with --no-verify).
 
@@ -175,6 +177,8 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         status = mem.rt.shard_status()
         policy_reports = ray.get([h.status.remote() for h in mem.runtime.policies().values()])
         _, rows = mem.sql("SELECT type, count(*) FROM events GROUP BY type ORDER BY type")
+        # The edges and reinforcements recorded, whichever event shape carries them (engram.events.compact).
+        _, facts = mem.sql("SELECT (SELECT count(*) FROM ev_edge_added), (SELECT count(*) FROM ev_trace_reinforced)")
         # When each kind of event was appended, in seconds after the first append: which stage ends last.
         _, spans = mem.sql("SELECT type, epoch_ms(min(recorded_at)), epoch_ms(max(recorded_at)) FROM events "
                            "WHERE seq > ? GROUP BY type ORDER BY 3", [head_before])
@@ -220,6 +224,8 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         "events": dict(rows),
         "appended_from_to_s": timeline,
         "events_total": sum(n for _, n in rows),
+        "events_per_message": round(sum(n for _, n in rows) / messages, 2),
+        "edges_and_reinforcements_recorded": {"edges": facts[0][0], "reinforcements": facts[0][1]},
         "replay_verify": None if differences is None else {"identical": not differences, "differences": differences[:20]},
         "cpus": os.cpu_count(),
         "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],

@@ -172,7 +172,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     """The composite's factors one by one, on the memory right after ingest (pure core, no Ray), for each similarity."""
     from engram.cognitive.memory import AgentMemory
     from engram.cognitive.personality import Pad
-    from engram.cognitive.retrieval import RecallSettings, recall
+    from engram.cognitive.retrieval import FeedbackSettings, RecallSettings, recall
     from engram.cognitive.scoring import FACTORS, Factors
     from engram.config.agent import AgentConfig
     from engram.events.store import EventStore
@@ -192,19 +192,25 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     tasks = make_tasks()
     questions = [it.question for it in items]
     hypotheses = [tasks.hyde(q).value or q for q in questions]
-    qv = dict(zip(questions, embedder.embed(questions)))
+    # The query is embedded as the reader embeds it: focused on the agent's own uncommon words.
+    focused = {(it.sample_id, it.question): memories[agent_of(it.sample_id)].lexical.focus(it.question, settings.focus_common_share)
+               for it in items}
+    qv = dict(zip(focused, embedder.embed(list(focused.values()))))
+    raw = dict(zip(questions, embedder.embed(questions)))
     hv = dict(zip(questions, embedder.embed(hypotheses)))
     hyde_text = dict(zip(questions, hypotheses))
     query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
 
-    def run(weights: Factors, similarity: str, hyde: bool = True) -> dict:
+    def run(weights: Factors, similarity: str, hyde: bool = True, feedback: bool = True, focus: bool = True) -> dict:
         def retrieve(item, k):
             m = memories[agent_of(item.sample_id)]
             res = recall(
-                m.book, m.index, qv[item.question], query=item.question, now_us=query_time[item.sample_id], limit=k,
+                m.book, m.index, qv[(item.sample_id, item.question)] if focus else raw[item.question], query=item.question, now_us=query_time[item.sample_id], limit=k,
                 discussion=item.sample_id, weights=weights, mood=Pad(), pool=settings.pool, spreading=settings.spreading,
                 hyde_vector=hv[item.question] if hyde else None, hyde_text=hyde_text[item.question] if hyde else "",
                 hyde_settings=settings.hyde, lexical=m.lexical, similarity=similarity,
+                feedback=settings.feedback if feedback else FeedbackSettings(traces=0),
+                focus=focused[(item.sample_id, item.question)],
             )
             return [hit(h) for h in res.hits]
 
@@ -217,6 +223,8 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
             "default weights": run(settings.weights, similarity),
             "similarity only": run(Factors(similarity=1.0), similarity),
             "without HyDE": run(settings.weights, similarity, hyde=False),
+            "without feedback": run(settings.weights, similarity, feedback=False),
+            "without query focus": run(settings.weights, similarity, focus=False),
         }
         for f in FACTORS:
             if f != "similarity":

@@ -78,6 +78,34 @@ def check_files_free(config) -> None:
             raise BootError(f"{path} cannot be opened: {' '.join(str(exc).split())}") from None
 
 
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(home: Path, host: str) -> str:
+    """Without an API key the server serves loopback only; the line that says how requests are authorised."""
+    from engram.server.keys import KeyError_, load_keys
+
+    try:
+        keys = load_keys(home)
+    except KeyError_ as exc:
+        raise BootError(str(exc)) from None
+    if not keys:
+        if not is_loopback(host):
+            raise BootError(f"no API key is configured, so engram serves loopback only and will not listen on {host}: "
+                            "add one first (`engram keys add --agents …`), or serve on 127.0.0.1")
+        return ("no API key configured: listening on loopback only, every request may touch every agent "
+                "(`engram keys add --agents …` to require keys)")
+    return f"{len(keys)} API key(s) configured: every request needs one, and touches only its key's agents"
+
+
 def open_api(config, runtime: str, address: str | None):
     from engram.api.runtime import RuntimeUnavailable
     from engram.api.service import Api
@@ -123,6 +151,10 @@ def serve(args) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     try:
+        keys_note = check_exposure(home, host)
+    except BootError as exc:
+        return fail(str(exc))
+    try:
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
@@ -134,6 +166,7 @@ def serve(args) -> int:
     backend = args.backend or settings.backend
     args.runtime = args.runtime or settings.runtime
     print(f"engram: starting the server of {home} ({backend}, runtime {args.runtime})…", flush=True)
+    print(f"engram: {keys_note}", flush=True)
     started = time.perf_counter()
     try:
         if backend == "ray-serve":

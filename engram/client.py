@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -63,6 +64,11 @@ def refusal(status: int, body: bytes, retry_after: str | None = None) -> ApiErro
     except (ValueError, KeyError, TypeError):
         text = body.decode(errors="replace").strip()[:300]
         return ApiError(status, "internal", f"HTTP {status} from the engram server: {text}")
+
+
+def _auth_headers(api_key: str | None) -> dict[str, str]:
+    key = api_key or os.environ.get("ENGRAM_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def consumed(shard: t.ShardStatus) -> int:
@@ -226,13 +232,15 @@ class _Operations:
 class Client(_Operations):
     """The API over HTTP, synchronous. `url`: the server (e.g. http://127.0.0.1:8765)."""
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None):
+        """`api_key`: the key of a server with API keys (default: $ENGRAM_API_KEY)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url.rstrip("/")
         self._parts = parts
         self.timeout = timeout
+        self._auth = _auth_headers(api_key)
         self._local = threading.local()
 
     @classmethod
@@ -246,7 +254,8 @@ class Client(_Operations):
         info = start_server(root, timeout=start_timeout) if start else live_server(root)
         if info is None:
             raise ServerStartError(f"no engram server runs for {root} (start one with `engram serve`)")
-        return cls(info["url"], timeout=timeout)
+        # The server's instance token is the home owner's key (whoever reads the home may use it).
+        return cls(info["url"], timeout=timeout, api_key=os.environ.get("ENGRAM_API_KEY") or info.get("token"))
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -256,7 +265,7 @@ class Client(_Operations):
         return conn
 
     def _send(self, method: str, path: str, payload: bytes | None) -> tuple[int, bytes]:
-        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        headers = {"Content-Type": "application/json", **self._auth} if payload is not None else dict(self._auth)
         for attempt in (1, 2):
             conn = self._conn()
             try:
@@ -322,11 +331,11 @@ class Client(_Operations):
 class AsyncClient(_Operations):
     """The API over HTTP, asynchronous (httpx): every method of `Client` is awaited."""
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None):
         import httpx
 
         self.url = url.rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout)
+        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_auth_headers(api_key))
 
     async def _request(self, method: str, path: str, response, body=None):
         resp = await self._http.request(method, path, content=None if body is None else _ENCODER.encode(body),

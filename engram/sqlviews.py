@@ -6,6 +6,9 @@ the views, over whatever relations a session is given.
 - `events`: every event of every shard, its envelope plus one column per payload field of
   the catalogue (typed where the field has one type across the catalogue, JSON otherwise).
 - `ev_<type>`: one view per event type, with just that type's fields (e.g. `ev_message_appended`).
+  `ev_edge_added` and `ev_trace_reinforced` also list the edges and reinforcements recorded in the
+  compact shapes (`TraceEncoded.links`, `EdgesAdded`, `TracesReinforced`; `engram.events.compact`),
+  one row each, with the envelope of the event that carries them.
 - `messages`: the conversation, one row per MessageAppended.
 - every projection table (union over shards) and every projection file view.
 """
@@ -77,6 +80,36 @@ _EMPTY_LOG = (
 _log_views_cache: tuple[int, dict[str, str]] = (-1, {})
 
 
+_ENV = "shard, seq, stream, stream_version, ts, agent, causation, event_id"
+
+
+def _items(event_type: str, field: str) -> str:
+    """The rows of `event_type`, one per element `x` of its JSON array `field` (in order)."""
+    return (f"(SELECT {_ENV}, payload, unnest(CAST(payload->'$.{field}' AS JSON[])) AS x FROM events_raw "
+            f"WHERE type = '{event_type}' AND json_array_length(payload->'$.{field}') > 0)")
+
+
+# Views of one event type that also show the same facts recorded in a compact shape.
+_COMPACT_VIEWS = {
+    "ev_edge_added": (
+        f"SELECT {_ENV}, payload->>'$.src' AS src, payload->>'$.dst' AS dst, payload->>'$.kind' AS kind, "
+        f"TRY_CAST(payload->>'$.weight' AS DOUBLE) AS weight FROM events_raw WHERE type = 'EdgeAdded' "
+        f"UNION ALL SELECT {_ENV}, x->>0, payload->>'$.trace_id', x->>1, TRY_CAST(x->>2 AS DOUBLE) "
+        f"FROM {_items('TraceEncoded', 'links')} "
+        f"UNION ALL SELECT {_ENV}, x->>0, x->>1, x->>2, TRY_CAST(x->>3 AS DOUBLE) FROM {_items('EdgesAdded', 'edges')}"
+    ),
+    "ev_trace_reinforced": (
+        f"SELECT {_ENV}, payload->>'$.trace_id' AS trace_id, payload->>'$.reason' AS reason FROM events_raw "
+        f"WHERE type = 'TraceReinforced' "
+        f"UNION ALL SELECT {_ENV}, x->>0, x->>1 FROM {_items('TracesReinforced', 'items')}"
+    ),
+}
+_COMPACT_VIEW_TYPES = {
+    "ev_edge_added": frozenset({"EdgeAdded", "TraceEncoded", "EdgesAdded"}),
+    "ev_trace_reinforced": frozenset({"TraceReinforced", "TracesReinforced"}),
+}
+
+
 def log_view_sql() -> dict[str, str]:
     """The SQL of every view over `events_raw` by view name (built once per catalogue: inspecting it is slow)."""
     global _log_views_cache
@@ -90,6 +123,7 @@ def log_view_sql() -> dict[str, str]:
             f"SELECT shard, seq, stream, stream_version, ts, agent, causation, event_id{', ' + fields if fields else ''} "
             f"FROM events_raw WHERE type = '{tag}'"
         )
+    views.update(_COMPACT_VIEWS)
     views["messages"] = (
         "SELECT shard, seq, stream AS discussion_id, agent, ts, payload->>'$.role' AS role, payload->>'$.name' AS name, "
         "payload->>'$.content' AS content, payload->>'$.message_id' AS message_id, "
@@ -120,6 +154,7 @@ def log_view_types() -> dict[str, frozenset[str] | None]:
     """Each view over the log and the event types it reads (None: every type)."""
     views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended"})}
     views.update({f"ev_{snake(tag)}": frozenset({tag}) for tag in registry()})
+    views.update(_COMPACT_VIEW_TYPES)
     return views
 
 

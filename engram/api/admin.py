@@ -106,6 +106,7 @@ class AdminOps:
                 raise error("unknown_discussion", str(exc)) from None
             finally:
                 self.forget_streams()
+                self.forget_histories()
                 self._files.pop(agent, None)
             progress.set(1)
             return report

@@ -62,6 +62,8 @@ class CognitiveOps:
             query=result.query, agent=result.agent, discussion=result.discussion, now_us=result.now_us,
             candidates=result.candidates,
             similarity=result.similarity, weights=result.weights.as_dict(),
+            focus=result.focus, feedback=t.Feedback(
+                share=result.feedback_share, traces=list(result.feedback_traces), terms=list(result.feedback_terms)),
             mood=t.Mood(valence=result.mood.valence, arousal=result.mood.arousal, dominance=result.mood.dominance),
             hyde=None if result.hyde is None else t.Hyde(
                 text=result.hyde.text, threshold=result.hyde.threshold, tried=list(result.hyde.tried),
@@ -70,11 +72,12 @@ class CognitiveOps:
             hits=[t.RecallHit(
                 rank=h.rank, trace_id=h.trace_id, score=r6(h.score), content=h.content,
                 factors={k: r6(v) for k, v in h.factors.as_dict().items()},
-                similarity_parts={"cosine": r6(h.cosine), "lexical": r6(h.lexical)},
+                similarity_parts={"cosine": r6(h.cosine), "lexical": r6(h.lexical), "feedback": r6(h.feedback)},
                 contributions={k: r6(v) for k, v in h.contributions.as_dict().items()},
                 trace_type=h.trace_type, category=h.category, scope=h.scope, scope_id=h.scope_id, via=h.via,
                 source_seqs=list(h.source_seqs), source_message_ids=list(h.source_message_ids),
                 sources=[sources[s] for s in h.source_seqs if s in sources],
+                context=h.context, context_message_ids=list(h.context_message_ids),
             ) for h in result.hits],
         )
 

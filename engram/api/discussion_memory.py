@@ -21,9 +21,15 @@ from engram.ids import validate_discussion
 
 
 class RuntimeMemory(MemoryFiles):
-    def __init__(self, runtime: Runtime, agent: str, embedder=None):
+    def __init__(self, runtime: Runtime, agent: str, embedder=None, recaller=None):
         super().__init__(ProjectionPaths(runtime.home.projections_dir), agent, runtime.config.embedder, embedder)
         self.runtime = runtime
+        self._recaller = recaller  # (discussion, query, limit) -> [text]: the API's recall, for MemoryRecall nodes
+
+    def recall(self, discussion: str | None, query: str, limit: int) -> list[str]:
+        if self._recaller is None:
+            raise RuntimeError("this workflow run has no cognitive recall")
+        return self._recaller(discussion, query, limit)
 
     def drain(self, discussion: str) -> str:
         """The Summarizer owning `discussion` has handled the whole log; a line about its failure, if any."""

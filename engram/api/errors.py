@@ -29,6 +29,8 @@ CODES: dict[str, int] = {
     "bad_settings": 400,  # a settings file (engram.json, agent.config.json, …) that cannot be used
     "bad_workflow": 400,  # a workflow that cannot run
     "bad_query": 400,  # SQL that fails, an empty or unusable query
+    "unauthorized": 401,  # API keys are configured and the request has none, or one that is not valid
+    "forbidden": 403,  # the key may not do this (a home-wide operation with a key limited to agents)
     "unknown_agent": 404,
     "unknown_discussion": 404,
     "unknown_job": 404,

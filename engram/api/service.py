@@ -16,6 +16,7 @@ import threading
 
 from engram.api.admin import AdminOps
 from engram.api.cognitive import CognitiveOps
+from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
 from engram.api.clock import now_us
 from engram.api.errors import error
@@ -26,7 +27,7 @@ from engram.api.work import WorkOps
 from engram.ids import validate_agent, validate_discussion
 
 
-class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, AdminOps):
+class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps):
     def __init__(self, runtime: Runtime):
         self.rt = runtime
         self.config = runtime.config
@@ -117,5 +118,6 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, AdminOps):
         return files
 
     def close(self) -> None:
+        self.wait_proxy_memory(timeout=120)  # memory creation the proxy started after its responses
         self.jobs.close()
         self.rt.close()

@@ -295,7 +295,7 @@ class RecallHit(Model, kw_only=True):
     score: float
     content: str
     factors: dict[str, float]
-    similarity_parts: dict[str, float]  # cosine, lexical
+    similarity_parts: dict[str, float]  # cosine, lexical (to the query), feedback (to the feedback query)
     contributions: dict[str, float]
     trace_type: str
     category: str | None
@@ -305,6 +305,17 @@ class RecallHit(Model, kw_only=True):
     source_seqs: list[int]
     source_message_ids: list[str]
     sources: list[SourceMessage] = []
+    context: str = ""  # for a reply, the question it answers (shown with it)
+    context_message_ids: list[str] = []  # where the context comes from
+
+
+class Feedback(Model, kw_only=True):
+    """Pseudo-relevance feedback: the traces the feedback query was made of and the terms it added;
+    similarity = (1 − share) · similarity to the query + share · similarity to the feedback query."""
+
+    share: float
+    traces: list[str] = []
+    terms: list[str] = []
 
 
 class HydeMatch(Model, kw_only=True):
@@ -337,6 +348,8 @@ class RecallResponse(Model, kw_only=True):
     mood: Mood
     hyde: Hyde | None
     hits: list[RecallHit]
+    focus: str = ""  # the query as embedded: without the words most of the agent's memories hold
+    feedback: Feedback | None = None
 
 
 class WorkingMemoryResponse(Model, kw_only=True):
@@ -408,6 +421,37 @@ class ChatInfo(Model, kw_only=True):
     discussion: str
     messages: int
     responder: str
+
+
+# --------------------------------------------------------------------------- the OpenAI-compatible proxy
+
+class ChatTurn(Model, kw_only=True):
+    """One message of a front-end's chat history (the proxy turns OpenAI's message objects into these)."""
+
+    role: Role
+    content: Annotated[str, Meta(max_length=10_000_000)]
+    name: str | None = None
+
+
+class CompletionRequest(Model, kw_only=True):
+    """A chat completion: the whole history as the front-end sends it. A `[DiscussionId]…[/DiscussionId]` tag in
+    any message switches memory on for that discussion; without one the request is answered without memory."""
+
+    messages: Annotated[list[ChatTurn], Meta(min_length=1, max_length=100_000)]
+    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+
+
+class CompletionResponse(Model, kw_only=True):
+    agent: str
+    discussion: str | None  # None: no tag, no memory
+    reply: str
+    responder: str  # provider/model; the offline responder says it is not a language model
+    appended: int  # messages of the request the log did not hold yet (the reply not counted)
+    reply_seq: int | None
+    memory_ms: float  # engram's own work in the request: appending, the workflow's readers, the reply's append
+    llm_ms: float  # the model's answer
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 # --------------------------------------------------------------------------- forgetting and jobs

@@ -24,7 +24,8 @@ from engram.background.traces import TraceFold
 from engram.cognitive.model import MemoryTrace
 from engram.events.base import Event
 from engram.events.cognitive import (
-    ConflictResolved, EdgeAdded, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced, TraceRetrieved,
+    ConflictResolved, EdgeAdded, EdgesAdded, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced,
+    TracesReinforced, TraceRetrieved,
 )
 
 # Agenda item kinds, in step order at one boundary.
@@ -52,6 +53,10 @@ class ConsolidationState:
     checked: dict[str, int] = field(default_factory=dict)  # trace -> the last boundary it was checked at
     fresh: dict[str, int] = field(default_factory=dict)  # new trace -> its first boundary (replay, contradictions)
     schema_checks: set[tuple[str, int]] = field(default_factory=set)  # (discussion, boundary)
+    # Schema checks a late arrival's catch-up found due before their discussion had moved past them (see `run`):
+    # they wait for a later trace of the discussion, or for the next tick.
+    schema_waiting: set[tuple[str, int]] = field(default_factory=set)
+    stream_latest: dict[str, int] = field(default_factory=dict)  # discussion -> its latest trace from messages
     conflict_due: dict[tuple[str, str], int] = field(default_factory=dict)  # contradicts edge -> boundary
     conflicts_seen: set[tuple[str, str]] = field(default_factory=set)  # contradicts edges ever scheduled
     known: set[str] = field(default_factory=set)  # traces ever scheduled
@@ -75,13 +80,20 @@ class ConsolidationState:
         self.timeline = [x for x in self.timeline if x[1] in traces]
         self.unclustered = {}
         self.schema_seen = {}
+        self.stream_latest = {}
+        for t in traces.values():
+            self._note_stream_time(t)
 
     def observe(self, event: Event, ts_us: int) -> None:
         """Fold one event (recorded at event time `ts_us`) of the agent: what it changes is rescheduled."""
         if isinstance(event, TraceEncoded):
             self.touched.add(event.trace_id)
+            for link in event.links:
+                self._edge(link.src, event.trace_id, link.kind)
         elif isinstance(event, (TraceReinforced, TracePruned)):
             self.touched.add(event.trace_id)
+        elif isinstance(event, TracesReinforced):
+            self.touched.update(item.trace_id for item in event.items)
         elif isinstance(event, TraceRetrieved):
             self.touched.update(event.trace_ids)
         elif isinstance(event, ConflictResolved):
@@ -90,12 +102,19 @@ class ConsolidationState:
         elif isinstance(event, SchemaCreated):
             self.schematized.update(event.member_ids)
             self.schematized.add(event.schema_trace_id)
-        elif isinstance(event, EdgeAdded) and event.kind == "schema_instance":
-            self.schematized.add(event.src)
-        elif isinstance(event, EdgeAdded) and event.kind == "contradicts":
-            self.contradictions.add((event.src, event.dst))
-            self.touched.update((event.src, event.dst))
-            self.conflict_due.pop((event.src, event.dst), None)  # scheduled when both sides are known
+        elif isinstance(event, EdgeAdded):
+            self._edge(event.src, event.dst, event.kind)
+        elif isinstance(event, EdgesAdded):
+            for edge in event.edges:
+                self._edge(edge.src, edge.dst, edge.kind)
+
+    def _edge(self, src: str, dst: str, kind: str) -> None:
+        if kind == "schema_instance":
+            self.schematized.add(src)
+        elif kind == "contradicts":
+            self.contradictions.add((src, dst))
+            self.touched.update((src, dst))
+            self.conflict_due.pop((src, dst), None)  # scheduled when both sides are known
 
     # ------------------------------------------------------------------ the agenda
 
@@ -124,6 +143,7 @@ class ConsolidationState:
             if tid not in self.known:
                 self.known.add(tid)
                 bisect.insort(self.timeline, (t.encoded_us, tid))
+                self._note_stream_time(t)
                 first = schedule.ceil_boundary(t.encoded_us, every_us)
                 self.fresh[tid] = first
                 self._push(first, FRESH, tid)
@@ -149,6 +169,34 @@ class ConsolidationState:
             self.conflicts_seen.add(key)
             self.conflict_due[key] = at
             self._push(at, CONFLICT, _pair_key(key))
+
+    def _note_stream_time(self, t: MemoryTrace) -> None:
+        """A discussion's time is that of its latest trace made from its messages (schemas do not move it); a
+        schema check waiting for the discussion to move past its boundary is released when it has."""
+        if t.source_type in schedule.CONSOLIDATED_SOURCES:
+            return
+        if t.encoded_us > self.stream_latest.get(t.stream, -1):
+            self.stream_latest[t.stream] = t.encoded_us
+            for key in sorted(k for k in self.schema_waiting if k[0] == t.stream and k[1] < t.encoded_us):
+                self.schema_waiting.discard(key)
+                self.schema_checks.add(key)
+                self._push(key[1], SCHEMA, key[0])
+
+    def passed(self, stream: str, b: int) -> bool:
+        """Whether `stream` has moved past boundary `b` (a trace of it from after `b` has arrived): a discussion's
+        messages arrive in their order, so everything of it up to `b` is there."""
+        return self.stream_latest.get(stream, -1) > b
+
+    def wait_for_stream(self, stream: str, b: int) -> None:
+        self.schema_waiting.add((stream, b))
+
+    def release_waiting(self, through_us: int) -> None:
+        """A tick: every waiting schema check at or before `through_us` is due again (whatever has arrived is all
+        the tick's time knows of)."""
+        for key in sorted(k for k in self.schema_waiting if k[1] <= through_us):
+            self.schema_waiting.discard(key)
+            self.schema_checks.add(key)
+            self._push(key[1], SCHEMA, key[0])
 
     def recheck_kept_conflicts(self, after_us: int) -> None:
         """Contradictions kept both ways are looked at again at the next boundary (the personality may have changed)."""

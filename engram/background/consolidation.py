@@ -25,6 +25,11 @@ the event time of its boundary. A trace that reaches consolidation after later b
 older conversation imported after a newer one) is consolidated as it would have been live: its
 timeline from its encoding is run at once, at its own (past) boundaries, then it joins the present.
 So what an agent remembers does not depend on the order its conversations were ingested in.
+Schema integration clusters a discussion's candidates as they stand at the boundary; a late arrival's
+catch-up (`late`) therefore holds a discussion's schema check back until the discussion has moved past that
+boundary (a trace of it from after the boundary has arrived — its messages arrive in order, so the pool is
+then the pool it would have had live), or until the next tick; otherwise clusters would form on the first of
+a late session's traces, one at a time, and differ from the live ones.
 Each step handles at most `maxTracesPerRun` items per boundary; the rest moves to the next boundary
 and the step is named in the result's `bounded`.
 Constants: `engram.config.defaults` (REPLAY_*, SCHEMA_*, REVIEW_MIN_IMPORTANCE).
@@ -374,6 +379,7 @@ def run(
     summarize: Summarize,
     contradicts: Contradicts | None = None,
     count: bool = True,
+    late: bool = False,
 ) -> RunResult:
     """Everything due through event time `now_us`, boundary by boundary in order (the module's rule);
     at each boundary the five steps in order, each folding its decisions before the next looks."""
@@ -381,6 +387,8 @@ def run(
     threshold = config.memory.decay.prune_threshold
     previous = state.clock_us
     state.sync(fold, every, threshold)
+    if not late:
+        state.release_waiting(now_us)
     personality = config.personality.model_dump_json()
     if personality != state.personality:
         if state.personality:
@@ -402,6 +410,10 @@ def run(
             if at <= b and _pair_key(key) not in items[CONFLICT]:
                 items[CONFLICT].append(_pair_key(key))
                 del state.conflict_due[key]
+        if late:  # schema checks wait until their discussion has moved past the boundary (see the module doc)
+            for stream in [s for s in items[SCHEMA] if not state.passed(s, b)]:
+                items[SCHEMA].remove(stream)
+                state.wait_for_stream(stream, b)
         r.schemas(items[SCHEMA], vectors, summarize)
         r.conflicts(items[CONFLICT])
         r.review(items[TRACE])

@@ -19,6 +19,8 @@ contradictions; this module turns its answer into events:
 from __future__ import annotations
 
 import math
+
+import msgspec
 from typing import Sequence
 
 from engram.background.conflicts import Side, resolve
@@ -180,18 +182,15 @@ def reflection_events(
             tags=tuple(dict.fromkeys((*c.tags, "reflection"))),
             emotion=emotion,
         )
-        edges = linking.edges_for(
+        trace = msgspec.structs.replace(trace, links=linking.edges_for(
             tid,
             encoded_us=ts_us,
             previous=fold.last_in_stream.get(stream),
             similar=[],
             sharing_entities=fold.recent_with_entities(entities, exclude=tid),
-        )
+        ))
         fold.apply(_local(stream, agent, ts_us, trace))
-        for e in edges:
-            fold.apply(_local(stream, agent, ts_us, e))
         traces.append((f"trace:{tid}", trace))
-        traces += [(f"edge:{e.src}:{e.dst}:{e.kind}", e) for e in edges]
         trace_ids.append(tid)
         trace_notes.append(ids)
         out_tokens += estimate_tokens(c.content)

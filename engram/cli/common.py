@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -57,7 +58,7 @@ def client(args):
         if info.get("started_now"):
             print(f"engram: server ready at {info['url']} in {time.perf_counter() - started:.1f}s", file=sys.stderr,
                   flush=True)
-    return Client(info["url"])
+    return Client(info["url"], api_key=os.environ.get("ENGRAM_API_KEY") or info.get("token"))
 
 
 def _cell(value: Any) -> Any:

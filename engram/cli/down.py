@@ -26,7 +26,7 @@ def run(args) -> int:
         print(f"no engram server runs for {home}" + (" (its instance.json was stale)" if stale else ""))
         return 0
     pid = int(info["pid"])
-    with Client(info["url"]) as mem:
+    with Client(info["url"], api_key=info.get("token")) as mem:
         mem.shutdown()
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while pid_alive(pid) and time.monotonic() < deadline:

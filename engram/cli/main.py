@@ -31,6 +31,8 @@ COMMANDS = [
     "export",
     "serve",
     "down",
+    "keys",
+    "mcp",
     "forget",
     "embed",
     "workflow",

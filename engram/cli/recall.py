@@ -97,6 +97,7 @@ def run(args) -> int:
 
 def render(result, *, explain: bool) -> str:
     where = f"discussion {result.discussion}" if result.discussion else "all discussions"
+    fb = getattr(result, "feedback", None)
     lines = [f'recall "{result.query}" — agent {result.agent}, {where}: {len(result.hits)} of {result.candidates} candidates']
     if explain:
         lines.append(
@@ -107,6 +108,13 @@ def render(result, *, explain: bool) -> str:
             "similarity: hybrid = ½ embedding cosine + ½ keyword (BM25) match" if result.similarity == "hybrid"
             else "similarity: embedding cosine"
         )
+        if result.focus and result.focus != result.query:
+            lines.append(f'query embedded as: "{result.focus}" (words most memories hold left out)')
+        if fb is not None and fb.share > 0:
+            lines.append(
+                f"feedback: similarity = {1 - fb.share:.2f} · to the query + {fb.share:.2f} · to the feedback query "
+                f"(the query + the {len(fb.traces)} best first hits; added terms: {', '.join(fb.terms) or '-'})"
+            )
         if result.hyde is not None:
             lines.append(
                 f'HyDE: "{result.hyde.text[:100]}" — threshold {result.hyde.threshold} '
@@ -121,8 +129,13 @@ def render(result, *, explain: bool) -> str:
             lines.append("      factor       value   × weight = contribution")
             for name, value in h.factors.items():
                 weight = result.weights[name]
-                parts = (f"   (cosine {h.similarity_parts['cosine']:.3f}, keywords {h.similarity_parts['lexical']:.3f})"
-                         if name == "similarity" and result.similarity == "hybrid" else "")
+                parts = ""
+                if name == "similarity":
+                    sp = h.similarity_parts
+                    bits = [f"cosine {sp['cosine']:.3f}"] + ([f"keywords {sp['lexical']:.3f}"] if result.similarity == "hybrid" else [])
+                    if fb is not None and fb.share > 0:
+                        bits.append(f"feedback {sp.get('feedback', 0.0):.3f}")
+                    parts = f"   ({', '.join(bits)})"
                 lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}   = {h.contributions[name]:.4f}{parts}")
             for m in h.sources:
                 who = f"{m.role}{' (' + m.name + ')' if m.name else ''}"

@@ -3,11 +3,11 @@
 The `memory_traces` projection, the trace reader that serves recall, and the policies that need
 to know what an agent remembers all fold the same events with this class, so they agree.
 
-    TraceEncoded       a new trace
+    TraceEncoded       a new trace, then the edges into it that it carries (`links`)
     TraceRetrieved     each returned trace is reinforced; the best few the query found strengthen co-activation edges
-    TraceReinforced    a reinforcement outside retrieval (spaced-repetition review)
+    TraceReinforced    a reinforcement outside retrieval (spaced-repetition review); TracesReinforced: several
     TracePruned        soft deletion
-    EdgeAdded / EdgeStrengthened
+    EdgeAdded / EdgesAdded (several) / EdgeStrengthened
     FactsIngested      a fact skipped as a duplicate verifies the trace it duplicates
     Reflected          likewise, a reflection's candidate that restates an active trace
     ConflictResolved   the loser is contradicted by the winner, and soft-deleted unless both are kept
@@ -34,8 +34,10 @@ INTERESTS = frozenset(
         "TraceEncoded",
         "TraceRetrieved",
         "TraceReinforced",
+        "TracesReinforced",
         "TracePruned",
         "EdgeAdded",
+        "EdgesAdded",
         "EdgeStrengthened",
         "FactsIngested",
         "Reflected",
@@ -86,6 +88,13 @@ class TraceBook:
         self.dirty_edges: set[tuple[str, str, str]] = set()
         self.forgotten_traces: set[str] = set()
         self.removed_edges: set[tuple[str, str, str]] = set()
+        # The latest encoding time of any trace folded (forgotten ones included): no trace is newer.
+        self.latest_encoded_us = 0
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "latest_encoded_us" not in state:  # a book pickled before it was kept
+            self.latest_encoded_us = max((t.encoded_us for t in self.traces.values()), default=0)
 
     # ------------------------------------------------------------------ reading
 
@@ -102,20 +111,22 @@ class TraceBook:
         out = Applied()
         if isinstance(e, ev.TraceEncoded):
             self._encoded(rec, e, out)
+            for link in e.links:
+                self._edge(link.src, e.trace_id, link.kind, link.weight, rec)
         elif isinstance(e, ev.TraceRetrieved):
             self._retrieved(rec, e)
         elif isinstance(e, ev.TraceReinforced):
-            t = self._live(e.trace_id)
-            if t is not None:
-                self._reinforce(t, rec, "reinforced", e.reason)
+            self._reinforced(e.trace_id, e.reason, rec)
+        elif isinstance(e, ev.TracesReinforced):
+            for item in e.items:
+                self._reinforced(item.trace_id, item.reason, rec)
         elif isinstance(e, ev.TracePruned):
             self._deactivate(e.trace_id, rec, "pruned", e.reason, out)
         elif isinstance(e, ev.EdgeAdded):
-            if e.src in self.traces and e.dst in self.traces:
-                edge = self.graph.add(e.src, e.dst, e.kind, e.weight, rec.seq)
-                self._edge_changed(edge, e.src, e.dst)
-                if e.kind == "contradicts":
-                    self._contradicted(e.dst, e.src, rec)
+            self._edge(e.src, e.dst, e.kind, e.weight, rec)
+        elif isinstance(e, ev.EdgesAdded):
+            for edge in e.edges:
+                self._edge(edge.src, edge.dst, edge.kind, edge.weight, rec)
         elif isinstance(e, ev.EdgeStrengthened):
             if e.src in self.traces and e.dst in self.traces:
                 self._edge_changed(self.graph.strengthen(e.src, e.dst, e.kind, e.delta, rec.seq), e.src, e.dst)
@@ -176,6 +187,7 @@ class TraceBook:
             context_message_ids=tuple(e.context_message_ids),
         )
         self.traces[t.trace_id] = t
+        self.latest_encoded_us = max(self.latest_encoded_us, t.encoded_us)
         self.forgotten_traces.discard(t.trace_id)
         self._log(t, rec, "encoded", e.strength, "flashbulb" if e.flashbulb else "")
         out.added.append(t)
@@ -198,6 +210,18 @@ class TraceBook:
         together = [tid for tid, cued in fired[: d.HEBBIAN_TOP] if cued]
         for edge in self.graph.hebbian(together, rec.seq):
             self._edge_changed(edge, edge.src, edge.dst)
+
+    def _edge(self, src: str, dst: str, kind: str, weight: float, rec: Recorded) -> None:
+        if src in self.traces and dst in self.traces:
+            edge = self.graph.add(src, dst, kind, weight, rec.seq)
+            self._edge_changed(edge, src, dst)
+            if kind == "contradicts":
+                self._contradicted(dst, src, rec)
+
+    def _reinforced(self, trace_id: str, reason: str, rec: Recorded) -> None:
+        t = self._live(trace_id)
+        if t is not None:
+            self._reinforce(t, rec, "reinforced", reason)
 
     def _reinforce(self, t: MemoryTrace, rec: Recorded, change: str, detail: str) -> None:
         r = reinforce(t, rec.ts_us)

@@ -20,6 +20,7 @@ auto-ingest at the turn (`engram.policies.auto_ingest`) and by consolidation for
 
 from __future__ import annotations
 
+import functools
 import re
 
 from engram.cognitive.memory import entity_key
@@ -79,8 +80,14 @@ def subjects(t: MemoryTrace) -> set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=16_384)
+def _words(text: str) -> frozenset[str]:
+    """The word stems of a memory's text (asked again for each pair it is compared in: kept)."""
+    return frozenset(tokenize(text))
+
+
 def _overlap(a: str, b: str) -> float:
-    x, y = set(tokenize(a)), set(tokenize(b))
+    x, y = _words(a), _words(b)
     return len(x & y) / len(x | y) if x and y else 0.0
 
 

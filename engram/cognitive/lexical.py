@@ -25,6 +25,7 @@ and rebuilt by replay; it holds the same text the embedding is made of.
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable
 
 from engram.search.bm25 import BM25, tokenize
@@ -68,3 +69,68 @@ class LexicalIndex:
         if total <= 0:
             return {k: 0.0 for k in keys}
         return {k: min(1.0, s / total) for k, s in self.bm25.scores(terms, keys).items()}
+
+    # -- query focus and feedback (engram.cognitive.retrieval, steps 1 and 3) --------------------------------
+
+    def focus(self, query: str, common_share: float) -> str:
+        """`query` without the words most of the agent's memories hold, for the embedding of the query.
+
+        A word that more than `common_share` of the indexed traces contain (the names of the people the
+        agent always talks with, its everyday words) tells the embedding nothing about which memory is
+        meant, yet a small sentence embedder gives it as much weight as the rare words that do: "What
+        does Ana's brother collect?" lands near every memory about Ana. BM25 already discounts such
+        words by their idf; the focused text lets the cosine do the same. Words without index terms
+        (stop words) are kept, so the question keeps its form; when every content word is common, the
+        query is returned unchanged. The statistics are the agent's own, so what counts as common
+        follows each agent's memories, not a fixed list.
+        """
+        if len(self.bm25) == 0 or common_share >= 1.0:
+            return query
+        kept, dropped = [], False
+        for word in _WORD.findall(query):
+            terms = tokenize(word)
+            if terms and all(self.bm25.document_share(t) > common_share for t in terms):
+                dropped = True
+                continue
+            kept.append(word)
+        if not dropped or not any(tokenize(w) for w in kept):
+            return query
+        return " ".join(kept) + ("?" if query.rstrip().endswith("?") else "")
+
+    def expansion(self, keys: list[str], exclude: Iterable[str], n: int) -> list[str]:
+        """The `n` terms that best characterise the traces `keys` (pseudo-relevance feedback): each term's
+        weight is Σ over the traces of its share of the trace's terms × its idf; `exclude` (the query's
+        own terms) is left out. Ties by term."""
+        if n <= 0:
+            return []
+        skip = set(exclude)
+        weight: dict[str, float] = {}
+        bm = self.bm25
+        for key in keys:
+            length = bm.length(key)
+            if not length:
+                continue
+            for term in bm.terms_of(key):
+                if term not in skip:
+                    weight[term] = weight.get(term, 0.0) + bm.term_frequency(term, key) / length * bm.idf(term)
+        return [t for t, _ in sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+    def weighted_information(self, weights: dict[str, float]) -> float:
+        return sum(w * self.bm25.idf(t) for t, w in sorted(weights.items()))
+
+    def search_weighted(self, weights: dict[str, float], k: int, allowed=None) -> list[tuple[str, float]]:
+        """`search` for a weighted query (term → weight), on the same absolute scale: BM25 / Σ weight · idf."""
+        total = self.weighted_information(weights)
+        if total <= 0 or k <= 0:
+            return []
+        return [(key, min(1.0, s / total)) for key, s in self.bm25.search(list(weights), k, allowed, weights=weights)]
+
+    def match_weighted(self, weights: dict[str, float], keys: Iterable[str]) -> dict[str, float]:
+        keys = list(keys)
+        total = self.weighted_information(weights)
+        if total <= 0:
+            return {k: 0.0 for k in keys}
+        return {k: min(1.0, s / total) for k, s in self.bm25.scores(list(weights), keys, weights=weights).items()}
+
+
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")

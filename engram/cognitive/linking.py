@@ -7,12 +7,14 @@
 - shared_entity: to the SHARED_ENTITY_MAX_EDGES (3) most recent traces naming one of its entities;
   weight SHARED_ENTITY_WEIGHT.
 Contradiction, supersession, causation and schema edges come from the Reflector and Consolidator.
+Every one of these edges goes from another trace to the new one, so they are recorded inside the new
+trace's `TraceEncoded` (`links`) instead of as one `EdgeAdded` event each.
 """
 
 from __future__ import annotations
 
 from engram.config import defaults as d
-from engram.events.cognitive import EdgeAdded
+from engram.events.cognitive import Link
 
 
 def edges_for(
@@ -22,21 +24,22 @@ def edges_for(
     previous: tuple[str, int] | None,
     similar: list[tuple[str, float]],
     sharing_entities: list[str],
-) -> list[EdgeAdded]:
-    """Edges of a new trace: `previous` = (trace, encoded at) of its discussion; `similar` = nearest (id, cosine)."""
-    out: list[EdgeAdded] = []
+) -> tuple[Link, ...]:
+    """Edges of a new trace, each from another trace to it (recorded in its `TraceEncoded.links`):
+    `previous` = (trace, encoded at) of its discussion; `similar` = nearest (id, cosine)."""
+    out: list[Link] = []
     linked: set[tuple[str, str]] = set()
 
-    def add(src: str, dst: str, kind: str, weight: float) -> None:
-        if src != dst and (kind, min(src, dst) + max(src, dst)) not in linked:
-            linked.add((kind, min(src, dst) + max(src, dst)))
-            out.append(EdgeAdded(src=src, dst=dst, kind=kind, weight=round(weight, 6)))
+    def add(src: str, kind: str, weight: float) -> None:
+        if src != trace_id and (kind, src) not in linked:
+            linked.add((kind, src))
+            out.append(Link(src=src, kind=kind, weight=round(weight, 6)))
 
     if previous is not None and 0 <= encoded_us - previous[1] <= d.TEMPORAL_EDGE_WINDOW_S * 1_000_000:
-        add(previous[0], trace_id, "temporal_sequence", d.TEMPORAL_EDGE_WEIGHT)
+        add(previous[0], "temporal_sequence", d.TEMPORAL_EDGE_WEIGHT)
     topical = [(tid, cos) for tid, cos in similar if cos >= d.SAME_TOPIC_SIMILARITY]
     for tid, cos in sorted(topical, key=lambda x: (-x[1], x[0]))[: d.SAME_TOPIC_MAX_EDGES]:
-        add(tid, trace_id, "same_topic", min(1.0, cos))
+        add(tid, "same_topic", min(1.0, cos))
     for tid in sharing_entities[: d.SHARED_ENTITY_MAX_EDGES]:
-        add(tid, trace_id, "shared_entity", d.SHARED_ENTITY_WEIGHT)
-    return out
+        add(tid, "shared_entity", d.SHARED_ENTITY_WEIGHT)
+    return tuple(out)

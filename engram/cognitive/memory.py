@@ -193,6 +193,11 @@ class AgentMemory(EntityLinks):
                 t = traces.get(tid)
                 return t is not None and t.active
 
+        # A filtered search calls `allowed` from the index for every node it visits (hundreds per search);
+        # usually the nearest are all allowed, which k calls tell: only otherwise is the search filtered.
+        found = self.index.search(vector, k)
+        if len(found) == min(k, len(self.index)) and all(allowed(tid) for tid, _ in found):
+            return found
         return self.index.search(vector, k, allowed)
 
 

@@ -12,14 +12,24 @@
      the other finds (see `engram.cognitive.lexical` for the numbers and the normalisation). Both
      parts are absolute scales in [0, 1], so the fused value is too. When the query has no word the
      index knows, there is no lexical evidence and similarity is the cosine.
-3. Spreading activation from the best `SPREAD_SEEDS` candidates by similarity along the trace graph;
+   The query vector the caller supplies is the embedding of the *focused* query
+   (`LexicalIndex.focus`: the words most of the agent's memories hold left out); `focus` records that text.
+3. Pseudo-relevance feedback ("feedback", `FeedbackSettings`): the best `traces` candidates so far are taken
+   as relevant. The feedback query is the query vector plus their mean vector (Rocchio), and the query's
+   terms plus their most characteristic other terms at half weight (RM3-style expansion). Its nearest
+   traces and best keyword matches join the candidates ("feedback"), and each candidate's similarity
+   becomes (1 − share) · its similarity to the query + share · its similarity to the feedback query.
+   What a question is about is often said in words the question does not use ("What does X do to
+   relax?" — pottery, running); the first hits name them, and the feedback query finds the other
+   memories that share them. Both parts stay in [0, 1], and every hit shows them (`feedback`).
+4. Spreading activation from the best `SPREAD_SEEDS` candidates by similarity along the trace graph;
    what it reaches joins the candidates (their cosine and lexical match are computed exactly).
-4. A candidate that an active trace contradicts (a correction kept beside it, `keep_both`) brings that
+5. A candidate that an active trace contradicts (a correction kept beside it, `keep_both`) brings that
    correction in as a candidate too ("correction"), and is never ranked above it: it moves to just after
    its correction, whatever its composite (what was corrected must not be what a question finds first).
-5. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
+6. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
    with the breakdown. Per-call weights replace the configured ones for the whole retrieval.
-6. One memory per source: a candidate made from the same message(s) as a better one already returned
+7. One memory per source: a candidate made from the same message(s) as a better one already returned
    (a fact and the episode of the message it came from; two facts of one message) says nothing the
    answer does not already have, so it gives its place to the next memory from other messages. Each
    hit carries the question it answers (`context`, a reply's only) with that question's message, so
@@ -68,6 +78,15 @@ class SpreadSettings:
 
 
 @dataclass(frozen=True)
+class FeedbackSettings:
+    traces: int = d.FEEDBACK_TRACES  # 0: no feedback stage
+    terms: int = d.FEEDBACK_TERMS
+    term_weight: float = d.FEEDBACK_TERM_WEIGHT
+    vector_weight: float = d.FEEDBACK_VECTOR_WEIGHT
+    share: float = d.FEEDBACK_SHARE
+
+
+@dataclass(frozen=True)
 class RecallHit:
     """One result: the trace as it was at retrieval, its composite score and the score by factor."""
 
@@ -89,9 +108,10 @@ class RecallHit:
     strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "keywords" | "hyde" | "activation" | "correction": how the trace became a candidate
+    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "activation" | "correction": how it became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to HyDE's memory when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
+    feedback: float = 0.0  # similarity to the feedback query (step 3; 0 without feedback)
     context: str = ""  # for a reply, the question it answers (shown with it)
     context_message_ids: tuple[str, ...] = ()  # where the context comes from
 
@@ -109,6 +129,10 @@ class RecallResult:
     hyde: HydeOutcome | None = None
     spread: dict[str, float] = field(default_factory=dict)
     similarity: str = "embedding"  # how similarity was computed: "hybrid" or "embedding"
+    focus: str = ""  # the focused query whose embedding was searched (step 2), when the caller says
+    feedback_traces: tuple[str, ...] = ()  # the traces the feedback query was made of (step 3)
+    feedback_terms: tuple[str, ...] = ()  # the terms it added to the query's
+    feedback_share: float = 0.0  # the feedback query's share of similarity (0: no feedback stage)
 
 
 def recall(
@@ -131,8 +155,11 @@ def recall(
     lexical: LexicalIndex | None = None,
     similarity: str = "hybrid",
     lexical_share: float = d.SIMILARITY_LEXICAL_SHARE,
+    feedback: FeedbackSettings = FeedbackSettings(),
+    focus: str = "",
 ) -> RecallResult:
-    """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine)."""
+    """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
+    `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used)."""
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -162,7 +189,13 @@ def recall(
             cos[tid] = max(cos.get(tid, -1.0), c)
     _complete(cos, lex, via, index, lexical if hybrid else None, terms, q)
     lexical_evidence = hybrid and lexical.information(terms) > 0
-    sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), lexical_share if lexical_evidence else 0.0) for tid in via}
+    share = lexical_share if lexical_evidence else 0.0
+    sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), share) for tid in via}
+    fb = _Feedback.of(sims, index, q, lexical if hybrid else None, terms, feedback, pool, allowed, via, share)
+    if fb is not None:
+        _complete(cos, lex, via, index, lexical if hybrid else None, terms, q)
+        fb.prepare(via, index)
+        sims = {tid: fb.blend(_fuse(cos[tid], lex.get(tid, 0.0), share), tid) for tid in via}
     seeds = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: spreading.seeds])
     activation = spread(
         book.graph,
@@ -184,8 +217,11 @@ def recall(
         for tid in reached:
             via[tid] = "activation"
         _complete(cos, lex, via, index, lexical if hybrid else None, terms, q)
+        if fb is not None:
+            fb.prepare(reached, index)
         for tid in reached:
-            sims[tid] = _fuse(cos[tid], lex.get(tid, 0.0), lexical_share if lexical_evidence else 0.0)
+            base = _fuse(cos[tid], lex.get(tid, 0.0), share)
+            sims[tid] = fb.blend(base, tid) if fb is not None else base
     scored = []
     for tid, sim in sims.items():
         t = traces[tid]
@@ -197,7 +233,8 @@ def recall(
     considered = len(scored)
     scored = _one_per_source(_corrections_first(scored, traces), traces, limit)
     hits = tuple(
-        _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0))
+        _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0),
+             fb.similarity.get(tid, 0.0) if fb is not None else 0.0)
         for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
     )
     return RecallResult(
@@ -212,7 +249,70 @@ def recall(
         hyde=outcome,
         spread=activation,
         similarity="hybrid" if hybrid else "embedding",
+        focus=focus,
+        feedback_traces=fb.traces if fb is not None else (),
+        feedback_terms=fb.terms if fb is not None else (),
+        feedback_share=feedback.share if fb is not None else 0.0,
     )
+
+
+@dataclass
+class _Feedback:
+    """The feedback query of step 3 and each candidate's similarity to it."""
+
+    traces: tuple[str, ...]
+    terms: tuple[str, ...]
+    vector: np.ndarray
+    weights: dict[str, float]
+    lexical: LexicalIndex | None
+    share: float  # the feedback query's share of similarity
+    lexical_share: float  # its keywords' share, as for the query
+    cosine: dict[str, float]
+    keywords: dict[str, float]
+    similarity: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, sims, index, q, lexical, terms, settings: FeedbackSettings, pool, allowed, via, lexical_share):
+        """The feedback query from the best candidates of `sims`; its own candidates join `via`. None when
+        the stage is off or there is nothing to learn from."""
+        if settings.traces <= 0 or settings.share <= 0 or not sims:
+            return None
+        top = tuple(tid for tid, _ in sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.traces]
+                    if tid in index)
+        if not top:
+            return None
+        vector = _unit(q + settings.vector_weight * index.vectors(list(top)).mean(axis=0))
+        cosine = dict(index.search(vector, pool, allowed))
+        for tid in cosine:
+            via.setdefault(tid, "feedback")
+        weights: dict[str, float] = {}
+        keywords: dict[str, float] = {}
+        added: list[str] = []
+        if lexical is not None and lexical_share > 0:
+            added = lexical.expansion(list(top), terms, settings.terms)
+            weights = {t: 1.0 for t in terms}
+            weights.update({t: settings.term_weight for t in added})
+            keywords = dict(lexical.search_weighted(weights, pool, allowed))
+            for tid in keywords:
+                via.setdefault(tid, "feedback")
+        return cls(top, tuple(added), vector, weights, lexical, settings.share, lexical_share, cosine, keywords)
+
+    def prepare(self, tids, index) -> None:
+        """Each of `tids`' similarity to the feedback query (exact cosine and keyword match, in batches)."""
+        todo = sorted(tid for tid in tids if tid not in self.similarity)
+        vec = [tid for tid in todo if tid not in self.cosine and tid in index]
+        if vec:
+            self.cosine.update(zip(vec, (index.vectors(vec) @ self.vector).tolist()))
+        if self.weights:
+            unknown = [tid for tid in todo if tid not in self.keywords]
+            if unknown:
+                self.keywords.update(self.lexical.match_weighted(self.weights, unknown))
+        for tid in todo:
+            self.similarity[tid] = _fuse(self.cosine.get(tid, 0.0), self.keywords.get(tid, 0.0), self.lexical_share)
+
+    def blend(self, base: float, tid: str) -> float:
+        """(1 − share) · `base` (similarity to the query) + share · similarity to the feedback query."""
+        return (1.0 - self.share) * base + self.share * self.similarity[tid]
 
 
 def _one_per_source(scored: list, traces, limit: int) -> list:
@@ -276,7 +376,8 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def _hit(
-    rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int, cosine: float, lexical: float
+    rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int, cosine: float, lexical: float,
+    feedback: float = 0.0,
 ) -> RecallHit:
     return RecallHit(
         rank=rank,
@@ -300,6 +401,7 @@ def _hit(
         via=via,
         cosine=cosine,
         lexical=lexical,
+        feedback=feedback,
         context=t.context,
         context_message_ids=t.context_message_ids,
     )
@@ -327,6 +429,8 @@ class RecallSettings:
     hyde: HydeSettings
     hyde_enabled: bool
     similarity: str = "hybrid"
+    feedback: FeedbackSettings = FeedbackSettings()
+    focus_common_share: float = d.QUERY_FOCUS_COMMON_SHARE
 
     @classmethod
     def of(cls, config) -> "RecallSettings":

@@ -128,6 +128,20 @@ RETRIEVAL_WEIGHT_EMOTIONAL = 0.05
 RETRIEVAL_WEIGHT_ACTIVATION = 0.15
 RETRIEVAL_WEIGHT_IMPORTANCE = 0.05
 RECALL_DEFAULT_LIMIT = 10
+# Query focus (engram.cognitive.lexical.focus): the query's embedding leaves out the words more than this share of
+# the agent's traces hold (its interlocutors' names, everyday words): they say nothing about which memory is meant.
+QUERY_FOCUS_COMMON_SHARE = 0.1
+# Pseudo-relevance feedback (engram.cognitive.retrieval, step 3; Rocchio): the FEEDBACK_TRACES best first-stage
+# candidates are taken as relevant; the feedback query is the query vector + FEEDBACK_VECTOR_WEIGHT · their mean
+# vector, and the query's terms (weight 1) + their FEEDBACK_TERMS most characteristic other terms (weight
+# FEEDBACK_TERM_WEIGHT). Its nearest traces and best keyword matches join the candidates, and similarity becomes
+# (1 − FEEDBACK_SHARE) · similarity to the query + FEEDBACK_SHARE · similarity to the feedback query.
+# Classic Rocchio/RM3 settings (3 documents, 10 terms, half weight), not fitted to a benchmark.
+FEEDBACK_TRACES = 3
+FEEDBACK_TERMS = 10
+FEEDBACK_TERM_WEIGHT = 0.5
+FEEDBACK_VECTOR_WEIGHT = 1.0
+FEEDBACK_SHARE = 0.5
 # Candidates scored per query: this many nearest traces by cosine (at least 4 · limit), plus what spreading reaches.
 RECALL_CANDIDATE_POOL = 50
 # Traces that take focus in working memory from one retrieval (its best results).

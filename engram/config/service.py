@@ -129,6 +129,16 @@ class ClusterSettings(ConfigModel):
         return SHARD_RESOURCE.format(shard=shard)
 
 
+class ProxySettings(ConfigModel):
+    """The OpenAI-compatible memory proxy (`POST /v1/chat/completions`)."""
+
+    # A workflow in <home>/workflows/<name>.json; when that file does not exist, the shipped
+    # openai-proxy.workflow.json (readers, the response, a WorkflowLock, the memory creators).
+    workflow: str = "openai-proxy"
+    # The agent of a request whose `model` names none (`engram/<agent>`) and whose key has several agents.
+    default_agent: str = "default"
+
+
 class ServiceConfig(ConfigModel):
     home: Path = Path("~/.engram")
     shards: int = Field(1, ge=1, le=1024)
@@ -139,6 +149,7 @@ class ServiceConfig(ConfigModel):
     server: ServerSettings = ServerSettings()
     # Checked against the home's shard count (its layout, which re-sharding grows) when a runtime opens it.
     cluster: ClusterSettings = ClusterSettings()
+    proxy: ProxySettings = ProxySettings()
 
 
 def default_home() -> Path:

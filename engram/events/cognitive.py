@@ -14,8 +14,23 @@ from engram.events.base import Event
 from engram.events.provenance import LlmCall
 
 
+class Link(msgspec.Struct, frozen=True, array_like=True):
+    """An edge into a trace, recorded with the trace (`TraceEncoded.links`): `src` -> the new trace.
+    Stored as a JSON array, `[src, kind, weight]`."""
+
+    src: str
+    kind: str
+    weight: float
+
+
 class TraceEncoded(Event, tag="TraceEncoded"):
-    """A new MemoryTrace with its full initial state; its event time is its encoding time."""
+    """A new MemoryTrace with its full initial state; its event time is its encoding time.
+
+    `links`: the edges it gets as it is encoded (`engram.cognitive.linking`: temporal_sequence,
+    same_topic, shared_entity; a schema's schema_instance edges from its members), each from another
+    trace to this one. They fold exactly as `EdgeAdded` events right after this one would (logs written
+    before this field hold them as such), but cost no event each.
+    """
 
     trace_id: str
     content: str
@@ -44,6 +59,7 @@ class TraceEncoded(Event, tag="TraceEncoded"):
     context: str = ""
     # The message(s) `context` was taken from (its provenance: recall shows the context with the memory).
     context_message_ids: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
 
 
 class TraceRetrieved(Event, tag="TraceRetrieved"):
@@ -66,6 +82,20 @@ class TraceReinforced(Event, tag="TraceReinforced"):
     reason: str
 
 
+class Reinforcement(msgspec.Struct, frozen=True, array_like=True):
+    """One trace of a `TracesReinforced`, stored as `[trace_id, reason]`."""
+
+    trace_id: str
+    reason: str
+
+
+class TracesReinforced(Event, tag="TracesReinforced"):
+    """Several reinforcements at one time, in order (e.g. the reviews due at one consolidation boundary):
+    folds exactly as one `TraceReinforced` per item would."""
+
+    items: tuple[Reinforcement, ...]
+
+
 class TracePruned(Event, tag="TracePruned"):
     """Soft deletion of a trace whose Ebbinghaus strength fell below the prune threshold (0.05)."""
 
@@ -79,6 +109,22 @@ class EdgeAdded(Event, tag="EdgeAdded"):
     dst: str
     kind: str  # shared_entity | temporal_sequence | same_topic | contradicts | supersedes | caused_by | co_activated | schema_instance
     weight: float
+
+
+class NewEdge(msgspec.Struct, frozen=True, array_like=True):
+    """One edge of an `EdgesAdded`, stored as `[src, dst, kind, weight]`."""
+
+    src: str
+    dst: str
+    kind: str
+    weight: float
+
+
+class EdgesAdded(Event, tag="EdgesAdded"):
+    """Several edges at one time, in order (e.g. a consolidation boundary's co-activation replay): folds
+    exactly as one `EdgeAdded` per edge would."""
+
+    edges: tuple[NewEdge, ...]
 
 
 class EdgeStrengthened(Event, tag="EdgeStrengthened"):

@@ -30,13 +30,14 @@ previous message of the discussion by another speaker, its question sentences;
 `engram.cognitive.indexing`): indexed with them, not part of them. Deduplication and same-topic
 links compare what memories say, so this policy's memories embed content alone (`content_vectors`).
 Appended to the message's discussion stream with the message's event time: `FactsIngested` (what
-was kept and skipped, and why, with the LLM provenance), then `TraceEncoded` and `EdgeAdded` events.
+was kept and skipped, and why, with the LLM provenance), then the `TraceEncoded` events (each carrying the edges it gets, `links`).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import msgspec
 import numpy as np
 
 from engram.background import schedule
@@ -76,7 +77,7 @@ class AutoIngest(CognitivePolicy):
     interests = frozenset(
         {
             "MessageAppended", "SettingsChanged", "TraceEncoded", "TracePruned", "ConflictResolved", "EdgeAdded",
-            "MoodChanged", "DiscussionForgotten", "AgentForgotten",
+            "EdgesAdded", "MoodChanged", "DiscussionForgotten", "AgentForgotten",
         }
     )
 
@@ -307,6 +308,8 @@ class AutoIngest(CognitivePolicy):
         mem = self.memory(agent)
         traces = mem.book.traces
         out: list[NewEvent] = []
+        if mem.book.latest_encoded_us <= rec.ts_us:
+            return out  # nothing was said after this message (the usual, chronological import): no search
         for tid in new_ids:
             if tid not in mem.index:
                 continue
@@ -386,7 +389,7 @@ class AutoIngest(CognitivePolicy):
         category: str, trace_type: str, importance: float, entities: tuple[str, ...], scope_agent: bool,
         source_type: str, confidence: float, tags: tuple[str, ...], context: str = "", context_ids: tuple[str, ...] = (),
     ) -> list[NewEvent]:
-        """The TraceEncoded and EdgeAdded events of one new trace, folded at once into this policy's memory."""
+        """The TraceEncoded event of one new trace (with its edges), folded at once into this policy's memory."""
         agent = rec.agent
         mem = self.memory(agent)
         trace = encode(
@@ -410,17 +413,15 @@ class AutoIngest(CognitivePolicy):
             context=context,
             context_message_ids=context_ids,
         )
-        edges = linking.edges_for(
+        links = linking.edges_for(
             tid,
             encoded_us=rec.ts_us,
             previous=mem.last_in_stream.get(rec.stream),
             similar=list(similar),
             sharing_entities=mem.recent_with_entities(entities, exclude=tid),
         )
-        new = [NewEvent(event=trace, ts_us=rec.ts_us, event_id=f"trace:{tid}", causation=rec.seq)]
-        new += [
-            NewEvent(event=e, ts_us=rec.ts_us, event_id=f"edge:{e.src}:{e.dst}:{e.kind}", causation=rec.seq) for e in edges
-        ]
+        new = [NewEvent(event=msgspec.structs.replace(trace, links=links), ts_us=rec.ts_us, event_id=f"trace:{tid}",
+                        causation=rec.seq)]
         # Decide on what follows knowing this trace; its own events come back later as no-ops.
         mem.apply_batch([_local(rec, n) for n in new], lambda texts: np.asarray(vector, dtype=np.float32).reshape(1, -1))
         return new

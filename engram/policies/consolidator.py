@@ -4,7 +4,8 @@ It folds each owned agent's traces and graph (no embeddings kept: it embeds only
 traces it clusters, once each) and keeps the agenda of `engram.background.consolidation`: at a tick
 it runs what fell due since the previous tick, boundary by boundary (idle boundaries cost nothing and
 are not recorded one by one). Each decision goes to the stream of the trace it concerns (forgetting a
-discussion forgets them), at the event time of its boundary, with deterministic ids; then one
+discussion forgets them), at the event time of its boundary, with deterministic ids (a boundary's edges
+and reviews of one discussion as one `EdgesAdded` and one `TracesReinforced`); then one
 `ConsolidationRan` per tick reports in `agent:<agent>` (counts per step, the boundaries that had work,
 what was bounded, duration).
 
@@ -27,6 +28,7 @@ from engram.cognitive import corrections
 from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad
 from engram.events.background import ConsolidationRan
+from engram.events.compact import compact
 from engram.events.cognitive import TraceEncoded
 from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
@@ -42,6 +44,7 @@ AGENDA_VERSION = 2
 class Consolidator(BackgroundPolicy):
     name = "consolidator"
     interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged"}
+    STATE_VERSION = 2  # 2: the agenda keeps schema checks waiting for their discussion (schema_waiting, stream_latest)
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
@@ -124,7 +127,7 @@ class Consolidator(BackgroundPolicy):
         agent = rec.agent
         if not self.config_of(agent).memory.consolidation.enabled:
             return []
-        result = self._consolidate(agent, self.states[agent].clock_us, rec.seq, count=False)
+        result = self._consolidate(agent, self.states[agent].clock_us, rec.seq, count=False, late=True)
         if not result.decisions:
             return []
         pending = self.unreported.get(agent)
@@ -137,7 +140,8 @@ class Consolidator(BackgroundPolicy):
         self._forget_vectors(agent)
         return writes
 
-    def _consolidate(self, agent: str, through_us: int, cause: int, count: bool = True) -> consolidation.RunResult:
+    def _consolidate(self, agent: str, through_us: int, cause: int, count: bool = True,
+                     late: bool = False) -> consolidation.RunResult:
         cfg = self.config_of(agent)
         fold = self.fold(agent)
         book = fold.book
@@ -149,19 +153,21 @@ class Consolidator(BackgroundPolicy):
             agent, fold, state, now_us=through_us, config=cfg, mood=mood,
             vectors=lambda ids, texts: self._embed(agent, ids, texts),
             summarize=lambda members: self.tasks.summarize_schema(members),
-            contradicts=corrections.contradiction, count=count,
+            contradicts=corrections.contradiction, count=count, late=late,
         )
 
     def _writes(self, agent: str, result: consolidation.RunResult, cause: int) -> list[Write]:
+        """The decisions as appends, a boundary's edges and reviews of a discussion merged into one event each
+        (`engram.events.compact`): they were folded here one by one as they were decided, and fold the same."""
         writes: list[Write] = []
-        for decision in result.decisions:
-            own_id = f"consolidate:{decision.event_id}"
+        items = [((d_.stream, d_.ts_us), f"consolidate:{d_.event_id}", d_.event) for d_ in result.decisions]
+        for (stream, ts_us), own_id, event in compact(items):
             self._own.add(own_id)
-            event = NewEvent(event=decision.event, ts_us=decision.ts_us, event_id=own_id, causation=cause)
-            if writes and writes[-1].stream == decision.stream:
-                writes[-1] = Write(decision.stream, agent, writes[-1].events + (event,))
+            new = NewEvent(event=event, ts_us=ts_us, event_id=own_id, causation=cause)
+            if writes and writes[-1].stream == stream:
+                writes[-1] = Write(stream, agent, writes[-1].events + (new,))
             else:
-                writes.append(Write(decision.stream, agent, (event,)))
+                writes.append(Write(stream, agent, (new,)))
         return writes
 
     def _embed(self, agent: str, ids: list[str], texts: list[str]) -> np.ndarray:

@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 # the log refuses the repeated appends by their ids), while pickling the whole state after every
 # batch cost a growing share of a long ingest.
 SNAPSHOT_INTERVAL_S = 2.0
+# ...and at most this share of a busy host's time goes to them: after a save that took t seconds, the
+# next one waits at least t / SNAPSHOT_SHARE - t (a large memory pickles in a second on a loaded machine,
+# which every 2 s was a third of the consolidation actor's time on LoCoMo dev).
+SNAPSHOT_SHARE = 0.1
 
 
 class PolicyHost:
@@ -52,6 +56,7 @@ class PolicyHost:
         self.timings = StageTimings()
         self.snapshot_interval_s = SNAPSHOT_INTERVAL_S
         self._unsaved: bool | None = None  # True: states and positions to write; False: positions only
+        self._save_cost = 0.0  # seconds the last save while busy took
         self._saved_at = time.monotonic()
         for i, p in enumerate(self.policies):
             path = self._snapshot_path(p)
@@ -140,8 +145,11 @@ class PolicyHost:
                 fresh = type(p)(p.ctx)
         self.policies[i] = fresh
     def _save_when_due(self) -> None:
-        if time.monotonic() - self._saved_at >= self.snapshot_interval_s:
+        wait = max(self.snapshot_interval_s, self._save_cost / SNAPSHOT_SHARE - self._save_cost)
+        if time.monotonic() - self._saved_at >= wait:
+            started = time.monotonic()
             self.save_pending()
+            self._save_cost = time.monotonic() - started
 
     def save_pending(self) -> None:
         """Write what changed since the last save: snapshots and positions, or positions only."""
@@ -227,7 +235,6 @@ class PolicyHost:
     def save(self, snapshots: bool = True) -> None:
         if snapshots or not self._unsaved:
             self._unsaved = None
-        self._saved_at = time.monotonic()
         for p in self.policies:
             path = self._snapshot_path(p)
             if path is not None:
@@ -243,6 +250,7 @@ class PolicyHost:
                 if self._saved.get(f"{p.name}#position") != position:
                     atomic_write(path.with_suffix(".position.json"), position)
                     self._saved[f"{p.name}#position"] = position
+        self._saved_at = time.monotonic()  # the interval runs from the end of a save
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}

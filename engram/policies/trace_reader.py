@@ -78,7 +78,8 @@ class TraceReader(CognitivePolicy):
         k = limit_for(limit, settings.default_limit, ingest_rules(cfg).extra_results)
         mem = self.memory(agent)
         use_hyde = settings.hyde_enabled if hyde is None else hyde
-        hyde_text, texts = "", [query]
+        focus = mem.lexical.focus(query, settings.focus_common_share)
+        hyde_text, texts = "", [focus]
         tasks = self.ctx.services.get("tasks")
         if use_hyde and tasks is not None:
             hyde_text = tasks.hyde(query).value or ""
@@ -103,6 +104,8 @@ class TraceReader(CognitivePolicy):
             hyde_settings=settings.hyde,
             lexical=mem.lexical,
             similarity=similarity or settings.similarity,
+            feedback=settings.feedback,
+            focus=focus,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)

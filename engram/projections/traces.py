@@ -239,6 +239,7 @@ class TraceProjection(TableProjection):
                     mem.by_entity[entity_key(name)].append(t.trace_id)
                 mem.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
             mem.book.last_seq = max(mem.book.last_seq, t.last_seq)
+            mem.book.latest_encoded_us = max(mem.book.latest_encoded_us, t.encoded_us)
         mem.restore_lexical()
         for src, dst, kind, weight, created, updated, strengthened in db.execute(
             "SELECT src, dst, kind, weight, created_seq, updated_seq, strengthened FROM trace_edges WHERE agent = ?", [agent]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 import Stemmer
 
@@ -115,13 +115,31 @@ class BM25:
         n = len(self._lengths)
         return math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
 
+    def document_share(self, term: str) -> float:
+        """The share of indexed documents that hold `term` (0 for an unknown term or an empty index)."""
+        posting = self._postings.get(term)
+        return len(posting) / len(self._lengths) if posting and self._lengths else 0.0
+
+    def terms_of(self, key: str) -> tuple[str, ...]:
+        """The distinct terms of an indexed document (empty for an unknown key)."""
+        return self._terms.get(key, ())
+
+    def term_frequency(self, term: str, key: str) -> int:
+        posting = self._postings.get(term)
+        return posting.get(key, 0) if posting else 0
+
+    def length(self, key: str) -> int:
+        return self._lengths.get(key, 0)
+
     def search(
-        self, query_terms: list[str], k: int, allowed: Callable[[str], bool] | None = None
+        self, query_terms: list[str], k: int, allowed: Callable[[str], bool] | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """Top-k ids for the (already tokenised) terms, OR semantics, best first; ties by id.
 
         `allowed`: only ids it accepts are ranked (e.g. a scope filter). Terms are summed in sorted
-        order, so scores do not depend on hash randomisation.
+        order, so scores do not depend on hash randomisation. `weights`: a weight per term (default 1),
+        multiplying that term's contribution (a weighted query, e.g. feedback terms).
         """
         n = len(self._lengths)
         if n == 0 or k <= 0:
@@ -132,7 +150,7 @@ class BM25:
             posting = self._postings.get(term)
             if not posting:
                 continue
-            idf = self.idf(term)
+            idf = self.idf(term) * (weights.get(term, 1.0) if weights is not None else 1.0)
             for key, tf in posting.items():
                 if allowed is not None:
                     ok = verdict.get(key)
@@ -144,9 +162,11 @@ class BM25:
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
 
-    def scores(self, query_terms: list[str], keys: Iterable[str]) -> dict[str, float]:
-        """The BM25 score of each of `keys` for the terms (0 for a key that matches none, or is not indexed)."""
-        terms = [(t, self.idf(t), self._postings.get(t)) for t in sorted(set(query_terms))]
+    def scores(self, query_terms: list[str], keys: Iterable[str], weights: Mapping[str, float] | None = None) -> dict[str, float]:
+        """The BM25 score of each of `keys` for the terms (0 for a key that matches none, or is not indexed);
+        `weights` as in `search`."""
+        w = weights or {}
+        terms = [(t, self.idf(t) * w.get(t, 1.0), self._postings.get(t)) for t in sorted(set(query_terms))]
         out = {}
         for key in keys:
             total = 0.0

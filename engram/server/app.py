@@ -17,8 +17,11 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 
+from pathlib import Path
+
 from engram.api.errors import ApiError, error, translate
 from engram.server.endpoint import SCHEMA_TYPES, json_response
+from engram.server.keys import KeyRing
 from engram.server.routes import ROUTERS
 
 log = logging.getLogger("engram.server")
@@ -87,6 +90,7 @@ def ensure_state(state) -> None:
         with _STATE_LOCK:
             if state.api is None:
                 state.api, state.health, state.shutdown = state.factory()
+                state.keys = KeyRing(Path(state.health.home))
 
 
 def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -102,6 +106,8 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
     app.state.shutdown = shutdown
     app.state.activity = activity or Activity()
     app.state.factory = factory
+    app.state.job_agents = {}  # job id -> the agents of the key that started it (None: every agent)
+    app.state.keys = None if health is None else KeyRing(Path(health.home))
     for router in ROUTERS:
         app.include_router(router)
 
@@ -159,6 +165,12 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
         return app.openapi_schema
 
     app.openapi = openapi
+    from starlette.routing import Route
+
+    from engram.mcp.server import McpEndpoint
+
+    # MCP's streamable HTTP (not in the OpenAPI document: its own protocol); scoped by the request's key.
+    app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
 

@@ -1,21 +1,33 @@
-"""Who may touch which agents: the per-request hook of every agent-scoped route.
+"""Who may touch which agents: the per-request hook of every route.
 
-Today no API key is configured: the server listens on loopback only and every request may touch
-every agent of the home. API keys (each mapped to its agents, stored hashed) plug in here:
-`authenticate` reads the request's key, `Principal.require(agent)` refuses the agents it may not see.
+With no API key configured (`<home>/keys.json` empty or absent) the server listens on loopback only and
+every request may touch every agent of the home. Once a key exists, every request needs one
+(`Authorization: Bearer <key>`, or `X-API-Key: <key>`): a key maps to its agents (`engram keys add
+--agents a,b`), or to every agent (`--agents '*'`, an admin key). The server's own instance token
+(`instance.json`, readable only by whoever can read the home) counts as an admin key: it is how the CLI
+and `engram.Client.for_home` keep working on a home with keys.
+
+An agent a key may not touch is answered as an agent that does not exist (404 unknown_agent): a key
+learns nothing about other keys' agents. Home-wide operations (status, replay of every shard, shutdown)
+need an admin key (403 forbidden).
 """
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 
-from engram.api.errors import ApiError
+from engram.api.errors import ApiError, error
 
 
 @dataclass(frozen=True)
 class Principal:
     name: str
     agents: frozenset[str] | None = None  # None: every agent
+
+    @property
+    def admin(self) -> bool:
+        return self.agents is None
 
     def may(self, agent: str) -> bool:
         return self.agents is None or agent in self.agents
@@ -25,10 +37,47 @@ class Principal:
             # The same answer as for an agent that does not exist: a key learns nothing about others' agents.
             raise ApiError(404, "unknown_agent", f"agent {agent!r} is not known to this key")
 
+    def require_admin(self, what: str) -> None:
+        if not self.admin:
+            raise error("forbidden", f"{what} concerns the whole home: it needs a key for every agent "
+                        "(engram keys add --agents '*'); this key may touch only its agents")
+
 
 LOOPBACK = Principal("loopback")
+OWNER = Principal("instance token")
+
+
+def presented_key(headers) -> str | None:
+    auth = headers.get("authorization")
+    if auth and auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    return headers.get("x-api-key") or headers.get("api-key")
 
 
 def authenticate(request) -> Principal:
     """The principal of a request (no keys configured: the loopback user, who may touch every agent)."""
-    return LOOPBACK
+    return authenticate_headers(request.app.state, request.headers)
+
+
+def authenticate_headers(state, headers) -> Principal:
+    """The principal of a request with these `headers` (lower-case names) on the app whose state is `state`."""
+    ring = getattr(state, "keys", None)
+    if ring is None or not ring.configured():
+        return LOOPBACK
+    key = presented_key(headers)
+    if not key:
+        raise error("unauthorized", "this server needs an API key: send it as `Authorization: Bearer <key>` "
+                    "(`engram keys add --agents …` makes one)")
+    token = getattr(state.health, "instance", None) if state.health is not None else None
+    if token and hmac.compare_digest(key, token):
+        return OWNER
+    stored = ring.find(key)
+    if stored is None:
+        raise error("unauthorized", "the API key is not valid (mistyped, or revoked: `engram keys list` shows the "
+                    "keys by id)")
+    return Principal(f"key {stored.id}", None if stored.every_agent else frozenset(stored.agents))
+
+
+def principal_for(state, headers) -> Principal:
+    """As `authenticate_headers`, for headers of any case (an MCP tool call's request)."""
+    return authenticate_headers(state, {str(k).lower(): v for k, v in dict(headers).items()})

@@ -8,8 +8,13 @@ The handler's own parameters after `api` (path and query parameters, typed) are 
 and documents; `body` is decoded by msgspec from the raw request (unknown fields refused) and
 documented by its JSON Schema; the result is encoded by msgspec. Handlers are plain functions run on
 the server's thread pool (operations block on the runtime). A handler whose first parameter is
-`server` instead of `api` gets the app's state (the api, the health document, shutdown). A route with
-`{agent}` in its path asks the auth hook first.
+`server` instead of `api` gets the app's state (the api, the health document, shutdown).
+
+Every route asks the auth hook first (`engram.server.auth`), by its `access`: "agent" (the default for a
+path with `{agent}`: the key must be allowed that agent), "home" (the default otherwise: an operation on
+the whole home, for admin keys), "key" (any valid key; the handler scopes what it does by the principal
+it declares as a `principal` parameter) or "open" (no key needed: the health probe). So a new route is
+scoped by default and cannot escape the keys.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from starlette.concurrency import run_in_threadpool
 
 from engram.api.errors import CODES, error, translate
 from engram.server.auth import authenticate
+
+ACCESS = ("agent", "home", "key", "open")
 
 SCHEMA_TYPES: list[type] = []  # every type a route names, for the OpenAPI components
 # Values of read models msgspec has no JSON form for (a DuckDB interval, a UUID…) travel as text.
@@ -44,7 +51,8 @@ def json_response(value: Any, status: int = 200) -> Response:
 def error_responses(*codes: str) -> dict:
     from engram.api.types import ErrorResponse
 
-    statuses = sorted({CODES[c] for c in ("invalid_request", "body_too_large", "internal", "runtime_unavailable", *codes)})
+    statuses = sorted({CODES[c] for c in ("invalid_request", "body_too_large", "internal", "runtime_unavailable",
+                                          "unauthorized", *codes)})
     return {s: {"description": "refused: {\"error\": {\"code\", \"message\"}}",
                 "content": {"application/json": {"schema": ref(ErrorResponse)}}} for s in statuses}
 
@@ -64,24 +72,33 @@ def decode(cls: type, raw: bytes):
 
 
 def route(router: APIRouter, method: str, path: str, *, response: type | None, body: type | None = None,
-          status: int = 200, errors: tuple[str, ...] = (), summary: str | None = None) -> Callable:
+          status: int = 200, errors: tuple[str, ...] = (), summary: str | None = None,
+          access: str | None = None) -> Callable:
+    access = access or ("agent" if "{agent}" in path else "home")
+    assert access in ACCESS, access
+
     def register(handler: Callable) -> Callable:
         all_params = list(inspect.signature(handler).parameters.values())
         wants_state = all_params[0].name == "server"
         params = all_params[1:]  # after `api` / `server`
-        visible = [p for p in params if p.name != "body"]
-        scoped = "{agent}" in path
+        wants_principal = any(p.name == "principal" for p in params)
+        visible = [p for p in params if p.name not in ("body", "principal")]
 
         async def endpoint(request: Request, **kwargs):
-            if body is not None:
-                kwargs["body"] = decode(body, await request.body())
-            if scoped:
-                authenticate(request).require(kwargs["agent"])
             state = request.app.state
             if state.api is None:
                 from engram.server.app import ensure_state
 
                 await run_in_threadpool(ensure_state, state)
+            principal = None if access == "open" else authenticate(request)
+            if access == "agent":
+                principal.require(kwargs["agent"])
+            elif access == "home":
+                principal.require_admin(f"{method} {path}")
+            if wants_principal:
+                kwargs["principal"] = principal
+            if body is not None:
+                kwargs["body"] = decode(body, await request.body())
             first = state if wants_state else state.api
             try:
                 result = await run_in_threadpool(handler, first, **kwargs)
@@ -90,6 +107,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 if refused is None:
                     raise  # the app's handler answers 500 and logs it
                 raise refused from None
+            if principal is not None and type(result).__name__ == "Job":
+                state.job_agents[result.id] = principal.agents  # who may follow the job
             return json_response(result, status)
 
         endpoint.__signature__ = inspect.Signature(
@@ -99,7 +118,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
         extra: dict = {}
         if body is not None:
             extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
-        responses = error_responses(*errors, *(("unknown_agent",) if scoped else ()))
+        responses = error_responses(*errors, *(("unknown_agent",) if access == "agent" else ()),
+                                    *(("forbidden",) if access == "home" else ()))
         if response is not None:
             responses[status] = {"description": "OK", "content": {"application/json": {"schema": ref(response)}}}
         router.add_api_route(path, endpoint, methods=[method], status_code=status, response_class=Response,

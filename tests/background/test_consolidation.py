@@ -246,3 +246,49 @@ def test_a_tick_after_late_arrivals_writes_its_own_decisions_too(tmp_path):
     assert any(isinstance(e, TraceReinforced) and e.trace_id == "now" for e in written)  # the tick's own review
     (report,) = [e for e in written if type(e).__name__ == "ConsolidationRan"]
     assert report.pruned >= 1 and report.reinforced >= 1 and report.late >= 1
+
+
+def _late_session(state, fold, vectors, n: int, start: int) -> list:
+    """`n` traces of an old discussion arriving one at a time after consolidation ran to NOW (an import), each
+    followed by its catch-up; the decisions made."""
+    made = []
+    for i in range(n):
+        add(fold, f"h{i}", at=start + (i + 1) * MINUTE_US, stream="old", content=f"Maya went hiking, trip {i}.",
+            importance=0.5, state=state)
+        made += c.run("a", fold, state, now_us=state.clock_us, config=AgentConfig(), mood=Pad(), vectors=vectors,
+                      summarize=TASKS.summarize_schema, count=False, late=True).decisions
+    return made
+
+
+def test_a_late_discussions_schema_waits_until_the_discussion_has_moved_past_the_boundary():
+    # Live, the six hiking traces of one hour are clustered together at the hour's end. Imported after later
+    # conversations, they arrive one at a time, each caught up at once: clustering at the 5th arrival would
+    # make a schema of the first five and leave the 6th out. The check waits for the discussion's next hour.
+    vecs = {f"h{i}": np.array([1, 0.01 * i, 0, 0], dtype=np.float32) for i in range(6)}
+    vecs["later"] = np.array([0, 0, 1, 0], dtype=np.float32)
+    vecs["now"] = np.array([0, 0, 0, 1], dtype=np.float32)
+    vectors = lambda ids, texts: np.stack([vecs[i] / np.linalg.norm(vecs[i]) for i in ids])  # noqa: E731
+    fold, state = TraceFold("a"), c.ConsolidationState()
+    add(fold, "now", at=NOW - MINUTE_US, stream="new", state=state)
+    run(fold, state, vectors=vectors)
+    start = NOW - 10 * HOUR_US
+    assert not [e for e in _late_session(state, fold, vectors, 6, start) if isinstance(e.event, SchemaCreated)]
+    add(fold, "later", at=start + 2 * HOUR_US, stream="old", state=state)
+    result = c.run("a", fold, state, now_us=state.clock_us, config=AgentConfig(), mood=Pad(), vectors=vectors,
+                   summarize=TASKS.summarize_schema, count=False, late=True)
+    (schema,) = events(result, SchemaCreated)
+    assert set(schema.member_ids) == {f"h{i}" for i in range(6)}
+    made = next(x for x in result.decisions if isinstance(x.event, SchemaCreated))
+    assert made.ts_us == start + HOUR_US  # at the boundary it was due, as live
+
+
+def test_a_waiting_schema_check_runs_at_the_next_tick():
+    vecs = {f"h{i}": np.array([1, 0.01 * i, 0, 0], dtype=np.float32) for i in range(6)}
+    vecs["now"] = np.array([0, 0, 0, 1], dtype=np.float32)
+    vectors = lambda ids, texts: np.stack([vecs[i] / np.linalg.norm(vecs[i]) for i in ids])  # noqa: E731
+    fold, state = TraceFold("a"), c.ConsolidationState()
+    add(fold, "now", at=NOW - MINUTE_US, stream="new", state=state)
+    run(fold, state, vectors=vectors)
+    _late_session(state, fold, vectors, 6, NOW - 10 * HOUR_US)
+    (schema,) = events(run(fold, state, now=NOW + HOUR_US, vectors=vectors), SchemaCreated)
+    assert set(schema.member_ids) == {f"h{i}" for i in range(6)}

@@ -106,8 +106,12 @@ def test_consolidation_runs_only_where_something_is_due_and_each_step_leaves_eve
     assert rows(pipeline, "SELECT count(*) FROM ev_clock_tick WHERE epoch_us(ts) % ? <> 0", [HOUR_US])[0][0] == 0
     by_tick = dict(rows(pipeline, "SELECT e.type, count(*) FROM events e JOIN ev_clock_tick t ON e.causation = t.seq "
                                   "GROUP BY e.type"))
-    assert by_tick["TracePruned"] > 0 and by_tick["TraceReinforced"] > 0 and by_tick["SchemaCreated"] > 0
-    assert by_tick["EdgeAdded"] > 0 and by_tick["ConflictResolved"] > 0 and by_tick["ConsolidationRan"] == runs
+    # Edges and reviews (one event per boundary and discussion, `engram.events.compact`) as SQL lists them: one row each.
+    ((edges, reviews),) = rows(pipeline, "SELECT (SELECT count(*) FROM ev_edge_added e JOIN ev_clock_tick t ON e.causation = "
+                                         "t.seq), (SELECT count(*) FROM ev_trace_reinforced r JOIN ev_clock_tick t ON "
+                                         "r.causation = t.seq)")
+    assert by_tick["TracePruned"] > 0 and reviews > 0 and by_tick["SchemaCreated"] > 0
+    assert edges > 0 and by_tick["ConflictResolved"] > 0 and by_tick["ConsolidationRan"] == runs
     # The agreeable half kept contradictions; once honest, consolidation preferred the newer side.
     resolutions = dict(rows(pipeline, "SELECT resolution, count(*) FROM ev_conflict_resolved GROUP BY ALL"))
     assert resolutions.get("keep_both", 0) > 0 and resolutions.get("prefer_newer", 0) > 0

@@ -90,3 +90,22 @@ def test_mood_changes_are_folded():
     book = TraceBook("a")
     book.apply(rec(MoodChanged(valence=0.5, arousal=0.1, dominance=0.0), seq=1, stream="agent:a"))
     assert book.mood.valence == 0.5
+
+
+def test_nearest_asks_the_filter_about_the_nearest_only_unless_one_of_them_is_excluded():
+    mem = AgentMemory("a", 8)
+    ids = [f"t{i}" for i in range(40)]
+    vectors = {tid: unit(1.0, 0.05 * i, 0.01 * (i % 7)) for i, tid in enumerate(ids)}
+    mem.apply_batch([rec(encoded(tid), seq=i + 1) for i, tid in enumerate(ids)],
+                    lambda texts: np.stack([vectors[f"t{int(t.split('t')[-1])}"] for t in texts]))
+    asked = []
+
+    def anything(tid):
+        asked.append(tid)
+        return True
+
+    found = mem.nearest(unit(1.0), 4, anything)
+    assert [tid for tid, _ in found] == ["t0", "t1", "t2", "t3"] and len(asked) == 4
+    # The nearest is excluded: the search is filtered, and the result is the nearest allowed ones.
+    found = mem.nearest(unit(1.0), 4, lambda tid: tid != "t0")
+    assert [tid for tid, _ in found] == ["t1", "t2", "t3", "t4"]

@@ -38,10 +38,12 @@ def commands(home: str, capsys) -> None:
     assert "source: seq" in out and "CSS-in-JS" in out
     assert out.count("\n 1. ") + out.count("\n 2. ") + out.count("\n 3. ") == 3
     assert "similarity: hybrid = ½ embedding cosine + ½ keyword (BM25) match" in out and "(cosine " in out
+    assert "feedback: similarity = 0.50 · to the query + 0.50 · to the feedback query" in out and ", feedback " in out
 
     code, out = run(capsys, "--home", home, "recall", "what does Priya dislike?", "--agent", "demo", "--explain",
                     "--similarity", "embedding", "--at", "2026-03-11T12:00:00Z")
-    assert code == 0 and "similarity: embedding cosine" in out and "(cosine " not in out
+    assert code == 0 and "similarity: embedding cosine" in out and "keywords " not in out
+    assert "feedback: similarity = 0.50 · to the query + 0.50 · to the feedback query" in out
 
     code, out = run(capsys, "--home", home, "recall", "x", "--agent", "demo", "--weight", "luck=1")
     assert code == 2

@@ -8,7 +8,7 @@ import pytest
 from engram.cognitive.book import TraceBook
 from engram.cognitive.hyde import HydeSettings, adaptive_search, thresholds
 from engram.cognitive.personality import Pad
-from engram.cognitive.retrieval import RecallSettings, limit_for, recall
+from engram.cognitive.retrieval import FeedbackSettings, RecallSettings, limit_for, recall
 from engram.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors, weights_with
 from engram.config.agent import AgentConfig
 from engram.events.cognitive import EdgeAdded, TraceEncoded
@@ -139,5 +139,6 @@ def test_a_second_memory_of_the_same_message_gives_its_place_to_another_message(
                           stability_s=3600.0, interval_s=3600.0, source_message_ids=(message,))
         book.apply(rec(ev, seq=seq))
         index.add([tid], vector.reshape(1, -1))
-    result = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(), similarity="embedding")
+    result = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(), similarity="embedding",
+                    feedback=FeedbackSettings(traces=0))  # similarity to the query alone: "fact" is the better
     assert [h.trace_id for h in result.hits] == ["fact", "other"] and result.candidates == 3

@@ -11,7 +11,7 @@ from engram.cognitive.indexing import index_text, reply_context
 from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.memory import VECTOR_TEXT, AgentMemory
 from engram.cognitive.personality import Pad
-from engram.cognitive.retrieval import RecallSettings, recall
+from engram.cognitive.retrieval import FeedbackSettings, RecallSettings, recall
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
 from engram.events.cognitive import TraceEncoded, TracePruned, TraceRetrieved
@@ -69,8 +69,11 @@ def _memory(texts: dict[str, tuple[str, np.ndarray]], scopes: dict[str, str] | N
 
 
 def _ask(mem: AgentMemory, query: str, vector: np.ndarray, **kw):
+    """Recall with similarity to the query alone (the feedback stage, which blends in a second query, is tested
+    on its own below)."""
     kw.setdefault("limit", 3)
     kw.setdefault("pool", 1)
+    kw.setdefault("feedback", FeedbackSettings(traces=0))
     return recall(mem.book, mem.index, vector, query=query, now_us=T0, mood=Pad(), lexical=mem.lexical, **kw)
 
 
@@ -251,3 +254,69 @@ def test_a_superseded_or_disputed_trace_never_outranks_its_correction():
     order = [h.trace_id for h in result.hits]
     assert order.index("porto") < order.index("lisbon")
     assert next(h.via for h in result.hits if h.trace_id == "porto") in ("correction", "similarity", "keywords")
+
+
+def test_the_query_is_embedded_without_the_words_most_of_the_agents_memories_hold():
+    lex = LexicalIndex()
+    for i in range(9):
+        lex.add(f"t{i}", f"Ana talked about her day number {i}")
+    lex.add("pottery", "Ana signed up for a pottery class")
+    # "Ana" is in every memory: it cannot tell them apart, so the embedding of the question leaves it out.
+    assert lex.focus("What does Ana like about pottery?", 0.1) == "What does like about pottery?"
+    # Nothing common: the question as asked; only common content words: the question as asked too.
+    assert lex.focus("Why pottery?", 0.1) == "Why pottery?"
+    assert lex.focus("How is Ana?", 0.1) == "How is Ana?"
+    assert lex.focus("What does Ana like about pottery?", 1.0) == "What does Ana like about pottery?"
+    assert LexicalIndex().focus("Ana?", 0.1) == "Ana?"
+    assert RecallSettings.of(AgentConfig()).focus_common_share == d.QUERY_FOCUS_COMMON_SHARE == 0.1
+
+
+def test_feedback_finds_a_memory_that_shares_the_first_hits_words_but_none_of_the_questions():
+    # "How does Ana unwind?" finds the pottery memory; the clay memory says nothing the question says and is
+    # the farthest from it by embedding (outside the first stage), but it shares the pottery memory's words
+    # and lies towards it: the feedback query brings it in, above memories that are merely near the question.
+    traces = {
+        "pottery": ("Ana unwinds at her pottery class, shaping clay on the wheel", unit(1, 1)),
+        "clay": ("the wheel and the clay kept her hands busy all evening", unit(0, 1)),
+    }
+    for i in range(10):
+        angle = i * np.pi / 20
+        traces[f"noise{i}"] = (f"a neighbour's dog barked {i} times", unit(1, 0, 3.87 * np.cos(angle), 3.87 * np.sin(angle)))
+    mem = _memory(traces)
+    without = _ask(mem, "How does Ana unwind?", unit(1, 0), pool=1, limit=2)
+    assert "clay" not in {h.trace_id for h in without.hits} and without.feedback_share == 0.0
+    assert without.candidates < len(traces)  # clay was not even a candidate
+    result = _ask(mem, "How does Ana unwind?", unit(1, 0), pool=1, limit=2, feedback=FeedbackSettings(traces=1))
+    assert [h.trace_id for h in result.hits] == ["pottery", "clay"]
+    clay = result.hits[1]
+    assert clay.via == "feedback" and clay.lexical == 0.0 and clay.feedback > 0
+    assert result.feedback_traces == ("pottery",) and {"clay", "wheel"} <= set(result.feedback_terms)
+    share = d.FEEDBACK_SHARE
+    base = 0.5 * max(0.0, clay.cosine) + 0.5 * clay.lexical
+    assert clay.factors.similarity == pytest.approx((1 - share) * base + share * clay.feedback)
+
+
+def test_feedback_is_on_by_default_and_made_of_the_three_best_first_hits():
+    s = RecallSettings.of(AgentConfig()).feedback
+    assert (s.traces, s.terms, s.term_weight, s.share) == (3, 10, 0.5, 0.5)
+
+
+def test_explain_shows_the_focused_query_the_feedback_words_and_each_hits_three_parts():
+    from engram.api import types as t
+    from engram.cli.recall import render
+
+    hit = t.RecallHit(rank=1, trace_id="pottery", score=0.5, content="Ana took a pottery class",
+                      factors={"similarity": 0.6}, similarity_parts={"cosine": 0.7, "lexical": 0.4, "feedback": 0.65},
+                      contributions={"similarity": 0.39}, trace_type="episodic", category="event", scope="discussion",
+                      scope_id="d", via="feedback", source_seqs=[1], source_message_ids=["m1"])
+    result = t.RecallResponse(query="What does Ana do to relax?", agent="a", discussion="d", now_us=T0, candidates=9,
+                              similarity="hybrid", weights={"similarity": 0.65}, mood=t.Mood(valence=0, arousal=0, dominance=0),
+                              hyde=None, hits=[hit], focus="What does do to relax?",
+                              feedback=t.Feedback(share=0.5, traces=["pottery", "x", "y"], terms=["pottery", "clay"]))
+    out = render(result, explain=True)
+    assert 'query embedded as: "What does do to relax?"' in out
+    assert ("feedback: similarity = 0.50 · to the query + 0.50 · to the feedback query "
+            "(the query + the 3 best first hits; added terms: pottery, clay)") in out
+    assert "(cosine 0.700, keywords 0.400, feedback 0.650)" in out and "via feedback" in out
+    plain = render(result, explain=False)
+    assert "feedback:" not in plain and "query embedded as" not in plain

@@ -1,6 +1,7 @@
 """Policies: decisions appended with deterministic ids, snapshots, exactly-once effect after a restart."""
 
 import json
+import time
 
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import ToolCallFailed
@@ -177,6 +178,32 @@ def test_a_busy_host_writes_its_snapshot_at_intervals_and_at_once_when_caught_up
         host.snapshot_interval_s = 0.0  # due at every batch: written while busy
         shard.append_many([write("d1", range(9, 12))])
         assert host.pump() == 3 and make_host(shard, home).policies[0].counts == {"d1": 12}
+    finally:
+        shard.close()
+
+
+def test_a_busy_host_whose_snapshots_are_slow_spends_at_most_a_tenth_of_its_time_writing_them(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(40))])
+        host = make_host(shard, home)
+        policy = host.policies[0]
+        saves = []
+
+        def slow_snapshot(snapshot=policy.snapshot):
+            time.sleep(0.1)  # a large memory pickling on a loaded machine
+            saves.append(policy.position)
+            return snapshot()
+
+        policy.snapshot = slow_snapshot
+        host.batch, host.snapshot_interval_s = 1, 0.0  # due at every batch, were it not for its cost
+        started = time.monotonic()
+        assert sum(host.pump() for _ in range(40)) == 40
+        busy = time.monotonic() - started
+        assert 1 <= len(saves) < 40 and len(saves) * 0.1 <= 0.1 * busy + 0.1 + 0.05
+        host.run_until_caught_up()  # caught up: written at once
+        assert saves[-1] == shard.head() and make_host(shard, home).policies[0].counts == {"d1": 40}
     finally:
         shard.close()
 

@@ -50,5 +50,33 @@ def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
             assert client.status().shards[0].head == head  # nothing appended by a refusal
             _, doc = request(_Url(url), "GET", "/openapi.json")
             assert "/v1/agents/{agent}/recall" in doc["paths"]
+            proxy_and_mcp_checks(url, client)
     finally:
         ray_serve.stop(config)
+
+
+def proxy_and_mcp_checks(url: str, client) -> None:
+    """The OpenAI-compatible proxy (the official SDK, streaming and not, the whole history resent) and MCP's
+    streamable HTTP, against the Ray Serve deployment."""
+    import asyncio
+
+    import openai
+    from mcp import Client as McpClient
+
+    from tests.server.test_mcp import http_transport, structured
+    from tests.server.test_openai_proxy import USER_TURNS, converse
+
+    with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0) as llm:
+        history = converse(llm, stream=False, turns=USER_TURNS[:2])
+        history = converse(llm, stream=True, turns=USER_TURNS[2:4], history=history)
+    rows = client.sql("SELECT role, content FROM messages WHERE discussion_id = 'trip-planning' ORDER BY seq").rows
+    assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+
+    async def session():
+        async with McpClient(http_transport(f"{url}/mcp")) as mcp:
+            tools = {t.name for t in (await mcp.list_tools()).tools}
+            recalled = await mcp.call_tool("recall", {"agent": AGENT, "query": "Which CSS approach does Priya dislike?"})
+            return tools, recalled
+
+    tools, recalled = asyncio.run(session())
+    assert {"remember", "recall"} <= tools and structured(recalled)["hits"]

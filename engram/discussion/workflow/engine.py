@@ -30,6 +30,7 @@ from engram.home import ProjectionPaths
 
 NO_MEMORIES = "No memories have been generated yet"
 NO_SUMMARY = "No chat summary has been generated yet"
+NO_RECALL = "Nothing recalled"
 
 
 class MemoryAccess(Protocol):
@@ -56,6 +57,9 @@ class MemoryAccess(Protocol):
         ...
 
     embedding_model: str | None
+
+    # Optional: a MemoryRecall node needs it. The agent's recalled memories for `query`, best first.
+    # def recall(self, discussion: str | None, query: str, limit: int) -> list[str]: ...
 
 
 class NodeFailed(RuntimeError):
@@ -86,6 +90,7 @@ class RunContext:
     # settings' ones); None: the respond task's configured route.
     endpoint_name: str | None = None
     preset: str | None = None
+    system_prompt: str = ""  # {chat_system_prompt}: what the front-end sent as its system prompt
 
 
 @dataclass
@@ -98,6 +103,7 @@ class WorkflowRun:
     response_seconds: float = 0.0
     background: threading.Thread | None = None
     background_error: BaseException | None = None
+    rest: object | None = None  # with run(defer=True): the nodes after the lock, as a function to call
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the nodes after the WorkflowLock; True when they are done (raises their error)."""
@@ -110,7 +116,9 @@ class WorkflowRun:
         return True
 
 
-def run(workflow: Workflow, ctx: RunContext) -> WorkflowRun:
+def run(workflow: Workflow, ctx: RunContext, *, defer: bool = False) -> WorkflowRun:
+    """Run `workflow`; the nodes after a WorkflowLock start in a background thread, or, with `defer`, are left
+    in `WorkflowRun.rest` for the caller to run when it chooses (e.g. coalesced per discussion)."""
     started = time.perf_counter()
     out = WorkflowRun(workflow)
     nodes = list(workflow.nodes)
@@ -128,8 +136,11 @@ def run(workflow: Workflow, ctx: RunContext) -> WorkflowRun:
             except BaseException as exc:  # reported by wait()
                 out.background_error = exc
 
-        out.background = threading.Thread(target=rest, name="workflow-after-lock", daemon=True)
-        out.background.start()
+        if defer:
+            out.rest = rest
+        else:
+            out.background = threading.Thread(target=rest, name="workflow-after-lock", daemon=True)
+            out.background.start()
     return out
 
 
@@ -170,6 +181,7 @@ def render(text: str, out: WorkflowRun, ctx: RunContext) -> str:
     """`text` with every known `{name}` replaced (unknown braces are left as they are)."""
     values = dict(out.outputs)
     values["discussion_id"] = ctx.discussion or ""
+    values["chat_system_prompt"] = ctx.system_prompt
     user = [m.content for m in ctx.messages if m.role == "user"]
     for word, count in CHAT_COUNTS.items():
         values[f"chat_user_prompt_last_{word}"] = "\n".join(user[-count:])
@@ -219,6 +231,16 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
         if result.reason:
             info += "; no match" if result.reason == vsearch.NO_MATCH else "; no memories yet"
         return result.output(), info
+    if isinstance(node, n.MemoryRecall):
+        memory = _need(ctx, node)
+        if not hasattr(memory, "recall"):
+            raise NodeFailed(f"MemoryRecall node {node.label()!r} needs the agent's cognitive memory, which this run "
+                             "does not have")
+        query = render(node.input, out, ctx).strip()
+        if not query:
+            return NO_RECALL, "nothing to recall for: the input is empty"
+        found = memory.recall(d_id, query, node.limit)
+        return ("\n".join(f"- {text}" for text in found) if found else NO_RECALL), f"{len(found)} memory trace(s)"
     if isinstance(node, (n.RecentMemorySummarizerTool, n.RecentMemory)):
         info = ""
         if d_id is None:

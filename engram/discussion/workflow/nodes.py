@@ -98,6 +98,15 @@ class VectorMemorySearch(Node):
     search_mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
 
 
+class MemoryRecall(Node):
+    """engram's own reader: the agent's cognitive memory traces (Wunderland recall) for `input`, the best
+    `limit`, one per line. Its output is what the agent remembers across discussions."""
+
+    kind = "MemoryRecall"
+    input: str
+    limit: int = Field(d.VECTOR_SEARCH_LIMIT, ge=1)
+
+
 # --------------------------------------------------------------------- flow
 
 
@@ -128,6 +137,7 @@ NODE_TYPES: tuple[type[Node], ...] = (
     GetCurrentSummaryFromFile,
     FullChatSummary,
     VectorMemorySearch,
+    MemoryRecall,
     Standard,
     WorkflowLock,
 )

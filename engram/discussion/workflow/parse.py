@@ -30,7 +30,8 @@ REFERENCE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _POSITIONAL = re.compile(r"^agent(\d+)(Output|Input)$")
 CHAT_COUNTS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10, "twenty": 20}
 CHAT_VARIABLES = tuple(f"chat_user_prompt_last_{w}" for w in CHAT_COUNTS)
-VARIABLES = CHAT_VARIABLES + ("discussion_id",)
+# `chat_system_prompt`: the system prompt the front-end sent (WilmerAI's variable; empty elsewhere).
+VARIABLES = CHAT_VARIABLES + ("discussion_id", "chat_system_prompt")
 
 
 class WorkflowError(ValueError):

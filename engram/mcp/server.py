@@ -1,0 +1,168 @@
+"""engram's MCP server: tools to remember, recall, search, read and write working memory and forget; resources
+for a discussion's rolling summary and chunk memories.
+
+    build(backend_for) -> MCPServer     backend_for(ctx) -> ApiBackend | ClientBackend
+
+`engram mcp` runs it over stdio with a `ClientBackend` (the home's server, started if none runs); the
+server mounts it at `/mcp` (streamable HTTP, stateless, JSON responses) with an `ApiBackend` scoped by
+the request's API key (`McpEndpoint`). A refusal is a tool error carrying the API's code and message.
+"""
+
+
+import asyncio
+from typing import Any, Callable, Literal
+
+import anyio
+import msgspec
+
+from engram.api.errors import ApiError, translate
+
+INSTRUCTIONS = (
+    "engram is long-term memory. `remember` appends a message to a discussion of an agent; `recall` returns what "
+    "the agent remembers for a question (cognitive memory traces, ranked, across discussions); `search` searches a "
+    "discussion's memories by keywords; `working_memory` / `write_working_memory` read and replace the agent's "
+    "persistent notes; `forget` erases a discussion (or the agent) for good. Resources "
+    "engram://agents/{agent}/discussions/{discussion}/summary and …/memories hold a discussion's rolling summary "
+    "and chunk memories."
+)
+
+
+def _plain(value) -> Any:
+    return msgspec.to_builtins(value, enc_hook=str)
+
+
+def build(backend_for: Callable):
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from engram import __version__
+
+    server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    async def call(ctx, method: str, *args):
+        backend = backend_for(ctx)
+        try:
+            return _plain(await anyio.to_thread.run_sync(lambda: getattr(backend, method)(*args)))
+        except Exception as exc:
+            refused = translate(exc)
+            if refused is None:
+                raise
+            raise ToolError(f"{refused.code}: {refused.message}") from None
+
+    @server.tool(description="Remember: append one message (role user, assistant, system or tool) to a discussion of "
+                             "an agent. Memory creation (chunk memories, summary, traces) follows in the background.")
+    async def remember(agent: str, discussion: str, content: str, ctx: Context,
+                       role: Literal["user", "assistant", "system", "tool"] = "user") -> dict:
+        return await call(ctx, "remember", agent, discussion, role, content)
+
+    @server.tool(description="Recall what an agent remembers for a question: its memory traces ranked by the "
+                             "six-factor composite (strength, similarity, recency, emotion, activation, importance).")
+    async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: int = 5) -> dict:
+        result = await call(ctx, "recall", agent, query, discussion, limit)
+        return {"query": result["query"], "agent": result["agent"],
+                "hits": [{k: h[k] for k in ("rank", "score", "content", "trace_type", "factors")} for h in result["hits"]]}
+
+    @server.tool(description="Search a discussion's memories (keywords separated by ';'; keyword, semantic or hybrid).")
+    async def search(agent: str, discussion: str, keywords: str, ctx: Context,
+                     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid", limit: int = 5) -> dict:
+        return await call(ctx, "search", agent, discussion, keywords, mode, limit)
+
+    @server.tool(description="Read an agent's working memory: the slots in focus and its persistent notes (markdown).")
+    async def working_memory(agent: str, ctx: Context) -> dict:
+        return await call(ctx, "working_memory", agent)
+
+    @server.tool(description="Replace an agent's persistent working-memory notes (markdown, cut to their budget).")
+    async def write_working_memory(agent: str, markdown: str, ctx: Context) -> dict:
+        return await call(ctx, "write_working_memory", agent, markdown)
+
+    @server.tool(description="Forget for good: erase a discussion of an agent (or, without discussion, the whole "
+                             "agent) from the log and every projection. Cannot be undone.")
+    async def forget(agent: str, ctx: Context, discussion: str | None = None, reason: str = "forgotten over MCP") -> dict:
+        return await call(ctx, "forget", agent, discussion, reason)
+
+    @server.resource("engram://agents/{agent}/discussions/{discussion}/summary", mime_type="application/json",
+                     description="A discussion's rolling summary (<id>_summary.jsonl), null before the first one.")
+    async def summary(agent: str, discussion: str, ctx: Context) -> str:
+        return msgspec.json.encode(await call(ctx, "summary", agent, discussion)).decode()
+
+    @server.resource("engram://agents/{agent}/discussions/{discussion}/memories", mime_type="application/json",
+                     description="A discussion's chunk memories (<id>_memories.jsonl), oldest first.")
+    async def memories(agent: str, discussion: str, ctx: Context) -> str:
+        return msgspec.json.encode(await call(ctx, "memories", agent, discussion)).decode()
+
+    return server
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+class McpEndpoint:
+    """`/mcp` in the engram app: MCP's streamable HTTP (stateless, JSON responses), each call scoped by the API key
+    of its request. Pure ASGI; the SDK's session manager starts at the first request, on the serving loop.
+
+    Without keys the server is loopback-only, and a request whose Host is not a loopback name is refused (a web
+    page cannot reach it through DNS rebinding); with keys, the key is what protects it."""
+
+    def __init__(self, app_state):
+        self.state = app_state
+        self._manager = None
+        self._asgi = None
+        self._lock: asyncio.Lock | None = None
+        self._stop: asyncio.Event | None = None
+
+    def _backend_for(self, ctx):
+        from engram.mcp.backends import ApiBackend
+        from engram.server.auth import principal_for
+
+        return ApiBackend(self.state.api, principal_for(self.state, ctx.headers or {}))
+
+    async def _start(self) -> None:
+        if self._asgi is not None:
+            return
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._asgi is not None:
+                return
+            from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+            from mcp.server.transport_security import TransportSecuritySettings
+
+            server = build(self._backend_for)
+            manager = StreamableHTTPSessionManager(
+                app=server._lowlevel_server, json_response=True, stateless=True,
+                security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+            ready, self._stop = asyncio.Event(), asyncio.Event()
+
+            async def run() -> None:
+                async with manager.run():
+                    ready.set()
+                    await self._stop.wait()
+
+            self._task = asyncio.get_running_loop().create_task(run())
+            await ready.wait()
+            self._manager, self._asgi = manager, StreamableHTTPASGIApp(manager)
+
+    async def __call__(self, scope, receive, send) -> None:
+        from engram.server.app import error_response
+        from engram.server.auth import authenticate_headers
+
+        state = self.state
+        if state.api is None:
+            from starlette.concurrency import run_in_threadpool
+
+            from engram.server.app import ensure_state
+
+            await run_in_threadpool(ensure_state, state)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
+        try:
+            principal = authenticate_headers(state, headers)
+            if principal.name == "loopback":
+                host = headers.get("host", "").rsplit(":", 1)[0] if not headers.get("host", "").endswith("]") \
+                    else headers["host"]
+                if host not in LOOPBACK_HOSTS:
+                    raise ApiError(403, "forbidden", f"Host {headers.get('host')!r} is not a loopback name; without API "
+                                   "keys engram's /mcp answers loopback requests only")
+        except ApiError as exc:
+            return await error_response(exc)(scope, receive, send)
+        await self._start()
+        await self._asgi(scope, receive, send)

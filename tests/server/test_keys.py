@@ -1,0 +1,201 @@
+"""API keys: two keys, two agents — no endpoint, MCP tool or SQL query lets one key touch the other's agent.
+
+The routes are taken from the server's own `/openapi.json`, so a route added later is checked too (a path
+without `{agent}` must be listed below with what it may show a key, or this test fails). Keys are made
+with `engram keys add` as a user makes them. Served from the test process over the in-process runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import io
+import json
+from contextlib import redirect_stdout
+from urllib.parse import urlsplit
+
+import pytest
+
+ALICE, BOB = "alice", "bob"
+ALICE_TALK, BOB_TALK = "alice-talk", "bob-talk"
+BOB_SECRET = "Bob's locker code is 4711."
+# Every path of the OpenAPI document without {agent}: what a key limited to agents gets there.
+HOME_WIDE = {
+    ("GET", "/v1/health"): {200},  # who the server is: no agent's data
+    ("GET", "/v1/status"): {403},
+    ("POST", "/v1/replay"): {403},
+    ("POST", "/v1/shutdown"): {403},
+    ("POST", "/v1/sql"): {200},  # scoped to the key's agents (checked below)
+    ("GET", "/v1/jobs"): {200},  # only the key's own jobs (checked below)
+    ("GET", "/v1/jobs/{job_id}"): {404},  # bob's job
+    ("GET", "/v1/discussions/{discussion}"): {404},  # bob's discussion
+    ("POST", "/v1/chat/completions"): {404},  # model engram/bob
+    ("GET", "/v1/models"): {200},  # only alice's model (checked below)
+}
+
+
+def cli(home, *args) -> str:
+    from engram.cli.main import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["--home", str(home), *args]) == 0
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory):
+    from engram.api import types as t
+    from tests.server.helpers import served_home
+
+    home = tmp_path_factory.mktemp("keys") / "home"
+    home.mkdir()
+    with served_home(home, groups=["summarizer", "traces"]) as mem:
+        mem.append_messages(ALICE, ALICE_TALK, t.AppendRequest(messages=[t.Message(role="user", content="Alice likes tea.")]))
+        mem.append_messages(BOB, BOB_TALK, t.AppendRequest(messages=[t.Message(role="user", content=BOB_SECRET)]))
+        key_a = cli(home, "keys", "add", "--agents", ALICE).splitlines()[0]
+        key_b = cli(home, "keys", "add", "--agents", BOB).splitlines()[0]
+        token = json.loads((home / "instance.json").read_text())["token"]
+        yield mem, home, key_a, key_b, token
+
+
+def call(home, method: str, path: str, key: str | None, body=None, headers: dict | None = None):
+    url = urlsplit(json.loads((home / "instance.json").read_text())["url"])
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    try:
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        if key:
+            hdrs["Authorization"] = f"Bearer {key}"
+        conn.request(method, path, body=None if body is None else json.dumps(body), headers=hdrs)
+        resp = conn.getresponse()
+        raw = resp.read()
+        try:
+            return resp.status, json.loads(raw or b"null")
+        except ValueError:
+            return resp.status, raw
+    finally:
+        conn.close()
+
+
+def head(mem) -> int:
+    return sum(mem.rt.heads().values())
+
+
+def fill(path: str, job_id: str) -> str:
+    return (path.replace("{agent}", BOB).replace("{discussion}", BOB_TALK).replace("{job_id}", job_id))
+
+
+BODIES = {"/v1/chat/completions": {"model": f"engram/{BOB}", "messages": [
+    {"role": "user", "content": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"}]},
+    "/v1/sql": {"query": "SELECT agent, content FROM messages"}, "/v1/replay": {}}
+
+
+def test_keys_are_listed_by_id_and_stored_hashed(keyed):
+    mem, home, key_a, key_b, _ = keyed
+    listing = cli(home, "keys", "list")
+    stored = (home / "keys.json").read_text()
+    assert key_a.split("-")[1] in listing and ALICE in listing and BOB in listing
+    assert key_a not in stored and key_b not in stored and key_a.split("-")[2] not in stored
+    assert oct((home / "keys.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_no_key_and_a_wrong_key_are_refused_with_401(keyed):
+    mem, home, key_a, _, _ = keyed
+    assert call(home, "GET", "/v1/status", None)[0] == 401
+    status, doc = call(home, "POST", f"/v1/agents/{ALICE}/recall", key_a[:-2] + "AA", {"query": "tea"})
+    assert status == 401 and doc["error"]["code"] == "unauthorized"
+    assert call(home, "GET", "/v1/health", None)[0] == 200
+
+
+def test_a_key_touches_its_own_agent(keyed):
+    mem, home, key_a, _, token = keyed
+    status, doc = call(home, "POST", f"/v1/agents/{ALICE}/recall", key_a, {"query": "What does Alice like?"})
+    assert status == 200 and doc["agent"] == ALICE
+    assert call(home, "GET", "/v1/status", token)[0] == 200  # the instance token (the CLI's) is the home owner's
+
+
+def test_every_route_refuses_another_keys_agent_and_appends_nothing(keyed):
+    mem, home, key_a, _, token = keyed
+    # A job of bob's, started by the home owner: alice's key must not see it.
+    status, job = call(home, "POST", f"/v1/agents/{BOB}/discussions/{BOB_TALK}/replay", token, {"verify": True})
+    assert status == 202
+    _, spec = call(home, "GET", "/openapi.json", None)
+    before = head(mem)
+    checked = 0
+    for path, item in spec["paths"].items():
+        for method in item:
+            method = method.upper()
+            body = BODIES.get(path, {"query": "locker", "messages": [{"role": "user", "content": "x"}]}) \
+                if method in ("POST", "PUT") else None
+            status, doc = call(home, method, fill(path, job["id"]), key_a, body)
+            if "{agent}" in path:
+                assert (status, doc["error"]["code"]) == (404, "unknown_agent"), (method, path, status, doc)
+            else:
+                assert (method, path) in HOME_WIDE, f"{method} {path}: a new route: say what a key limited to agents gets"
+                assert status in HOME_WIDE[(method, path)], (method, path, status, doc)
+                shown = json.dumps(doc)
+                assert BOB_SECRET not in shown and f'"agent": "{BOB}"' not in shown, (method, path, shown)
+            checked += 1
+    assert checked >= 30
+    assert head(mem) == before  # nothing appended by a refused request
+    # The header way to name an agent is refused the same way.
+    status, doc = call(home, "POST", "/v1/chat/completions", key_a, BODIES["/v1/chat/completions"] | {"model": "x"},
+                       {"X-Engram-Agent": BOB})
+    assert status == 404 and doc["error"]["code"] == "unknown_agent"
+    # What the home-wide reads show alice's key: only alice.
+    _, models = call(home, "GET", "/v1/models", key_a)
+    assert [m["id"] for m in models["data"]] == ["engram", f"engram/{ALICE}"]
+    _, jobs = call(home, "GET", "/v1/jobs", key_a)
+    assert job["id"] not in [j["id"] for j in jobs["jobs"]]
+    status, rows = call(home, "POST", "/v1/sql", key_a, BODIES["/v1/sql"])
+    assert status == 200 and {r[0] for r in rows["rows"]} == {ALICE}  # the confined SQL, scoped to the key
+
+
+def test_an_mcp_key_cannot_remember_or_recall_for_another_keys_agent(keyed):
+    from mcp import Client
+    from tests.server.test_mcp import http_transport
+
+    mem, home, key_a, _, _ = keyed
+    url = json.loads((home / "instance.json").read_text())["url"] + "/mcp"
+    before = head(mem)
+
+    async def session(key):
+        async with Client(http_transport(url, key)) as client:
+            recall = await client.call_tool("recall", {"agent": BOB, "query": "locker code"})
+            remember = await client.call_tool("remember", {"agent": BOB, "discussion": BOB_TALK, "content": "hi"})
+            search = await client.call_tool("search", {"agent": BOB, "discussion": BOB_TALK, "keywords": "locker"})
+            forget = await client.call_tool("forget", {"agent": BOB, "discussion": BOB_TALK})
+            own = await client.call_tool("recall", {"agent": ALICE, "query": "tea"})
+            return [recall, remember, search, forget], own
+
+    refused, own = asyncio.run(session(key_a))
+    for result in refused:
+        assert result.is_error and "unknown_agent" in result.content[0].text
+        assert BOB_SECRET not in result.content[0].text
+    assert not own.is_error
+    assert head(mem) - before <= 1  # alice's own recall may record one TraceRetrieved; nothing of bob's
+    _, rows = mem.sql("SELECT content FROM messages WHERE discussion_id = ?", [BOB_TALK])
+    assert [r[0] for r in rows] == [BOB_SECRET]
+    with pytest.raises(Exception):
+        asyncio.run(session(None))  # no key: the /mcp endpoint answers 401
+
+
+def test_revoking_a_key_locks_it_out(keyed):
+    mem, home, _, key_b, _ = keyed
+    assert call(home, "POST", f"/v1/agents/{BOB}/recall", key_b, {"query": "locker"})[0] == 200
+    key_id = key_b.split("-")[1]
+    assert "revoked" in cli(home, "keys", "revoke", key_id)
+    assert call(home, "POST", f"/v1/agents/{BOB}/recall", key_b, {"query": "locker"})[0] == 401
+
+
+def test_without_keys_the_server_refuses_a_non_loopback_host_and_says_why(tmp_path, capsys):
+    from engram.boot import check_exposure, main
+
+    home = tmp_path / "home"
+    home.mkdir()
+    assert main(["serve", "--home", str(home), "--host", "0.0.0.0", "--runtime", "inprocess"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("engram: error: no API key is configured") and "0.0.0.0" in err and len(err.splitlines()) == 1
+    assert "loopback only" in check_exposure(home, "127.0.0.1")
+    cli(home, "keys", "add", "--agents", ALICE)
+    assert "every request needs one" in check_exposure(home, "0.0.0.0")

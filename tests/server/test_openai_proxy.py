@@ -1,0 +1,226 @@
+"""The OpenAI-compatible memory proxy, driven by the official `openai` SDK over real HTTP on loopback.
+
+The app is served from the test process over the in-process runtime (real DuckDB, the real policies and
+embedder, no Ray). The LLM is the anthropic provider — the real `anthropic` SDK — pointed at a local fake
+Messages API that records every request, so the tests read exactly what the model saw.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from tests.llm.fake_messages_api import FakeMessagesApi
+
+AGENT = "ada"
+DISCUSSION = "trip-planning"
+TAG = f"[DiscussionId]{DISCUSSION}[/DiscussionId]"
+PERSONA = "You are Ada's travel assistant."
+MEMORY_MARK = "[Memory]"  # the shipped proxy workflow's block in the system prompt
+# Small chunks so that a few turns make chunk memories (WilmerAI's settings file, in the home).
+DISCUSSION_SETTINGS = {"chunkEstimatedTokenSize": 40, "maxMessagesBetweenChunks": 4, "lookbackStartTurn": 0}
+
+
+_replies = itertools.count(1)
+
+
+def reply_to(body: dict) -> str:
+    """The fake model: a chat reply when it is asked by the proxy (numbered: a regenerated reply differs), a short
+    summary for memory tasks."""
+    system = body["system"][0]["text"]
+    if MEMORY_MARK in system:
+        last = body["messages"][-1]["content"]
+        return f"Noted ({next(_replies)}): {last[-60:]}"
+    return "Ada is planning a trip to Lisbon in May with her sister Ines."
+
+
+def proxy_requests(fake: FakeMessagesApi) -> list[dict]:
+    return [r for r in fake.requests if MEMORY_MARK in r["system"][0]["text"]]
+
+
+@pytest.fixture
+def proxy(tmp_path, monkeypatch):
+    from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.inprocess import InProcessRuntime
+    from tests.server.helpers import Served
+
+    fake = FakeMessagesApi().start()
+    fake.answer = reply_to
+    monkeypatch.setenv("ENGRAM_TEST_LLM_KEY", "test-key")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "engram.json").write_text(json.dumps({"llm": {"provider": "anthropic", "endpoints": {"default": {
+        "baseUrl": fake.url, "apiKeyEnv": "ENGRAM_TEST_LLM_KEY", "maxRetries": 0, "timeoutSeconds": 5}}}}))
+    (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(DISCUSSION_SETTINGS))
+    mem = Engram(InProcessRuntime(load_service_config(home), groups=["summarizer", "traces"]).start())
+    try:
+        with Served(mem) as server:
+            yield server, mem, fake
+    finally:
+        mem.close()
+        fake.stop()
+
+
+def openai_client(server, **kw):
+    import openai
+
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=kw.pop("api_key", "unused-without-keys"), max_retries=0,
+                         **kw)
+
+
+def logged(mem, discussion: str = DISCUSSION) -> list[tuple[str, str]]:
+    _, rows = mem.sql("SELECT role, content FROM messages WHERE discussion_id = ? ORDER BY seq", [discussion])
+    return [tuple(r) for r in rows]
+
+
+USER_TURNS = [
+    "I'm planning a trip to Lisbon in May with my sister Ines.",
+    "We want a hotel near Alfama, with a view of the river.",
+    "Ines is vegetarian, so restaurants matter a lot.",
+    "We land on the 3rd and fly back on the 10th.",
+    "Which neighbourhood did I want the hotel in?",
+]
+
+
+def converse(client, *, stream: bool, turns=USER_TURNS, history: list[dict] | None = None) -> list[dict]:
+    """A front-end's conversation: the whole history (system prompt with the tag first) resent every turn."""
+    history = list(history or [{"role": "system", "content": f"{PERSONA} {TAG}"}])
+    for text in turns:
+        history.append({"role": "user", "content": text})
+        if stream:
+            parts = list(client.chat.completions.create(model=f"engram/{AGENT}", messages=history, stream=True))
+            assert parts[0].object == "chat.completion.chunk" and parts[0].choices[0].delta.role == "assistant"
+            assert parts[-1].choices[0].finish_reason == "stop"
+            reply = "".join(p.choices[0].delta.content or "" for p in parts)
+        else:
+            done = client.chat.completions.create(model=f"engram/{AGENT}", messages=history)
+            assert done.object == "chat.completion" and done.choices[0].finish_reason == "stop"
+            reply = done.choices[0].message.content
+        history.append({"role": "assistant", "content": reply})
+    return history
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["non-streaming", "streaming"])
+def test_a_front_end_resending_the_whole_history_gets_each_message_logged_exactly_once(proxy, stream):
+    server, mem, fake = proxy
+    with openai_client(server) as client:
+        history = converse(client, stream=stream)
+    expected = [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+    assert logged(mem) == expected  # every user turn and every reply, once, in order; no system prompt, no tag
+    assert all(TAG not in content for _, content in logged(mem))
+    # No model ever saw the tag.
+    assert not any(DISCUSSION in json.dumps(r) and TAG in json.dumps(r) for r in fake.requests)
+
+
+def test_the_discussions_memories_reach_a_later_turns_system_prompt(proxy):
+    server, mem, fake = proxy
+    with openai_client(server) as client:
+        history = converse(client, stream=False, turns=USER_TURNS[:4])
+        mem.wait_proxy_memory()
+        mem.wait_idle(timeout=120)
+        memories = mem.memories(AGENT, DISCUSSION)
+        assert memories.total >= 1  # chunk memories were made from the conversation
+        history = converse(client, stream=False, turns=USER_TURNS[4:], history=history)
+    last_seen = proxy_requests(fake)[-1]
+    system = last_seen["system"][0]["text"]
+    assert system.startswith(PERSONA)  # the front-end's own system prompt first, its tag stripped
+    assert TAG not in system
+    assert memories.memories[-1]["summary"] in system  # the memory the discussion has, injected
+    assert last_seen["messages"][-1]["content"].endswith(USER_TURNS[4])
+    assert [c for _, c in logged(mem)].count(USER_TURNS[4]) == 1
+    assert len(logged(mem)) == len([m for m in history if m["role"] != "system"])
+
+
+def test_a_cut_an_edited_and_a_regenerated_history_append_only_what_is_new(proxy):
+    server, mem, _ = proxy
+    with openai_client(server) as client:
+        history = converse(client, stream=False, turns=USER_TURNS[:3])
+        before = logged(mem)
+        # Regenerate: the last reply dropped, nothing new: only the new reply is appended.
+        again = client.chat.completions.create(model=f"engram/{AGENT}", messages=history[:-1])
+        assert logged(mem) == before + [("assistant", again.choices[0].message.content)]
+        # The history cut to its last two messages, plus "ok" twice: both are new, the cut part is not re-appended.
+        cut = [{"role": "system", "content": TAG}] + history[-2:] + [{"role": "user", "content": "ok"}]
+        reply = client.chat.completions.create(model=f"engram/{AGENT}", messages=cut).choices[0].message.content
+        cut += [{"role": "assistant", "content": reply}, {"role": "user", "content": "ok"}]
+        client.chat.completions.create(model=f"engram/{AGENT}", messages=cut)
+        roles_contents = logged(mem)
+        assert [c for r, c in roles_contents if r == "user"].count("ok") == 2
+        assert [c for _, c in roles_contents].count(USER_TURNS[0]) == 1
+        # An earlier message edited: the edited text is new, nothing else is.
+        edited = [dict(m) for m in history]
+        edited[1]["content"] = USER_TURNS[0].replace("May", "June")
+        n = len(logged(mem))
+        client.chat.completions.create(model=f"engram/{AGENT}", messages=edited)
+        added = logged(mem)[n:]
+        assert added[0] == ("user", edited[1]["content"]) and [r for r, _ in added] == ["user", "assistant"]
+
+
+def test_without_a_tag_the_request_is_answered_without_memory_and_nothing_is_logged(proxy):
+    server, mem, fake = proxy
+    with openai_client(server) as client:
+        done = client.chat.completions.create(model="gpt-4o", messages=[
+            {"role": "system", "content": PERSONA}, {"role": "user", "content": "Say hello."}])
+    assert done.choices[0].message.content  # the configured LLM answered
+    assert fake.requests[-1]["system"][0]["text"] == PERSONA  # forwarded as sent: no memory injected
+    assert mem.rt.heads() == {0: 0} or sum(mem.rt.heads().values()) == 0
+
+
+def test_an_llm_outage_answers_503_with_the_cause_and_the_message_stays_in_the_log(proxy):
+    import openai
+
+    server, mem, fake = proxy
+    fake.then(529).then(529)
+    with openai_client(server) as client:
+        with pytest.raises(openai.APIStatusError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[
+                {"role": "user", "content": f"{TAG} Remember that Ines is vegetarian."}])
+    assert err.value.status_code == 503
+    body = err.value.response.json()["error"]
+    assert body["code"] == "llm_unavailable" and "529" in body["message"]
+    assert logged(mem) == [("user", "Remember that Ines is vegetarian.")]
+
+
+def test_models_lists_one_model_per_agent(proxy):
+    server, mem, _ = proxy
+    with openai_client(server) as client:
+        converse(client, stream=False, turns=USER_TURNS[:1])
+        ids = [m.id for m in client.models.list().data]
+    assert ids[0] == "engram" and f"engram/{AGENT}" in ids
+
+
+def test_the_openai_sdk_gets_memory_from_engram_serve_as_a_user_starts_it(tmp_path):
+    """`engram serve` as its own process (the in-process runtime, so no Ray; the labelled offline responder)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from engram.client import Client
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "engram.json").write_text(json.dumps({"llm": {"provider": "offline"}, "server": {"runtime": "inprocess"}}))
+    engram = str(Path(sys.executable).with_name("engram"))
+    proc = subprocess.Popen([engram, "--home", str(home), "serve"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (home / "instance.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.1)
+        info = json.loads((home / "instance.json").read_text())
+        with openai_client(type("S", (), {"url": info["url"]})) as llm:
+            history = converse(llm, stream=True, turns=USER_TURNS[:2])
+            history = converse(llm, stream=False, turns=USER_TURNS[2:3], history=history)
+        with Client(info["url"]) as mem:
+            rows = mem.sql("SELECT role, content FROM messages WHERE discussion_id = ? ORDER BY seq", [DISCUSSION]).rows
+        assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+        assert all("offline" in m["content"].lower() for m in history if m["role"] == "assistant")  # labelled
+    finally:
+        subprocess.run([engram, "--home", str(home), "down"], capture_output=True, timeout=120)
+        out = proc.communicate(timeout=60)[0]
+    assert "no API key configured: listening on loopback only" in out
