@@ -58,10 +58,10 @@ def _query(params: dict) -> str:
     return f"?{urlencode(items)}" if items else ""
 
 
-def refusal(status: int, body: bytes) -> ApiError:
+def refusal(status: int, body: bytes, retry_after: str | None = None) -> ApiError:
     try:
         err = json.loads(body)["error"]
-        return ApiError(status, err["code"], err["message"])
+        return ApiError(status, err["code"], err["message"], float(retry_after) if retry_after else None)
     except (ValueError, KeyError, TypeError):
         text = body.decode(errors="replace").strip()[:300]
         return ApiError(status, "internal", f"HTTP {status} from the engram server: {text}")
@@ -217,6 +217,12 @@ class _Operations:
                verify: bool = False):
         return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
 
+    def reshard(self, shards: int):
+        return self._call("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
+
+    def export(self, out: str):
+        return self._call("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
+
     def job(self, job_id: str):
         return self._call("GET", f"/v1/jobs/{_seg(job_id)}", t.Job)
 
@@ -271,6 +277,7 @@ class Client(_Operations):
             try:
                 conn.request(method, self._parts.path.rstrip("/") + path, body=payload, headers=headers)
                 resp = conn.getresponse()
+                self._local.retry_after = resp.getheader("Retry-After")  # 429 backpressure: when to try again
                 data = resp.read()
                 self._local.used_at = time.monotonic()
                 return resp.status, data
@@ -288,7 +295,7 @@ class Client(_Operations):
     def _call(self, method: str, path: str, response, body=None):
         status, raw = self._send(method, path, None if body is None else _ENCODER.encode(body))
         if status >= 400:
-            raise refusal(status, raw)
+            raise refusal(status, raw, getattr(self._local, "retry_after", None))
         return _decoder(response).decode(raw) if response is not dict else json.loads(raw)
 
     # ------------------------------------------------------------------ waiting
@@ -342,7 +349,7 @@ class AsyncClient(_Operations):
         resp = await self._http.request(method, path, content=None if body is None else _ENCODER.encode(body),
                                         headers={"Content-Type": "application/json"} if body is not None else None)
         if resp.status_code >= 400:
-            raise refusal(resp.status_code, resp.content)
+            raise refusal(resp.status_code, resp.content, resp.headers.get("Retry-After"))
         return _decoder(response).decode(resp.content) if response is not dict else resp.json()
 
     def _call(self, method: str, path: str, response, body=None):

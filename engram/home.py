@@ -4,7 +4,7 @@
     <home>/_DiscussionId-MemoryFile-Workflow-Settings.json  discussion memory settings (optional)
     <home>/agents/<agent>/agent.config.json               agent configuration (optional)
     <home>/log/shard-000.duckdb                           the event log of shard 0
-    <home>/layout.json                                    shard count, fixed when the home is created
+    <home>/layout.json                                    shard count, agent->shard map, node of each shard
     <home>/projections/                                   everything rebuildable (replay --out writes a copy)
         shard-000.duckdb                                  SQL projections of shard 0
         _positions/                                       positions of file projections
@@ -18,7 +18,10 @@ from pathlib import Path
 
 from engram.config.agent import AGENT_CONFIG_FILE_NAME
 from engram.config.discussion import SETTINGS_FILE_NAME
+from engram.events.shards import ShardMap
 from engram.ids import validate_agent, validate_discussion
+
+LAYOUT_FILE_NAME = "layout.json"
 
 
 class HomeLayoutError(ValueError):
@@ -54,19 +57,53 @@ class Home:
     def projections_dir(self) -> Path:
         return self.root / "projections"
 
-    def layout_check(self) -> None:
-        """Refuse to open a home with a different shard count than it was created with."""
-        path = self.root / "layout.json"
-        if path.exists():
-            recorded = json.loads(path.read_text())["shards"]
-            if recorded != self.shards:
-                raise HomeLayoutError(
-                    f"{self.root} was created with {recorded} shard(s); this configuration asks for {self.shards}. "
-                    "Agents are placed on shards by hash, so the count cannot change in place."
-                )
-        else:
+    @property
+    def layout_path(self) -> Path:
+        return self.root / LAYOUT_FILE_NAME
+
+    def _layout_json(self) -> dict:
+        return json.loads(self.layout_path.read_text()) if self.layout_path.exists() else {}
+
+    def layout_check(self) -> ShardMap:
+        """The home's routing (shard count, agent->shard map), created on first open, upgraded in place when the
+        home was made before the map. The layout is the truth once a home exists: a configuration asking for more
+        shards than it has is refused (re-sharding moves agents: `engram reshard`); asking for fewer opens the
+        home as re-sharded. Sets `self.shards` to the home's count."""
+        data = self._layout_json()
+        if not data:
             self.root.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"shards": self.shards}) + "\n")
+            shard_map = ShardMap(self.shards)
+            self.write_layout(shard_map)
+        else:
+            shard_map = ShardMap.from_json(data)
+            if "version" not in data:  # a home made before the agent map: same routing, recorded as such
+                self.write_layout(shard_map)
+            if self.shards > shard_map.shards:
+                raise HomeLayoutError(
+                    f"{self.root} has {shard_map.shards} shard(s); this configuration asks for {self.shards}. "
+                    f"Agents move between shards only by re-sharding: engram reshard --shards {self.shards}"
+                )
+        self.shards = shard_map.shards
+        return shard_map
+
+    def write_layout(self, shard_map: ShardMap, **extra) -> None:
+        """Record `shard_map` (and `extra` keys, e.g. `nodes`), keeping the file's other keys; atomically."""
+        data = self._layout_json()
+        data.update(shard_map.to_json())
+        data.update(extra)
+        tmp = self.layout_path.with_name(self.layout_path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        tmp.replace(self.layout_path)
+
+    def recorded_nodes(self) -> dict[str, dict]:
+        """Shard (as "000") -> the node that held it when last started (`engram status`, docs/scaling.md)."""
+        return dict(self._layout_json().get("nodes", {}))
+
+    def record_nodes(self, nodes: dict[int, dict]) -> None:
+        data = self._layout_json()
+        recorded = dict(data.get("nodes", {}))
+        recorded.update({f"{s:03d}": where for s, where in nodes.items()})
+        self.write_layout(ShardMap.from_json(data), nodes=recorded)
 
 
 class ProjectionPaths:

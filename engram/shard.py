@@ -73,8 +73,10 @@ class ShardHost:
         max_batch_events: int = 20_000,
         max_payload_bytes: int = 1 << 20,
         background: bool = True,
+        max_projection_lag: int = 0,
     ):
         self.shard = shard
+        self.max_projection_lag = max_projection_lag  # 0: appends are never refused for a lagging fold
         self.log_path = Path(log_path)
         check_writable(self.log_path.parent, Path(projections_dir))
         self._store_options = dict(shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes)
@@ -157,6 +159,13 @@ class ShardHost:
     # --------------------------------------------------------------- the log
 
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:
+        if self.max_projection_lag and self._thread is not None:
+            lag = self.store.head() - self.runner.position
+            if lag > self.max_projection_lag:
+                from engram.flow import Backpressure
+
+                raise Backpressure(f"shard {self.shard}'s projections are {lag} events behind its log "
+                                   f"(limits.maxProjectionLagEvents {self.max_projection_lag}): retry shortly", 1.0)
         return self.store.append_many(writes)
 
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:
@@ -253,6 +262,13 @@ class ShardHost:
         return LiveShard(shard=self.shard, cursor=self.store.cursor, log_table=f'"{catalog}".main.events',
                          projection_catalog="proj", projections=self.paths)
 
+    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
+        """The relations a query over every shard reads, from this shard (`engram.gathered_sql`); `agents`: only
+        their rows."""
+        from engram.gathered_sql import shard_relations
+
+        return shard_relations(self.store.cursor, None if names is None else set(names), agents=agents)
+
     def events_by_type(self) -> dict[str, int]:
         """How many events of each type the log holds (up to its head)."""
         with self._counts_lock:
@@ -345,6 +361,66 @@ class ShardHost:
         if recorder is not None:
             report["cache_entries_removed"] = recorder.retain()
         report["out"] = str(self.paths.root)
+        return report
+
+    # --------------------------------------------------------------- moving agents (re-sharding)
+
+    def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000):
+        """The log rows of `agents` after `after` (an Arrow table, every column), in seq order."""
+        return self.store.export_agents(agents, after, limit)
+
+    def count_events(self, agents: Sequence[str]) -> int:
+        _, rows = self.store.query("SELECT count(*) FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)])
+        return rows[0][0]
+
+    def import_rows(self, table) -> int:
+        """Rows exported by the parent shard, appended at their own positions; the projections fold them."""
+        n = self.store.import_rows(table)
+        self._recount()
+        return n
+
+    def remove_agents(self, agents: Sequence[str]) -> dict:
+        """The agents moved to another shard: their events leave this log and the projections are rebuilt without
+        them (their files now belong to the shard that holds them, so they are left in place)."""
+        self.wait_projections(self.store.head(), timeout=None)
+        removed = self.store.remove_agents(agents)
+        self._recount()
+        report = self.rebuild()
+        return {"shard": self.shard, "agents": len(agents), "events_removed": removed, "head": self.store.head(),
+                "rebuild": report}
+
+    # --------------------------------------------------------------- export
+
+    def export_parquet(self, out_dir: str | Path) -> dict:
+        """This shard's log and projection tables as Parquet under `out_dir` (`log/shard-NNN.parquet`,
+        `projections/<table>/shard-NNN.parquet`), its agents' projection files copied beside them: a home that
+        plain DuckDB reads with globs over every shard (`SELECT ... FROM '<out>/log/*.parquet'`)."""
+        self.wait_projections(self.store.head(), timeout=None)
+        out = Path(out_dir)
+        name = f"shard-{self.shard:03d}.parquet"
+        (out / "log").mkdir(parents=True, exist_ok=True)
+        report = {"shard": self.shard, "events": 0, "tables": {}, "files": 0}
+        cur = self.store.cursor()
+        try:
+            catalog = cur.execute("SELECT current_database()").fetchall()[0][0]
+            report["events"] = cur.execute(f'SELECT count(*) FROM "{catalog}".main.events').fetchall()[0][0]
+            cur.execute(f'COPY (SELECT * FROM "{catalog}".main.events ORDER BY seq) TO {_literal(out / "log" / name)} '
+                        "(FORMAT parquet)")
+            tables = [t for (t,) in cur.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'proj' ORDER BY table_name").fetchall()]
+            for table in tables:
+                (out / "projections" / table).mkdir(parents=True, exist_ok=True)
+                report["tables"][table] = cur.execute(f'SELECT count(*) FROM proj.main."{table}"').fetchall()[0][0]
+                cur.execute(f'COPY proj.main."{table}" TO {_literal(out / "projections" / table / name)} (FORMAT parquet)')
+        finally:
+            cur.close()
+        agents = sorted({agent for _, agent in self.store.streams().values()})
+        for agent in agents:
+            src = self.paths.agent_dir(agent)
+            if src.exists():
+                dst = ProjectionPaths(out / "projections").agent_dir(agent)
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+                report["files"] += sum(1 for p in dst.rglob("*") if p.is_file())
         return report
 
     # --------------------------------------------------------------- forgetting
@@ -457,6 +533,10 @@ class ShardHost:
             self._close_projections()
         finally:
             self.store.close()
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 def forget_journal(log_path: Path) -> Path:

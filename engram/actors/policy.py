@@ -148,6 +148,11 @@ class PolicyActor:
         return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt),
                 "timings": self.host.timings.report()}
 
+    def where(self) -> dict:
+        from engram.actors.services import where
+
+        return where()
+
     def close(self) -> bool:
         self._stop.set()
         self._thread.join(timeout=10)

@@ -16,3 +16,13 @@ def actor_services(config: ServiceConfig, embedder_actor: str | None) -> dict[st
 
         embedder = RemoteEmbedder(embedder_actor, str(config.home), index_time(config.embedder).model_dump(mode="json"))
     return build_services(config, embedder=embedder)
+
+
+def where() -> dict:
+    """The node this actor runs on (its Ray node id and address) and its process: what `engram status` shows."""
+    import os
+
+    import ray
+
+    return {"node_id": ray.get_runtime_context().get_node_id(), "address": ray.util.get_node_ip_address(),
+            "pid": os.getpid()}

@@ -18,8 +18,8 @@ class ShardActor:
     """Thin shell: every method delegates to ShardHost.
 
     A restart re-runs the constructor, which reopens the log and resumes the projections
-    from their recorded positions. Appends are not retried automatically (they are not
-    idempotent without event ids); reads are.
+    from their recorded positions. Ray retries no call (`max_task_retries=0`): the runtime
+    retries what is idempotent (reads; appends whose every event carries an event id).
     """
 
     def __init__(
@@ -30,7 +30,8 @@ class ShardActor:
         from engram.config.service import ServiceConfig
 
         # Projections get the same services as policies (e.g. the home's embedder, which the trace index needs).
-        services = actor_services(ServiceConfig.model_validate(config_json), embedder_actor) if config_json else None
+        config = ServiceConfig.model_validate(config_json) if config_json else None
+        services = actor_services(config, embedder_actor) if config else None
         self.host = ShardHost(
             log_path,
             projections_dir,
@@ -38,6 +39,7 @@ class ShardActor:
             max_batch_events=max_batch_events,
             max_payload_bytes=max_payload_bytes,
             services=services,
+            max_projection_lag=config.limits.max_projection_lag_events if config else 0,
         )
 
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:
@@ -70,6 +72,14 @@ class ShardActor:
     def status(self) -> dict:
         return self.host.status()
 
+    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
+        return self.host.relations(names, agents)
+
+    def where(self) -> dict:
+        from engram.actors.services import where
+
+        return where()
+
     def replay_into(self, out_dir: str, to_seq: int | None = None, until_us: int | None = None) -> dict:
         return self.host.replay_into(out_dir, to_seq=to_seq, until_us=until_us)
 
@@ -84,6 +94,21 @@ class ShardActor:
 
     def streams(self) -> dict[str, tuple[int, str]]:
         return self.host.store.streams()
+
+    def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000):
+        return self.host.export_agents(agents, after, limit)
+
+    def import_rows(self, table) -> int:
+        return self.host.import_rows(table)
+
+    def count_events(self, agents: Sequence[str]) -> int:
+        return self.host.count_events(agents)
+
+    def remove_agents(self, agents: Sequence[str]) -> dict:
+        return self.host.remove_agents(agents)
+
+    def export_parquet(self, out_dir: str) -> dict:
+        return self.host.export_parquet(out_dir)
 
     def verify_replay(self) -> list[str]:
         return self.host.verify_replay()

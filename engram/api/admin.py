@@ -15,7 +15,7 @@ from engram.ids import validate_agent, validate_discussion
 
 STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
                "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
-               "recovered")
+               "recovered", "node", "actors")
 
 
 # A user's query is stopped after this long, and shows at most this many rows.
@@ -50,6 +50,17 @@ def cell(value):
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
     return value
+
+
+def replay_report(reports: list[dict], seconds: float, nodes: dict[int, str]) -> dict:
+    """A replay's report: per shard its events, seconds, events/s and node; in total the events, the wall-clock
+    time (the shards replay at once, each on its node) and the events/s of the whole home."""
+    for r in reports:
+        r["events_per_s"] = round(r["events"] / r["seconds"]) if r["seconds"] else None
+        r["node"] = nodes.get(r["shard"])
+    events = sum(r["events"] for r in reports)
+    return {"shards": reports, "events": events, "seconds": round(seconds, 3),
+            "events_per_s": round(events / seconds) if seconds else None}
 
 
 class AdminOps:
@@ -136,12 +147,13 @@ class AdminOps:
 
         def replay(progress) -> dict:
             self.rt.wait_projections()
+            started = time.perf_counter()
             if out is not None:
                 reports = self.rt.replay_into(shards, str(out), to_seq, until_us, on_shard=lambda _: progress.advance())
             else:
                 reports = self.rt.rebuild(shards, on_shard=lambda _: progress.advance())
                 self._files.clear()
-            return {"shards": reports}
+            return replay_report(reports, time.perf_counter() - started, self.rt.shard_nodes())
 
         return self.jobs.start("replay" if out is not None else "rebuild", len(shards), "shards", replay)
 
@@ -165,6 +177,52 @@ class AdminOps:
                     "files": [{"path": str(r.path), "status": r.status, "size": r.size} for r in reports]}
 
         return self.jobs.start("discussion-replay", 1, "discussions", work)
+
+    # ------------------------------------------------------------------ across shards
+
+    def reshard(self, req: t.ReshardRequest) -> t.Job:
+        """Grow the home to `req.shards` shards (a job; progress counts events copied). Checked before it starts:
+        only more shards than the home has, and on a cluster, a node for each new shard."""
+        from engram.events.shards import ReshardError
+
+        have = self.config.shards
+        if req.shards <= have:
+            raise error("invalid_request", f"the home has {have} shard(s); re-sharding only adds shards "
+                        f"(asked for {req.shards})")
+        try:
+            self.config.cluster.check(req.shards)
+        except ValueError as exc:
+            raise error("invalid_request", f"place the new shards in engram.json's cluster.nodes first: {exc}") from None
+
+        def work(progress) -> dict:
+            try:
+                report = self.rt.reshard(req.shards, on_progress=lambda done, total: progress.set(done, total))
+            except ReshardError as exc:
+                raise error("conflict", str(exc)) from None
+            finally:
+                self.forget_streams()
+                self._files.clear()
+            return report
+
+        return self.jobs.start("reshard", 0, "events", work)
+
+    def export(self, req: t.ExportRequest) -> t.Job:
+        """Write the log and the projections of every shard as Parquet (and the projection files) into `req.out`."""
+        out = Path(req.out).expanduser()
+        if not out.is_absolute():
+            raise error("invalid_request", f"out {req.out!r} must be an absolute path (the server's working "
+                        "directory is not yours)")
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise error("conflict", f"{out} is not empty; export writes into a fresh directory")
+        shards = self.rt.all_shards()
+
+        def work(progress) -> dict:
+            started = time.perf_counter()
+            reports = self.rt.export_parquet(shards, str(out), on_shard=lambda _: progress.advance())
+            return {"out": str(out), "shards": reports, "seconds": round(time.perf_counter() - started, 3),
+                    "example": f"SELECT type, count(*) FROM '{out}/log/*.parquet' GROUP BY type"}
+
+        return self.jobs.start("export", len(shards), "shards", work)
 
     def job(self, job_id: str) -> t.Job:
         return self.jobs.get(job_id)

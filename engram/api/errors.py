@@ -10,11 +10,12 @@ from __future__ import annotations
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str):
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.retry_after = retry_after  # seconds (429 backpressure: the Retry-After header)
 
     def __str__(self) -> str:
         return self.message
@@ -38,6 +39,7 @@ CODES: dict[str, int] = {
     "method_not_allowed": 405,
     "conflict": 409,  # e.g. replay into a directory that is not empty
     "body_too_large": 413,
+    "backpressure": 429,  # too much in flight: retry after the Retry-After header's seconds
     "unsupported_media_type": 415,
     "llm_error": 502,  # the LLM answered with an error
     "llm_unavailable": 503,  # the LLM could not be reached (or its API key is missing)
@@ -68,7 +70,12 @@ def translate(exc: BaseException) -> ApiError | None:
     if isinstance(exc, MessageRejected):
         return error("malformed_messages", str(exc))
     from engram.api.runtime import RuntimeUnavailable
+    from engram.flow import Backpressure
 
+    if isinstance(exc, Backpressure):
+        refused = error("backpressure", str(exc))
+        refused.retry_after = exc.retry_after_s
+        return refused
     if isinstance(exc, RuntimeUnavailable):
         return error("runtime_unavailable", str(exc))
     llm = llm_error(exc)

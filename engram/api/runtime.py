@@ -14,11 +14,14 @@ a runtime: the composition root (`engram.boot`, `engram.embedded`) picks one.
 
 from __future__ import annotations
 
+import threading
+import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.events.shards import shard_of
+from engram.events.shards import ShardMap
 from engram.ids import validate_agent
 
 # How often `wait_idle` looks at the consumers' positions.
@@ -37,11 +40,61 @@ class RuntimeUnavailable(RuntimeError):
     """The runtime cannot serve (an actor died and is restarting, Ray is down); the message says what."""
 
 
+class RoutingGate:
+    """Appends route agents to shards while holding it shared; re-sharding holds it alone, so no append lands on a
+    shard an agent is leaving. Appends arriving during a re-sharding wait (bounded: `timeout`)."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+
+    @contextmanager
+    def shared(self, timeout: float | None = None):
+        with self._cond:
+            if not self._cond.wait_for(lambda: not self._exclusive, timeout):
+                raise RuntimeUnavailable("the home is being re-sharded; retry the append in a moment")
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self):
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive)
+            self._exclusive = True
+            self._cond.wait_for(lambda: self._shared == 0)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
 class Runtime(ABC):
     """Where the shards, projections and policies of one engram home run."""
 
-    config = None  # the ServiceConfig
+    config = None  # the ServiceConfig (its `shards`: the home's count, from its layout)
     home = None  # the engram.home.Home
+    layout: ShardMap | None = None  # agent -> shard routing, from <home>/layout.json
+
+    def _open_home(self, config):
+        """The home of `config`, its layout read (created or upgraded), the cluster placement checked against its
+        shard count, before anything starts. Returns `config` with the home's shard count."""
+        from engram.home import Home, HomeLayoutError
+
+        self.home = Home(config.home, config.shards)
+        self.layout = self.home.layout_check()
+        try:
+            config.cluster.check(self.layout.shards)
+        except ValueError as exc:
+            raise HomeLayoutError(f"{config.home}: {exc}") from None
+        return config.model_copy(update={"shards": self.layout.shards})
 
     # ------------------------------------------------------------------ life cycle
 
@@ -65,7 +118,7 @@ class Runtime(ABC):
     # ------------------------------------------------------------------ the log
 
     def shard_of(self, agent: str) -> int:
-        return shard_of(validate_agent(agent), self.config.shards)
+        return self.layout.shard_of(validate_agent(agent))
 
     @abstractmethod
     def append(self, writes: Sequence[Write]) -> list[Appended]:
@@ -134,9 +187,130 @@ class Runtime(ABC):
     def verify_replay(self, shards: Sequence[int], on_shard: Callable[[list[str]], None] | None = None) -> list[str]:
         """Replay into scratch space and compare with the live projections; the differences."""
 
+    def shard_nodes(self) -> dict[int, str]:
+        """Shard -> the node its actor runs on (for reports)."""
+        import socket
+
+        return {s: socket.gethostname() for s in self.all_shards()}
+
+    def export_parquet(self, shards: Sequence[int], out_dir: str,
+                       on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+        """Each shard writes its log and projections as Parquet into `out_dir` (on the node that holds it)."""
+        reports = []
+        for shard in shards:
+            reports.append(self.shard_call(shard, "export_parquet", out_dir))
+            if on_shard:
+                on_shard(reports[-1])
+        return reports
+
     @abstractmethod
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         """Erase a discussion (or the whole agent) from the log file and the projections."""
+
+    # ------------------------------------------------------------------ re-sharding
+
+    @abstractmethod
+    def shard_call(self, shard: int, method: str, *args):
+        """Call `method` of shard `shard`'s host (`engram.shard.ShardHost`), wherever it runs; its result."""
+
+    @abstractmethod
+    def stop_policies(self) -> None:
+        """Stop every policy (snapshots saved); `start_policies` starts them again."""
+
+    def window(self, shard: int):
+        """The appends in flight to `shard` (`engram.flow.InFlight`): bounded by `limits.maxInflightAppends`;
+        past the bound a producer waits up to `limits.backpressureWaitSeconds`, then gets Backpressure (429)."""
+        from engram.flow import InFlight
+
+        windows = self.__dict__.setdefault("_windows", {})
+        w = windows.get(shard)
+        if w is None:
+            limits = self.config.limits
+            w = windows.setdefault(shard, InFlight(f"shard {shard}", limits.max_inflight_appends,
+                                                   limits.backpressure_wait_seconds))
+        return w
+
+    @property
+    def routing_gate(self) -> RoutingGate:
+        gate = self.__dict__.get("_routing_gate")
+        if gate is None:
+            gate = self.__dict__.setdefault("_routing_gate", RoutingGate())
+        return gate
+
+    def reshard(self, new_count: int, on_progress: Callable[[int, int], None] | None = None) -> dict:
+        """Grow the home to `new_count` shards, moving only the agents the new layout places elsewhere.
+
+        Appends wait meanwhile (the routing gate). The policies stop; each moving agent's events are copied,
+        in seq order and at their own positions, from its shard to the new shard split off it; the layout is
+        switched (one atomic file write: from here on the new shards answer for them); the old shards drop the
+        moved events and rebuild their projections; the policies of the shards involved refold their logs from
+        the start (their snapshots described the old split; the ids of what they append again make the log
+        refuse the repeats). `on_progress(events_copied, events_to_copy)`.
+        """
+        from engram.events.shards import ReshardError
+
+        try:
+            self.config.cluster.check(new_count)
+        except ValueError as exc:
+            raise ReshardError(f"place the new shards in engram.json first: {exc}") from None
+        started = time.perf_counter()
+        with self.routing_gate.exclusive():
+            self.wait_projections()
+            agents = sorted(set(self.streams().values()))
+            moves = self.layout.plan(new_count, agents)
+            grown = self.layout.grown(new_count, agents)
+            pairs: dict[tuple[int, int], list[str]] = {}
+            for agent, pair in moves.items():
+                pairs.setdefault(pair, []).append(agent)
+            counts = {pair: self._count_events(pair[0], movers) for pair, movers in pairs.items()}
+            total = sum(counts.values())
+            self.stop_policies()
+            old_count = self.config.shards
+            self.config = self.config.model_copy(update={"shards": new_count})
+            copied = 0
+            try:
+                for (parent, child), movers in sorted(pairs.items()):
+                    if self.shard_call(child, "head") != 0:
+                        raise ReshardError(f"shard {child} already has events: re-sharding writes only into new shards")
+                    after = 0
+                    while True:
+                        table = self.shard_call(parent, "export_agents", movers, after)
+                        if table.num_rows == 0:
+                            break
+                        copied += self.shard_call(child, "import_rows", table)
+                        after = table.column("seq")[-1].as_py()
+                        if on_progress:
+                            on_progress(copied, total)
+                    have = self._count_events(child, movers)
+                    if have != counts[(parent, child)]:
+                        raise ReshardError(f"shard {child} received {have} events of the moving agents, "
+                                           f"shard {parent} has {counts[(parent, child)]}: nothing was switched")
+            except BaseException:
+                self.config = self.config.model_copy(update={"shards": old_count})
+                self.start_policies()
+                raise
+            self.home.write_layout(grown)  # the switch
+            self.layout = grown
+            self.home.shards = new_count
+            removed = [self.shard_call(parent, "remove_agents", sorted({a for (p, _), m in pairs.items() if p == parent
+                                                                          for a in m}))
+                       for parent in sorted({p for p, _ in pairs})]
+            touched = sorted({s for pair in pairs for s in pair})
+            self.forget_policy_state(touched)
+            self.start_policies()
+        return {"shards": {"before": old_count, "after": new_count}, "agents": len(agents), "agents_moved": len(moves),
+                "moves": {a: list(pair) for a, pair in sorted(moves.items())}, "events_moved": copied,
+                "removed": removed, "seconds": round(time.perf_counter() - started, 3)}
+
+    def _count_events(self, shard: int, agents: Sequence[str]) -> int:
+        return self.shard_call(shard, "count_events", list(agents))
+
+    def forget_policy_state(self, shards: Sequence[int]) -> None:
+        """Drop the policy snapshots of `shards`: their policies refold those shards' logs from the start."""
+        state = self.home.root / "state"
+        for shard in shards:
+            for path in state.glob(f"*.shard-{shard:03d}.*"):
+                path.unlink()
 
     # ------------------------------------------------------------------ shared behaviour
 

@@ -75,6 +75,8 @@ class ShardStatus(Model, kw_only=True):
     consumers: dict[str, int] = {}
     consumer_errors: dict[str, str] = {}
     projection_error: str | None = None
+    node: str | None = None  # where the shard's actor runs (and its files are)
+    actors: dict[str, str] = {}  # each actor of the shard (the shard's, its policies') -> its node
     # Policies whose snapshot was not restored (another state version, damaged) and rebuild from the log, and why.
     consumers_rebuilt: dict[str, str] = {}
     # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
@@ -465,11 +467,19 @@ class ReplayRequest(Model, kw_only=True):
     verify: bool = False  # replay into scratch space and compare with the live projections
 
 
+class ReshardRequest(Model, kw_only=True):
+    shards: Annotated[int, Meta(ge=2, le=1024)]  # the new shard count (more than the home has)
+
+
+class ExportRequest(Model, kw_only=True):
+    out: str  # a fresh directory on the server's machine: <out>/log/, <out>/projections/ as Parquet
+
+
 class DiscussionReplayRequest(Model, kw_only=True):
     verify: bool = False  # compare only
 
 
-JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget"]
+JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
 
 

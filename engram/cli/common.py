@@ -107,7 +107,11 @@ def wait_job(mem, job, label: str):
     from engram.api.errors import ApiError
 
     bar = Progress(label, max(job.progress.total, 1))
-    done = mem.wait_job(job.id, on_progress=lambda j: bar.update(j.progress.done))
+    def show(j) -> None:
+        bar.total = max(j.progress.total, 1)  # a job may learn its total as it goes (re-sharding counts events)
+        bar.update(j.progress.done)
+
+    done = mem.wait_job(job.id, on_progress=show)
     bar.finish(done.progress.done)
     if done.state == "failed":
         raise ApiError(400 if done.error.code != "internal" else 500, done.error.code, done.error.message)

@@ -27,6 +27,8 @@ COMMANDS = [
     "sql",
     "status",
     "replay",
+    "reshard",
+    "export",
     "serve",
     "down",
     "keys",

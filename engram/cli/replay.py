@@ -13,6 +13,8 @@ def register(sub) -> None:
     p = sub.add_parser("replay", help="rebuild projections from the log (no LLM calls)")
     p.add_argument("--out", help="a fresh directory to replay into (default: rebuild the home's projections in place)")
     p.add_argument("--as-of", help="replay up to a position (SEQ) or an event time (ISO-8601)")
+    p.add_argument("--all", action="store_true", help="every shard at once, each on its node (the default without "
+                   "--agent), with a report: events/s per shard and in total")
     p.add_argument("--agent", help="with --as-of SEQ on several shards: the agent whose shard SEQ refers to")
     p.add_argument("--verify", action="store_true", help="replay into scratch space and compare with the live projections")
     p.add_argument("--discussion", metavar="ID", help="rebuild only this discussion's three memory files (with --verify: compare them)")
@@ -29,6 +31,8 @@ def run(args) -> int:
         validate_discussion(args.discussion)
         if args.out or args.as_of:
             raise UsageError("--discussion rebuilds the discussion's live files; it takes no --out or --as-of")
+    if args.all and (args.agent or args.discussion):
+        raise UsageError("--all replays every shard; it takes no --agent or --discussion")
     if args.as_of and not args.out:
         raise UsageError("--as-of needs --out: the live projections always reflect the whole log")
     out = str(Path(args.out).expanduser().resolve()) if args.out else None
@@ -40,13 +44,16 @@ def run(args) -> int:
     if args.verify:
         print("replay reproduces the live projections exactly" if result["identical"] else "\n".join(result["differences"]))
         return 0 if result["identical"] else 1
-    reports = result["shards"]
     if args.json:
-        print(json.dumps(reports, indent=1))
-    else:
-        for r in reports:
-            rate = r["events"] / r["seconds"] if r["seconds"] else 0
-            print(f"shard {r['shard']}: replayed {r['events']} events in {r['seconds']}s ({rate:,.0f}/s) into {r['out']}")
+        print(json.dumps(result, indent=1))
+        return 0
+    for r in result["shards"]:
+        rate = f"{r['events_per_s']:,}/s" if r.get("events_per_s") else "-"
+        where = f" on {r['node']}" if r.get("node") else ""
+        print(f"shard {r['shard']}{where}: replayed {r['events']} events in {r['seconds']}s ({rate}) into {r['out']}")
+    total = f"{result['events_per_s']:,}/s" if result.get("events_per_s") else "-"
+    print(f"total: {result['events']} events from {len(result['shards'])} shard(s) in {result['seconds']}s ({total}), "
+          "no LLM call")
     return 0
 
 

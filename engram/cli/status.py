@@ -20,7 +20,12 @@ def run(args) -> int:
     print(f"home  {st.home}   (server at {mem.url}; {st.runtime}"
           + (f"; {st.jobs_running} job(s) running" if st.jobs_running else "") + ")")
     for sh in st.shards:
-        print(f"shard {sh.shard}: head {sh.head}, {sh.streams} stream(s)")
+        print(f"shard {sh.shard}: head {sh.head}, {sh.streams} stream(s)" + (f", on {sh.node}" if sh.node else ""))
+        by_node: dict[str, list[str]] = {}
+        for name, node in sorted(sh.actors.items()):
+            by_node.setdefault(node, []).append(name)
+        for node, names in by_node.items():
+            print(f"  actors on {node}: {', '.join(names)}")
         for name, pos in sorted(sh.projections.items()):
             print(f"  projection {name:<24} position {pos:<10} lag {sh.head - pos}")
         for name, pos in sorted(sh.consumers.items()):

@@ -28,6 +28,9 @@ class RaySettings(ConfigModel):
     # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:
     # more members spread a group's logical actors (one Summarizer per discussion) over more processes.
     pools: dict[str, Annotated[int, Field(ge=1, le=64)]] = {}
+    # An append or read not answered within this fails with a clear error (e.g. the node of its shard is down
+    # and the shard actor waits to restart there) instead of blocking its caller forever.
+    call_timeout_seconds: float = Field(120.0, gt=0)
 
     @field_validator("pools")
     @classmethod
@@ -44,6 +47,12 @@ class Limits(ConfigModel):
     max_message_chars: int = Field(100_000, gt=0)
     max_payload_bytes: int = Field(1 << 20, gt=0)
     max_batch_events: int = Field(20_000, gt=0)
+    # Flow control (engram.flow): appends in flight per shard; how long an append past that waits for a slot
+    # before it is refused (429 backpressure, Retry-After); and how far a shard's projections may fall behind its
+    # log before it refuses appends (0: no limit).
+    max_inflight_appends: int = Field(256, gt=0)
+    backpressure_wait_seconds: float = Field(5.0, ge=0)
+    max_projection_lag_events: int = Field(200_000, ge=0)
 
 
 class ServerSettings(ConfigModel):
@@ -64,6 +73,62 @@ class ServerSettings(ConfigModel):
     runtime: Literal["ray", "inprocess"] = "ray"
 
 
+# The custom Ray resource a node offers for each shard it holds (`ray start --resources '{"engram-shard-000": 1}'`).
+SHARD_RESOURCE = "engram-shard-{shard:03d}"
+# What each actor of a shard asks of it: a sliver, so the shard actor and its policy actors all fit on that node.
+SHARD_RESOURCE_SHARE = 0.001
+
+
+class ClusterSettings(ConfigModel):
+    """Where the shards live on a Ray cluster: node name -> the shards whose files that node holds.
+
+    Empty (the default): no pinning; one machine. Otherwise each shard's actor, and the policy actors of its
+    agents, are pinned to the node offering the custom resource `engram-shard-NNN`, so a restarted actor comes
+    back beside its files; every shard must be on exactly one node (checked before start).
+    """
+
+    nodes: dict[str, list[Annotated[int, Field(ge=0, le=1023)]]] = {}
+
+    @field_validator("nodes")
+    @classmethod
+    def _each_shard_once(cls, nodes: dict[str, list[int]]) -> dict[str, list[int]]:
+        from engram.ids import validate_id
+
+        seen: dict[int, str] = {}
+        for name, shards in nodes.items():
+            validate_id(name, "node name")
+            for s in shards:
+                if s in seen:
+                    raise ValueError(f"shard {s} is placed on two nodes ({seen[s]!r} and {name!r})")
+                seen[s] = name
+        return nodes
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.nodes)
+
+    def node_of(self, shard: int) -> str | None:
+        return next((name for name, shards in self.nodes.items() if shard in shards), None)
+
+    def check(self, shard_count: int) -> None:
+        """Every shard of the home on exactly one node, and no node naming a shard the home does not have."""
+        if not self.pinned:
+            return
+        placed = {s for shards in self.nodes.values() for s in shards}
+        missing = sorted(set(range(shard_count)) - placed)
+        extra = sorted(placed - set(range(shard_count)))
+        if missing:
+            raise ValueError(f"cluster.nodes places no node for shard(s) {', '.join(map(str, missing))} "
+                             f"(the home has {shard_count})")
+        if extra:
+            raise ValueError(f"cluster.nodes names shard(s) {', '.join(map(str, extra))} the home does not have "
+                             f"({shard_count} shard(s))")
+
+    @staticmethod
+    def resource(shard: int) -> str:
+        return SHARD_RESOURCE.format(shard=shard)
+
+
 class ProxySettings(ConfigModel):
     """The OpenAI-compatible memory proxy (`POST /v1/chat/completions`)."""
 
@@ -82,6 +147,8 @@ class ServiceConfig(ConfigModel):
     ray: RaySettings = RaySettings()
     limits: Limits = Limits()
     server: ServerSettings = ServerSettings()
+    # Checked against the home's shard count (its layout, which re-sharding grows) when a runtime opens it.
+    cluster: ClusterSettings = ClusterSettings()
     proxy: ProxySettings = ProxySettings()
 
 

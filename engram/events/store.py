@@ -597,6 +597,82 @@ class EventStore:
                 self._committing = False
                 self._cond.notify_all()
 
+    # ------------------------------------------------------------------ moving agents (re-sharding)
+
+    def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000) -> pa.Table:
+        """The log rows of `agents` after `after`, whole (every column), in seq order: what re-sharding moves."""
+        cur = self._cursor()
+        try:
+            return cur.sql(
+                f"SELECT * FROM events WHERE seq > ? AND agent IN (SELECT unnest(?)) ORDER BY seq LIMIT {int(limit)}",
+                params=[after, list(agents)]).to_arrow_table()
+        finally:
+            cur.close()
+
+    def import_rows(self, table: pa.Table) -> int:
+        """Insert rows another shard's log exported (`export_agents`), keeping their positions, versions and ids.
+
+        Only after this log's head (a shard split off another one holds a subset of its parent's positions), and
+        only for streams this log does not have yet or continues exactly: anything else is refused, nothing written.
+        """
+        if table.num_rows == 0:
+            return 0
+        seqs = table.column("seq").to_pylist()
+        with self._cond:
+            while self._committing:
+                self._cond.wait()
+            self._committing = True
+        try:
+            if seqs[0] <= self._head or seqs != sorted(seqs):
+                raise AppendError(f"imported rows must follow the log's head {self._head} in order (first {seqs[0]})")
+            streams = dict(self._streams)
+            for stream, version, agent in zip(table.column("stream").to_pylist(), table.column("stream_version").to_pylist(),
+                                              table.column("agent").to_pylist()):
+                have, owner = streams.get(stream, (0, agent))
+                if owner != agent or version != have + 1:
+                    raise AppendError(f"imported stream {stream!r} does not continue at version {have + 1} "
+                                      f"(row has {version}, agent {agent!r})")
+                streams[stream] = (version, agent)
+            con = self._con
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.register("_import", table)
+                con.execute("INSERT INTO events SELECT * FROM _import")
+                con.unregister("_import")
+                con.execute("COMMIT")
+            except Exception:
+                con.execute("ROLLBACK")
+                raise
+            self._streams = streams
+            self._ids.clear()
+        finally:
+            with self._cond:
+                self._committing = False
+                self._head = max(self._head, seqs[-1])
+                self._cond.notify_all()
+        return table.num_rows
+
+    def remove_agents(self, agents: Sequence[str]) -> int:
+        """Delete every event of `agents` from this log (they moved to another shard, which holds them now).
+        Positions of the other events do not change; the head becomes the last remaining event's, as a reopened
+        log would find it (the moved positions may be used again here: they live on in the other shard)."""
+        with self._cond:
+            while self._committing:
+                self._cond.wait()
+            self._committing = True
+        try:
+            con = self._con
+            removed = con.execute("DELETE FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)]).fetchone()[0]
+            gone = set(agents)
+            self._streams = {s: va for s, va in self._streams.items() if va[1] not in gone}
+            self._ids.clear()
+            self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+            return removed
+        finally:
+            with self._cond:
+                self._committing = False
+                self._cond.notify_all()
+
     def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:
         """Erase `streams` and what derives from them (`erasure.plan`); returns the number of events erased."""
         from engram.events.erasure import plan

@@ -5,9 +5,10 @@ from __future__ import annotations
 import duckdb
 
 from engram.api.runtime import MissingTable, QueryError
+from engram.flow import Backpressure
 
-# Exceptions that mean "the caller asked for something wrong", passed through as they are.
-CALLER_ERRORS = (ValueError, LookupError)
+# Exceptions that mean "the caller asked for something wrong" (or "slow down"), passed through as they are.
+CALLER_ERRORS = (ValueError, LookupError, Backpressure)
 
 
 def query_error(exc: BaseException) -> BaseException:

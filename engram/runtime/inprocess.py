@@ -9,6 +9,8 @@ runtime keeps them (`<home>/state/`), so a home can be opened by either.
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from typing import Callable, Sequence
@@ -16,7 +18,6 @@ from typing import Callable, Sequence
 from engram.api.runtime import Runtime, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
-from engram.home import Home
 from engram.placement import owner
 from engram.runtime.errors import query_error
 from engram.policies.registry import GROUPS, members as pool_size
@@ -47,9 +48,7 @@ class InProcessRuntime(Runtime):
         is created synchronously); False: only `settle()` / `wait_idle()` run them."""
         from engram.services import build_services
 
-        self.config = config
-        self.home = Home(config.home, config.shards)
-        self.home.layout_check()
+        self.config = config = self._open_home(config)
         unknown = sorted(set(groups or ()) - set(GROUPS))
         if unknown:
             raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(GROUPS)}")
@@ -115,13 +114,15 @@ class InProcessRuntime(Runtime):
     # ------------------------------------------------------------------ the log
 
     def append(self, writes: Sequence[Write]) -> list[Appended]:
-        by_shard: dict[int, list[int]] = {}
-        for i, w in enumerate(writes):
-            by_shard.setdefault(self.shard_of(w.agent), []).append(i)
-        results: list[Appended | None] = [None] * len(writes)
-        for s, idx in by_shard.items():
-            for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
-                results[i] = res
+        with self.routing_gate.shared():
+            by_shard: dict[int, list[int]] = {}
+            for i, w in enumerate(writes):
+                by_shard.setdefault(self.shard_of(w.agent), []).append(i)
+            results: list[Appended | None] = [None] * len(writes)
+            for s, idx in by_shard.items():
+                with self.window(s):
+                    for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
+                        results[i] = res
         if self.auto_settle:
             self.start_policies()
             self.settle()
@@ -157,19 +158,32 @@ class InProcessRuntime(Runtime):
         return results[0][0], [row for _, rows in results for row in rows]
 
     def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        """One shard: confined there. Several: the statement runs once, confined, over every shard's relations
+        (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins across shards are exact."""
         from engram.api.runtime import merge_results
 
-        results = []
         for s in self.all_shards():
-            host = self.shard_host(s)
-            host.catch_up()
-            results.append(host.sql(query, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows))
-        return merge_results(results, max_rows)
+            self.shard_host(s).catch_up()
+        if self.config.shards == 1:
+            host = self.shard_host(0)
+            return merge_results([host.sql(query, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)],
+                                 max_rows)
+        from engram.gathered_sql import GatheredShards, referenced
+        from engram.home import ProjectionPaths
+        from engram.sql import run_readonly
+
+        names = referenced(query)
+        wanted = None if names is None else sorted(names)
+        parts = {s: self.shard_host(s).relations(wanted, agents) for s in self.all_shards()}
+        source = GatheredShards(parts, ProjectionPaths(self.home.projections_dir))
+        return run_readonly(query, source, params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
     def shard_status(self) -> list[dict]:
         out = []
         for s in self.all_shards():
             st = self.shard_host(s).status()
+            st["node"] = f"{socket.gethostname()} (this process, pid {os.getpid()})"
+            st["actors"] = {f"shard-{s:03d}": st["node"]}
             for (_, shard, _), host in self.policy_hosts.items():
                 if shard == s:
                     st.setdefault("consumers", {}).update(host.positions())
@@ -238,6 +252,15 @@ class InProcessRuntime(Runtime):
 
     def verify_replay(self, shards, on_shard=None) -> list[str]:
         return [d for diffs in self._each(shards, lambda h: h.verify_replay(), on_shard) for d in diffs]
+
+    def shard_call(self, shard: int, method: str, *args):
+        return getattr(self.shard_host(shard), method)(*args)
+
+    def stop_policies(self) -> None:
+        with self._policy_lock:
+            for host in self.policy_hosts.values():
+                host.save()
+            self.policy_hosts.clear()
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         """`engram.forgetting.forget` over the shard host and the shard's policy hosts (their state and snapshots

@@ -15,6 +15,8 @@ member by consistent hashing (`engram.placement.owner`).
 from __future__ import annotations
 
 import hashlib
+import time
+from contextlib import ExitStack
 from typing import Callable, Sequence
 
 import ray
@@ -23,22 +25,30 @@ from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
 from engram.api.runtime import Runtime, RuntimeUnavailable, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
-from engram.home import Home
 from engram.placement import owner
 from engram.policies.registry import members as pool_size
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
+
+# An idempotent call that meets a restarting actor is tried this many times in all, waiting 0.5 s, 1 s, 2 s...
+IDEMPOTENT_ATTEMPTS = 4
+RETRY_BASE_S = 0.5
 
 SUMMARIZER_GROUP = "summarizer"
 READER_GROUP = "traces"
 READER_POLICY = "trace-reader"
 
 
-def get(refs):
+def get(refs, timeout: float | None = None):
     """`ray.get`, with the caller's errors (a bad weight, an unknown discussion, SQL that fails) raised as
-    themselves instead of wrapped in a RayTaskError, and a dead actor as RuntimeUnavailable."""
+    themselves instead of wrapped in a RayTaskError, and a dead actor (or one that does not answer within
+    `timeout`: its node is gone and it waits to restart) as RuntimeUnavailable."""
     try:
-        return ray.get(refs)
+        return ray.get(refs, timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        raise RuntimeUnavailable(
+            f"an engram actor did not answer within {timeout:.0f}s (its node may be down while it restarts); "
+            "the call may still complete: retry it with the same event ids") from None
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
         translated = query_error(cause) if cause is not None else None
@@ -51,9 +61,7 @@ def get(refs):
 
 class RayRuntime(Runtime):
     def __init__(self, config: ServiceConfig, *, address: str | None = None, shared: bool | None = None):
-        self.config = config
-        self.home = Home(config.home, config.shards)
-        self.home.layout_check()
+        self.config = config = self._open_home(config)
         self.address = address or config.ray.address
         self.started_ray = False
         # Joined a cluster (or one of several Serve replicas): actors are detached and shared.
@@ -62,6 +70,9 @@ class RayRuntime(Runtime):
         self._policies: dict[tuple[str, int, int], ray.actor.ActorHandle] = {}
         self._embedder: ray.actor.ActorHandle | None = None
         self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
+        # Appends and reads give up after this (RuntimeUnavailable) instead of waiting for a lost node forever.
+        self.call_timeout_s = config.ray.call_timeout_seconds
+        self.retries = 0  # idempotent calls tried again after an actor restart (status, tests)
 
     @property
     def description(self) -> str:
@@ -78,7 +89,57 @@ class RayRuntime(Runtime):
             home=self.home.root, address=self.address, namespace=self.config.ray.namespace,
             num_cpus=self.config.ray.num_cpus, timeout_s=self.config.ray.start_timeout_seconds,
         ) or self.started_ray
+        self._check_nodes()
         return self
+
+    # ------------------------------------------------------------------ placement
+
+    def _check_nodes(self) -> None:
+        """With a cluster layout, every shard's node is up (offers the shard's resource) before anything starts:
+        an actor pinned to a missing node would wait forever, and one placed elsewhere would find no files."""
+        cluster = self.config.cluster
+        if not cluster.pinned:
+            return
+        offered = ray.cluster_resources()
+        missing = [s for s in self.all_shards() if offered.get(cluster.resource(s), 0) <= 0]
+        if missing:
+            from engram.runtime.startup import RayStartError
+
+            lines = [f"shard {s} (node {cluster.node_of(s)!r}): no Ray node offers the resource {cluster.resource(s)!r}"
+                     for s in missing]
+            by_node = {cluster.node_of(s): [cluster.resource(x) for x in cluster.nodes[cluster.node_of(s)]] for s in missing}
+            hints = [f"on node {n!r}: ray start --address <head> --resources '" + "{" + ", ".join(f'"{r}": 1' for r in rs) + "}'"
+                     for n, rs in by_node.items()]
+            raise RayStartError("; ".join(lines) + ". Start the node(s) holding them: " + "; ".join(hints))
+
+    def placement(self, shard: int) -> dict:
+        """Ray options that pin an actor of `shard` to the node holding the shard's files (none on one machine)."""
+        cluster = self.config.cluster
+        if not cluster.pinned:
+            return {}
+        from engram.config.service import SHARD_RESOURCE_SHARE
+
+        return {"resources": {cluster.resource(shard): SHARD_RESOURCE_SHARE}, "num_cpus": 0}
+
+    def record_placement(self) -> dict[int, dict]:
+        """Where each shard's actor runs, recorded in the home's layout (which node holds which shard)."""
+        wheres = get([s.where.remote() for s in self.shards()])
+        nodes = {}
+        for shard, where in enumerate(wheres):
+            nodes[shard] = {"node": self.config.cluster.node_of(shard), **{k: where[k] for k in ("node_id", "address")}}
+        self.home.record_nodes(nodes)
+        return nodes
+
+    def shard_nodes(self) -> dict[int, str]:
+        return {s: self.describe_node(s, w) for s, w in enumerate(get([h.where.remote() for h in self.shards()]))}
+
+    def export_parquet(self, shards, out_dir, on_shard=None) -> list[dict]:
+        return self._each(shards, lambda h: h.export_parquet.remote(out_dir), on_shard)
+
+    def describe_node(self, shard: int | None, where: dict) -> str:
+        name = self.config.cluster.node_of(shard) if shard is not None else None
+        text = f"{where['address']} (node {where['node_id'][:12]})"
+        return f"{name}: {text}" if name else text
 
     # ------------------------------------------------------------------ actors
 
@@ -113,7 +174,8 @@ class RayRuntime(Runtime):
         if handle is None:
             self.embedder()  # projections may embed: the embedder exists before the shard
             limits = self.config.limits
-            handle = ShardActor.options(**self._options(f"shard-{index:03d}", max_concurrency=SHARD_ACTOR_CONCURRENCY)).remote(
+            options = self._options(f"shard-{index:03d}", max_concurrency=SHARD_ACTOR_CONCURRENCY, **self.placement(index))
+            handle = ShardActor.options(**options).remote(
                 str(self.home.log_path(index)), str(self.home.projections_dir), index, limits.max_batch_events,
                 limits.max_payload_bytes, self.config.model_dump(mode="json"), self.embedder_name(),
             )
@@ -137,7 +199,8 @@ class RayRuntime(Runtime):
                 for member in range(members):
                     key = (group, shard, member)
                     if key not in self._policies:
-                        self._policies[key] = PolicyActor.options(**self._options(f"{group}-{shard:03d}-{member:03d}")).remote(
+                        options = self._options(f"{group}-{shard:03d}-{member:03d}", **self.placement(shard))
+                        self._policies[key] = PolicyActor.options(**options).remote(
                             self.config.model_dump(mode="json"), self.actor_name(f"shard-{shard:03d}"), shard, specs,
                             member, members, self.embedder_name(),
                         )
@@ -146,6 +209,7 @@ class RayRuntime(Runtime):
     def start_policies(self) -> None:
         self.policies()
         get([s.head.remote() for s in self.shards()])  # the shard actors are up
+        self.record_placement()
 
     def _member(self, group: str, agent: str, key: str) -> ray.actor.ActorHandle:
         members = pool_size(group, self.config.ray.pools)
@@ -153,19 +217,53 @@ class RayRuntime(Runtime):
 
     # ------------------------------------------------------------------ the log
 
+    def retrying(self, call: Callable, idempotent: bool):
+        """`call()`; when it meets a restarting actor (RuntimeUnavailable) and is idempotent, again, with backoff.
+        A call that is not idempotent is never repeated: its caller learns it may not have happened."""
+        attempts = IDEMPOTENT_ATTEMPTS if idempotent else 1
+        for attempt in range(attempts):
+            try:
+                return call()
+            except RuntimeUnavailable:
+                if attempt == attempts - 1:
+                    raise
+                self.retries += 1
+                time.sleep(RETRY_BASE_S * 2 ** attempt)
+        raise AssertionError("unreachable")
+
     def append(self, writes: Sequence[Write]) -> list[Appended]:
-        by_shard: dict[int, list[int]] = {}
-        for i, w in enumerate(writes):
-            by_shard.setdefault(self.shard_of(w.agent), []).append(i)
-        refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
-        results: list[Appended | None] = [None] * len(writes)
-        for s, ref in refs.items():
-            for i, res in zip(by_shard[s], get(ref)):
-                results[i] = res
-        return results  # type: ignore[return-value]
+        """Appends of several shards at once, each bounded by its shard's window. Retried after an actor restart
+        only when every event carries an event id (the log then refuses a repeat): otherwise a retry could
+        append twice."""
+        idempotent = all(e.event_id is not None for w in writes for e in w.events)
+        with self.routing_gate.shared(self.call_timeout_s):
+            by_shard: dict[int, list[int]] = {}
+            for i, w in enumerate(writes):
+                by_shard.setdefault(self.shard_of(w.agent), []).append(i)
+            results: list[Appended | None] = [None] * len(writes)
+            with ExitStack() as held:
+                for s in sorted(by_shard):
+                    held.enter_context(self.window(s))
+
+                def send(s: int) -> list:
+                    return get(self.shard(s).append_many.remote([writes[i] for i in by_shard[s]]), self.call_timeout_s)
+
+                refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
+                for s, ref in refs.items():
+                    try:
+                        answered = get(ref, self.call_timeout_s)
+                    except RuntimeUnavailable:
+                        if not idempotent:
+                            raise
+                        answered = self.retrying(lambda s=s: send(s), True)
+                    for i, res in zip(by_shard[s], answered):
+                        results[i] = res
+            return results  # type: ignore[return-value]
 
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
-        return get(self.shard(self.shard_of(agent)).read.remote(after, agent=agent, **filters))
+        shard = self.shard_of(agent)
+        return self.retrying(lambda: get(self.shard(shard).read.remote(after, agent=agent, **filters),
+                                         self.call_timeout_s), True)
 
     def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
         shard = self.shard(self.shard_of(agent))
@@ -189,17 +287,36 @@ class RayRuntime(Runtime):
         return results[0][0], [row for _, rows in results for row in rows]
 
     def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+        """One shard: confined there. Several: each shard sends the relations the query reads (only `agents`' rows
+        when given) and the statement runs once, confined, over all of them (`engram.gathered_sql`): aggregates,
+        ORDER BY/LIMIT and joins across shards are exact."""
         from engram.api.runtime import merge_results
 
-        return merge_results(get([s.sql.remote(query, params, agents, timeout_s, max_rows) for s in self.shards()]),
-                             max_rows)
+        if self.config.shards == 1:
+            return merge_results(get([self.shard(0).sql.remote(query, params, agents, timeout_s, max_rows)]), max_rows)
+        from engram.gathered_sql import GatheredShards, referenced
+        from engram.home import ProjectionPaths
+        from engram.sql import run_readonly
+
+        names = referenced(query)
+        wanted = None if names is None else sorted(names)
+        parts = get([s.relations.remote(wanted, agents) for s in self.shards()])
+        source = GatheredShards(dict(enumerate(parts)), ProjectionPaths(self.home.projections_dir))
+        return run_readonly(query, source, params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
     def shard_status(self) -> list[dict]:
-        shards = get([s.status.remote() for s in self.shards()])
         handles = self.policies()
-        reports = get([h.status.remote() for h in handles.values()])
-        for (_, shard, _), rep in zip(handles, reports):
+        shard_refs = [(s.status.remote(), s.where.remote()) for s in self.shards()]
+        policy_refs = [(h.status.remote(), h.where.remote()) for h in handles.values()]
+        shards = get([r for pair in shard_refs for r in pair])
+        reports = get([r for pair in policy_refs for r in pair])
+        shards, wheres = shards[0::2], shards[1::2]
+        for st, where in zip(shards, wheres):
+            st["node"] = self.describe_node(st["shard"], where)
+            st["actors"] = {f"shard-{st['shard']:03d}": st["node"]}
+        for (group, shard, member), rep, where in zip(handles, reports[0::2], reports[1::2]):
             shards[shard].setdefault("consumers", {}).update(rep["positions"])
+            shards[shard]["actors"][f"{group}-{shard:03d}-{member:03d}"] = self.describe_node(shard, where)
             if rep["errors"]:
                 shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
             if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log
@@ -247,6 +364,28 @@ class RayRuntime(Runtime):
 
     def verify_replay(self, shards, on_shard=None) -> list[str]:
         return [d for diffs in self._each(shards, lambda h: h.verify_replay.remote(), on_shard) for d in diffs]
+
+    def shard_call(self, shard: int, method: str, *args):
+        return get(getattr(self.shard(shard), method).remote(*args))
+
+    def stop_policies(self) -> None:
+        """Close every policy actor (snapshots saved) and end it; returns once their names are free, so that
+        `start_policies` makes new actors rather than finding the dying ones by name."""
+        if not self._policies:
+            return
+        get([h.close.remote() for h in self._policies.values()])
+        names = [self.actor_name(f"{g}-{s:03d}-{m:03d}") for g, s, m in self._policies]
+        for h in self._policies.values():
+            ray.kill(h)
+        self._policies.clear()
+        deadline = time.monotonic() + 60
+        for name in names:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name)
+                except ValueError:
+                    break
+                time.sleep(0.1)
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
         """`engram.forgetting.forget` over the shard actor and the shard's policy actors: the policies pause (their

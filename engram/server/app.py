@@ -30,7 +30,10 @@ DEFAULT_MAX_BODY_BYTES = 32 << 20
 
 
 def error_response(exc: ApiError):
-    return json_response({"error": {"code": exc.code, "message": exc.message}}, exc.status)
+    response = json_response({"error": {"code": exc.code, "message": exc.message}}, exc.status)
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+    return response
 
 
 class BodyLimit:

