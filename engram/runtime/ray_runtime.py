@@ -408,7 +408,17 @@ class RayRuntime(Runtime):
             # Policies first (they append to the shards), then the shards, then the embedder they used.
             for group in (self._policies, self._shards):
                 if group:
-                    ray.get([h.close.remote() for h in group.values()])
+                    closing = [(h, h.close.remote()) for h in group.values()]  # all at once
+                    for h, ref in closing:
+                        # An actor that is restarting (a node lost, a kill) closes once it is back; one that stays
+                        # gone has nothing open that the log cannot rebuild.
+                        try:
+                            get(ref)
+                        except RuntimeUnavailable:
+                            try:
+                                self.retrying(lambda h=h: get(h.close.remote()), idempotent=True)
+                            except RuntimeUnavailable:
+                                pass
                     for h in group.values():
                         ray.kill(h)
             if self._embedder is not None:

@@ -31,6 +31,8 @@ HOME_WIDE = {
     ("GET", "/v1/discussions/{discussion}"): {404},  # bob's discussion
     ("POST", "/v1/chat/completions"): {404},  # model engram/bob
     ("GET", "/v1/models"): {200},  # only alice's model (checked below)
+    ("POST", "/v1/reshard"): {403},  # the whole home's layout: an admin key's
+    ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
 }
 
 
