@@ -18,6 +18,24 @@ class Embedder(Protocol):
         ...
 
 
+class WrappingEmbedder:
+    """An embedder that wraps another (`self.embedder`) and answers with its model's identity."""
+
+    embedder: Embedder
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.embedder.is_fallback
+
+
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)

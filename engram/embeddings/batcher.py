@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from engram.embeddings.base import Embedder
+from engram.embeddings.base import Embedder, WrappingEmbedder
 
 # Texts one leader embeds at once: large enough for full batches from many small requests,
 # small enough that a request arriving meanwhile waits for at most about a second of model time.
@@ -40,7 +40,7 @@ class _Request:
         self.done = False
 
 
-class EmbedBatcher:
+class EmbedBatcher(WrappingEmbedder):
     def __init__(self, embedder: Embedder, *, max_texts: int = MAX_TEXTS_PER_ROUND, max_waiting: int = MAX_WAITING_TEXTS):
         self.embedder = embedder
         self.max_texts = max_texts
@@ -52,18 +52,6 @@ class EmbedBatcher:
         self.requests = 0  # embed() calls
         self.rounds = 0  # calls of the embedder (each serving one or more requests)
         self.most_waiting = 0  # the largest number of texts that waited at once
-
-    @property
-    def name(self) -> str:
-        return self.embedder.name
-
-    @property
-    def dim(self) -> int:
-        return self.embedder.dim
-
-    @property
-    def is_fallback(self) -> bool:
-        return self.embedder.is_fallback
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

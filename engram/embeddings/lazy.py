@@ -7,10 +7,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from engram.embeddings.base import Embedder
+from engram.embeddings.base import Embedder, WrappingEmbedder
 
 
-class LazyEmbedder:
+class LazyEmbedder(WrappingEmbedder):
     def __init__(self, build: Callable[[], Embedder]):
         self._build = build
         self._embedder: Embedder | None = None
@@ -23,18 +23,6 @@ class LazyEmbedder:
                 if self._embedder is None:
                     self._embedder = self._build()
         return self._embedder
-
-    @property
-    def name(self) -> str:
-        return self.embedder.name
-
-    @property
-    def dim(self) -> int:
-        return self.embedder.dim
-
-    @property
-    def is_fallback(self) -> bool:
-        return self.embedder.is_fallback
 
     @property
     def stats(self):
