@@ -134,6 +134,7 @@ class CompletionOps:
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
 
     def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started) -> t.CompletionResponse:
+        from engram.cognitive.llm_bridge import record_injected
         from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
         from engram.discussion.workflow.engine import NodeFailed
         from engram.ingest.history import chain_ids, message_key, new_positions
@@ -160,9 +161,12 @@ class CompletionOps:
         if not reply:
             raise error("bad_workflow", f"the proxy's memory workflow ({workflow.source}) produced no response: mark a "
                         "Standard node returnToUser")
+        # What the workflow's memory nodes gave the reply goes with it (`engram.cognitive.llm_bridge.own_words`).
+        injected = [r.output for r in outcome.results if r.id != outcome.response_node and not r.background]
         reply_seqs = self._proxy_append(agent, discussion, [(("assistant", reply, None),
                                                              chain_ids(discussion, keys + [message_key("assistant", reply)])[-1])],
-                                        responder=f"{llm.provider}/{llm.model}" if llm else "workflow")
+                                        responder=f"{llm.provider}/{llm.model}" if llm else "workflow",
+                                        **record_injected(injected))
         self._after_response(discussion, outcome)
         total = (time.perf_counter() - started) * 1000
         llm_ms = min(answer.seconds * 1000, total) if answer is not None and llm is not None else 0.0
