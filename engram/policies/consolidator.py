@@ -41,6 +41,7 @@ from engram.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.cognitive.personality import Pad
 from engram.events.background import ConsolidationRan
 from engram.events.compact import compact
+from engram.events.cognitive import TraceEncoded
 from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.policies.auto_ingest import ingests
@@ -113,12 +114,12 @@ class Consolidator(BackgroundPolicy):
                 continue
             state.ingest_arrived(rec)
             if isinstance(rec.event, DiscussionForgotten):
+                gone = self._forget_waiting(rec.agent, rec.event.discussion_id)
                 fold.apply(rec)
                 state.observe(rec.event, rec.ts_us)
                 state.forget_missing(fold.book.traces)
-                state.forget_stream(rec.stream)
-                self.held[rec.agent] = [r for r in self.held.get(rec.agent, ()) if r.stream != rec.stream]
-                self.late.get(rec.agent, {}).pop(rec.stream, None)
+                state.forget_stream(rec.event.discussion_id)
+                state.arrived -= gone
                 self._forget_vectors(rec.agent)
             elif not self.config_of(rec.agent).memory.consolidation.enabled:
                 fold.apply(rec)  # no tick will come to release it
@@ -133,6 +134,25 @@ class Consolidator(BackgroundPolicy):
             if complete:
                 writes += self.catch_up(agent, complete)
         return writes
+
+    def _forget_waiting(self, agent: str, discussion: str) -> set[str]:
+        """Drop the waiting (held and late) events a forgotten discussion takes with it, as the log's erasure does:
+        its own, and any other that names one of its traces (a recall that retrieved them, an edge to them).
+        Returns its trace ids."""
+        fold = self.fold(agent)
+        waiting = self.held.get(agent, []) + [r for rs in self.late.get(agent, {}).values() for r in rs]
+        gone = {tid for tid, t in fold.book.traces.items() if t.stream == discussion}
+        gone |= {r.event.trace_id for r in waiting if r.stream == discussion and isinstance(r.event, TraceEncoded)}
+
+        def kept(r: Recorded) -> bool:
+            return r.stream != discussion and not (_named(r.event) & gone)
+
+        self.held[agent] = [r for r in self.held.get(agent, []) if kept(r)]
+        late = self.late.get(agent, {})
+        late.pop(discussion, None)
+        for stream in list(late):
+            late[stream] = [r for r in late[stream] if kept(r)]
+        return gone
 
     def _release(self, agent: str, through_us: int) -> None:
         """Fold the held events dated up to `through_us`, in event-time order (then discussion, then log order)."""
@@ -272,3 +292,24 @@ class Consolidator(BackgroundPolicy):
                     new = self.states.setdefault(agent, consolidation.ConsolidationState())
                     new.resolved, new.schematized = dict(old.resolved), set(old.schematized)
                     new.contradictions, new.clock_us = set(old.contradictions), old.clock_us
+
+
+def _named(event) -> set[str]:
+    """The trace ids an event names (to drop what a forgotten discussion takes with it)."""
+    out: set[str] = set()
+    for name in ("trace_id", "src", "dst", "winner", "loser", "schema_trace_id", "duplicate_of"):
+        value = getattr(event, name, None)
+        if isinstance(value, str):
+            out.add(value)
+    for name in ("trace_ids", "member_ids"):
+        out.update(getattr(event, name, None) or ())
+    for name in ("links", "edges"):
+        for edge in getattr(event, name, None) or ():
+            out.update((getattr(edge, "src", ""), getattr(edge, "dst", "")))
+    for item in getattr(event, "items", None) or ():
+        out.add(getattr(item, "trace_id", ""))
+    for skipped in getattr(event, "skipped", None) or ():
+        if getattr(skipped, "duplicate_of", None):
+            out.add(skipped.duplicate_of)
+    out.discard("")
+    return out
