@@ -29,8 +29,21 @@ log = logging.getLogger("engram.server")
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 
 
+# OpenAI's error `type` by status: what the `openai` SDK and front-ends built for it expect beside code and message.
+OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error",
+                415: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def error_body(exc: ApiError) -> dict:
+    """`{"error": {"code", "message", "type"}}`: engram's stable code and what to fix, with OpenAI's error type so
+    that OpenAI clients read it as they read OpenAI's own errors."""
+    kind = OPENAI_TYPES.get(exc.status, "server_error" if exc.status >= 500 else "invalid_request_error")
+    return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
+
+
 def error_response(exc: ApiError):
-    response = json_response({"error": {"code": exc.code, "message": exc.message}}, exc.status)
+    response = json_response(error_body(exc), exc.status)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return response
@@ -137,7 +150,7 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
             exc.status_code, "invalid_request")
         message = {404: f"no such resource: {request.method} {request.url.path} (see /openapi.json)",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
-        return json_response({"error": {"code": code, "message": message}}, exc.status_code)
+        return error_response(ApiError(exc.status_code, code, message))
 
     @app.exception_handler(Exception)
     async def unexpected(request, exc: Exception):

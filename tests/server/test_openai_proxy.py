@@ -224,3 +224,104 @@ def test_the_openai_sdk_gets_memory_from_engram_serve_as_a_user_starts_it(tmp_pa
         subprocess.run([engram, "--home", str(home), "down"], capture_output=True, timeout=120)
         out = proc.communicate(timeout=60)[0]
     assert "no API key configured: listening on loopback only" in out
+
+
+# ---------------------------------------------------------------------------------------------- streaming
+
+LONG_REPLY = ("Lisbon in May is lovely: stay in Alfama for the river views, take tram 28 early, and book the "
+              "vegetarian tasting menu at Ao 26 for Ines. ") * 3
+
+
+def _stream_threads_done(timeout: float = 30.0) -> bool:
+    """Whether the proxy's streamed completions (worker threads of the server in this process) have ended."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout
+    while any(th.name == "proxy-stream" for th in threading.enumerate()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_streamed_reply_reaches_the_client_token_by_token_while_the_model_is_still_writing(proxy):
+    import threading
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY)
+    client_saw_text = threading.Event()
+    held = []
+
+    def hold_after_first_word(n: int) -> None:
+        if n == 1:  # the model sends no more until the client has the first word (or 10 s pass: not streamed)
+            held.append(client_saw_text.wait(10))
+
+    fake.after_delta = hold_after_first_word
+    question = f"{TAG} Plan three days in Lisbon for Ines and me."
+    with openai_client(server) as client:
+        parts = []
+        for part in client.chat.completions.create(model=f"engram/{AGENT}", stream=True,
+                                                   messages=[{"role": "user", "content": question}]):
+            parts.append(part)
+            if part.choices and part.choices[0].delta.content:
+                client_saw_text.set()
+    assert held == [True]  # the first words arrived while the model was still holding the rest back
+    texts = [p.choices[0].delta.content for p in parts if p.choices and p.choices[0].delta.content]
+    assert len(texts) > 5 and parts[-1].choices[0].finish_reason == "stop"
+    assert "".join(texts) == LONG_REPLY.strip()
+    assert logged(mem) == [("user", "Plan three days in Lisbon for Ines and me."), ("assistant", LONG_REPLY.strip())]
+
+
+def test_a_model_error_mid_stream_ends_the_stream_with_an_openai_error_and_keeps_the_users_message(proxy):
+    import openai
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY, fail_after=4)
+    seen = []
+    with openai_client(server) as client:
+        with pytest.raises(openai.APIError) as err:
+            for part in client.chat.completions.create(model=f"engram/{AGENT}", stream=True, messages=[
+                    {"role": "user", "content": f"{TAG} Remember that Ines is vegetarian."}]):
+                seen.append(part.choices[0].delta.content or "")
+    assert "".join(seen) == "Lisbon in May is"  # the four words the model produced before its error
+    assert err.value.body["code"] == "llm_unavailable" and err.value.body["type"] == "server_error"
+    assert "overloaded" in err.value.message.lower()
+    assert _stream_threads_done()
+    assert logged(mem) == [("user", "Remember that Ines is vegetarian.")]  # the cut reply is not logged
+
+
+def test_a_client_that_disconnects_mid_stream_stops_the_model_and_its_cut_reply_is_not_logged(proxy):
+    import threading
+    import time
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY)
+    client_left = threading.Event()
+    words = len(LONG_REPLY.split())
+
+    def slowly(n: int) -> None:
+        if n == 1:
+            client_left.wait(10)
+        time.sleep(0.05)
+
+    fake.after_delta = slowly
+    with openai_client(server) as client:
+        stream = client.chat.completions.create(model=f"engram/{AGENT}", stream=True, messages=[
+            {"role": "user", "content": f"{TAG} Plan three days in Lisbon."}])
+        for part in stream:
+            if part.choices and part.choices[0].delta.content:
+                break
+        stream.close()
+        client_left.set()
+        assert _stream_threads_done()
+    assert fake.streamed_deltas < words  # the model's call was stopped, not read to its end
+    assert logged(mem) == [("user", "Plan three days in Lisbon.")]
+    # The front-end resends what it kept of the cut reply with its next turn: it is logged then, once.
+    with openai_client(server) as client:
+        fake.after_delta = lambda n: None
+        client.chat.completions.create(model=f"engram/{AGENT}", messages=[
+            {"role": "user", "content": f"{TAG} Plan three days in Lisbon."},
+            {"role": "assistant", "content": "Lisbon in May"}, {"role": "user", "content": "Go on."}])
+    assert [r for r, _ in logged(mem)] == ["user", "assistant", "user", "assistant"]
+    assert logged(mem)[1] == ("assistant", "Lisbon in May")
