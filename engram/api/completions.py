@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -42,6 +43,42 @@ SOURCE = "openai proxy"
 
 def shipped_workflow_path() -> Path:
     return Path(str(resources.files("engram.samples").joinpath(SHIPPED_WORKFLOW)))
+
+
+@dataclass(frozen=True)
+class DiscussionTail:
+    """What a server process knows of a discussion's messages in the log: their keys (`message_key`), oldest
+    first, the last one at position `seq` with event id `message_id`.
+
+    Shared by every server replica's proxy path, and valid only while the log still holds that same message at
+    `seq`: another replica (or the CLI, or a job) may have forgotten the discussion since, which replaces every
+    message of it with a tombstone, the tail included, or appended after it. `valid_for(tail_record)` checks it
+    against the log's record at `seq`; `extended(records)` adds the records read after it."""
+
+    seq: int
+    keys: tuple[str, ...]
+    message_id: str | None
+
+    @classmethod
+    def of(cls, records) -> "DiscussionTail | None":
+        return cls(0, (), None).extended(records) if records else None
+
+    def valid_for(self, record) -> bool:
+        """Whether `record` (the log's MessageAppended at `self.seq`, or None if it is not one any more) is the
+        message this tail ends with."""
+        from engram.ingest.history import message_key
+
+        return (record is not None and record.seq == self.seq and getattr(record.event, "message_id", None) ==
+                self.message_id and message_key(record.event.role, record.event.content) == self.keys[-1])
+
+    def extended(self, records) -> "DiscussionTail":
+        from engram.ingest.history import message_key
+
+        if not records:
+            return self
+        last = records[-1]
+        return DiscussionTail(last.seq, self.keys + tuple(message_key(r.event.role, r.event.content) for r in records),
+                              getattr(last.event, "message_id", None))
 
 
 class ReplyAbandoned(Exception):
@@ -71,18 +108,26 @@ class CompletionOps:
         self._proxy_state().pop("memories", None)
 
     def _logged_keys(self, agent: str, discussion: str) -> list[str]:
-        """The discussion's message keys, oldest first: read from the log (not a projection, which may lag),
-        incrementally after the first time."""
-        from engram.ingest.history import message_key
-
+        """The discussion's message keys, oldest first: read from the log (not a projection, which may lag).
+        After the first time, one read from the remembered tail on (`DiscussionTail`): when the log no longer
+        holds the tail message where it was (forgotten through another replica or process), the whole
+        discussion is read again. So N server replicas over one log each decide from the log, never from a
+        view another replica has made stale."""
         histories = self._proxy_state()["histories"]
-        after, keys = histories.get((agent, discussion), (0, []))
-        new = self.rt.read(agent, after=after, stream=discussion, types=["MessageAppended"], limit=None)
-        if new:
-            keys = keys + [message_key(r.event.role, r.event.content) for r in new]
-            after = new[-1].seq
-            histories[(agent, discussion)] = (after, keys)
-        return keys
+        tail: DiscussionTail | None = histories.get((agent, discussion))
+        if tail is not None:
+            records = self.rt.read(agent, after=tail.seq - 1, stream=discussion, types=["MessageAppended"], limit=None)
+            if tail.valid_for(records[0] if records else None):
+                tail = tail.extended(records[1:])
+                histories[(agent, discussion)] = tail
+                return list(tail.keys)
+        records = self.rt.read(agent, after=0, stream=discussion, types=["MessageAppended"], limit=None)
+        tail = DiscussionTail.of(records)
+        if tail is None:
+            histories.pop((agent, discussion), None)
+            return []
+        histories[(agent, discussion)] = tail
+        return list(tail.keys)
 
     def proxy_workflow(self):
         """The memory workflow of the proxy: <home>/workflows/<proxy.workflow>.json, else the shipped one

@@ -325,3 +325,32 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_and_its_cut_reply_
             {"role": "assistant", "content": "Lisbon in May"}, {"role": "user", "content": "Go on."}])
     assert [r for r, _ in logged(mem)] == ["user", "assistant", "user", "assistant"]
     assert logged(mem)[1] == ("assistant", "Lisbon in May")
+
+
+# ---------------------------------------------------------------------------------------------- several replicas
+
+def test_with_two_server_replicas_a_history_resent_after_a_forget_through_the_other_is_logged_exactly_once(
+        proxy, tmp_path):
+    """Two servers over one log, as Ray Serve replicas are: each keeps its own view of the discussion's tail."""
+    from engram.embedded import Engram
+    from tests.server.helpers import Served
+
+    server, mem, _ = proxy
+    replica = Engram(mem.rt)  # a second API over the same runtime: its own proxy state, the same log
+    try:
+        with Served(replica, tmp_path / "replica") as second, openai_client(server) as first_client:
+            history = converse(first_client, stream=False, turns=USER_TURNS[:2])
+            mem.wait_proxy_memory()
+            assert len(logged(mem)) == 4
+            with second.client() as admin:
+                job = admin.forget(AGENT, DISCUSSION, reason="the user asked")
+                assert admin.wait_job(job.id, timeout=120).state == "succeeded"
+            assert logged(mem) == []
+            # The front-end still shows the whole conversation and resends it, through the first replica.
+            history = converse(first_client, stream=False, turns=USER_TURNS[2:3], history=history)
+            mem.wait_proxy_memory()
+            replica.wait_proxy_memory()
+        assert logged(mem) == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+    finally:
+        replica.wait_proxy_memory()
+        replica.jobs.close()
