@@ -336,6 +336,7 @@ def test_with_two_server_replicas_a_history_resent_after_a_forget_through_the_ot
     from tests.server.helpers import Served
 
     server, mem, _ = proxy
+    (tmp_path / "replica").mkdir()
     replica = Engram(mem.rt)  # a second API over the same runtime: its own proxy state, the same log
     try:
         with Served(replica, tmp_path / "replica") as second, openai_client(server) as first_client:
