@@ -152,6 +152,15 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
         return error_response(ApiError(exc.status_code, code, message))
 
+    async def translated(request, exc: Exception):
+        return error_response(translate(exc) or error("internal", f"{type(exc).__name__}: {exc}"))
+
+    # The domain exceptions that are the caller's doing, answered by Starlette's exception middleware: the handler of
+    # `Exception` below answers too, but the server then also re-raises, logs a traceback and drops the
+    # connection, which breaks the client's next request on it (the openai SDK keeps connections alive).
+    for kind in _translated_exceptions():
+        app.add_exception_handler(kind, translated)
+
     @app.exception_handler(Exception)
     async def unexpected(request, exc: Exception):
         api_exc = translate(exc)
@@ -186,6 +195,18 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
     app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
+
+
+def _translated_exceptions() -> tuple[type, ...]:
+    """What `engram.api.errors.translate` turns into a refusal (4xx, or 502/503 for an outage)."""
+    from engram.api.runtime import RuntimeUnavailable
+    from engram.config.errors import ConfigError
+    from engram.flow import Backpressure
+    from engram.ids import InvalidIdError
+    from engram.ingest.messages import MessageRejected
+    from engram.llm.caller import CallFailed
+
+    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed
 
 
 def _fastapi_422(op: dict) -> bool:

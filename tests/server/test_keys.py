@@ -182,6 +182,21 @@ def test_an_mcp_key_cannot_remember_or_recall_for_another_keys_agent(keyed):
         asyncio.run(session(None))  # no key: the /mcp endpoint answers 401
 
 
+def test_an_openai_sdk_user_with_one_keys_key_gets_not_found_for_the_other_keys_agent(keyed):
+    import openai
+
+    mem, home, key_a, _, _ = keyed
+    url = json.loads((home / "instance.json").read_text())["url"]
+    with openai.OpenAI(base_url=f"{url}/v1", api_key=key_a, max_retries=0) as client:
+        with pytest.raises(openai.NotFoundError) as err:
+            client.chat.completions.create(model=f"engram/{BOB}", messages=[{"role": "user", "content": "hi"}])
+        assert (err.value.code, err.value.type) == ("unknown_agent", "not_found_error")
+    with openai.OpenAI(base_url=f"{url}/v1", api_key="not-a-key", max_retries=0) as client:
+        with pytest.raises(openai.AuthenticationError) as err:
+            client.models.list()
+        assert (err.value.code, err.value.type) == ("unauthorized", "authentication_error")
+
+
 def test_revoking_a_key_locks_it_out(keyed):
     mem, home, _, key_b, _ = keyed
     assert call(home, "POST", f"/v1/agents/{BOB}/recall", key_b, {"query": "locker"})[0] == 200

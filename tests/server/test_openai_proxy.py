@@ -355,3 +355,45 @@ def test_with_two_server_replicas_a_history_resent_after_a_forget_through_the_ot
     finally:
         replica.wait_proxy_memory()
         replica.jobs.close()
+
+
+# ---------------------------------------------------------------------------------------------- refusals
+
+def test_every_refused_proxy_request_is_an_openai_error_object_the_sdk_reads(proxy):
+    """What an `openai` SDK user catches: the SDK's exception for the status, with engram's code and OpenAI's type."""
+    import httpx
+    import openai
+
+    from tests.server.helpers import Served
+
+    server, mem, fake = proxy
+    with openai_client(server) as client:
+        with pytest.raises(openai.UnprocessableEntityError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[])
+        assert (err.value.code, err.value.type) == ("malformed_messages", "invalid_request_error")
+        assert "messages is empty" in err.value.message
+        with pytest.raises(openai.BadRequestError) as err:
+            client.chat.completions.create(model="engram/no such agent!", messages=[{"role": "user", "content": "hi"}])
+        assert (err.value.code, err.value.type) == ("invalid_id", "invalid_request_error")
+        with pytest.raises(openai.UnprocessableEntityError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[{"role": "robot", "content": "hi"}])
+        assert err.value.code == "malformed_messages" and "'robot'" in err.value.message
+        fake.then(529)  # the LLM is overloaded before the first token: a plain 503, streaming or not
+        with pytest.raises(openai.InternalServerError) as err:
+            list(client.chat.completions.create(model=f"engram/{AGENT}", stream=True, messages=[
+                {"role": "user", "content": f"{TAG} Ines lands on the 3rd."}]))
+        assert err.value.status_code == 503 and (err.value.code, err.value.type) == ("llm_unavailable", "server_error")
+    assert logged(mem) == [("user", "Ines lands on the 3rd.")]  # the user's message is in the log
+    # A body that is not JSON, or has no messages (what the SDK will not send, other clients do).
+    for raw in (b"{not json", b'{"model": "engram"}'):
+        answer = httpx.post(f"{server.url}/v1/chat/completions", content=raw, headers={"Content-Type": "application/json"})
+        error = answer.json()["error"]
+        assert answer.status_code == 422 and error["code"] == "invalid_request" and error["type"] == "invalid_request_error"
+        assert error["message"]
+    # A body over the server's limit.
+    with Served(mem, max_body_bytes=4096) as small, openai_client(small) as client:
+        with pytest.raises(openai.APIStatusError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[
+                {"role": "user", "content": f"{TAG} " + "very long " * 1000}])
+        assert err.value.status_code == 413 and err.value.code == "body_too_large"
+    assert logged(mem) == [("user", "Ines lands on the 3rd.")]  # nothing refused was appended
