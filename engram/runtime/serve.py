@@ -51,7 +51,7 @@ def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
     app = create_app(api=None, health=None, factory=partial(build_state, config_json, home, token, owner_pid),
                      max_body_bytes=config_json["server"]["max_body_bytes"])
 
-    @serve.deployment(name="engram", num_replicas=1, ray_actor_options={"num_cpus": 0})
+    @serve.deployment(name="engram", num_replicas=config_json["server"].get("replicas", 1), ray_actor_options={"num_cpus": 0})
     @serve.ingress(app)
     class EngramServe:
         """The app's state is built on the first request (see engram.server.app.ensure_state)."""
