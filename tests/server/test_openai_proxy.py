@@ -271,6 +271,14 @@ def test_a_streamed_reply_reaches_the_client_token_by_token_while_the_model_is_s
     assert len(texts) > 5 and parts[-1].choices[0].finish_reason == "stop"
     assert "".join(texts) == LONG_REPLY.strip()
     assert logged(mem) == [("user", "Plan three days in Lisbon for Ines and me."), ("assistant", LONG_REPLY.strip())]
+    # Without a tag the model's tokens are streamed the same way, and nothing is logged.
+    fake.after_delta = lambda n: None
+    fake.then(text=LONG_REPLY)
+    with openai_client(server) as client:
+        parts = list(client.chat.completions.create(model="gpt-4o", stream=True,
+                                                    messages=[{"role": "user", "content": "Plan a day in Porto."}]))
+    assert "".join(p.choices[0].delta.content or "" for p in parts if p.choices) == LONG_REPLY.strip()
+    assert fake.requests[-1]["stream"] is True and len(logged(mem)) == 2
 
 
 def test_a_model_error_mid_stream_ends_the_stream_with_an_openai_error_and_keeps_the_users_message(proxy):
