@@ -75,7 +75,9 @@ def proxy_and_mcp_checks(url: str, client) -> None:
         assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
         # Forgotten through whichever replica answers, then the whole history resent through whichever answers:
         # each message is in the log once (a replica's view of the discussion is checked against the log).
-        assert client.wait_job(client.forget(PROXY_AGENT, "trip-planning").id, timeout=300).state == "succeeded"
+        assert client.wait_idle(timeout=300)
+        forgotten = client.wait_job(client.forget(PROXY_AGENT, "trip-planning").id, timeout=300)
+        assert forgotten.state == "succeeded", forgotten.error
         history = converse(llm, stream=True, turns=USER_TURNS[4:5], history=history)
     rows = client.sql("SELECT role, content FROM messages WHERE discussion_id = 'trip-planning' ORDER BY seq").rows
     assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
