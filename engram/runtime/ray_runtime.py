@@ -84,6 +84,10 @@ class RayRuntime(Runtime):
     def owns_actors(self) -> bool:
         return not self.shared
 
+    @property
+    def sole_writer(self) -> bool:
+        return not self.shared  # detached, shared actors: other processes may append too
+
     def start(self) -> "RayRuntime":
         self.started_ray = init_ray(
             home=self.home.root, address=self.address, namespace=self.config.ray.namespace,
