@@ -217,7 +217,7 @@ class CompletionOps:
         llm = answer.llm if answer is not None else None
         if llm is not None and llm.error:  # an outage: the user's message is in the log, the error says why
             self._proxy_append(agent, discussion, incoming, ts)
-            self._after_response(discussion, outcome)
+            self._after_response(discussion, outcome, memory)
             where = f" (your message is recorded in discussion {discussion!r}; send it again later)"
             raise llm_failure(llm.error, where)
         reply = outcome.response.strip()
@@ -232,7 +232,7 @@ class CompletionOps:
         seqs, result = self._proxy_append(agent, discussion, items, max(now_us(), ts + len(incoming)))
         self._remember_tail(agent, discussion, logged, mark, new_keys + [reply_key], result)
         appended += [s for s in seqs[:-1] if s is not None]
-        self._after_response(discussion, outcome)
+        self._after_response(discussion, outcome, memory)
         total = (time.perf_counter() - started) * 1000
         llm_ms = min(answer.seconds * 1000, total) if answer is not None and llm is not None else 0.0
         return t.CompletionResponse(
@@ -282,15 +282,17 @@ class CompletionOps:
         kept = iter(fresh_seqs(result))
         return [next(kept) if strip_discussion_tags(m.content) else None for m in messages], result
 
-    def _after_response(self, discussion: str, outcome) -> None:
+    def _after_response(self, discussion: str, outcome, memory=None) -> None:
         """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,
         later requests leave only their latest run pending (the creators cover every message so far, so the ones
-        in between have nothing left to do). Their errors are logged, never the caller's."""
+        in between have nothing left to do). Their errors are logged, never the caller's. Afterwards the
+        discussion's vector store, which they may have rewritten, is opened again here rather than in the path of
+        the next request."""
         if outcome.rest is None:
             return
         state = self._proxy_state()
         with self._streams_lock:
-            state.setdefault("pending", {})[discussion] = outcome
+            state.setdefault("pending", {})[discussion] = (outcome, memory)
             if discussion in state.setdefault("running", {}):
                 return
             worker = threading.Thread(target=self._memory_worker, args=(discussion,), name=f"proxy-memory-{discussion}",
@@ -303,7 +305,7 @@ class CompletionOps:
         state = self._proxy_state()
         while True:
             with self._streams_lock:
-                outcome = state["pending"].pop(discussion, None)
+                outcome, memory = state["pending"].pop(discussion, (None, None))
                 if outcome is None:
                     state["running"].pop(discussion, None)
                     state["background"].discard(threading.current_thread())
@@ -311,6 +313,8 @@ class CompletionOps:
             try:
                 outcome.rest()
                 outcome.wait()
+                if memory is not None:
+                    memory.open_store(discussion)
             except Exception:
                 log.exception("the proxy's memory workflow failed after the response (discussion %s)", discussion)
 
