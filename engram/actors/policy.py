@@ -63,18 +63,21 @@ class HostedCalls:
         """Ask a hosted policy a question.
 
         `min_position`: first catch up with the log up to that seq (read-your-writes). The writes earlier calls
-        queued (e.g. a recall's `TraceRetrieved`) are appended after their answers have left; a call first waits
-        until those queued before it are appended and folded, so a caller sees its previous calls' effects.
+        queued (e.g. a recall's `TraceRetrieved`) are appended after their answers have left; a call with a
+        `min_position` first waits until those queued before it are appended and folded, so a caller sees its
+        previous calls' effects. Without one (None or 0: whatever is folded now will do, e.g. the memory proxy's
+        recall) a call waits for nothing but the fold in progress.
         """
         target = next((p for p in self.host.policies if p.name == policy), None)
         if target is None:
             raise ValueError(f"no policy {policy!r} here; hosted: {[p.name for p in self.host.policies]}")
-        with self._cond:
-            before = self._queued
-            self._cond.wait_for(lambda: self._flushed >= before)
-            wanted = max(min_position or 0, self.own_seq)
-        if self.host.position < wanted:
-            self.catch_up(wanted)
+        if min_position:
+            with self._cond:
+                before = self._queued
+                self._cond.wait_for(lambda: self._flushed >= before)
+                wanted = max(min_position, self.own_seq)
+            if self.host.position < wanted:
+                self.catch_up(wanted)
         concurrent = method in getattr(target, "concurrent_reads", ())
         with (self.lock.shared() if concurrent else self.lock.exclusive()):
             result = getattr(target, method)(*args, **kwargs)

@@ -95,7 +95,7 @@ def test_a_call_that_is_not_read_only_runs_alone(hosted):
 
 def test_each_call_sees_the_writes_of_the_calls_before_it_folded(hosted):
     calls, policy, shard = hosted
-    assert [calls.call("moods", "ask") for _ in range(3)] == [0, 1, 2]
+    assert [calls.call("moods", "ask", min_position=1) for _ in range(3)] == [0, 1, 2]
     calls.stop()
     assert len(shard.read(0, types=["MoodChanged"])) == 3  # every write appended once
 
@@ -106,14 +106,30 @@ def test_writes_of_concurrent_calls_are_all_appended_once_and_a_later_call_sees_
 
     def ask_together(_):
         calls.call("moods", "meet")
-        return calls.call("moods", "ask")
+        return calls.call("moods", "ask", min_position=1)
 
     with ThreadPoolExecutor(3) as pool:
         list(pool.map(ask_together, range(3)))
-    assert calls.call("moods", "ask") == 3
+    assert calls.call("moods", "ask", min_position=1) == 3
     calls.stop()
     assert len(shard.read(0, types=["MoodChanged"])) == 4
     assert calls.appends <= 4
+
+
+def test_a_call_without_min_position_does_not_wait_for_earlier_calls_writes(hosted, monkeypatch):
+    calls, policy, shard = hosted
+    release = threading.Event()
+    append = calls.host.append
+
+    def held_append(writes):
+        release.wait(GUARD_S)
+        return append(writes)
+
+    monkeypatch.setattr(calls.host, "append", held_append)
+    assert calls.call("moods", "ask") == 0  # its write is held back in the flusher ...
+    assert calls.call("moods", "ask") == 0  # ... and this call did not wait for it
+    release.set()
+    assert calls.call("moods", "ask", min_position=1) == 2  # a fresh call waits for both
 
 
 def test_a_call_first_catches_up_with_the_log_up_to_min_position(hosted):
