@@ -43,7 +43,7 @@ class HostedCalls:
     `lock` is held exclusively by the pump (folding new events changes the policies' state) and by calls to
     methods a policy does not list in `concurrent_reads`; calls to the listed, read-only methods hold it shared
     and run at the same time. Writes the calls queue (`take_writes`) are appended by one flusher thread, all
-    the calls' writes that queued meanwhile in one append.
+    the calls' writes that queued meanwhile in one append, and folded right after.
     """
 
     def __init__(self, host: PolicyHost):
@@ -111,6 +111,8 @@ class HostedCalls:
                     seqs = [s for a in appended for s in a.seqs]
                     if seqs:
                         self.own_seq = max(self.own_seq, max(seqs))
+                        # Folded now, between calls, rather than by the next fresh call.
+                        self.catch_up(self.own_seq)
             except Exception:
                 log.exception("appending the writes of calls failed")
             with self._cond:
