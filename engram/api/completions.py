@@ -198,7 +198,9 @@ class CompletionOps:
         if incoming and not response_path_reads_only(workflow):
             seqs, result = self._proxy_append(agent, discussion, incoming, ts)
             self._remember_tail(agent, discussion, logged, mark, new_keys, result)
-            logged, mark, incoming, new_keys = logged + new_keys, (mark[0] + 1, mark[1]), [], []
+            # The reply's append below may set the tail record only when this one was exact too.
+            exact = result is not None and not result.duplicates and len(result.seqs) == len(new_keys)
+            logged, mark, incoming, new_keys = logged + new_keys, (mark[0] + 1 if exact else -2, mark[1]), [], []
             appended = [s for s in seqs if s is not None]
         else:
             appended = []
