@@ -281,8 +281,9 @@ def main() -> None:
     parser.add_argument("--cluster-agents", type=int, default=100)
     parser.add_argument("--no-cluster", action="store_true")
     args = parser.parse_args()
+    load_at_start = round(os.getloadavg()[0], 2)
     single = [run_one(int(a), args.per_agent, args.producers) for a in args.agents.split(",")]
-    report = {"benchmark": "scale", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)},
+    report = {"benchmark": "scale", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start},
               "provider": "offline heuristic (offline-heuristic-v1), MiniLM int8 ONNX embedder",
               "settings": SETTINGS, "per_agent_messages": args.per_agent, "one_machine": single}
     if not args.no_cluster:

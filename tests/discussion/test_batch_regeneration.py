@@ -240,3 +240,19 @@ def test_with_the_offline_heuristic_a_batch_regeneration_is_refused_with_the_rea
         assert refused.value.code == "invalid_request" and "offline heuristic has no batch API" in refused.value.message
     finally:
         api.close()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--all"], "--all regenerates every discussion through the Message Batches API: add --batch"),
+    (["--all", "--batch", "--settings", "s.json"], "--settings applies to one live regeneration"),
+    (["--resume", "--agent", "ann"], "--resume continues the interrupted job as it was planned"),
+    (["--batch"], "--batch needs what to regenerate: --all, --agent A or --discussion ID"),
+    (["--all", "--batch", "--agent", "ann"], "--all means every discussion of the home"),
+    ([], "give --discussion ID (or --all --batch"),
+])
+def test_regenerate_options_that_do_not_fit_together_are_one_line_errors(tmp_path, capsys, args, says):
+    from engram.cli.main import main
+
+    assert main(["--home", str(tmp_path), "regenerate", *args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
