@@ -138,10 +138,14 @@ def test_a_home_of_two_agents_and_two_discussions_each_regenerates_in_one_batch_
                 assert memory_file(batched, agent, f"{agent}-{d}") == memory_file(live, agent, f"{agent}-{d}")
         stored = batched.rt.read("ann", stream="ann-d1", limit=None, types=["ChunkSummarized"])
         assert stored[-1].event.llm.batch_id and stored[-1].event.generation == 1  # provenance names the batch
-        # The Summarizer adopted the batch's generation: the next message goes on from it, no call repeated.
+        # The Summarizer adopted the batch's generation: later messages go on from its last chunk, no call repeated.
         requests = len(fake.requests)
-        ingest(Engine(batched), "ann-d1", messages(1, start=10), agent="ann")
-        assert len(fake.requests) == requests
+        ingest(Engine(batched), "ann-d1", messages(6, start=10), agent="ann")
+        after = batched.rt.read("ann", stream="ann-d1", limit=None, types=["ChunkSummarized"])[len(stored):]
+        assert [(c.event.generation, c.event.message_ids[0], c.event.mode) for c in after] == [(1, "m6", "standard")]
+        vectors = [v for v in batched.rt.read("ann", stream="ann-d1", limit=None, types=["VectorMemoryStored"])
+                   if v.event.generation == 1 and v.causation is not None]  # decided live (the batch's have none)
+        assert len(fake.requests) == requests + len(after) + len(vectors)  # only the new memories, live
     finally:
         live.close()
         batched.close()
