@@ -260,3 +260,26 @@ def test_regenerate_options_that_do_not_fit_together_are_one_line_errors(tmp_pat
     assert main(["--home", str(tmp_path), "regenerate", *args]) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+def test_engram_regenerate_all_batch_through_the_server_and_its_refusal_offline(tmp_path, fake, capsys, monkeypatch):
+    from engram.cli.main import main
+    from tests.server.helpers import Served, served_home
+
+    api = home_with_history(tmp_path, fake, "home", 10)
+    try:
+        with Served(api, tmp_path / "home"):
+            code = main(["--home", str(tmp_path / "home"), "regenerate", "--all", "--batch"])
+            out = capsys.readouterr().out
+            assert code == 0 and "4 of 4 discussions regenerated" in out and "8 requests in 1 Message Batches" in out
+            assert main(["--home", str(tmp_path / "home"), "regenerate", "--resume"]) == 2
+            assert "no batch regeneration to resume" in capsys.readouterr().err
+    finally:
+        api.close()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")  # "auto" then chooses the offline heuristic
+    offline = tmp_path / "offline"
+    offline.mkdir()
+    with served_home(offline, groups=["summarizer"]):
+        assert main(["--home", str(offline), "regenerate", "--all", "--batch"]) == 2
+        err = capsys.readouterr().err
+        assert "the offline heuristic has no batch API: regenerate without --batch" in err and err.count("\n") == 1
