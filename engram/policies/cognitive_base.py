@@ -52,8 +52,11 @@ def embedder_of(services: dict[str, Any]):
 
 
 # Agents whose cognitive memory one policy process keeps (`ray.residentAgents`): past this, the least recently
-# used are evicted, and rebuilt from the log (the events folded so far) when they are needed again.
-DEFAULT_RESIDENT_AGENTS = 256
+# used are evicted, and rebuilt from the log (the events folded so far) when they are needed again. A rebuild
+# costs a read of the agent's events and a cache lookup of their vectors, so the default keeps every agent of
+# a home of a few thousand (their memories are small: no vector graph below 64 traces, see engram.search.hnsw)
+# and bounds larger ones.
+DEFAULT_RESIDENT_AGENTS = 4096
 # A memory is evicted only after this many batches without use (see `CognitivePolicy.after_batch`).
 IDLE_BATCHES = 2
 
