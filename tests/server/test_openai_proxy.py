@@ -338,12 +338,14 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_and_its_cut_reply_
 # ---------------------------------------------------------------------------------------------- several replicas
 
 def test_with_two_server_replicas_a_history_resent_after_a_forget_through_the_other_is_logged_exactly_once(
-        proxy, tmp_path):
+        proxy, tmp_path, monkeypatch):
     """Two servers over one log, as Ray Serve replicas are: each keeps its own view of the discussion's tail."""
     from engram.embedded import Engram
     from tests.server.helpers import Served
 
     server, mem, _ = proxy
+    # Two APIs append to the log: neither runtime is its sole writer (as Ray Serve replicas' runtimes say).
+    monkeypatch.setattr(type(mem.rt), "sole_writer", property(lambda self: False))
     (tmp_path / "replica").mkdir()
     replica = Engram(mem.rt)  # a second API over the same runtime: its own proxy state, the same log
     try:
