@@ -13,6 +13,15 @@
   the reply, and is appended too. The nodes after its `WorkflowLock` (memory creation) run after the
   response, in the background, never in its path.
 - An LLM outage is a 502/503 with its cause; the user's message is in the log already.
+- Streaming (`complete(..., on_text=…)`): the reply's text goes to `on_text` as the model produces it (the
+  anthropic provider streams it from the Messages API; the offline heuristic's answer comes whole). The full
+  reply is appended once it is complete. If the receiver raises `ReplyAbandoned` (the client went away
+  mid-stream), the model's call stops and the reply is NOT appended: the log holds what the conversation
+  holds, and a front-end that kept the cut reply resends it with its next turn, when it is appended as any
+  new message. The user's message stays in the log either way, as it does after a model error mid-stream.
+- Several server replicas over one log: a replica's incremental view of a discussion is checked against the
+  log on use (the last message it knows must still be at its position, see `_logged_keys`), so a forget
+  through another replica makes it read the discussion again.
 """
 
 from __future__ import annotations
@@ -57,6 +66,11 @@ def shipped_workflow_path() -> Path:
     return Path(str(resources.files("engram.samples").joinpath(SHIPPED_WORKFLOW)))
 
 
+class ReplyAbandoned(Exception):
+    """Raised by a streamed reply's receiver when nobody listens any more: the model's call stops, the reply is
+    not appended."""
+
+
 class CompletionOps:
     # ------------------------------------------------------------------ what the proxy keeps
 
@@ -98,7 +112,15 @@ class CompletionOps:
         after, keys, exact_at = histories.get((agent, discussion), (0, [], None))
         if exact_at == mark and self.rt.sole_writer:
             return keys, mark
-        new = self.rt.read(agent, after=after, stream=discussion, types=["MessageAppended"], limit=None)
+        # From the last message this view holds (included), so the read also checks that the log still holds it
+        # there: a forget through another replica or process purges every message of the discussion, that one too.
+        new = self.rt.read(agent, after=max(0, after - 1), stream=discussion, types=["MessageAppended"], limit=None)
+        if after:
+            if new and new[0].seq == after and message_key(new[0].event.role, new[0].event.content) == keys[-1]:
+                new = new[1:]
+            else:  # the view is stale: the whole discussion, from the log
+                after, keys = 0, []
+                new = self.rt.read(agent, after=0, stream=discussion, types=["MessageAppended"], limit=None)
         if new:
             keys = keys + [message_key(r.event.role, r.event.content) for r in new]
             after = new[-1].seq
@@ -142,7 +164,7 @@ class CompletionOps:
 
     # ------------------------------------------------------------------ the operation
 
-    def complete(self, agent: str, req: t.CompletionRequest) -> t.CompletionResponse:
+    def complete(self, agent: str, req: t.CompletionRequest, on_text=None) -> t.CompletionResponse:
         """One chat completion (see the module docstring)."""
         started = time.perf_counter()
         validate_agent(agent)
@@ -154,22 +176,22 @@ class CompletionOps:
             raise error("malformed_messages", "the messages hold nothing to answer: give at least one user message with "
                         "text (system messages and DiscussionId tags alone are not a conversation)")
         if discussion is None:
-            return self._complete_without_memory(agent, system, turns, req, started)
+            return self._complete_without_memory(agent, system, turns, req, started, on_text)
         owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
         if owner is not None and owner != agent:
             raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}: "
                         "use that agent (model engram/<agent>) or another DiscussionId")
         workflow = self.proxy_workflow()
         with self._discussion_lock(discussion):
-            return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started)
+            return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text)
 
-    def _complete_without_memory(self, agent, system, turns, req, started) -> t.CompletionResponse:
+    def _complete_without_memory(self, agent, system, turns, req, started, on_text=None) -> t.CompletionResponse:
         from engram.config import defaults as d
         from engram.llm.types import ChatLine
 
         lines = [ChatLine(role=role, content=text, seq=i + 1, ts_us=0, name=name) for i, (role, text, name) in enumerate(turns)]
         result = self.tasks().respond(lines, system_prompt=system or None,
-                                      max_tokens=req.max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS)
+                                      max_tokens=req.max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS, on_text=on_text)
         if result.llm.error:
             raise llm_failure(result.llm.error)
         total = (time.perf_counter() - started) * 1000
@@ -179,7 +201,8 @@ class CompletionOps:
                                     memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
 
-    def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started) -> t.CompletionResponse:
+    def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started,
+                              on_text=None) -> t.CompletionResponse:
         """The new messages and the reply go to the log in one append after the response is made, when the nodes
         before the WorkflowLock only read (they never look for the new messages in the log): one shard call per
         request. A workflow whose response path creates memories gets the new messages appended first. An LLM
@@ -207,7 +230,7 @@ class CompletionOps:
 
         memory = self._proxy_memory(agent)
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
-                         memory=memory, responder=Responder(self.tasks()), system_prompt=system)
+                         memory=memory, responder=Responder(self.tasks()), system_prompt=system, stream_to=on_text)
         try:
             outcome = run(workflow, ctx, defer=True)
         except Exception as exc:

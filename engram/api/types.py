@@ -34,8 +34,9 @@ class Model(Struct, kw_only=True, forbid_unknown_fields=True):
 # --------------------------------------------------------------------------- errors
 
 class ErrorBody(Model, kw_only=True):
-    code: str
-    message: str
+    code: str  # engram's stable code (engram.api.errors.CODES)
+    message: str  # what to fix
+    type: str | None = None  # in an HTTP answer: OpenAI's error type (invalid_request_error, server_error, …)
 
 
 class ErrorResponse(Model, kw_only=True):

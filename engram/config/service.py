@@ -71,6 +71,8 @@ class ServerSettings(ConfigModel):
     max_body_bytes: int = Field(32 << 20, gt=0)
     # "uvicorn": the app in this process; "ray-serve": the same app as a Ray Serve application (a cluster).
     backend: Literal["uvicorn", "ray-serve"] = "uvicorn"
+    # With "ray-serve": how many replicas of the app answer requests (each over the same shard actors).
+    replicas: int = Field(1, ge=1, le=64)
     # "ray": the actors on Ray (the default); "inprocess": everything in the server's process, no Ray
     # (synchronous: each write returns once memory is created; for tests and small embedded uses).
     runtime: Literal["ray", "inprocess"] = "ray"
