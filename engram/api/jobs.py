@@ -2,6 +2,11 @@
 
 A job runs on a thread of the server; its record lives in memory for the life of the server (and
 is forgotten with it: what a job did is in the log or the projections, not in the job).
+
+Several replicas of one server (Ray Serve) each run their own jobs, but a client's next poll may reach
+another replica: with `shared` (a directory of that server instance, `<home>/state/jobs/<instance>`), each
+record is also published there as JSON (at each state change, and at most every PUBLISH_EVERY_S seconds of
+progress), with the agents of the key that started it, and a job another replica runs is read from there.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Callable
+
+import msgspec
 
 from engram.api import types as t
 from engram.api.clock import iso, now_us
@@ -22,6 +30,8 @@ MAX_CONCURRENT_JOBS = 2
 # Finished jobs kept for polling.
 KEEP_FINISHED = 200
 JOB_ID_PREFIX = "job-"
+PUBLISH_EVERY_S = 0.5
+_UNKNOWN = object()
 
 
 class JobProgress:
@@ -30,16 +40,19 @@ class JobProgress:
     def __init__(self, total: int, unit: str):
         self.done, self.total, self.unit = 0, total, unit
         self._lock = threading.Lock()
+        self.on_change: Callable[[], None] = lambda: None
 
     def advance(self, n: int = 1) -> None:
         with self._lock:
             self.done += n
+        self.on_change()
 
     def set(self, done: int, total: int | None = None) -> None:
         with self._lock:
             self.done = done
             if total is not None:
                 self.total = total
+        self.on_change()
 
 
 class _Record:
@@ -50,6 +63,8 @@ class _Record:
         self.finished: int | None = None
         self.result: dict | None = None
         self.error: t.ErrorBody | None = None
+        self.followers: object = _UNKNOWN  # the agents of the key that started it (None: every agent)
+        self.published = 0.0
 
     def view(self) -> t.Job:
         p = self.progress
@@ -59,23 +74,74 @@ class _Record:
 
 
 class Jobs:
-    def __init__(self):
+    def __init__(self, shared: Path | None = None):
+        """`shared`: the directory the replicas of one server publish their jobs in (see the module docstring)."""
         self._pool = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_JOBS, thread_name_prefix="engram-job")
         self._jobs: dict[str, _Record] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._token = os.urandom(3).hex()
+        self._shared = Path(shared) if shared is not None else None
+        self._publishing = threading.Lock()
+        if self._shared is not None:
+            self._shared.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ shared with other replicas
+
+    def _publish(self, rec: _Record, force: bool = True) -> None:
+        if self._shared is None:
+            return
+        now = time.monotonic()
+        if not force and now - rec.published < PUBLISH_EVERY_S:
+            return
+        with self._publishing:  # the record read and written as one: the last write holds the latest state
+            rec.published = now
+            followers = rec.followers
+            doc = {"job": msgspec.to_builtins(rec.view()), "known": followers is not _UNKNOWN,
+                   "followers": None if followers is _UNKNOWN or followers is None else sorted(followers)}
+            path = self._shared / f"{rec.id}.json"
+            tmp = path.with_name(f".{rec.id}.tmp")
+            tmp.write_bytes(msgspec.json.encode(doc))
+            os.replace(tmp, path)
+
+    def _published(self, job_id: str) -> dict | None:
+        if self._shared is None:
+            return None
+        try:
+            return msgspec.json.decode((self._shared / f"{job_id}.json").read_bytes())
+        except (FileNotFoundError, msgspec.DecodeError):
+            return None
+
+    def follow(self, job_id: str, agents: frozenset[str] | None) -> None:
+        """Record who may follow job `job_id`: the agents of the key that started it (None: every agent)."""
+        rec = self._jobs.get(job_id)
+        if rec is not None:
+            rec.followers = agents
+            self._publish(rec)
+
+    def followers(self, job_id: str):
+        """(known, agents): whether `follow` was called for the job (here or on another replica), and with what."""
+        rec = self._jobs.get(job_id)
+        if rec is not None:
+            return rec.followers is not _UNKNOWN, (None if rec.followers is _UNKNOWN else rec.followers)
+        doc = self._published(job_id)
+        if doc is None or not doc["known"]:
+            return False, None
+        return True, None if doc["followers"] is None else frozenset(doc["followers"])
 
     def start(self, kind: str, total: int, unit: str, work: Callable[[JobProgress], dict]) -> t.Job:
         """Run `work(progress) -> result` in the background; its id to poll."""
         progress = JobProgress(total, unit)
         rec = _Record(f"{JOB_ID_PREFIX}{self._token}-{next(self._ids)}", kind, progress)
+        progress.on_change = lambda: self._publish(rec, force=False)
         with self._lock:
             self._jobs[rec.id] = rec
             self._trim()
+        self._publish(rec)
 
         def run() -> None:
             rec.state = "running"
+            self._publish(rec)
             try:
                 rec.result = work(progress)
                 rec.state = "succeeded"
@@ -86,6 +152,7 @@ class Jobs:
                 rec.state = "failed"
             finally:
                 rec.finished = now_us()
+                self._publish(rec)
 
         self._pool.submit(run)
         return rec.view()
@@ -98,12 +165,22 @@ class Jobs:
         except InvalidIdError as exc:
             raise error("invalid_id", str(exc)) from None
         rec = self._jobs.get(job_id)
-        if rec is None:
+        if rec is not None:
+            return rec.view()
+        doc = self._published(job_id)  # run by another replica of this server
+        if doc is None:
             raise error("unknown_job", f"no job {job_id!r} on this server (jobs live as long as the server)")
-        return rec.view()
+        return msgspec.convert(doc["job"], t.Job)
 
     def list(self) -> t.JobList:
-        return t.JobList(jobs=[r.view() for r in list(self._jobs.values())])
+        jobs = [r.view() for r in list(self._jobs.values())]
+        if self._shared is not None:
+            mine = {j.id for j in jobs}
+            for path in sorted(self._shared.glob(f"{JOB_ID_PREFIX}*.json")):
+                if path.stem not in mine and (doc := self._published(path.stem)) is not None:
+                    jobs.append(msgspec.convert(doc["job"], t.Job))
+            jobs.sort(key=lambda j: j.created)
+        return t.JobList(jobs=jobs)
 
     def running(self) -> int:
         return sum(1 for r in list(self._jobs.values()) if r.state in ("queued", "running"))
@@ -121,6 +198,8 @@ class Jobs:
         finished = [k for k, r in self._jobs.items() if r.state in ("succeeded", "failed")]
         for k in finished[: max(0, len(finished) - KEEP_FINISHED)]:
             del self._jobs[k]
+            if self._shared is not None:
+                (self._shared / f"{k}.json").unlink(missing_ok=True)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

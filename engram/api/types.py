@@ -34,8 +34,9 @@ class Model(Struct, kw_only=True, forbid_unknown_fields=True):
 # --------------------------------------------------------------------------- errors
 
 class ErrorBody(Model, kw_only=True):
-    code: str
-    message: str
+    code: str  # engram's stable code (engram.api.errors.CODES)
+    message: str  # what to fix
+    type: str | None = None  # in an HTTP answer: OpenAI's error type (invalid_request_error, server_error, …)
 
 
 class ErrorResponse(Model, kw_only=True):
@@ -262,6 +263,15 @@ class WorkflowResponse(Model, kw_only=True):
 class RegenerateRequest(Model, kw_only=True):
     settings: dict[str, Any] | None = None  # a _DiscussionId-MemoryFile-Workflow-Settings.json's content
     settings_name: str = "settings.json"  # its file name, for messages and the SettingsChanged record
+
+
+class BatchRegenerateRequest(Model, kw_only=True):
+    """Regenerate discussion memory through the Message Batches API: the whole home, one agent's discussions or
+    one discussion, in one job; or resume the job a restart interrupted (`resume`: nothing else may be given)."""
+
+    agent: str | None = None
+    discussion: str | None = None
+    resume: bool = False
 
 
 # --------------------------------------------------------------------------- cognitive memory

@@ -31,6 +31,9 @@ class RaySettings(ConfigModel):
     # An append or read not answered within this fails with a clear error (e.g. the node of its shard is down
     # and the shard actor waits to restart there) instead of blocking its caller forever.
     call_timeout_seconds: float = Field(120.0, gt=0)
+    # Agents whose cognitive memory each policy process keeps; the least recently used past this are evicted and
+    # rebuilt from the log when next needed (None: engram.policies.cognitive_base.DEFAULT_RESIDENT_AGENTS).
+    resident_agents: int | None = Field(None, ge=1)
 
     @field_validator("pools")
     @classmethod
@@ -68,6 +71,8 @@ class ServerSettings(ConfigModel):
     max_body_bytes: int = Field(32 << 20, gt=0)
     # "uvicorn": the app in this process; "ray-serve": the same app as a Ray Serve application (a cluster).
     backend: Literal["uvicorn", "ray-serve"] = "uvicorn"
+    # With "ray-serve": how many replicas of the app answer requests (each over the same shard actors).
+    replicas: int = Field(1, ge=1, le=64)
     # "ray": the actors on Ray (the default); "inprocess": everything in the server's process, no Ray
     # (synchronous: each write returns once memory is created; for tests and small embedded uses).
     runtime: Literal["ray", "inprocess"] = "ray"

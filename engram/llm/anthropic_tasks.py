@@ -172,6 +172,28 @@ class AnthropicTasks(MemoryTasks):
             return self.failure(task_input, prepared, failed.error, failed.attempts, start, transient=failed.transient)
         return self.finish(task_input, prepared, completion, attempts, start)
 
+    def stream(self, task_input: i.TaskInput, on_text: Callable[[str], None]) -> Result:
+        """`run` with the answer streamed from the model (`MessagesClient.stream`): each text delta goes to
+        `on_text` as it arrives. An answer that needed a repair (empty) passes the repaired answer at once."""
+        if SPECS[task_input.task].expects_json:
+            return super().stream(task_input, on_text)  # a JSON answer means nothing until it is whole
+        start = self.clock()
+        prepared = self.prepare(task_input)
+        streamed: list[str] = []
+
+        def passed_on(text: str) -> None:
+            streamed.append(text)
+            on_text(text)
+
+        try:
+            completion, attempts = self.client(prepared.endpoint_name).stream(prepared.request, passed_on)
+        except CallFailed as failed:
+            return self.failure(task_input, prepared, failed.error, failed.attempts, start, transient=failed.transient)
+        result = self.finish(task_input, prepared, completion, attempts, start)
+        if not result.llm.error and not "".join(streamed).strip() and isinstance(result.value, str):
+            on_text(result.value)  # the first answer was empty: the repaired one
+        return result
+
     def finish(
         self,
         task_input: i.TaskInput,

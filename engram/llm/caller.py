@@ -153,8 +153,9 @@ class MessagesClient:
         delay = min(e.retry_initial_delay_seconds * (2 ** (attempt - 1)), e.retry_max_delay_seconds)
         return delay * (1.0 - JITTER * self._rng.random())
 
-    def with_retries(self, call: Callable[[], R]) -> tuple[R, int]:
-        """`call()` retried per the endpoint; returns its value and the attempts it took."""
+    def with_retries(self, call: Callable[[], R], retryable: Callable[[], bool] = lambda: True) -> tuple[R, int]:
+        """`call()` retried per the endpoint; returns its value and the attempts it took. `retryable()` False after
+        a failure (a streamed answer that had started reaching the user): no retry, the failure is final."""
         attempts = 0
         while True:
             attempts += 1
@@ -163,6 +164,8 @@ class MessagesClient:
                 return call(), attempts
             except anthropic.APIStatusError as exc:
                 error = describe_status_error(exc)
+                if not retryable():
+                    raise CallFailed(f"{error} (the answer had started streaming)", attempts, transient=True) from None
                 if exc.status_code not in RETRY_STATUSES and exc.status_code < 500:
                     raise CallFailed(error, attempts) from None
                 wait = retry_after_seconds(exc.response.headers)
@@ -177,6 +180,8 @@ class MessagesClient:
                 error = f"timeout after {self.endpoint.timeout_seconds:g}s"
             except anthropic.APIConnectionError as exc:
                 error = f"connection error: {exc.__cause__ or exc}"
+            if not retryable():
+                raise CallFailed(f"{error} (the answer had started streaming)", attempts, transient=True)
             if attempts > self.endpoint.max_retries:
                 raise CallFailed(f"{error} (gave up after {attempts} attempts)", attempts, transient=True)
             self._sleep(wait if wait is not None else self.backoff(attempts))
@@ -191,6 +196,26 @@ class MessagesClient:
             return completion_of(self.client.messages.create(**params, extra_body=extra or None))
 
         return self.with_retries(call)
+
+    def stream(self, request: Request, on_text: Callable[[str], None]) -> tuple[Completion, int]:
+        """One Messages API call streamed (`messages.stream`): each text delta goes to `on_text` as it arrives.
+        Retried as `create` until the first delta; a failure after it is final (a retry would repeat text the
+        caller has passed on). An exception raised by `on_text` (the caller stopped listening) ends the call
+        and the HTTP response, and propagates."""
+        params = request.params()
+        extra = {key: params.pop(key) for key in ("temperature",) if key in params}
+        started = False
+
+        def call() -> Completion:
+            nonlocal started
+            with self.client.messages.stream(**params, extra_body=extra or None) as events:
+                for text in events.text_stream:
+                    if text:
+                        started = True
+                        on_text(text)
+                return completion_of(events.get_final_message())
+
+        return self.with_retries(call, retryable=lambda: not started)
 
 
 def request_for(

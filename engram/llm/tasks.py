@@ -14,7 +14,7 @@ against the configuration before anything runs, see `engram.llm.routing`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Callable, Sequence
 
 from engram.config import defaults as d
 from engram.config.agent import Personality
@@ -34,6 +34,15 @@ class MemoryTasks(ABC):
         """Run one task. Never raises for a failed LLM call: the result records the failure. A call
         routed to an endpoint or preset that is not configured is a ConfigError (a configuration
         problem, caught where settings and workflows are read, see `engram.llm.routing`)."""
+
+    def stream(self, task_input: i.TaskInput, on_text: Callable[[str], None]) -> Result:
+        """`run`, passing the answer's text to `on_text` as it is produced (a free-form answer streamed to a
+        user). This default is for providers that do not stream: the whole answer, once, when it exists (the
+        labelled offline heuristic's answer is instantaneous). Nothing is passed for a failed call."""
+        result = self.run(task_input)
+        if not result.llm.error and isinstance(result.value, str) and result.value:
+            on_text(result.value)
+        return result
 
     @abstractmethod
     def describe(self) -> str:
@@ -120,6 +129,7 @@ class MemoryTasks(ABC):
         max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS,
         endpoint_name: str | None = None,
         preset: str | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Result[str]:
         """A free-form answer: what the `Standard` node and `engram chat` say to the user.
 
@@ -127,24 +137,24 @@ class MemoryTasks(ABC):
         one user turn the model reads (it carries what it needs of the conversation and memories,
         and may place `context` itself with `[MemoryContext]`); when empty the conversation is
         sent as turns, with `context` shown before its last user message. `context`: memory
-        passages (search results, summaries) the answer may draw on.
+        passages (search results, summaries) the answer may draw on. `on_text`: receives the answer's text as
+        the model produces it (`stream`); the result still holds the whole answer.
 
         The offline provider is not a language model and does not pretend to be one: its answer
         is labelled, and quotes the context passages most relevant to the last user message.
         """
         if not prompt.strip() and not any(line.content.strip() for line in lines):
             raise ValueError("respond needs a conversation or a prompt to answer")
-        return self.run(
-            i.Respond(
-                lines=tuple(lines),
-                prompt=prompt,
-                system_prompt=system_prompt,
-                context=tuple(context),
-                max_tokens=max_tokens,
-                endpoint_name=endpoint_name,
-                preset=preset,
-            )
+        task_input = i.Respond(
+            lines=tuple(lines),
+            prompt=prompt,
+            system_prompt=system_prompt,
+            context=tuple(context),
+            max_tokens=max_tokens,
+            endpoint_name=endpoint_name,
+            preset=preset,
         )
+        return self.run(task_input) if on_text is None else self.stream(task_input, on_text)
 
     # ------------------------------------------------------------------ cognitive memory (Wunderland)
 

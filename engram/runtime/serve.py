@@ -40,7 +40,13 @@ def build_state(config_json: dict, home: str, token: str, owner_pid: int):
     runtime.start_policies()
     health = Health(home=home, instance=token, pid=owner_pid, version=__version__,
                     runtime=f"Ray Serve ({runtime.description})")
-    return Api(runtime), health, lambda: os.kill(owner_pid, signal.SIGTERM)
+    api = Api(runtime)
+    if config.server.replicas > 1:  # a client's polls of a job may reach any replica: they publish their jobs
+        from engram.api.jobs import Jobs
+
+        api.jobs.close()
+        api.jobs = Jobs(shared=Path(home) / "state" / "jobs" / token)
+    return api, health, lambda: os.kill(owner_pid, signal.SIGTERM)
 
 
 def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
@@ -51,7 +57,7 @@ def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
     app = create_app(api=None, health=None, factory=partial(build_state, config_json, home, token, owner_pid),
                      max_body_bytes=config_json["server"]["max_body_bytes"])
 
-    @serve.deployment(name="engram", num_replicas=1, ray_actor_options={"num_cpus": 0})
+    @serve.deployment(name="engram", num_replicas=config_json["server"].get("replicas", 1), ray_actor_options={"num_cpus": 0})
     @serve.ingress(app)
     class EngramServe:
         """The app's state is built on the first request (see engram.server.app.ensure_state)."""

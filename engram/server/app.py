@@ -29,8 +29,21 @@ log = logging.getLogger("engram.server")
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 
 
+# OpenAI's error `type` by status: what the `openai` SDK and front-ends built for it expect beside code and message.
+OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error",
+                415: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def error_body(exc: ApiError) -> dict:
+    """`{"error": {"code", "message", "type"}}`: engram's stable code and what to fix, with OpenAI's error type so
+    that OpenAI clients read it as they read OpenAI's own errors."""
+    kind = OPENAI_TYPES.get(exc.status, "server_error" if exc.status >= 500 else "invalid_request_error")
+    return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
+
+
 def error_response(exc: ApiError):
-    response = json_response({"error": {"code": exc.code, "message": exc.message}}, exc.status)
+    response = json_response(error_body(exc), exc.status)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return response
@@ -137,7 +150,16 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
             exc.status_code, "invalid_request")
         message = {404: f"no such resource: {request.method} {request.url.path} (see /openapi.json)",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
-        return json_response({"error": {"code": code, "message": message}}, exc.status_code)
+        return error_response(ApiError(exc.status_code, code, message))
+
+    async def translated(request, exc: Exception):
+        return error_response(translate(exc) or error("internal", f"{type(exc).__name__}: {exc}"))
+
+    # The domain exceptions that are the caller's doing, answered by Starlette's exception middleware: the handler of
+    # `Exception` below answers too, but the server then also re-raises, logs a traceback and drops the
+    # connection, which breaks the client's next request on it (the openai SDK keeps connections alive).
+    for kind in _translated_exceptions():
+        app.add_exception_handler(kind, translated)
 
     @app.exception_handler(Exception)
     async def unexpected(request, exc: Exception):
@@ -173,6 +195,18 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
     app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     return app
+
+
+def _translated_exceptions() -> tuple[type, ...]:
+    """What `engram.api.errors.translate` turns into a refusal (4xx, or 502/503 for an outage)."""
+    from engram.api.runtime import RuntimeUnavailable
+    from engram.config.errors import ConfigError
+    from engram.flow import Backpressure
+    from engram.ids import InvalidIdError
+    from engram.ingest.messages import MessageRejected
+    from engram.llm.caller import CallFailed
+
+    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed
 
 
 def _fastapi_422(op: dict) -> bool:

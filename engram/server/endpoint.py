@@ -109,6 +109,7 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 raise refused from None
             if principal is not None and type(result).__name__ == "Job":
                 state.job_agents[result.id] = principal.agents  # who may follow the job
+                state.api.jobs.follow(result.id, principal.agents)  # (and on the other replicas of this server)
             return json_response(result, status)
 
         endpoint.__signature__ = inspect.Signature(

@@ -160,3 +160,8 @@ class KeyRing:
         if stored is None or not hmac.compare_digest(stored.sha256, digest(key)):
             return None
         return stored
+
+    def by_id(self, key_id: str) -> StoredKey | None:
+        """The stored key with id `key_id` (a login session names its key by id), or None once it is revoked."""
+        self._refresh()
+        return self._by_id.get(key_id)

@@ -4,20 +4,29 @@ Point any OpenAI client or chat front-end (Open WebUI, SillyTavern, the `openai`
 `http://<engram>/v1` and put `[DiscussionId]my-chat[/DiscussionId]` in a message: that discussion gets
 memory (`engram.api.completions` has the rules). The wire format is OpenAI's: a `chat.completion`
 object, or with `"stream": true` server-sent events of `chat.completion.chunk` objects ending with
-`data: [DONE]`. The reply exists before the stream starts (the respond task is not streamed from the
-model), so an LLM outage is still a plain JSON error with status 502/503 and no half-written stream.
+`data: [DONE]`, sent as the model produces its tokens (the anthropic provider streams them from the
+Messages API; the labelled offline responder's answer exists at once and is sent a few words per chunk).
+The stream starts with the reply's first text: a request refused before it (bad body, unknown agent, an
+LLM outage before the first token) is a plain JSON error with its status. A model error after it ends the
+stream with an OpenAI error event, `data: {"error": {"message", "type", "code"}}` (the `openai` SDK raises
+it as an `APIError`), and no `[DONE]`; the user's message is in the log, the cut reply is not. A client
+that disconnects mid-stream stops the model's call; its reply is not appended (see `engram.api.completions`).
 
 Which agent: the `X-Engram-Agent` header, else a `model` of the form `engram/<agent>` (GET /v1/models
 lists one per agent the key may touch), else the key's only agent, else `proxy.defaultAgent`
 ("default"). Any other model name is accepted and answered by the configured LLM (front-ends send the
 model they were set up with). The key's agents bound all of it.
 
-Each response carries engram's timings: `X-Engram-Memory-Ms` (engram's own work in the request) and
-`X-Engram-Llm-Ms` (the model's), and `X-Engram-Discussion` when memory was on.
+Each non-streamed response carries engram's timings: `X-Engram-Memory-Ms` (engram's own work in the
+request) and `X-Engram-Llm-Ms` (the model's); every response carries `X-Engram-Agent`, and
+`X-Engram-Discussion` when memory was on (a stream's headers leave before the timings exist).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
 import time
 import uuid
 from typing import Any
@@ -28,10 +37,11 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from engram.api import types as t
-from engram.api.errors import error, translate
+from engram.api.errors import ApiError, error, translate
 from engram.server.auth import authenticate
 from engram.server.endpoint import error_responses, json_response
 
+log = logging.getLogger("engram.proxy")
 router = APIRouter(tags=["openai"])
 MODEL_PREFIX = "engram/"
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
@@ -144,12 +154,6 @@ def pieces(text: str, size: int = STREAM_PIECE_CHARS) -> list[str]:
     return out
 
 
-def _sse(chunks):
-    for chunk in chunks:
-        yield b"data: " + msgspec.json.encode(chunk) + b"\n\n"
-    yield b"data: [DONE]\n\n"
-
-
 @router.post("/v1/chat/completions", summary="OpenAI-compatible chat completion with memory",
              responses={**error_responses("invalid_id", "malformed_messages", "conflict", "unknown_agent", "bad_workflow",
                                           "llm_error", "llm_unavailable"),
@@ -176,38 +180,132 @@ async def chat_completions(request: Request):
     req = parse_request(await request.body())
     agent = choose_agent(request, req.model, principal, state.api.config.proxy.default_agent)
     body = completion_request(req)
+    if req.stream:
+        return await _streamed(state.api, agent, body, req)
     try:
         result: t.CompletionResponse = await run_in_threadpool(state.api.complete, agent, body)
     except Exception as exc:
-        refused = translate(exc)
-        if refused is None:
-            raise
-        raise refused from None
+        raise _refusal(exc) from None
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
-    if not req.stream:
-        return Response(msgspec.json.encode({
-            "id": ident, "object": "chat.completion", "created": created, "model": req.model,
-            "system_fingerprint": None,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": result.reply, "refusal": None},
-                         "logprobs": None, "finish_reason": "stop"}],
-            "usage": _usage(result),
-        }), media_type="application/json", headers=_headers(result))
+    return Response(msgspec.json.encode({
+        "id": ident, "object": "chat.completion", "created": created, "model": req.model,
+        "system_fingerprint": None,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": result.reply, "refusal": None},
+                     "logprobs": None, "finish_reason": "stop"}],
+        "usage": _usage(result),
+    }), media_type="application/json", headers=_headers(result))
 
-    def chunk(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> dict:
+
+def _refusal(exc: BaseException) -> BaseException:
+    """The ApiError an operation's exception means (the exception itself when it is not the caller's doing)."""
+    return translate(exc) or exc
+
+
+class Trimmed:
+    """A reply's text deltas as the client sees them. The reply is appended trimmed, so the stream is too: leading
+    whitespace is dropped, trailing whitespace held back until more text follows it (joined, the deltas are the
+    appended reply)."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self._held = ""
+
+    def __call__(self, text: str) -> str:
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        text = self._held + text
+        body = text.rstrip()
+        self._held = text[len(body):]
+        return body
+
+
+async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest):
+    """Server-sent events of the reply as the model produces it (see the module docstring). The completion runs in a
+    worker thread; its text reaches this event loop through a queue."""
+    from engram.api.completions import ReplyAbandoned
+    from engram.ids import find_discussion_id
+
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue = asyncio.Queue()
+    gone = threading.Event()  # the client disconnected: the next delta stops the model's call
+    trim = Trimmed()
+
+    def put(kind: str, value) -> None:
+        loop.call_soon_threadsafe(events.put_nowait, (kind, value))
+
+    def on_text(text: str) -> None:
+        if gone.is_set():
+            raise ReplyAbandoned("the client disconnected mid-stream")
+        text = trim(text)
+        if text:
+            put("text", text)
+
+    def work() -> None:
+        try:
+            put("done", api.complete(agent, body, on_text=on_text))
+        except ReplyAbandoned:
+            pass  # nobody listens; nothing was appended but the user's messages
+        except BaseException as exc:  # noqa: BLE001 - handed to the stream, which answers it
+            put("error", exc)
+
+    threading.Thread(target=work, name="proxy-stream", daemon=True).start()
+    kind, value = await events.get()
+    if kind == "error":  # refused before the first token: a plain JSON error with its status
+        raise _refusal(value) from None
+    ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+    include_usage = req.stream_options is not None and req.stream_options.include_usage
+
+    def chunk(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
         out = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": req.model,
                "system_fingerprint": None,
                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else []}
         if usage is not None:
             out["usage"] = usage
-        return out
+        return b"data: " + msgspec.json.encode(out) + b"\n\n"
 
-    chunks = [chunk({"role": "assistant", "content": ""})]
-    chunks += [chunk({"content": p}) for p in pieces(result.reply)]
-    chunks.append(chunk({}, "stop"))
-    if req.stream_options is not None and req.stream_options.include_usage:
-        chunks.append(chunk({}, usage=_usage(result), choices=False))
-    return StreamingResponse(_sse(chunks), media_type="text/event-stream",
-                             headers={**_headers(result), "Cache-Control": "no-cache"})
+    async def sse():
+        finished = False
+        kind_, value_ = kind, value
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            while True:
+                if kind_ == "text":
+                    for piece in pieces(value_):
+                        yield chunk({"content": piece})
+                elif kind_ == "done":
+                    if not trim.started:  # a workflow whose reply was not streamed (no returnToUser node)
+                        for piece in pieces(value_.reply):
+                            yield chunk({"content": piece})
+                    yield chunk({}, "stop")
+                    if include_usage:
+                        yield chunk({}, usage=_usage(value_), choices=False)
+                    yield b"data: [DONE]\n\n"
+                    finished = True
+                    return
+                else:
+                    from engram.server.app import error_body
+
+                    refused = _refusal(value_)
+                    if not isinstance(refused, ApiError):
+                        log.error("a streamed chat completion failed", exc_info=refused)
+                        refused = error("internal", f"{type(refused).__name__}: {refused} (the server log has the "
+                                                    "details)")
+                    yield b"data: " + msgspec.json.encode(error_body(refused)) + b"\n\n"
+                    finished = True
+                    return
+                kind_, value_ = await events.get()
+        finally:
+            if not finished:
+                gone.set()
+
+    headers = {"X-Engram-Agent": agent, "Cache-Control": "no-cache"}
+    discussion = find_discussion_id([m.content for m in body.messages])
+    if discussion:
+        headers["X-Engram-Discussion"] = discussion
+    return StreamingResponse(sse(), media_type="text/event-stream", headers=headers)
 
 
 @router.get("/v1/models", summary="The models engram answers as (OpenAI's list)",

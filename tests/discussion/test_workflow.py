@@ -167,3 +167,20 @@ def test_offline_standard_node_quotes_the_memories_its_prompt_refers_to_under_a_
         "- User: Message number 12.",
     ]
     assert (answer.llm.task, answer.llm.model, answer.info) == ("respond", "offline-heuristic-v1", "offline/offline-heuristic-v1")
+
+
+def test_a_streamed_run_passes_on_the_text_of_the_response_node_only():
+    """`RunContext.stream_to` follows the answer the user gets: not a helper Standard node's, nor a node's after the
+    WorkflowLock (the offline responder's answer arrives whole)."""
+    wf = parse([
+        {"id": "draft", "type": "Standard", "prompt": "Draft an answer to {chat_user_prompt_last_one}"},
+        {"id": "answer", "type": "Standard", "prompt": "Improve: {draft}", "returnToUser": True},
+        {"type": "WorkflowLock", "workflowLockId": "w"},
+        {"id": "later", "type": "Standard", "prompt": "Something else", "returnToUser": True},
+    ], "w.json")
+    streamed: list[str] = []
+    out = run(wf, RunContext(discussion=None, messages=[ChatMessage("user", "What about Stardust?")],
+                             responder=Responder(make_tasks()), stream_to=streamed.append))
+    assert out.wait(30)
+    assert out.response_node == "answer" and streamed == [out.response]
+    assert out.outputs["draft"] and out.outputs["later"]  # both ran; neither was streamed

@@ -11,6 +11,7 @@ mapping by custom_id is exercised. No test reaches the internet.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -34,6 +35,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (timeouts)
     usage: dict[str, int] | None = None
+    fail_after: int | None = None  # a streamed answer: an `error` event (overloaded) after this many text deltas
 
 
 def message(text: str, model: str, usage: dict[str, int] | None = None) -> dict:
@@ -58,6 +60,10 @@ class FakeMessagesApi:
         self.batch_creates = 0
         self.polls_before_end = 1
         self.errored_custom_ids: set[str] = set()
+        # A streamed answer (`"stream": true`) is sent word by word; after_delta(n) is called once the n-th text delta
+        # has left (e.g. to wait until the client has seen it before sending more).
+        self.after_delta: Callable[[int], None] = lambda n: None
+        self.streamed_deltas = 0  # text deltas sent, over every streamed answer
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -150,6 +156,41 @@ class FakeMessagesApi:
                 n = int(self.headers.get("content-length") or 0)
                 return json.loads(self.rfile.read(n) or b"{}")
 
+            def _event(self, kind: str, data: dict) -> None:
+                self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+            def _stream(self, text: str, model: str, reply: Reply) -> None:
+                """The Messages API's server-sent events for `text`, one text delta per word."""
+                self.close_connection = True
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    start = message("", model, reply.usage)
+                    start["content"], start["stop_reason"] = [], None
+                    self._event("message_start", {"type": "message_start", "message": start})
+                    self._event("content_block_start", {"type": "content_block_start", "index": 0,
+                                                        "content_block": {"type": "text", "text": ""}})
+                    words = re.findall(r"\S+\s*|\s+", text)
+                    for n, word in enumerate(words, start=1):
+                        if reply.fail_after is not None and n > reply.fail_after:
+                            self._event("error", {"type": "error", "error": {"type": "overloaded_error",
+                                                                             "message": "Overloaded"}})
+                            return
+                        self._event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                            "delta": {"type": "text_delta", "text": word}})
+                        with api._lock:
+                            api.streamed_deltas += 1
+                        api.after_delta(n)
+                    self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                    self._event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                                                  "stop_sequence": None}, "usage": {"output_tokens": len(words)}})
+                    self._event("message_stop", {"type": "message_stop"})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading
+
             def do_POST(self) -> None:
                 body = self._body()
                 if self.path == "/v1/messages":
@@ -163,6 +204,9 @@ class FakeMessagesApi:
                         self._send(reply.status, json.dumps({"type": "error", "error": err}), reply.headers)
                         return
                     text = reply.text if reply.text is not None else api.answer(body)
+                    if body.get("stream"):
+                        self._stream(text, body["model"], reply)
+                        return
                     self._send(200, json.dumps(message(text, body["model"], reply.usage)), reply.headers)
                 elif self.path == "/v1/messages/batches":
                     with api._lock:

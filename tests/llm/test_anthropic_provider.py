@@ -349,3 +349,19 @@ def test_an_empty_text_answer_is_asked_for_again_as_text(claude, fake_api):
     assert (result.value, result.llm.attempts) == ("Caroline went to a support group.", 2)
     repair = fake_api.requests[1]["messages"][2]["content"]
     assert "the answer is empty" in repair and "only the text asked for" in repair
+
+
+def test_a_streamed_answer_arrives_in_pieces_and_is_retried_only_before_its_first_piece(claude, fake_api):
+    answer = "Caroline moved to Lisbon in May 2023 with her sister."
+    fake_api.then(529).then(text=answer)
+    pieces: list[str] = []
+    result = claude.respond(LINES, on_text=pieces.append)
+    assert result.llm.error is None and result.value == answer and result.llm.attempts == 2  # the 529 was retried
+    assert len(pieces) == len(answer.split()) and "".join(pieces) == answer
+    assert fake_api.requests[-1]["stream"] is True
+    # An error once the answer has started: no retry (it would repeat text already passed on); a recorded failure.
+    fake_api.then(text=answer, fail_after=3).then(text="a retry that must not happen")
+    pieces.clear()
+    failed = claude.respond(LINES, on_text=pieces.append)
+    assert failed.llm.error and "overloaded" in failed.llm.error and failed.llm.attempts == 1 and failed.transient
+    assert "".join(pieces) == "Caroline moved to "

@@ -75,3 +75,92 @@ def test_search_finds_the_nearest_item_and_skips_deleted_ones():
     assert index.search(data[7], 1)[0][1] == pytest.approx(1.0, abs=1e-5)
     index.remove("s7")
     assert all(key != "s7" for key, _ in index.search(data[7], 5))
+
+
+def _continuous_hnswlib_build(keys_count: int, data: np.ndarray, deletions: list[tuple[int, int]], tmp_path) -> bytes:
+    """The reference: hnswlib itself, one graph from the first item on, deletions marked as they happened."""
+    from engram.search.hnsw import _new_index, normalise
+
+    raw = _new_index(DIM, capacity_for(keys_count))
+    unit = normalise(data)
+    for label in range(keys_count):
+        raw.add_items(unit[label : label + 1], np.array([label]), num_threads=1)
+        for deleted, at in deletions:
+            if at == label + 1:
+                raw.mark_deleted(deleted)
+    path = tmp_path / "reference.hnsw"
+    raw.save_index(str(path))
+    return path.read_bytes()
+
+
+def test_a_small_index_has_no_graph_and_finds_exactly_what_a_full_scan_finds():
+    from engram.search.hnsw import EXACT_MAX, brute_force, normalise
+
+    data = _vectors(EXACT_MAX, seed=4)
+    index = HnswIndex(DIM)
+    index.add([f"e{i}" for i in range(EXACT_MAX)], data)
+    index.remove("e2")
+    assert not index.has_graph and len(index) == EXACT_MAX - 1
+    query = _vectors(1, seed=5)[0]
+    keep = [i for i in range(EXACT_MAX) if i != 2]
+    expected = [(f"e{keep[i]}", s) for i, s in brute_force(normalise(data[keep]), normalise(query[None])[0], 10)]
+    found = index.search(query, 10)
+    assert [k for k, _ in found] == [k for k, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-6)
+    ranking = [f"e{keep[i]}" for i, _ in brute_force(normalise(data[keep]), normalise(query[None])[0], len(keep))]
+    assert [k for k, _ in index.search(query, 3, allowed=lambda key: key.endswith("1"))] == \
+        [k for k in ranking if k.endswith("1")][:3]
+
+
+def test_an_index_grown_past_the_exact_size_writes_the_bytes_of_a_graph_built_from_the_first_item(tmp_path):
+    from engram.search.hnsw import EXACT_MAX
+
+    n = EXACT_MAX + 40
+    data = _vectors(n, seed=6)
+    index = HnswIndex(DIM)
+    index.add([f"g{i}" for i in range(30)], data[:30])
+    index.remove("g4")  # deleted while there was no graph: replayed at its position when the graph is built
+    index.add([f"g{i}" for i in range(30, n)], data[30:])
+    index.remove("g70")
+    assert index.has_graph
+    assert _bytes(index, tmp_path, "grown") == _continuous_hnswlib_build(n, data, [(4, 30), (70, n)], tmp_path)
+
+
+def test_a_thousand_small_indexes_cost_a_fraction_of_what_a_thousand_graphs_did():
+    """hnswlib allocates ~2.7 MB for every graph (its lock table), whatever it holds: 1,000 agents' memories of a
+    few traces each held ~2.7 GB per policy process. Without a graph they hold their vectors."""
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096 / 1e6
+
+    data = _vectors(8, seed=7)
+    before = rss_mb()
+    indexes = []
+    for n in range(1000):
+        index = HnswIndex(384)
+        index.add([f"a{n}-{i}" for i in range(8)], np.repeat(data, 24, axis=1))
+        indexes.append(index)
+    grown = rss_mb() - before
+    assert grown < 200, f"{grown:.0f} MB for 1,000 small indexes"
+    assert not any(index.has_graph for index in indexes)
+
+
+def test_the_vectors_read_back_are_the_ones_hnswlib_stores_across_growth_deletion_reload_and_pickling(tmp_path):
+    # Recall reads candidates' vectors back many times per query; the index answers from its own copy, which must
+    # be exactly what hnswlib holds, however the index grew (one item or a batch at a time, past its capacity).
+    data = _vectors(INITIAL_CAPACITY + 40, seed=5)
+    keys = [f"v{i}" for i in range(len(data))]
+    index = HnswIndex(DIM)
+    for i in range(10):
+        index.add([keys[i]], data[i : i + 1])
+    index.add(keys[10:], data[10:])
+    index.remove("v4")
+    wanted = ["v0", "v9", "v10", f"v{len(data) - 1}"]
+    stored = np.asarray(index._index.get_items([index._labels[k] for k in wanted]), dtype=np.float32)
+    assert np.array_equal(index.vectors(wanted), stored)
+    norms = np.linalg.norm(data[[0, 9, 10, len(data) - 1]], axis=1, keepdims=True)
+    assert np.allclose(index.vectors(wanted), data[[0, 9, 10, len(data) - 1]] / norms, atol=1e-6)
+    for copy in (pickle.loads(pickle.dumps(index)), _reload(index, tmp_path)):
+        assert np.array_equal(copy.vectors(wanted), index.vectors(wanted))
+        assert _bytes(copy, tmp_path, "copy") == _bytes(index, tmp_path, "original")

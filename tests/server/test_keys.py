@@ -33,6 +33,7 @@ HOME_WIDE = {
     ("GET", "/v1/models"): {200},  # only alice's model (checked below)
     ("POST", "/v1/reshard"): {403},  # the whole home's layout: an admin key's
     ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
+    ("POST", "/v1/regenerate"): {403},  # every discussion of the home through Message Batches: an admin key's
 }
 
 
@@ -182,6 +183,21 @@ def test_an_mcp_key_cannot_remember_or_recall_for_another_keys_agent(keyed):
         asyncio.run(session(None))  # no key: the /mcp endpoint answers 401
 
 
+def test_an_openai_sdk_user_with_one_keys_key_gets_not_found_for_the_other_keys_agent(keyed):
+    import openai
+
+    mem, home, key_a, _, _ = keyed
+    url = json.loads((home / "instance.json").read_text())["url"]
+    with openai.OpenAI(base_url=f"{url}/v1", api_key=key_a, max_retries=0) as client:
+        with pytest.raises(openai.NotFoundError) as err:
+            client.chat.completions.create(model=f"engram/{BOB}", messages=[{"role": "user", "content": "hi"}])
+        assert (err.value.code, err.value.type) == ("unknown_agent", "not_found_error")
+    with openai.OpenAI(base_url=f"{url}/v1", api_key="not-a-key", max_retries=0) as client:
+        with pytest.raises(openai.AuthenticationError) as err:
+            client.models.list()
+        assert (err.value.code, err.value.type) == ("unauthorized", "authentication_error")
+
+
 def test_revoking_a_key_locks_it_out(keyed):
     mem, home, _, key_b, _ = keyed
     assert call(home, "POST", f"/v1/agents/{BOB}/recall", key_b, {"query": "locker"})[0] == 200
@@ -201,3 +217,79 @@ def test_without_keys_the_server_refuses_a_non_loopback_host_and_says_why(tmp_pa
     assert "loopback only" in check_exposure(home, "127.0.0.1")
     cli(home, "keys", "add", "--agents", ALICE)
     assert "every request needs one" in check_exposure(home, "0.0.0.0")
+
+
+# ---------------------------------------------------------------------------------------------- the inspector in a browser
+
+def browser(home, **kw):
+    """An HTTP client that keeps cookies as a browser does (its requests carry the server's own Origin on POST)."""
+    import httpx
+
+    url = json.loads((home / "instance.json").read_text())["url"]
+    return httpx.Client(base_url=url, follow_redirects=False, timeout=120, **kw), url
+
+
+def test_a_browser_logs_in_to_the_inspector_with_a_key_and_sees_only_that_keys_agents(keyed):
+    mem, home, key_a, _, _ = keyed
+    web, url = browser(home)
+    with web:
+        page = web.get(f"/inspect?agent={ALICE}")
+        assert page.status_code == 303 and page.headers["location"] == f"/inspect/login?next=%2Finspect%3Fagent%3D{ALICE}"
+        form = web.get(page.headers["location"])
+        assert form.status_code == 200 and 'name="key"' in form.text and 'type="password"' in form.text
+        wrong = web.post("/inspect/login", data={"key": "ek-00000000-" + "A" * 52, "next": f"/inspect?agent={ALICE}"},
+                         headers={"Origin": url})
+        assert wrong.status_code == 401 and "not a valid API key" in wrong.text and "set-cookie" not in wrong.headers
+        done = web.post("/inspect/login", data={"key": key_a, "next": f"/inspect?agent={ALICE}"},
+                        headers={"Origin": url})
+        assert done.status_code == 303 and done.headers["location"] == f"/inspect?agent={ALICE}"
+        cookie = done.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/inspect" in cookie and "Max-Age=" in cookie
+        assert key_a not in cookie and key_a.split("-")[2] not in cookie  # only the key's id, never the key
+        # The session is the key's: its agent, nothing of the other's.
+        assert web.get("/inspect").status_code == 200 and f"agent={ALICE}" in web.get("/inspect").text
+        assert f"agent={BOB}" not in web.get("/inspect").text
+        shown = web.get(f"/inspect?agent={ALICE}")
+        assert shown.status_code == 200 and "/inspect/logout" in shown.text
+        assert web.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 200
+        other = web.get(f"/inspect/api/timeline?agent={BOB}")
+        assert other.status_code == 404 and other.json()["error"]["code"] == "unknown_agent"
+        # The cookie opens the inspector only: the REST API still wants a key.
+        web.cookies.set("engram_session", web.cookies.get("engram_session"), path="/")
+        assert web.post(f"/v1/agents/{ALICE}/recall", json={"query": "tea"}).status_code == 401
+
+
+def test_the_inspector_refuses_a_forged_a_cross_site_and_a_logged_out_session(keyed):
+    import httpx
+
+    mem, home, key_a, _, _ = keyed
+    web, url = browser(home)
+    with web:
+        cross = web.post("/inspect/login", data={"key": key_a}, headers={"Origin": "http://evil.example"})
+        assert cross.status_code == 403 and "set-cookie" not in cross.headers
+        assert web.post("/inspect/login", data={"key": key_a}).status_code == 403  # neither Origin nor Referer
+        assert web.post("/inspect/login", data={"key": key_a}, headers={"Origin": url}).status_code == 303
+        value = web.cookies.get("engram_session")
+        assert web.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 200
+        forged = value.rsplit(".", 2)[0] + ".9999999999." + value.rsplit(".", 1)[1]  # a later expiry, same signature
+        with httpx.Client(base_url=url, cookies={"engram_session": forged}) as other:
+            assert other.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 401
+        assert web.post("/inspect/logout", headers={"Origin": "http://evil.example"}).status_code == 403
+        assert web.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 200  # still logged in
+        out = web.post("/inspect/logout", headers={"Origin": url})
+        assert out.status_code == 303 and "Max-Age=0" in out.headers["set-cookie"]
+        assert web.get(f"/inspect?agent={ALICE}").status_code == 303  # back to the login form
+    # A copy of the cookie kept from before the logout opens nothing either.
+    with httpx.Client(base_url=url, cookies={"engram_session": value}) as copy:
+        assert copy.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 401
+
+
+def test_revoking_a_key_ends_its_browser_sessions(keyed):
+    mem, home, _, _, _ = keyed
+    key = cli(home, "keys", "add", "--agents", ALICE).splitlines()[0]
+    web, url = browser(home)
+    with web:
+        assert web.post("/inspect/login", data={"key": key}, headers={"Origin": url}).status_code == 303
+        assert web.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 200
+        cli(home, "keys", "revoke", key.split("-")[1])
+        assert web.get(f"/inspect/api/timeline?agent={ALICE}").status_code == 401

@@ -224,3 +224,186 @@ def test_the_openai_sdk_gets_memory_from_engram_serve_as_a_user_starts_it(tmp_pa
         subprocess.run([engram, "--home", str(home), "down"], capture_output=True, timeout=120)
         out = proc.communicate(timeout=60)[0]
     assert "no API key configured: listening on loopback only" in out
+
+
+# ---------------------------------------------------------------------------------------------- streaming
+
+LONG_REPLY = ("Lisbon in May is lovely: stay in Alfama for the river views, take tram 28 early, and book the "
+              "vegetarian tasting menu at Ao 26 for Ines. ") * 3
+
+
+def _stream_threads_done(timeout: float = 30.0) -> bool:
+    """Whether the proxy's streamed completions (worker threads of the server in this process) have ended."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout
+    while any(th.name == "proxy-stream" for th in threading.enumerate()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_streamed_reply_reaches_the_client_token_by_token_while_the_model_is_still_writing(proxy):
+    import threading
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY)
+    client_saw_text = threading.Event()
+    held = []
+
+    def hold_after_first_word(n: int) -> None:
+        if n == 1:  # the model sends no more until the client has the first word (or 10 s pass: not streamed)
+            held.append(client_saw_text.wait(10))
+
+    fake.after_delta = hold_after_first_word
+    question = f"{TAG} Plan three days in Lisbon for Ines and me."
+    with openai_client(server) as client:
+        parts = []
+        for part in client.chat.completions.create(model=f"engram/{AGENT}", stream=True,
+                                                   messages=[{"role": "user", "content": question}]):
+            parts.append(part)
+            if part.choices and part.choices[0].delta.content:
+                client_saw_text.set()
+    assert held == [True]  # the first words arrived while the model was still holding the rest back
+    texts = [p.choices[0].delta.content for p in parts if p.choices and p.choices[0].delta.content]
+    assert len(texts) > 5 and parts[-1].choices[0].finish_reason == "stop"
+    assert "".join(texts) == LONG_REPLY.strip()
+    assert logged(mem) == [("user", "Plan three days in Lisbon for Ines and me."), ("assistant", LONG_REPLY.strip())]
+    # Without a tag the model's tokens are streamed the same way, and nothing is logged.
+    fake.after_delta = lambda n: None
+    fake.then(text=LONG_REPLY)
+    with openai_client(server) as client:
+        parts = list(client.chat.completions.create(model="gpt-4o", stream=True,
+                                                    messages=[{"role": "user", "content": "Plan a day in Porto."}]))
+    assert "".join(p.choices[0].delta.content or "" for p in parts if p.choices) == LONG_REPLY.strip()
+    assert fake.requests[-1]["stream"] is True and len(logged(mem)) == 2
+
+
+def test_a_model_error_mid_stream_ends_the_stream_with_an_openai_error_and_keeps_the_users_message(proxy):
+    import openai
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY, fail_after=4)
+    seen = []
+    with openai_client(server) as client:
+        with pytest.raises(openai.APIError) as err:
+            for part in client.chat.completions.create(model=f"engram/{AGENT}", stream=True, messages=[
+                    {"role": "user", "content": f"{TAG} Remember that Ines is vegetarian."}]):
+                seen.append(part.choices[0].delta.content or "")
+    assert "".join(seen) == "Lisbon in May is"  # the four words the model produced before its error
+    assert err.value.body["code"] == "llm_unavailable" and err.value.body["type"] == "server_error"
+    assert "overloaded" in err.value.message.lower()
+    assert _stream_threads_done()
+    assert logged(mem) == [("user", "Remember that Ines is vegetarian.")]  # the cut reply is not logged
+
+
+def test_a_client_that_disconnects_mid_stream_stops_the_model_and_its_cut_reply_is_not_logged(proxy):
+    import threading
+    import time
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY)
+    client_left = threading.Event()
+    words = len(LONG_REPLY.split())
+
+    def slowly(n: int) -> None:
+        if n == 1:
+            client_left.wait(10)
+        time.sleep(0.05)
+
+    fake.after_delta = slowly
+    with openai_client(server) as client:
+        stream = client.chat.completions.create(model=f"engram/{AGENT}", stream=True, messages=[
+            {"role": "user", "content": f"{TAG} Plan three days in Lisbon."}])
+        for part in stream:
+            if part.choices and part.choices[0].delta.content:
+                break
+        stream.close()
+        client_left.set()
+        assert _stream_threads_done()
+    assert fake.streamed_deltas < words  # the model's call was stopped, not read to its end
+    assert logged(mem) == [("user", "Plan three days in Lisbon.")]
+    # The front-end resends what it kept of the cut reply with its next turn: it is logged then, once.
+    with openai_client(server) as client:
+        fake.after_delta = lambda n: None
+        client.chat.completions.create(model=f"engram/{AGENT}", messages=[
+            {"role": "user", "content": f"{TAG} Plan three days in Lisbon."},
+            {"role": "assistant", "content": "Lisbon in May"}, {"role": "user", "content": "Go on."}])
+    assert [r for r, _ in logged(mem)] == ["user", "assistant", "user", "assistant"]
+    assert logged(mem)[1] == ("assistant", "Lisbon in May")
+
+
+# ---------------------------------------------------------------------------------------------- several replicas
+
+def test_with_two_server_replicas_a_history_resent_after_a_forget_through_the_other_is_logged_exactly_once(
+        proxy, tmp_path, monkeypatch):
+    """Two servers over one log, as Ray Serve replicas are: each keeps its own view of the discussion's tail."""
+    from engram.embedded import Engram
+    from tests.server.helpers import Served
+
+    server, mem, _ = proxy
+    # Two APIs append to the log: neither runtime is its sole writer (as Ray Serve replicas' runtimes say).
+    monkeypatch.setattr(type(mem.rt), "sole_writer", property(lambda self: False))
+    (tmp_path / "replica").mkdir()
+    replica = Engram(mem.rt)  # a second API over the same runtime: its own proxy state, the same log
+    try:
+        with Served(replica, tmp_path / "replica") as second, openai_client(server) as first_client:
+            history = converse(first_client, stream=False, turns=USER_TURNS[:2])
+            mem.wait_proxy_memory()
+            assert len(logged(mem)) == 4
+            with second.client() as admin:
+                job = admin.forget(AGENT, DISCUSSION, reason="the user asked")
+                assert admin.wait_job(job.id, timeout=120).state == "succeeded"
+            assert logged(mem) == []
+            # The front-end still shows the whole conversation and resends it, through the first replica.
+            history = converse(first_client, stream=False, turns=USER_TURNS[2:3], history=history)
+            mem.wait_proxy_memory()
+            replica.wait_proxy_memory()
+        assert logged(mem) == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+    finally:
+        replica.wait_proxy_memory()
+        replica.jobs.close()
+
+
+# ---------------------------------------------------------------------------------------------- refusals
+
+def test_every_refused_proxy_request_is_an_openai_error_object_the_sdk_reads(proxy):
+    """What an `openai` SDK user catches: the SDK's exception for the status, with engram's code and OpenAI's type."""
+    import httpx
+    import openai
+
+    from tests.server.helpers import Served
+
+    server, mem, fake = proxy
+    with openai_client(server) as client:
+        with pytest.raises(openai.UnprocessableEntityError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[])
+        assert (err.value.code, err.value.type) == ("malformed_messages", "invalid_request_error")
+        assert "messages is empty" in err.value.message
+        with pytest.raises(openai.BadRequestError) as err:
+            client.chat.completions.create(model="engram/no such agent!", messages=[{"role": "user", "content": "hi"}])
+        assert (err.value.code, err.value.type) == ("invalid_id", "invalid_request_error")
+        with pytest.raises(openai.UnprocessableEntityError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[{"role": "robot", "content": "hi"}])
+        assert err.value.code == "malformed_messages" and "'robot'" in err.value.message
+        fake.then(529)  # the LLM is overloaded before the first token: a plain 503, streaming or not
+        with pytest.raises(openai.InternalServerError) as err:
+            list(client.chat.completions.create(model=f"engram/{AGENT}", stream=True, messages=[
+                {"role": "user", "content": f"{TAG} Ines lands on the 3rd."}]))
+        assert err.value.status_code == 503 and (err.value.code, err.value.type) == ("llm_unavailable", "server_error")
+    assert logged(mem) == [("user", "Ines lands on the 3rd.")]  # the user's message is in the log
+    # A body that is not JSON, or has no messages (what the SDK will not send, other clients do).
+    for raw in (b"{not json", b'{"model": "engram"}'):
+        answer = httpx.post(f"{server.url}/v1/chat/completions", content=raw, headers={"Content-Type": "application/json"})
+        error = answer.json()["error"]
+        assert answer.status_code == 422 and error["code"] == "invalid_request" and error["type"] == "invalid_request_error"
+        assert error["message"]
+    # A body over the server's limit.
+    with Served(mem, max_body_bytes=4096) as small, openai_client(small) as client:
+        with pytest.raises(openai.APIStatusError) as err:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=[
+                {"role": "user", "content": f"{TAG} " + "very long " * 1000}])
+        assert err.value.status_code == 413 and err.value.code == "body_too_large"
+    assert logged(mem) == [("user", "Ines lands on the 3rd.")]  # nothing refused was appended

@@ -26,6 +26,7 @@ def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
 
     home = tmp_path / "home"
     home.mkdir()
+    (home / "engram.json").write_text(json.dumps({"server": {"replicas": 2}}))  # two replicas, one log
     config = load_service_config(home)
     url = ray_serve.deploy(config, home, "token-1", host="127.0.0.1", port=ray_serve.free_port("127.0.0.1"),
                            owner_pid=os.getpid())
@@ -64,11 +65,20 @@ def proxy_and_mcp_checks(url: str, client) -> None:
     from mcp import Client as McpClient
 
     from tests.server.test_mcp import http_transport, structured
+    from tests.server.test_openai_proxy import AGENT as PROXY_AGENT
     from tests.server.test_openai_proxy import USER_TURNS, converse
 
     with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0) as llm:
         history = converse(llm, stream=False, turns=USER_TURNS[:2])
         history = converse(llm, stream=True, turns=USER_TURNS[2:4], history=history)
+        rows = client.sql("SELECT role, content FROM messages WHERE discussion_id = 'trip-planning' ORDER BY seq").rows
+        assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
+        # Forgotten through whichever replica answers, then the whole history resent through whichever answers:
+        # each message is in the log once (a replica's view of the discussion is checked against the log).
+        assert client.wait_idle(timeout=300)
+        forgotten = client.wait_job(client.forget(PROXY_AGENT, "trip-planning").id, timeout=300)
+        assert forgotten.state == "succeeded", forgotten.error
+        history = converse(llm, stream=True, turns=USER_TURNS[4:5], history=history)
     rows = client.sql("SELECT role, content FROM messages WHERE discussion_id = 'trip-planning' ORDER BY seq").rows
     assert [tuple(r) for r in rows] == [(m["role"], m["content"]) for m in history if m["role"] != "system"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from engram.config import defaults as d
 from engram.discussion import search as vsearch
@@ -91,6 +91,8 @@ class RunContext:
     endpoint_name: str | None = None
     preset: str | None = None
     system_prompt: str = ""  # {chat_system_prompt}: what the front-end sent as its system prompt
+    # Receives the text of the `returnToUser` Standard node's answer as the model produces it (a streamed reply).
+    stream_to: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -149,6 +151,17 @@ def _choose_response(out: WorkflowRun, front: list[n.Node]) -> None:
     candidates = marked or [r for r in reversed(out.results) if r.output]
     if candidates:
         out.response, out.response_node = candidates[0].output, candidates[0].id
+
+
+def _is_response(out: WorkflowRun, index: int) -> bool:
+    """Whether node `index` is the one whose answer is the response (`_choose_response`: the first Standard node
+    marked returnToUser before the WorkflowLock): the one a streamed reply follows."""
+    for i, node in enumerate(out.workflow.nodes):
+        if isinstance(node, n.WorkflowLock):
+            return False
+        if isinstance(node, n.Standard) and node.return_to_user:
+            return i == index
+    return False
 
 
 def _run_node(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node, *, background: bool) -> None:
@@ -212,6 +225,7 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
                 conversation=ctx.messages, max_tokens=node.max_response_size_in_tokens,
                 context=referenced((node.system_prompt, node.prompt), out, ctx),
                 endpoint_name=node.endpoint_name or ctx.endpoint_name, preset=node.preset or ctx.preset,
+                on_text=ctx.stream_to if _is_response(out, index) else None,
             )
         except ValueError as exc:  # nothing to answer, or a route that is not configured
             raise NodeFailed(f"Standard node {node.label()!r}: {exc}") from None

@@ -47,8 +47,13 @@ def replay(api, body: t.ReplayRequest, principal):
 def _may_follow(server, principal, job_id: str) -> bool:
     if principal.admin:
         return True
-    owner = server.job_agents.get(job_id)
-    return owner is not None and (owner or frozenset()) <= principal.agents
+    if job_id in server.job_agents:
+        owner = server.job_agents[job_id]
+    else:  # started through another replica of this server
+        known, owner = server.api.jobs.followers(job_id)
+        if not known:
+            return False
+    return owner is not None and owner <= principal.agents
 
 
 @route(router, "GET", "/v1/jobs", response=t.JobList, access="key")
