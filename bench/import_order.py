@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -83,8 +84,14 @@ def writes_interleaved(convs: dict):
 
 
 def counts(mem) -> dict:
+    """Events by type; reviews (`TraceReinforced`) counted one per trace through `ev_trace_reinforced`, since a
+    boundary's reviews of a discussion are recorded as one `TracesReinforced` (`engram.events.compact`)."""
     _, rows = mem.sql("SELECT type, count(*) FROM events WHERE agent = ? GROUP BY type ORDER BY type", [AGENT])
-    return dict(rows)
+    out = dict(rows)
+    _, rows = mem.sql("SELECT count(*) FROM ev_trace_reinforced WHERE agent = ?", [AGENT])
+    out["TraceReinforced"] = rows[0][0]
+    out.pop("TracesReinforced", None)
+    return out
 
 
 def active_set(mem) -> set[tuple]:
@@ -196,6 +203,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     runs: dict[str, dict] = {}
     sets: dict[str, set] = {}
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
     try:
         name = "interleaved by time"
         runs[name], sets[name] = run_order(name, writes_interleaved(convs), work / "interleaved", items, present_us,
@@ -213,6 +221,7 @@ def main(argv=None) -> int:
         file_order = " > ".join(ids)
         out = {
             "benchmark": "import order (one agent, LoCoMo dev)",
+            "load_average_at_start_and_end": [load_at_start, [round(x, 2) for x in os.getloadavg()]],
             "data": str(path),
             "conversations": list(ids),
             "messages": sum(len(c.messages) for c in convs.values()),

@@ -207,6 +207,7 @@ class CompletionOps:
         before the WorkflowLock only read (they never look for the new messages in the log): one shard call per
         request. A workflow whose response path creates memories gets the new messages appended first. An LLM
         outage appends the new messages alone: they are in the log whatever the model did."""
+        from engram.cognitive.llm_bridge import record_injected
         from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
         from engram.discussion.workflow.engine import NodeFailed
         from engram.ingest.history import chain_ids, message_key, new_positions
@@ -252,8 +253,10 @@ class CompletionOps:
                         "Standard node returnToUser")
         responder = f"{llm.provider}/{llm.model}" if llm else "workflow"
         reply_key = message_key("assistant", reply)
+        # What the workflow's memory nodes gave the reply goes with it (`engram.cognitive.llm_bridge.own_words`).
+        injected = [r.output for r in outcome.results if r.id != outcome.response_node and not r.background]
         items = incoming + [(("assistant", reply, None), chain_ids(discussion, keys + [reply_key])[-1],
-                             {"responder": responder})]
+                             {"responder": responder, **record_injected(injected)})]
         seqs, result = self._proxy_append(agent, discussion, items, max(now_us(), ts + len(incoming)))
         self._remember_tail(agent, discussion, logged, mark, new_keys + [reply_key], result)
         appended += [s for s in seqs[:-1] if s is not None]

@@ -202,6 +202,7 @@ class WorkOps:
         """One chat turn: the user's message is appended, the reply comes from the `respond` memory task given the
         context engram would send now, and is appended too. Memory creation runs behind it, never in its path.
         If the LLM fails, the user's message stays in the log and the error says why (502/503)."""
+        from engram.cognitive.llm_bridge import record_injected
         from engram.context.history import build_context
         from engram.home import ProjectionPaths
         from engram.llm.types import ChatLine
@@ -225,7 +226,11 @@ class WorkOps:
             raise llm_failure(result.llm.error, f" (your message is recorded at seq {user_seq}; send it again later)")
         reply = result.value.strip()
         responder = f"{result.llm.provider}/{result.llm.model}"
-        reply_seq = self._chat_append(agent, discussion, "assistant", reply, responder=responder)
+        # What memory injected for this turn goes with the reply: auto-ingest, the Observer and the Reflector take
+        # none of the reply's sentences that repeat it as new (`engram.cognitive.llm_bridge.own_words`).
+        injected = (ctx.memory_passages() if req.memory else []) + ([memory_block] if memory_block else [])
+        reply_seq = self._chat_append(agent, discussion, "assistant", reply, responder=responder,
+                                      **record_injected(injected))
         return t.ChatResponse(agent=agent, discussion=discussion, reply=reply, responder=responder or info.responder,
                               user_seq=user_seq, reply_seq=reply_seq)
 

@@ -24,7 +24,7 @@ from engram.background.traces import TraceFold
 from engram.cognitive.model import MemoryTrace
 from engram.events.base import Event
 from engram.events.cognitive import (
-    ConflictResolved, EdgeAdded, EdgesAdded, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced,
+    ConflictResolved, EdgeAdded, EdgesAdded, FactsIngested, SchemaCreated, TraceEncoded, TracePruned, TraceReinforced,
     TracesReinforced, TraceRetrieved,
 )
 
@@ -57,6 +57,11 @@ class ConsolidationState:
     # they wait for a later trace of the discussion, or for the next tick.
     schema_waiting: set[tuple[str, int]] = field(default_factory=set)
     stream_latest: dict[str, int] = field(default_factory=dict)  # discussion -> its latest trace from messages
+    # A discussion's ingest progress, as the events arrive: its messages auto-ingest has yet to handle (seqs), and the
+    # traces its FactsIngested named that have not arrived yet. Both empty: its pool is complete as far as the log goes.
+    ingesting: dict[str, set[int]] = field(default_factory=dict)
+    awaiting: dict[str, set[str]] = field(default_factory=dict)
+    arrived: set[str] = field(default_factory=set)  # traces whose TraceEncoded has arrived (held or folded)
     conflict_due: dict[tuple[str, str], int] = field(default_factory=dict)  # contradicts edge -> boundary
     conflicts_seen: set[tuple[str, str]] = field(default_factory=set)  # contradicts edges ever scheduled
     known: set[str] = field(default_factory=set)  # traces ever scheduled
@@ -183,9 +188,46 @@ class ConsolidationState:
                 self._push(key[1], SCHEMA, key[0])
 
     def passed(self, stream: str, b: int) -> bool:
-        """Whether `stream` has moved past boundary `b` (a trace of it from after `b` has arrived): a discussion's
-        messages arrive in their order, so everything of it up to `b` is there."""
-        return self.stream_latest.get(stream, -1) > b
+        """Whether `stream`'s pool at boundary `b` is complete: a trace of it from after `b` has arrived (a discussion's
+        messages arrive in their order, so everything of it up to `b` is there), or auto-ingest has handled every
+        message of it appended so far and its traces have arrived (`complete`)."""
+        return self.stream_latest.get(stream, -1) > b or self.complete(stream)
+
+    # ------------------------------------------------------------------ a discussion's ingest progress
+
+    def message_arrived(self, stream: str, seq: int) -> None:
+        """A message auto-ingest will handle (one FactsIngested each)."""
+        self.ingesting.setdefault(stream, set()).add(seq)
+
+    def ingest_arrived(self, rec) -> None:
+        """Bookkeeping of auto-ingest's events as they arrive (whether or not they are folded yet)."""
+        e = rec.event
+        if isinstance(e, FactsIngested):
+            open_ = self.ingesting.get(rec.stream)
+            if open_ is not None:
+                open_.discard(e.source_seq)
+            missing = {t for t in e.trace_ids if t not in self.arrived}
+            if missing:
+                self.awaiting.setdefault(rec.stream, set()).update(missing)
+        elif isinstance(e, TraceEncoded):
+            self.arrived.add(e.trace_id)
+            waiting = self.awaiting.get(rec.stream)
+            if waiting:
+                waiting.discard(e.trace_id)
+
+    def settled(self, stream: str) -> bool:
+        """Whether nothing of `stream` is known to be on its way: auto-ingest has handled every message of it appended
+        so far and the traces it named have arrived (true of a discussion whose messages auto-ingest does not handle)."""
+        return not self.ingesting.get(stream) and not self.awaiting.get(stream)
+
+    def complete(self, stream: str) -> bool:
+        """Whether `stream`'s messages are followed by auto-ingest and it has handled all of them (`settled`)."""
+        return stream in self.ingesting and self.settled(stream)
+
+    def forget_stream(self, stream: str) -> None:
+        self.ingesting.pop(stream, None)
+        self.awaiting.pop(stream, None)
+        self.schema_waiting = {k for k in self.schema_waiting if k[0] != stream}
 
     def wait_for_stream(self, stream: str, b: int) -> None:
         self.schema_waiting.add((stream, b))

@@ -197,7 +197,7 @@ class Run:
             x = traces.get(tid)
             if x is None or not x.active or not x.entities:
                 continue
-            for oid in self.fold.recent_with_entities(x.entities, exclude=tid):
+            for oid in self.fold.named_at(x.entities, self.now, exclude=tid):
                 y = traces[oid]
                 if pair(tid, oid) in self.state.resolved or (tid, oid) in self.state.contradictions \
                         or (oid, tid) in self.state.contradictions or not active_at(y, self.now):

@@ -158,10 +158,10 @@ class ObservationLog:
     def _message(self, rec: Recorded) -> set[LogKey]:
         """A message the Observer will watch: its tokens count toward its log's threshold."""
         from engram.background.observer import OBSERVED_ROLES
-        from engram.cognitive.llm_bridge import own_words
+        from engram.cognitive.llm_bridge import injected_memory, own_words
 
         msg = rec.event
-        if msg.role not in OBSERVED_ROLES or not own_words(msg.role, msg.content).strip():
+        if msg.role not in OBSERVED_ROLES or not own_words(msg.role, msg.content, injected_memory(msg.metadata)).strip():
             return set()
         enabled, scope, _, _ = self.observing.get(
             rec.agent, (True, "discussion", d.OBSERVER_ACTIVATION_TOKENS, d.REFLECTOR_ACTIVATION_TOKENS))

@@ -34,6 +34,21 @@ TRACE_TYPE_OF = {
     "action_item": "prospective",
     "emotional_context": "episodic",
 }
+# The categories only the user's own words can fill (the guide: "user_preference — what the user likes/dislikes",
+# "goal — what the user wants to achieve"). The assistant's (or a tool's) statement is neither, whatever the
+# extractor called it ("Assistant: A one-week deadline is tight but doable." is not a user preference): it is what
+# happened in the conversation, "episodic", typed by who said it (`category_of`).
+USER_ONLY_CATEGORIES = frozenset({"user_preference", "goal"})
+SPOKEN_BY_OTHERS = "episodic"
+
+
+def category_of(role: str, category: str) -> str:
+    """A fact's category by who said it: a user-only category said by the assistant or a tool is episodic."""
+    if role in ("assistant", "tool") and category in USER_ONLY_CATEGORIES:
+        return SPOKEN_BY_OTHERS
+    return category
+
+
 # What users tell the agent about themselves and the world holds in every discussion (agent scope);
 # what happened, and what to do next here, belongs to the discussion.
 AGENT_SCOPED = frozenset({"user_preference", "goal", "knowledge", "correction"})

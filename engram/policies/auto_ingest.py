@@ -167,8 +167,10 @@ class AutoIngest(CognitivePolicy):
                     max_per_turn=d.EXTRACT_MAX_FACTS,
                 )
                 llm = result.llm
+                # Typed by who said it: the assistant's statements are not the user's preferences or goals.
                 facts = [
-                    ingest.Candidate(category=f.category, content=f.content, importance=f.importance, entities=tuple(f.entities))
+                    ingest.Candidate(category=ingest.category_of(rec.event.role, f.category), content=f.content,
+                                     importance=f.importance, entities=tuple(f.entities))
                     for f in result.value
                     if f.content.strip()
                 ]

@@ -9,9 +9,21 @@ and reviews of one discussion as one `EdgesAdded` and one `TracesReinforced`); t
 `ConsolidationRan` per tick reports in `agent:<agent>` (counts per step, the boundaries that had work,
 what was bounded, duration).
 
-A trace that arrives after its own first boundary was passed (an older conversation imported after a
-newer one) is consolidated at once along its own timeline, through the time already run, with the trace
-event as causation ("it joins the agent's present"); that work is counted in the next tick's report.
+What a run at boundary B sees is the agent's memory as of B, whenever its events arrived: an event dated after
+the time consolidation has run through (`clock_us`) is held, not folded, until the tick that reaches its time;
+at that tick the held events up to it are folded in event-time order (then discussion, then log order), before
+the run. So a whole conversation appended at once — auto-ingest racing hours ahead of the consolidation actor,
+verifying and superseding traces, changing the mood — is consolidated at each boundary exactly as if the
+consolidation actor had kept up, and the output does not depend on how the log interleaved the two actors.
+
+Events dated at or before that time (an older conversation imported after a newer one) are late: they are held
+per discussion until auto-ingest has handled every message of the discussion appended so far (a `FactsIngested`
+for each, and the traces those name have arrived; checked at the end of each batch) — or until the next tick —
+then folded in event-time order and consolidated at once along their own timelines, through the time already
+run, boundary by boundary with the five steps in order, with the last of them as causation ("it joins the
+agent's present"); that work is counted in the next tick's report. So a late discussion's boundaries see its
+whole pool, as they would have live: no schema clustered from the first of a session's traces, no contradiction
+resolved before the schema step of its boundary has seen both sides.
 Replay folds these events and never runs anything, so it needs no clock.
 """
 
@@ -32,6 +44,7 @@ from engram.events.compact import compact
 from engram.events.cognitive import TraceEncoded
 from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.policies.auto_ingest import ingests
 from engram.policies.background_base import BackgroundPolicy
 from engram.policies.base import PolicyContext
 from engram.policies.cognitive_base import embedder_of
@@ -43,8 +56,11 @@ AGENDA_VERSION = 2
 
 class Consolidator(BackgroundPolicy):
     name = "consolidator"
-    interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged"}
-    STATE_VERSION = 2  # 2: the agenda keeps schema checks waiting for their discussion (schema_waiting, stream_latest)
+    # MessageAppended: which messages auto-ingest has yet to handle (a late discussion's schema checks wait for them).
+    interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged", "MessageAppended"}
+    # 2: schema checks wait for their discussion (schema_waiting, stream_latest); 3: events from after the clock are
+    # held until their tick (held), late ones until their discussion is complete (late; ingesting, awaiting).
+    STATE_VERSION = 3
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
@@ -54,6 +70,10 @@ class Consolidator(BackgroundPolicy):
         self._vectors: dict[str, dict[str, np.ndarray]] = {}  # agent -> trace -> embedding (not snapshotted)
         # Work done for late arrivals since the agent's last tick, reported with the next tick.
         self.unreported: dict[str, consolidation.RunResult | None] = {}
+        # Per agent, events dated after its consolidation clock, folded at the tick that reaches them.
+        self.held: dict[str, list[Recorded]] = {}
+        # Per agent, late events (dated at or before its clock) by discussion, folded once the discussion is complete.
+        self.late: dict[str, dict[str, list[Recorded]]] = {}
 
     def fold(self, agent: str) -> TraceFold:
         f = self.folds.get(agent)
@@ -82,18 +102,81 @@ class Consolidator(BackgroundPolicy):
                 self.folds.pop(rec.event.agent_id, None)
                 self.states.pop(rec.event.agent_id, None)
                 self._vectors.pop(rec.event.agent_id, None)
+                self.held.pop(rec.event.agent_id, None)
+                self.late.pop(rec.event.agent_id, None)
                 self.forget_agent(rec.event.agent_id)
                 continue
             fold = self.fold(rec.agent)
-            fold.apply(rec)
             state = self.states[rec.agent]
-            state.observe(rec.event, rec.ts_us)
+            if rec.type == "MessageAppended":
+                if ingests(self.config_of(rec.agent), rec.event.role):
+                    state.message_arrived(rec.stream, rec.seq)
+                continue
+            state.ingest_arrived(rec)
             if isinstance(rec.event, DiscussionForgotten):
+                gone = self._forget_waiting(rec.agent, rec.event.discussion_id)
+                fold.apply(rec)
+                state.observe(rec.event, rec.ts_us)
                 state.forget_missing(fold.book.traces)
+                state.forget_stream(rec.event.discussion_id)
+                state.arrived -= gone
                 self._forget_vectors(rec.agent)
-            elif isinstance(rec.event, TraceEncoded) and state.clock_us and rec.ts_us < state.clock_us:
-                writes += self.catch_up(rec)
+            elif not self.config_of(rec.agent).memory.consolidation.enabled:
+                fold.apply(rec)  # no tick will come to release it
+                state.observe(rec.event, rec.ts_us)
+            elif rec.ts_us > state.clock_us:
+                self.held.setdefault(rec.agent, []).append(rec)
+            else:
+                self.late.setdefault(rec.agent, {}).setdefault(rec.stream, []).append(rec)
+        for agent in sorted(self.late):
+            state = self.states.get(agent)
+            complete = [s for s in sorted(self.late[agent]) if state is not None and state.settled(s)]
+            if complete:
+                writes += self.catch_up(agent, complete)
         return writes
+
+    def _forget_waiting(self, agent: str, discussion: str) -> set[str]:
+        """Drop the waiting (held and late) events a forgotten discussion takes with it, as the log's erasure does:
+        its own, and any other that names one of its traces (a recall that retrieved them, an edge to them).
+        Returns its trace ids."""
+        fold = self.fold(agent)
+        waiting = self.held.get(agent, []) + [r for rs in self.late.get(agent, {}).values() for r in rs]
+        gone = {tid for tid, t in fold.book.traces.items() if t.stream == discussion}
+        gone |= {r.event.trace_id for r in waiting if r.stream == discussion and isinstance(r.event, TraceEncoded)}
+
+        def kept(r: Recorded) -> bool:
+            return r.stream != discussion and not (_named(r.event) & gone)
+
+        self.held[agent] = [r for r in self.held.get(agent, []) if kept(r)]
+        late = self.late.get(agent, {})
+        late.pop(discussion, None)
+        for stream in list(late):
+            late[stream] = [r for r in late[stream] if kept(r)]
+        return gone
+
+    def _release(self, agent: str, through_us: int) -> None:
+        """Fold the held events dated up to `through_us`, in event-time order (then discussion, then log order)."""
+        held = self.held.get(agent)
+        if not held:
+            return
+        due = [r for r in held if r.ts_us <= through_us]
+        self.held[agent] = [r for r in held if r.ts_us > through_us]
+        self._fold_in_time_order(agent, due)
+
+    def _release_late(self, agent: str, streams: list[str]) -> int:
+        """Fold the late events of `streams`; the seq of the last of them (0 if none)."""
+        late = self.late.get(agent, {})
+        due = [r for s in streams for r in late.pop(s, ())]
+        if not late:
+            self.late.pop(agent, None)
+        self._fold_in_time_order(agent, due)
+        return max((r.seq for r in due), default=0)
+
+    def _fold_in_time_order(self, agent: str, recs: list[Recorded]) -> None:
+        fold, state = self.fold(agent), self.states[agent]
+        for rec in sorted(recs, key=lambda r: (r.ts_us, r.stream, r.seq)):
+            fold.apply(rec)
+            state.observe(rec.event, rec.ts_us)
 
     def run(self, tick: Recorded) -> list[Write]:
         agent = tick.agent
@@ -102,6 +185,9 @@ class Consolidator(BackgroundPolicy):
             return []
         started = time.perf_counter()
         self.fold(agent)
+        if self.late.get(agent):  # whatever has arrived of late discussions is all this tick's time knows of them
+            self._release_late(agent, sorted(self.late[agent]))
+        self._release(agent, tick.ts_us)
         since = self.states[agent].clock_us
         result = self._consolidate(agent, tick.ts_us, tick.seq)
         duration_ms = (time.perf_counter() - started) * 1000.0
@@ -122,12 +208,11 @@ class Consolidator(BackgroundPolicy):
         self._forget_vectors(agent)
         return writes
 
-    def catch_up(self, rec: Recorded) -> list[Write]:
-        """A late trace: its own timeline through the time consolidation has already run (see the module doc)."""
-        agent = rec.agent
-        if not self.config_of(agent).memory.consolidation.enabled:
-            return []
-        result = self._consolidate(agent, self.states[agent].clock_us, rec.seq, count=False, late=True)
+    def catch_up(self, agent: str, streams: list[str]) -> list[Write]:
+        """Late discussions that are complete: their events folded, and consolidated along their own timelines
+        through the time already run (see the module doc)."""
+        cause = self._release_late(agent, streams)
+        result = self._consolidate(agent, self.states[agent].clock_us, cause, count=False, late=True)
         if not result.decisions:
             return []
         pending = self.unreported.get(agent)
@@ -135,7 +220,7 @@ class Consolidator(BackgroundPolicy):
             self.unreported[agent] = result
         else:
             pending.add(result)
-        writes = self._writes(agent, result, rec.seq)
+        writes = self._writes(agent, result, cause)
         result.decisions = []  # reported by count only
         self._forget_vectors(agent)
         return writes
@@ -190,13 +275,15 @@ class Consolidator(BackgroundPolicy):
 
     def state(self) -> Any:
         return {"settings": self.settings.state(), "folds": self.folds, "states": self.states, "own": self._own,
-                "unreported": self.unreported, "agenda": AGENDA_VERSION}
+                "unreported": self.unreported, "agenda": AGENDA_VERSION, "held": self.held, "late": self.late}
 
     def restore(self, state: Any) -> None:
         if state:
             self.settings.restore(state["settings"])
             self.folds, self._own = state["folds"], state["own"]
             self.unreported = state.get("unreported", {})
+            self.held = state.get("held", {})
+            self.late = state.get("late", {})
             if state.get("agenda") == AGENDA_VERSION:
                 self.states = state["states"]
             else:  # a snapshot from before the agenda: schedule every trace afresh from its own state
@@ -205,3 +292,24 @@ class Consolidator(BackgroundPolicy):
                     new = self.states.setdefault(agent, consolidation.ConsolidationState())
                     new.resolved, new.schematized = dict(old.resolved), set(old.schematized)
                     new.contradictions, new.clock_us = set(old.contradictions), old.clock_us
+
+
+def _named(event) -> set[str]:
+    """The trace ids an event names (to drop what a forgotten discussion takes with it)."""
+    out: set[str] = set()
+    for name in ("trace_id", "src", "dst", "winner", "loser", "schema_trace_id", "duplicate_of"):
+        value = getattr(event, name, None)
+        if isinstance(value, str):
+            out.add(value)
+    for name in ("trace_ids", "member_ids"):
+        out.update(getattr(event, name, None) or ())
+    for name in ("links", "edges"):
+        for edge in getattr(event, name, None) or ():
+            out.update((getattr(edge, "src", ""), getattr(edge, "dst", "")))
+    for item in getattr(event, "items", None) or ():
+        out.add(getattr(item, "trace_id", ""))
+    for skipped in getattr(event, "skipped", None) or ():
+        if getattr(skipped, "duplicate_of", None):
+            out.add(skipped.duplicate_of)
+    out.discard("")
+    return out

@@ -257,3 +257,74 @@ def test_a_correction_at_the_turn_supersedes_what_it_corrects(services, tmp_path
     kinds = {(e.kind, e.src, e.dst) for e in events_of(writes, EdgeAdded)}
     assert ("contradicts", resolved.winner, resolved.loser) in kinds and ("supersedes", resolved.winner, resolved.loser) in kinds
     assert not policy.memory("a").book.traces[resolved.loser].active
+
+
+def test_a_model_written_reply_that_quotes_injected_memory_makes_no_trace_and_is_not_observed(services, tmp_path):
+    """Issue 12, finding 2, for replies written by a model: the reply (real anthropic SDK, local fake Messages API)
+    repeats the memory injected for its turn in its own words; with the injection recorded with the reply (as
+    `engram chat` and the proxy record it), none of the quoted sentences becomes a trace or an observed line,
+    while what the reply adds of its own is still the assistant's."""
+    from engram.cognitive.llm_bridge import chat_line, record_injected
+    from engram.config.llm import Endpoint, LlmConfig, Preset
+    from engram.llm.anthropic_tasks import AnthropicTasks
+    from engram.llm.types import ChatLine
+    from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
+
+    api = FakeMessagesApi().start()
+    try:
+        config = LlmConfig(provider="anthropic", presets={"default": Preset(temperature=0.2, max_tokens=512)},
+                           endpoints={"default": Endpoint(model="claude-sonnet-5-5", base_url=api.url, **FAST_RETRIES)})
+        claude = AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "test-key"})
+        injected = ["User: Hi, my name is Priya and I live in Lisbon with my partner Joao since 2021.",
+                    "Priya is training for the Porto half marathon in October."]
+        api.answer = lambda body: ("Of course! Your name is Priya and you live in Lisbon with Joao. "
+                                   "You are training for the Porto half marathon in October. "
+                                   "I would add hill repeats on Tuesdays to build strength.")
+        result = claude.respond([ChatLine(role="user", content="What do you remember about me?", seq=3, ts_us=T0)],
+                                context=injected)
+    finally:
+        api.stop()
+    reply = result.value
+    assert result.llm.provider == "anthropic" and "Lisbon" in reply
+    assert any("Lisbon" in json.dumps(body) for body in api.requests)  # the memory was injected into the request
+    said = message(2, injected[0][len("User: "):], name=None)
+    question = message(3, "What do you remember about me?", name=None)
+    answer = rec(MessageAppended(role="assistant", content=reply, message_id="m4", token_estimate=len(reply) // 4,
+                                 metadata={"source": "engram chat", **record_injected(injected)}),
+                 seq=4, ts_us=T0 + 4 * MINUTE_US, stream="d")
+    own = chat_line(answer).content
+    assert "Lisbon" not in own and "marathon" not in own and "hill repeats" in own
+    traces = events_of(AutoIngest(ctx(services, tmp_path)).handle([settings(1), said, question, answer]), TraceEncoded)
+    from_reply = [t for t in traces if t.source_message_ids == ("m4",)]
+    assert not [t for t in from_reply if "Lisbon" in t.content or "marathon" in t.content]
+    assert all(t.source_type == "agent_inference" for t in from_reply)
+    # Without the record the same reply is taken whole: the rule is what keeps the quote out.
+    unrecorded = rec(MessageAppended(role="assistant", content=reply, message_id="m4", token_estimate=len(reply) // 4),
+                     seq=4, ts_us=T0 + 4 * MINUTE_US, stream="d")
+    assert "Lisbon" in chat_line(unrecorded).content
+    # The Observer watches the assistant's own words only.
+    from engram.policies.observer import Observer
+
+    observer = Observer(ctx(services, tmp_path / "observer"))
+    observer.handle([settings(1), said, question, answer])
+    pending = [p.line.content for b in observer.buffers.values() for p in b.pending if p.line.seq == 4]
+    assert pending and all("Lisbon" not in text and "marathon" not in text for text in pending)
+
+
+def test_the_assistants_statements_are_typed_by_who_said_them_not_as_user_preferences(services, tmp_path):
+    """Issue 12 (left over): "Assistant: A one-week deadline is tight but doable." was typed semantic/user_preference.
+    What the assistant says is what happened in the conversation (episodic); the user's own words keep their type."""
+    policy = AutoIngest(ctx(services, tmp_path))
+    writes = policy.handle([
+        settings(1),
+        message(2, "I love hiking in the Alps and I prefer early mornings.", name=None),
+        message(3, "A one-week deadline is tight but doable.", role="assistant", name=None),
+        message(4, "You should aim to finish the draft by Friday so you can rest.", role="assistant", name=None),
+    ])
+    traces = events_of(writes, TraceEncoded)
+    by_assistant = [t for t in traces if t.source_message_ids in (("m3",), ("m4",))]
+    assert by_assistant, [t.content for t in traces]
+    assert all(t.category not in ("user_preference", "goal") for t in by_assistant)
+    assert all(t.trace_type == "episodic" and t.scope == "discussion" for t in by_assistant)
+    by_user = [t for t in traces if t.source_message_ids == ("m2",)]
+    assert any(t.category == "user_preference" and t.trace_type == "semantic" for t in by_user)

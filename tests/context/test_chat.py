@@ -161,3 +161,9 @@ def test_a_person_chats_with_memory_through_a_terminal(served, home):
     assert [r[0] for r in said] == ["user", "assistant"] * 3
     assert said[0][1] == "My cat is called Miso and she hates thunderstorms."
     assert all(r[2].startswith("offline/offline-heuristic") for r in said if r[0] == "assistant")
+    # Each reply is recorded with the memory injected for its turn (what auto-ingest, the Observer and the Reflector
+    # do not take as the assistant's own words, `engram.cognitive.llm_bridge.own_words`).
+    _, rows = served.sql(
+        "SELECT json_extract_string(payload, '$.metadata.injected_memory') FROM events "
+        "WHERE stream = ? AND type = 'MessageAppended' AND payload->>'$.role' = 'assistant' ORDER BY seq", [DISCUSSION])
+    assert "Miso" in (rows[-2][0] or "")  # the reply to "What is my cat called?" was written from the Miso memory

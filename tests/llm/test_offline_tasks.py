@@ -234,6 +234,18 @@ def test_facts_are_categorised_and_limited_per_turn():
     assert correction.category == "correction" and correction.message_id == "D1:14"
 
 
+def test_a_speaker_telling_what_they_have_and_who_is_in_their_life_is_kept_as_a_fact():
+    """Issue 12 (offline fact recall): a cue-less first-person statement needs something concrete to be worth a fact;
+    the speaker's own people and things are concrete ("my husband and kids", "my art", "I've got ...")."""
+    for text in ("I'm lucky to have my husband and kids; they keep me motivated.",
+                 "My art is about expressing my trans experience.",
+                 "I've got lots of kids' books, classics and stories from different cultures."):
+        (fact,) = tasks.extract_facts(line(text, name="Melanie")).value
+        assert fact.importance >= 0.4 and fact.category == "episodic", (text, fact)
+    # A statement with nothing of the speaker's own in it stays below auto-ingest's threshold.
+    assert not tasks.extract_facts(line("Surrounding ourselves with things that bring joy is important.")).value
+
+
 def test_action_items_are_stored_only_by_a_conscientious_personality():
     turn = line("I need to renew my passport before the trip to Lisbon next month.")
     assert [f.category for f in tasks.extract_facts(turn).value] != ["action_item"]

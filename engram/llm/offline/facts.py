@@ -6,6 +6,7 @@ conscientiousness; emotional context needs openness or emotionality) and which a
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from engram.llm.focus import FOCUS_IMPORTANCE_BOOST, Traits, ingest_policy
@@ -25,8 +26,14 @@ _SITUATION_EVIDENCE = 0.5
 _SITUATION_MIN_WORDS = 3
 # ...and so does any other statement with this many content words: what the speaker holds true, or observes.
 _STATEMENT_MIN_WORDS = 4
-# ...but a cue-less statement is worth storing only with something concrete in it (a name, a time, a number, a feeling).
+# ...but a cue-less statement is worth storing only with something concrete in it (a name, a time, a number, a feeling,
+# or the speaker's own: what they have and who is in their life — "my husband and kids", "our friendship", "I've got
+# lots of kids' books": self-disclosure is what a memory of a person is made of).
 _SITUATION_IMPORTANCE_PENALTY = 0.1
+_SELF_DISCLOSURE = re.compile(
+    r"\b(?:my|our)\s+(?!(?:pleasure|bad|god|gosh|goodness|word)\b)[a-z]|\b(?:I|we)\s*(?:have|['’]ve got|own)\b",
+    re.IGNORECASE,
+)
 
 
 def category_evidence(u: Unit) -> dict[str, float]:
@@ -85,7 +92,7 @@ def extract_facts(
             continue
         seen.add(content)
         importance = fact_importance(u, best, policy.boosted)
-        if score == _SITUATION_EVIDENCE and not any(ev.values()):
+        if score == _SITUATION_EVIDENCE and not any(ev.values()) and not _SELF_DISCLOSURE.search(u.text):
             importance = round(max(0.0, importance - _SITUATION_IMPORTANCE_PENALTY), 3)
         fact = Fact(
             category=best,
