@@ -5,7 +5,8 @@
 For checking that a performance change leaves what is remembered unchanged: ingest the same data with
 two builds (e.g. `bench/ingest.py --home A` on each), then compare. Compared, per table: the cognitive
 memory (`memory_traces`, `trace_edges`, `trace_changes`), the discussion memories (`vector_memories`,
-`discussion_memories`, `discussion_summaries`), observations and working memory, as multisets of rows.
+`discussion_memories`, `discussion_summaries`, the memory files), observations and reflections, and working
+memory, as multisets of rows.
 
 Log positions are left out unless `--strict`: the columns that hold the seq of an event a policy appended
 (`last_seq`, `created_seq`, `updated_seq`, trace_changes' `seq`) depend on how concurrent policy actors'
@@ -29,7 +30,8 @@ from engram.embedded import Engram  # noqa: E402
 TABLES = (
     "memory_traces", "trace_edges", "trace_changes",
     "vector_memories", "discussion_memories", "discussion_summaries",
-    "observations", "working_memory",
+    "observation_notes", "observation_logs", "reflections", "reflection_traces",
+    "working_memory", "working_memory_state", "discussion_memory_files",
 )
 # Positions of events appended by policies: they interleave differently from run to run (see the docstring).
 RUN_DEPENDENT = {"last_seq", "created_seq", "updated_seq", "seq", "recorded_at"}
@@ -74,8 +76,9 @@ def compare(home_a: Path, home_b: Path, strict: bool = False, show: int = 3) -> 
                 entry["examples_only_in_a"] = [list(r) for r in list(only_a)[:show]]
                 entry["examples_only_in_b"] = [list(r) for r in list(only_b)[:show]]
             out["tables"][table] = entry
-    out["identical"] = all(t.get("compared", True) and not t.get("only_in_a") and not t.get("only_in_b")
-                           for t in out["tables"].values())
+    # A table neither home has (e.g. of a projection this build does not run) is no difference.
+    out["identical"] = all((t.get("compared", True) or (not t.get("in_a", True) and not t.get("in_b", True)))
+                           and not t.get("only_in_a") and not t.get("only_in_b") for t in out["tables"].values())
     return out
 
 
