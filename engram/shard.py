@@ -286,6 +286,11 @@ class ShardHost:
         with self._counts_lock:
             self._counts, self._counted_through = {}, 0
 
+    def progress(self) -> dict:
+        """What waiting for idle looks at, many times a second: the head and the projections' checkpointed
+        positions, read from memory (`status` also queries the log and the projection database)."""
+        return {"shard": self.shard, "head": self.store.head(), "projections": dict(self.runner.checkpointed)}
+
     def status(self) -> dict:
         return {
             "shard": self.shard,
