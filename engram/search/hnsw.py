@@ -68,6 +68,8 @@ class HnswIndex:
         self._deleted: set[int] = set()
         # (label, items added when it was deleted), in deletion order: what a rebuild replays.
         self.deletions: list[tuple[int, int]] = []
+        # The stored unit vectors by label (live and deleted), for exact scans (`most_similar`); grown by doubling.
+        self._unit = np.zeros((0, dim), dtype=np.float32)
 
     def __len__(self) -> int:
         return len(self.ids) - len(self._deleted)
@@ -96,6 +98,12 @@ class HnswIndex:
             self._index.resize_index(needed)
         labels = np.arange(len(self.ids), len(self.ids) + len(keys), dtype=np.int64)
         self._index.add_items(unit, labels, num_threads=1)
+        end = len(self.ids) + len(keys)
+        if end > len(self._unit):
+            grown = np.zeros((max(end, 2 * len(self._unit), 64), self.dim), dtype=np.float32)
+            grown[: len(self.ids)] = self._unit[: len(self.ids)]
+            self._unit = grown
+        self._unit[len(self.ids) : end] = unit
         for k, label in zip(keys, labels):
             self._labels[k] = int(label)
             self.ids.append(k)
@@ -124,6 +132,22 @@ class HnswIndex:
             except RuntimeError:  # fewer than k items pass the filter: hnswlib refuses, so ask for what exists
                 return self._filtered_exact(query[0], k, allowed)
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
+
+    def most_similar(self, vector: np.ndarray, exclude: Iterable[str] = ()) -> float:
+        """The highest cosine of `vector` with any item ever added (deleted ones too) but `exclude`, by an
+        exact scan: an upper bound of every similarity a search, filtered or not, can return (-1.0 when
+        there is no such item). Costs one matrix-vector product: a caller that only acts on results above
+        a threshold skips its search when this is below it."""
+        n = len(self.ids)
+        if n == 0:
+            return -1.0
+        query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))[0]
+        sims = self._unit[:n] @ query
+        for key in exclude:
+            label = self._labels.get(key)
+            if label is not None:
+                sims[label] = -1.0
+        return float(sims.max())
 
     def _filtered_exact(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool]) -> list[tuple[str, float]]:
         keys = [key for label, key in enumerate(self.ids) if label not in self._deleted and allowed(key)]

@@ -75,3 +75,25 @@ def test_search_finds_the_nearest_item_and_skips_deleted_ones():
     assert index.search(data[7], 1)[0][1] == pytest.approx(1.0, abs=1e-5)
     index.remove("s7")
     assert all(key != "s7" for key, _ in index.search(data[7], 5))
+
+
+def test_most_similar_is_the_exact_best_cosine_and_bounds_every_search(tmp_path):
+    data = _vectors(300, seed=5)
+    keys = [f"m{i}" for i in range(300)]
+    index = HnswIndex(DIM)
+    for k in range(0, 300, 7):  # added in several calls, past the first buffer size
+        index.add(keys[k : k + 7], data[k : k + 7])
+    index.remove("m11")
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    query = _vectors(1, seed=9)[0]
+    exact = unit @ (query / np.linalg.norm(query))
+    assert index.most_similar(query) == pytest.approx(float(exact.max()), abs=1e-5)
+    best = int(exact.argmax())
+    assert index.most_similar(query, exclude=[keys[best]]) == pytest.approx(float(np.sort(exact)[-2]), abs=1e-5)
+    assert index.most_similar(data[11]) == pytest.approx(1.0, abs=1e-5)  # deleted items count: an upper bound
+    for probe in _vectors(20, seed=11):
+        bound = index.most_similar(probe)
+        assert all(sim <= bound + 1e-5 for _, sim in index.search(probe, 10, allowed=lambda key: key.endswith("3")))
+    assert _reload(index, tmp_path).most_similar(query) == index.most_similar(query)
+    assert pickle.loads(pickle.dumps(index)).most_similar(query) == index.most_similar(query)
+    assert HnswIndex(DIM).most_similar(query) == -1.0
