@@ -68,8 +68,10 @@ class HnswIndex:
         self._deleted: set[int] = set()
         # (label, items added when it was deleted), in deletion order: what a rebuild replays.
         self.deletions: list[tuple[int, int]] = []
-        # The stored unit vectors by label (live and deleted), for exact scans (`most_similar`); grown by doubling.
-        self._unit = np.zeros((0, dim), dtype=np.float32)
+        # A copy of the stored vectors by label, for exact scans (`most_similar`): made on the first scan, so
+        # only an index that is scanned holds one; rows of items deleted before they were copied stay zero.
+        self._unit: np.ndarray | None = None
+        self._copied = 0  # labels below this are copied
 
     def __len__(self) -> int:
         return len(self.ids) - len(self._deleted)
@@ -98,12 +100,6 @@ class HnswIndex:
             self._index.resize_index(needed)
         labels = np.arange(len(self.ids), len(self.ids) + len(keys), dtype=np.int64)
         self._index.add_items(unit, labels, num_threads=1)
-        end = len(self.ids) + len(keys)
-        if end > len(self._unit):
-            grown = np.zeros((max(end, 2 * len(self._unit), 64), self.dim), dtype=np.float32)
-            grown[: len(self.ids)] = self._unit[: len(self.ids)]
-            self._unit = grown
-        self._unit[len(self.ids) : end] = unit
         for k, label in zip(keys, labels):
             self._labels[k] = int(label)
             self.ids.append(k)
@@ -134,13 +130,23 @@ class HnswIndex:
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
 
     def most_similar(self, vector: np.ndarray, exclude: Iterable[str] = ()) -> float:
-        """The highest cosine of `vector` with any item ever added (deleted ones too) but `exclude`, by an
-        exact scan: an upper bound of every similarity a search, filtered or not, can return (-1.0 when
-        there is no such item). Costs one matrix-vector product: a caller that only acts on results above
+        """The highest cosine of `vector` with the items (live, and deleted since an earlier scan) but `exclude`,
+        by an exact scan: an upper bound of every similarity a search, filtered or not, can return (-1.0
+        when there is no item). Costs one matrix-vector product: a caller that only acts on results above
         a threshold skips its search when this is below it."""
         n = len(self.ids)
         if n == 0:
             return -1.0
+        if self._unit is None or len(self._unit) < n:
+            grown = np.zeros((capacity_for(n, 64), self.dim), dtype=np.float32)
+            if self._unit is not None:
+                grown[: self._copied] = self._unit[: self._copied]
+            self._unit = grown
+        if self._copied < n:
+            live = [label for label in range(self._copied, n) if label not in self._deleted]
+            if live:
+                self._unit[live] = np.asarray(self._index.get_items(live), dtype=np.float32).reshape(len(live), self.dim)
+            self._copied = n
         query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))[0]
         sims = self._unit[:n] @ query
         for key in exclude:
