@@ -20,7 +20,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	# The inspector's browser tests drive Debian's chromium (Playwright connects to it; nothing is downloaded).
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 bench: $(STAMP)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
