@@ -26,7 +26,7 @@ import msgspec
 from engram.events.envelope import Appended, Recorded, Write
 from engram.forgetting import RecordingEmbedder
 from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
-from engram.events.store import EventStore, compact_database
+from engram.events.store import FORGET_MARKERS, EventStore, compact_database
 from engram.projections.base import atomic_write
 from engram.home import ProjectionPaths
 from engram.projections.base import ProjectionContext
@@ -486,6 +486,9 @@ class ShardHost:
 
     def unfinished_forgets(self) -> list[dict]:
         """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
+        counts = self.events_by_type()
+        if not any(marker in counts for marker in FORGET_MARKERS) and not self._journal.exists():
+            return []  # no forget was ever recorded (the counts are kept as the log grows): no query of the log
         return unfinished_forgets(self.store, self._journal)
 
     def _finish_interrupted_work(self) -> None:
