@@ -308,6 +308,8 @@ class ShardHost:
         }
 
     def _fold_failures(self) -> list[dict]:
+        if not self.runner.any_failed:
+            return []
         cur = self.store.cursor()
         try:
             cur.execute("USE proj")
