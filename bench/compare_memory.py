@@ -9,7 +9,8 @@ memory (`memory_traces`, `trace_edges`, `trace_changes`), the discussion memorie
 memory, as multisets of rows.
 
 Log positions are left out unless `--strict`: the columns that hold the seq of an event a policy appended
-(`last_seq`, `created_seq`, `updated_seq`, trace_changes' `seq`) depend on how concurrent policy actors'
+(`last_seq`, `created_seq`, `updated_seq`, trace_changes' `seq`, working memory's `as_of_seq`; also as keys of
+JSON text, e.g. a memory file's lines) depend on how concurrent policy actors'
 appends interleave, which differs from run to run of the same build; the positions of the messages
 (`source_seqs`, and the trace ids made from them) do not, and are compared. Exit status 0 when every
 compared table is identical, 1 otherwise.
@@ -34,7 +35,7 @@ TABLES = (
     "working_memory", "working_memory_state", "discussion_memory_files",
 )
 # Positions of events appended by policies: they interleave differently from run to run (see the docstring).
-RUN_DEPENDENT = {"last_seq", "created_seq", "updated_seq", "seq", "recorded_at"}
+RUN_DEPENDENT = {"last_seq", "created_seq", "updated_seq", "seq", "recorded_at", "as_of_seq", "slots_seq"}
 
 
 def _freeze(value):
@@ -45,6 +46,18 @@ def _freeze(value):
     return value
 
 
+def _without_positions(value):
+    """A JSON object in a text column (e.g. a memory file's line) without its run-dependent keys."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            data = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(data, dict):
+            return json.dumps({k: v for k, v in data.items() if k not in RUN_DEPENDENT}, sort_keys=True)
+    return value
+
+
 def table_rows(mem: Engram, table: str, strict: bool) -> tuple[list[str], Counter] | None:
     try:
         columns, _ = mem.rt.sql(f"SELECT * FROM {table} LIMIT 0")
@@ -52,6 +65,8 @@ def table_rows(mem: Engram, table: str, strict: bool) -> tuple[list[str], Counte
         return None
     kept = [c for c in columns if strict or c not in RUN_DEPENDENT]
     _, rows = mem.rt.sql(f"SELECT {', '.join(kept)} FROM {table}")
+    if not strict:
+        rows = [[_without_positions(v) for v in r] for r in rows]
     return kept, Counter(_freeze(list(r)) for r in rows)
 
 
