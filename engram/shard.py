@@ -41,9 +41,11 @@ log = logging.getLogger(__name__)
 # in batches keeps the checkpoint cost per event small under load.
 PROJECTION_LINGER_S = 0.02
 # While appends keep coming, projections are checkpointed (their files and rows written, with their
-# positions) at most this often; at once when they have caught up with the log, or when a reader
-# waits for them (`wait_projections`). Each checkpoint is a transaction per projection and rewrites
-# every changed file: after every fold it cost more than the folds themselves during a long ingest.
+# positions) at most this often; at once when a reader waits for them (`wait_projections`), and when the
+# log has been quiet for a moment (the fold loop's wait). Each checkpoint is a transaction per projection
+# and rewrites every changed file (a discussion's whole vector store and memory file): after every fold it
+# cost more than the folds themselves during a long ingest. Being caught up is no reason to checkpoint at
+# once: while many policy actors append small batches, the folds catch up after nearly every one of them.
 PROJECTION_CHECKPOINT_S = 0.25
 
 
@@ -202,7 +204,7 @@ class ShardHost:
         with self._proj_cond:
             n = self.runner.catch_up(checkpoint=False)
             if checkpoint is None:
-                checkpoint = (self._readers_waiting > 0 or self.store.head() <= self.runner.position
+                checkpoint = (self._readers_waiting > 0
                               or time.monotonic() - self._checkpointed_at >= PROJECTION_CHECKPOINT_S)
             if checkpoint:
                 self.runner.checkpoint()
