@@ -1,7 +1,7 @@
 """Many concurrent agents through the server: throughput, latencies, memory-creation lag, memory use, shards.
 
     .venv/bin/python bench/scale.py [--agents 10,100,1000] [--shards 1,2,4] [--per-agent 4] [--producers 16]
-                                    [--cluster-agents 100] [--no-cluster]
+                                    [--cluster-agents 100] [--no-cluster] [--resident-agents N]
 
 Part 1, one machine (`engram serve` started for a fresh home, on a local Ray instance, one shard): for each agent
 count, every agent writes `--per-agent` messages into its own discussion, one message per request (the chat
@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
 NODES = ["head", "left", "right"]
+# `--resident-agents N`: the agents' memories each policy process keeps (engram.json ray.residentAgents; None: default).
+RESIDENT_AGENTS: int | None = None
 # Small discussions: a chunk memory every 3 messages (or 80 tokens), none held back: every agent gets one.
 SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
 
@@ -228,6 +230,8 @@ def ingest(url: str, agents: int, per_agent: int, producers: int) -> dict:
 def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluster_address: str | None = None) -> dict:
     home = Path(tempfile.mkdtemp(prefix="engram-scale-"))
     config: dict = {"shards": shards}
+    if RESIDENT_AGENTS:
+        config["ray"] = {"residentAgents": RESIDENT_AGENTS}
     if cluster_address:
         config["cluster"] = {"nodes": {n: [s for s in range(shards) if s % len(NODES) == i] for i, n in enumerate(NODES)}}
         config["cluster"]["nodes"] = {n: v for n, v in config["cluster"]["nodes"].items() if v}
@@ -280,11 +284,16 @@ def main() -> None:
     parser.add_argument("--producers", type=int, default=16)
     parser.add_argument("--cluster-agents", type=int, default=100)
     parser.add_argument("--no-cluster", action="store_true")
+    parser.add_argument("--resident-agents", type=int, default=None)
     args = parser.parse_args()
+    global RESIDENT_AGENTS
+    RESIDENT_AGENTS = args.resident_agents
+    load_at_start = round(os.getloadavg()[0], 2)
     single = [run_one(int(a), args.per_agent, args.producers) for a in args.agents.split(",")]
-    report = {"benchmark": "scale", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)},
+    report = {"benchmark": "scale", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start},
               "provider": "offline heuristic (offline-heuristic-v1), MiniLM int8 ONNX embedder",
-              "settings": SETTINGS, "per_agent_messages": args.per_agent, "one_machine": single}
+              "settings": SETTINGS, "per_agent_messages": args.per_agent, "resident_agents": RESIDENT_AGENTS,
+              "one_machine": single}
     if not args.no_cluster:
         report["simulated_cluster"] = cluster_runs(args.cluster_agents, args.per_agent, args.producers,
                                                    [int(s) for s in args.shards.split(",")])

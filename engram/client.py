@@ -217,6 +217,11 @@ class _Operations:
                verify: bool = False):
         return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
 
+    def regenerate_batch(self, *, agent: str | None = None, discussion: str | None = None, resume: bool = False):
+        """Regenerate discussion memory through the Message Batches API (a job; see `Api.regenerate_batch`)."""
+        return self._call("POST", "/v1/regenerate", t.Job,
+                          t.BatchRegenerateRequest(agent=agent, discussion=discussion, resume=resume))
+
     def reshard(self, shards: int):
         return self._call("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
 

@@ -264,6 +264,15 @@ class RegenerateRequest(Model, kw_only=True):
     settings_name: str = "settings.json"  # its file name, for messages and the SettingsChanged record
 
 
+class BatchRegenerateRequest(Model, kw_only=True):
+    """Regenerate discussion memory through the Message Batches API: the whole home, one agent's discussions or
+    one discussion, in one job; or resume the job a restart interrupted (`resume`: nothing else may be given)."""
+
+    agent: str | None = None
+    discussion: str | None = None
+    resume: bool = False
+
+
 # --------------------------------------------------------------------------- cognitive memory
 
 class RecallRequest(Model, kw_only=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -142,6 +143,47 @@ class WorkOps:
                     **counts, "seconds": round(time.perf_counter() - started, 2), "warning": failed.rstrip("; ") or None}
 
         return self.jobs.start("regenerate", 1, "generations", work)
+
+    def regenerate_batch(self, req: t.BatchRegenerateRequest) -> t.Job:
+        """Regeneration with Claude through the Message Batches API (half the price), as one job for the whole home,
+        one agent or one discussion; `resume` continues the job a restart interrupted, from its journal
+        (`engram.api.batch_regen`). The offline heuristic has no batch API: refused, never a silent fallback."""
+        from engram.api.batch_regen import BatchRegeneration, Entry, Journal, journal_path
+
+        if req.agent is not None:
+            validate_agent(req.agent)
+        if req.discussion is not None:
+            validate_discussion(req.discussion)
+        tasks = self.tasks()
+        if getattr(tasks, "provider", "") != "anthropic":
+            raise error("invalid_request", "regeneration through the Message Batches API needs Claude (llm.provider "
+                        "\"anthropic\" and its API key); the offline heuristic has no batch API: regenerate "
+                        "without --batch")
+        lock = self.__dict__.setdefault("_batch_regen_lock", threading.Lock())
+        with lock:
+            if getattr(self, "_batch_regen_job", None) is not None and self.jobs.get(self._batch_regen_job).state in (
+                    "queued", "running"):
+                raise error("conflict", f"a batch regeneration is running (job {self._batch_regen_job})")
+            journal = Journal(journal_path(self.home))
+            if req.resume:
+                if req.agent is not None or req.discussion is not None:
+                    raise error("invalid_request", "resume continues the interrupted job as it was planned: give "
+                                "no agent or discussion")
+                if not journal.is_open():
+                    raise error("conflict", "no batch regeneration to resume (none was interrupted)")
+            else:
+                if journal.is_open():
+                    raise error("conflict", f"batch regeneration {journal.plan.job} was interrupted before it "
+                                "finished: resume it first (engram regenerate --resume)")
+                targets = BatchRegeneration(self, journal).targets(req.agent, req.discussion)
+                job_id = f"regen-{uuid.uuid4().hex[:12]}"
+                journal.add(Entry("plan", job=job_id, ts_us=now_us(),
+                                  targets=[[x.agent, x.discussion, x.through_seq, x.generation] for x in targets]))
+            job = BatchRegeneration(self, journal)
+            started = self.jobs.start("regenerate", len(journal.plan.targets), "discussions",
+                                      lambda progress: job.run(journal.plan.job, progress))
+            self._batch_regen_job = started.id
+            return started
 
     # ------------------------------------------------------------------ chat
 

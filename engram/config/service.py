@@ -31,6 +31,9 @@ class RaySettings(ConfigModel):
     # An append or read not answered within this fails with a clear error (e.g. the node of its shard is down
     # and the shard actor waits to restart there) instead of blocking its caller forever.
     call_timeout_seconds: float = Field(120.0, gt=0)
+    # Agents whose cognitive memory each policy process keeps; the least recently used past this are evicted and
+    # rebuilt from the log when next needed (None: engram.policies.cognitive_base.DEFAULT_RESIDENT_AGENTS).
+    resident_agents: int | None = Field(None, ge=1)
 
     @field_validator("pools")
     @classmethod

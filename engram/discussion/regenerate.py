@@ -32,7 +32,7 @@ class Generation:
     """The events that start a new generation of `discussion`'s memories, and what they replace."""
 
     def __init__(self, agent: str, discussion: str, history: Sequence[Recorded], *, reason: str, ts_us: int,
-                 settings: SettingsChanged | None = None):
+                 settings: SettingsChanged | None = None, batch: str | None = None):
         if not any(r.type == "MessageAppended" for r in history):
             raise NothingToRegenerate(f"discussion {discussion!r} has no messages to regenerate memories from")
         self.previous = max([r.event.generation for r in history if r.type == "GenerationStarted"], default=0)
@@ -43,7 +43,8 @@ class Generation:
         if settings is not None:
             events.append(NewEvent(settings, ts_us, f"settings:regenerate:g{self.number}:{settings.content_hash}"))
         events.append(NewEvent(
-            GenerationStarted(generation=self.number, reason=reason, settings=settings.settings if settings else None),
+            GenerationStarted(generation=self.number, reason=reason, settings=settings.settings if settings else None,
+                              batch=batch),
             ts_us, f"generation:{self.number}",
         ))
         if self.had_summary:  # the rolling summary is rebuilt over the new memories

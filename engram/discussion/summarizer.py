@@ -127,11 +127,30 @@ class DiscussionSummarizer:
         st = self.state
         if ev.generation <= st.generation or rec.seq <= st.decided_through:
             return
+        if ev.batch is not None:
+            self._adopt_batch(rec)
+            return
         st.generation = ev.generation
         st.memories, st.vectors, st.summary, st.recent = StoreState(pending=None), StoreState(pending=None), SummaryState(), []
         self._check(STORE_MEMORIES, rec, settings, emit)
         if settings.use_vector_for_quality_memory:
             self._check(STORE_VECTOR, rec, settings, emit)
+
+    def _adopt_batch(self, rec: Recorded) -> None:
+        """A generation regenerated through the Message Batches API: its memory events were appended with
+        `GenerationStarted` (one write, no causation), decided already. The state becomes what the log shows
+        after that write; every later message is handled as usual (its check reads what came in meanwhile)."""
+        from engram.discussion.state import OWN_TYPES, recover_state
+
+        generation = rec.event.generation
+        history = self.log.history(self.state.discussion)
+        written = [r for r in history if r.seq > rec.seq and r.type in OWN_TYPES and r.causation is None
+                   and getattr(r.event, "generation", None) == generation]
+        adopted = recover_state(self.state.agent, self.state.discussion,
+                                [r for r in history if r.seq <= rec.seq] + written)
+        adopted.decided_through = max([rec.seq] + [r.seq for r in written])
+        for name, value in vars(adopted).items():
+            setattr(self.state, name, value)
 
     def on_summary_request(self, rec: Recorded, settings: DiscussionSettings, emit: Emit,
                            flush: Callable[[], None]) -> None:

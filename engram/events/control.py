@@ -42,6 +42,10 @@ class GenerationStarted(Event, tag="GenerationStarted"):
     generation: int
     reason: str
     settings: dict | None = None
+    # Set by a regeneration through the Message Batches API (its job's id): the generation's memory events were
+    # computed by the job and follow this event in the same write, so the Summarizer adopts them instead of
+    # deciding the generation again (see `engram.discussion.batch_plan`).
+    batch: str | None = None
 
     def check(self) -> None:
         if self.settings is not None:

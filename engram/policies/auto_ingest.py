@@ -128,7 +128,7 @@ class AutoIngest(CognitivePolicy):
         return writes
 
     def _streams_of(self, agent: str) -> set[str]:
-        mem = self.memories.get(agent)
+        mem = self.memories.get(agent) or (self.memory(agent) if agent in self.evicted else None)
         return set(mem.last_in_stream) if mem is not None else set()
 
     def _is_turn(self, rec: Recorded) -> bool:

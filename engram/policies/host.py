@@ -127,6 +127,9 @@ class PolicyHost:
                 if writes:
                     with self.timings.measure(p.name, "append"):
                         self._append(writes)
+                after = getattr(p, "after_batch", None)
+                if after is not None:  # its writes are in the log: e.g. idle agents' memories may be evicted
+                    after(reached)
                 self.errors.pop(p.name, None)
             p.position = max(p.position, reached)
         self._unsaved = True

@@ -132,7 +132,7 @@ class TraceReader(CognitivePolicy):
             self._outbox.append(write)
 
     def agents(self) -> dict[str, int]:
-        """Owned agents and their active trace counts."""
+        """Owned agents held now and their active trace counts (evicted agents are not listed)."""
         return {a: len(m.book.active()) for a, m in sorted(self.memories.items())}
 
     def snapshot(self) -> bytes | None:

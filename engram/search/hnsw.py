@@ -16,6 +16,15 @@ Two more things would make an index built live differ from one built by replay:
   from the stored vectors, adding them again in label order with the same seed and replaying
   the deletions where they happened (deleted elements still shape later insertions in hnswlib).
 
+Small indexes have no graph. hnswlib allocates ~2.7 MB for every index it creates, whatever its capacity
+(a lock table of 65,536 mutexes), and every agent's cognitive memory holds one per policy process: at
+1,000 agents that fixed cost dominated the memory of the whole system. While an index holds at most
+`EXACT_MAX` items (deleted ones included) it keeps their unit vectors in one array and searches them
+exactly; that is what the graph's search does anyway at that size (hnswlib stops only once it holds `ef`
+candidates, and `ef >= EXACT_MAX`, so it visits every item). The graph is built when the index grows past
+`EXACT_MAX` or is saved, from the stored vectors in label order with the deletions where they happened:
+the same graph, byte for byte, as a continuous build (the `rebuilt` argument above).
+
 Vectors are L2-normalised here, once, and stored as given in the inner-product space (which is
 the cosine for unit vectors): the vectors read back for a rebuild are then bit-identical to the
 first ones, where hnswlib's own cosine space would normalise them a second time.
@@ -37,6 +46,8 @@ HNSW_EF_SEARCH = 64
 HNSW_SEED = 100
 INITIAL_CAPACITY = 1_024
 SPACE = "ip"  # on unit vectors: distance 1 - cosine, as hnswlib's "cosine" space
+# Up to this many items (deleted ones included) an index has no hnswlib graph: exact search (module docstring).
+EXACT_MAX = HNSW_EF_SEARCH
 
 
 def capacity_for(n: int, initial: int = INITIAL_CAPACITY) -> int:
@@ -62,16 +73,17 @@ class HnswIndex:
         self.dim = dim
         self.ef_search = ef_search
         self._initial = max(1, capacity)
-        self._index = _new_index(dim, capacity_for(0, self._initial))
+        self._index: hnswlib.Index | None = None  # the graph, once there are more than EXACT_MAX items
+        self._unit = np.zeros((0, dim), dtype=np.float32)  # the items' unit vectors while there is no graph
         self.ids: list[str] = []  # label -> id
         self._labels: dict[str, int] = {}
         self._deleted: set[int] = set()
         # (label, items added when it was deleted), in deletion order: what a rebuild replays.
         self.deletions: list[tuple[int, int]] = []
-        # A copy of the stored vectors by label, for exact scans (`most_similar`): made on the first scan, so
+        # With a graph, a copy of its vectors by label for exact scans (`most_similar`): made on the first scan, so
         # only an index that is scanned holds one; rows of items deleted before they were copied stay zero.
-        self._unit: np.ndarray | None = None
-        self._copied = 0  # labels below this are copied
+        self._scan: np.ndarray | None = None
+        self._scanned = 0  # labels below this are copied
 
     def __len__(self) -> int:
         return len(self.ids) - len(self._deleted)
@@ -82,7 +94,32 @@ class HnswIndex:
 
     @property
     def capacity(self) -> int:
-        return self._index.get_max_elements()
+        return self._index.get_max_elements() if self._index is not None else capacity_for(len(self.ids), self._initial)
+
+    @property
+    def has_graph(self) -> bool:
+        return self._index is not None
+
+    def _graph(self) -> hnswlib.Index:
+        """The hnswlib graph, built on first need from the stored vectors as a continuous build makes it: same
+        seed, items in label order, each deletion marked once as many items were added as when it happened."""
+        if self._index is None:
+            index = _new_index(self.dim, capacity_for(len(self.ids), self._initial))
+            pending = sorted(enumerate(self.deletions), key=lambda x: (x[1][1], x[0]))
+            added, cursor, n = 0, 0, len(self.ids)
+            while True:
+                while cursor < len(pending) and pending[cursor][1][1] <= added:
+                    index.mark_deleted(pending[cursor][1][0])
+                    cursor += 1
+                if added >= n:
+                    break
+                upto = min(n, pending[cursor][1][1]) if cursor < len(pending) else n
+                upto = max(upto, added + 1)
+                index.add_items(self._unit[added:upto], np.arange(added, upto, dtype=np.int64), num_threads=1)
+                added = upto
+            self._index = index
+            self._unit = None
+        return self._index
 
     def add(self, keys: list[str], vectors: np.ndarray) -> None:
         """Add items in order (single-threaded, so the index bytes depend only on the order)."""
@@ -95,11 +132,15 @@ class HnswIndex:
         self._add_normalised([k for k, _ in fresh], normalise(np.stack([v for _, v in fresh])))
 
     def _add_normalised(self, keys: list[str], unit: np.ndarray) -> None:
-        needed = capacity_for(len(self.ids) + len(keys), self._initial)
-        if needed > self._index.get_max_elements():
-            self._index.resize_index(needed)
         labels = np.arange(len(self.ids), len(self.ids) + len(keys), dtype=np.int64)
-        self._index.add_items(unit, labels, num_threads=1)
+        if self._index is None and len(self.ids) + len(keys) <= EXACT_MAX:
+            self._unit = np.concatenate([self._unit, np.asarray(unit, dtype=np.float32).reshape(len(keys), self.dim)])
+        else:
+            index = self._graph()
+            needed = capacity_for(len(self.ids) + len(keys), self._initial)
+            if needed > index.get_max_elements():
+                index.resize_index(needed)
+            index.add_items(unit, labels, num_threads=1)
         for k, label in zip(keys, labels):
             self._labels[k] = int(label)
             self.ids.append(k)
@@ -107,7 +148,8 @@ class HnswIndex:
     def remove(self, key: str) -> None:
         label = self._labels.get(key)
         if label is not None and label not in self._deleted:
-            self._index.mark_deleted(label)
+            if self._index is not None:
+                self._index.mark_deleted(label)
             self._deleted.add(label)
             self.deletions.append((label, len(self.ids)))
 
@@ -117,8 +159,10 @@ class HnswIndex:
         if live == 0 or k <= 0:
             return []
         k = min(k, live)
-        self._index.set_ef(max(self.ef_search, k))
         query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))
+        if self._index is None:  # no graph: every item is visited, as the graph's search would at this size
+            return self._filtered_exact(query[0], k, allowed or (lambda key: True))
+        self._index.set_ef(max(self.ef_search, k))
         if allowed is None:
             labels, distances = self._index.knn_query(query, k=k, num_threads=1)
         else:
@@ -130,25 +174,28 @@ class HnswIndex:
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
 
     def most_similar(self, vector: np.ndarray, exclude: Iterable[str] = ()) -> float:
-        """The highest cosine of `vector` with the items (live, and deleted since an earlier scan) but `exclude`,
+        """The highest cosine of `vector` with the items (the live ones; deleted ones may count too) but `exclude`,
         by an exact scan: an upper bound of every similarity a search, filtered or not, can return (-1.0
         when there is no item). Costs one matrix-vector product: a caller that only acts on results above
         a threshold skips its search when this is below it."""
         n = len(self.ids)
         if n == 0:
             return -1.0
-        if self._unit is None or len(self._unit) < n:
-            grown = np.zeros((capacity_for(n, 64), self.dim), dtype=np.float32)
-            if self._unit is not None:
-                grown[: self._copied] = self._unit[: self._copied]
-            self._unit = grown
-        if self._copied < n:
-            live = [label for label in range(self._copied, n) if label not in self._deleted]
-            if live:
-                self._unit[live] = np.asarray(self._index.get_items(live), dtype=np.float32).reshape(len(live), self.dim)
-            self._copied = n
         query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))[0]
-        sims = self._unit[:n] @ query
+        if self._index is None:  # no graph: the stored vectors are at hand
+            sims = self._unit[:n] @ query
+        else:
+            if self._scan is None or len(self._scan) < n:
+                grown = np.zeros((capacity_for(n, 64), self.dim), dtype=np.float32)
+                if self._scan is not None:
+                    grown[: self._scanned] = self._scan[: self._scanned]
+                self._scan = grown
+            if self._scanned < n:
+                live = [label for label in range(self._scanned, n) if label not in self._deleted]
+                if live:
+                    self._scan[live] = np.asarray(self._index.get_items(live), dtype=np.float32).reshape(len(live), self.dim)
+                self._scanned = n
+            sims = self._scan[:n] @ query
         for key in exclude:
             label = self._labels.get(key)
             if label is not None:
@@ -163,12 +210,15 @@ class HnswIndex:
 
     def vectors(self, keys: list[str]) -> np.ndarray:
         """The stored (unit) vectors of live `keys`."""
-        return np.asarray(self._index.get_items([self._labels[k] for k in keys]), dtype=np.float32)
+        labels = [self._labels[k] for k in keys]
+        if self._index is None:
+            return self._unit[labels].reshape(len(labels), self.dim)
+        return np.asarray(self._index.get_items(labels), dtype=np.float32)
 
     def save(self, path: Path) -> None:
         """Write the index file (deterministic for a deterministic build)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._index.save_index(str(path))
+        self._graph().save_index(str(path))
 
     @classmethod
     def load(
@@ -218,7 +268,9 @@ class HnswIndex:
     # Pickling (policy snapshots) rebuilds too, for the same reason as `load`.
     def __getstate__(self) -> dict:
         unit = np.zeros((0, self.dim), dtype=np.float32)
-        if self.ids:
+        if self._index is None:
+            unit = self._unit.copy()
+        elif self.ids:
             for label in self._deleted:
                 self._index.unmark_deleted(label)
             try:

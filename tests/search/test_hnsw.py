@@ -97,3 +97,76 @@ def test_most_similar_is_the_exact_best_cosine_and_bounds_every_search(tmp_path)
     assert _reload(index, tmp_path).most_similar(query) == index.most_similar(query)
     assert pickle.loads(pickle.dumps(index)).most_similar(query) == index.most_similar(query)
     assert HnswIndex(DIM).most_similar(query) == -1.0
+    small = HnswIndex(DIM)  # no graph yet: its stored vectors are scanned
+    small.add(keys[:10], data[:10])
+    assert not small.has_graph
+    assert small.most_similar(query, exclude=["m0"]) == pytest.approx(float(exact[1:10].max()), abs=1e-5)
+
+
+def _continuous_hnswlib_build(keys_count: int, data: np.ndarray, deletions: list[tuple[int, int]], tmp_path) -> bytes:
+    """The reference: hnswlib itself, one graph from the first item on, deletions marked as they happened."""
+    from engram.search.hnsw import _new_index, normalise
+
+    raw = _new_index(DIM, capacity_for(keys_count))
+    unit = normalise(data)
+    for label in range(keys_count):
+        raw.add_items(unit[label : label + 1], np.array([label]), num_threads=1)
+        for deleted, at in deletions:
+            if at == label + 1:
+                raw.mark_deleted(deleted)
+    path = tmp_path / "reference.hnsw"
+    raw.save_index(str(path))
+    return path.read_bytes()
+
+
+def test_a_small_index_has_no_graph_and_finds_exactly_what_a_full_scan_finds():
+    from engram.search.hnsw import EXACT_MAX, brute_force, normalise
+
+    data = _vectors(EXACT_MAX, seed=4)
+    index = HnswIndex(DIM)
+    index.add([f"e{i}" for i in range(EXACT_MAX)], data)
+    index.remove("e2")
+    assert not index.has_graph and len(index) == EXACT_MAX - 1
+    query = _vectors(1, seed=5)[0]
+    keep = [i for i in range(EXACT_MAX) if i != 2]
+    expected = [(f"e{keep[i]}", s) for i, s in brute_force(normalise(data[keep]), normalise(query[None])[0], 10)]
+    found = index.search(query, 10)
+    assert [k for k, _ in found] == [k for k, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-6)
+    ranking = [f"e{keep[i]}" for i, _ in brute_force(normalise(data[keep]), normalise(query[None])[0], len(keep))]
+    assert [k for k, _ in index.search(query, 3, allowed=lambda key: key.endswith("1"))] == \
+        [k for k in ranking if k.endswith("1")][:3]
+
+
+def test_an_index_grown_past_the_exact_size_writes_the_bytes_of_a_graph_built_from_the_first_item(tmp_path):
+    from engram.search.hnsw import EXACT_MAX
+
+    n = EXACT_MAX + 40
+    data = _vectors(n, seed=6)
+    index = HnswIndex(DIM)
+    index.add([f"g{i}" for i in range(30)], data[:30])
+    index.remove("g4")  # deleted while there was no graph: replayed at its position when the graph is built
+    index.add([f"g{i}" for i in range(30, n)], data[30:])
+    index.remove("g70")
+    assert index.has_graph
+    assert _bytes(index, tmp_path, "grown") == _continuous_hnswlib_build(n, data, [(4, 30), (70, n)], tmp_path)
+
+
+def test_a_thousand_small_indexes_cost_a_fraction_of_what_a_thousand_graphs_did():
+    """hnswlib allocates ~2.7 MB for every graph (its lock table), whatever it holds: 1,000 agents' memories of a
+    few traces each held ~2.7 GB per policy process. Without a graph they hold their vectors."""
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096 / 1e6
+
+    data = _vectors(8, seed=7)
+    before = rss_mb()
+    indexes = []
+    for n in range(1000):
+        index = HnswIndex(384)
+        index.add([f"a{n}-{i}" for i in range(8)], np.repeat(data, 24, axis=1))
+        indexes.append(index)
+    grown = rss_mb() - before
+    assert grown < 200, f"{grown:.0f} MB for 1,000 small indexes"
+    assert not any(index.has_graph for index in indexes)

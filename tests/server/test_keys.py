@@ -33,6 +33,7 @@ HOME_WIDE = {
     ("GET", "/v1/models"): {200},  # only alice's model (checked below)
     ("POST", "/v1/reshard"): {403},  # the whole home's layout: an admin key's
     ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
+    ("POST", "/v1/regenerate"): {403},  # every discussion of the home through Message Batches: an admin key's
 }
 
 

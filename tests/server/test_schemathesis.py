@@ -13,7 +13,8 @@ pytestmark = pytest.mark.server
 
 # Left out: /v1/shutdown stops the server under test; /v1/replay and /v1/export write into any directory a generated
 # `out` names; /v1/reshard grows the home under test (tests/cluster covers it).
-EXCLUDED = ("/v1/shutdown", "/v1/replay", "/v1/export", "/v1/reshard")
+# /v1/regenerate needs Claude's Message Batches API (tests/discussion/test_batch_regeneration.py covers it).
+EXCLUDED = ("/v1/shutdown", "/v1/replay", "/v1/export", "/v1/reshard", "/v1/regenerate")
 EXAMPLES = 4  # per operation: about 150 requests in all
 
 

@@ -22,3 +22,12 @@ def export(api, body: t.ExportRequest):
     """Start an export job: the log and every projection table of every shard as Parquet files (plus the
     projection files), for plain DuckDB: `SELECT * FROM '<out>/log/*.parquet'`."""
     return api.export(body)
+
+
+@route(router, "POST", "/v1/regenerate", body=t.BatchRegenerateRequest, response=t.Job, status=202,
+       errors=("conflict", "unknown_agent", "unknown_discussion", "invalid_id"))
+def regenerate_batch(api, body: t.BatchRegenerateRequest):
+    """Start a regeneration of discussion memory through the Message Batches API (Claude, half the price): every
+    discussion of the home (or of `agent`, or one `discussion`) in one job of batch rounds, resumable after a
+    restart (`resume`). Progress counts discussions; refused with the offline heuristic, which has no batch API."""
+    return api.regenerate_batch(body)

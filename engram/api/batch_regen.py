@@ -1,0 +1,269 @@
+"""Regenerating discussion memory through the Message Batches API: one job for a whole home (or one agent, or
+one discussion), at the batch price, resumable after a restart.
+
+The job plans every discussion (`engram.discussion.batch_plan`), then goes in rounds: each round's calls of
+the whole home go out as Message Batches through `BatchRunner` (one per endpoint, cut at the configured
+maximum of requests per batch), are polled until they end, and their answers are recorded; a discussion
+whose calls are all answered is applied at once, as one write (`GenerationStarted(batch=job)` and the events
+the live Summarizer would have written for those answers). A request that errored or expired is asked
+again in the next round, up to `MAX_ATTEMPTS` times; after that its discussion is reported as failed and
+keeps its old generation (nothing half-made is applied).
+
+The journal is a JSON-lines file of the home (`jobs/regenerate-batch.jsonl`): the plan (which discussions,
+up to which position, the new generation's time), the batch bookkeeping of `BatchRunner` (prepared,
+submitted, collected), every answer and failure, and every discussion applied. After a crash or a server
+restart, `engram regenerate --resume` reads it back: batches that were accepted are polled and collected,
+never submitted again; answers already received are not asked again; discussions already applied are not
+written again (and a write that was repeated anyway appends nothing: its event ids are the live ones).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+
+from engram.api.clock import now_us
+from engram.api.errors import error
+from engram.discussion.batch_plan import Target, plan, workflow_problem
+from engram.discussion.regenerate import HISTORY_TYPES
+from engram.events.llm import LlmBatchCollected, LlmBatchPrepared, LlmBatchSubmitted
+from engram.events.provenance import LlmCall
+from engram.llm.batches import fold
+from engram.llm.types import Result, StructuredMemory
+
+JOURNAL = Path("jobs") / "regenerate-batch.jsonl"
+# Times one request is asked (the first batch and the retries of what errored or expired).
+MAX_ATTEMPTS = 3
+_BatchEvent = LlmBatchPrepared | LlmBatchSubmitted | LlmBatchCollected
+
+
+class Entry(msgspec.Struct, omit_defaults=True):
+    """One line of the journal."""
+
+    kind: str  # plan | batch | answer | failure | applied | failed | finished
+    job: str = ""
+    ts_us: int = 0
+    targets: list[list] = []  # plan: [agent, discussion, through_seq, generation]
+    event: str = ""  # batch: the BatchRunner event as JSON
+    key: str = ""  # answer/failure: the call's key
+    value: object = None  # answer: the task's value
+    llm: LlmCall | None = None  # answer: its provenance
+    error: str = ""
+    agent: str = ""
+    discussion: str = ""
+    events: int = 0
+
+
+class Journal:
+    """The job's journal file (append-only lines, flushed and synced: a crash loses at most the line being
+    written, which the reader skips). Also the `BatchJournal` of the job's `BatchRunner`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self.entries: list[Entry] = []
+        if path.exists():
+            for line in path.read_bytes().splitlines():
+                try:
+                    self.entries.append(msgspec.json.decode(line, type=Entry))
+                except msgspec.DecodeError:
+                    continue  # a line cut by a crash
+
+    def add(self, entry: Entry) -> None:
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab") as f:
+                f.write(msgspec.json.encode(entry) + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            self.entries.append(entry)
+
+    # BatchJournal
+    def record(self, event) -> None:
+        self.add(Entry("batch", event=msgspec.json.encode(event).decode()))
+
+    def open_submissions(self):
+        return fold(msgspec.json.decode(e.event, type=_BatchEvent) for e in self.entries if e.kind == "batch")
+
+    # what the job needs back
+    @property
+    def plan(self) -> Entry | None:
+        return next((e for e in self.entries if e.kind == "plan"), None)
+
+    def is_open(self) -> bool:
+        return self.plan is not None and not any(e.kind == "finished" for e in self.entries)
+
+    def answers(self) -> dict[str, Result]:
+        out = {}
+        for e in self.entries:
+            if e.kind == "answer":
+                value = msgspec.convert(e.value, StructuredMemory) if isinstance(e.value, dict) else e.value
+                out[e.key] = Result(value=value, llm=e.llm)
+        return out
+
+    def failures(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for e in self.entries:
+            if e.kind == "failure":
+                out.setdefault(e.key, []).append(e.error)
+        return out
+
+    def done(self) -> dict[str, Entry]:
+        return {e.discussion: e for e in self.entries if e.kind in ("applied", "failed")}
+
+    def batches(self) -> list[str]:
+        return [msgspec.json.decode(e.event, type=_BatchEvent).batch_id for e in self.entries
+                if e.kind == "batch" and '"LlmBatchSubmitted"' in e.event]
+
+
+def journal_path(home) -> Path:
+    return home.root / JOURNAL
+
+
+class BatchRegeneration:
+    """The job over an `Api` (its runtime, its memory tasks and its query embedder)."""
+
+    def __init__(self, api, journal: Journal, *, poll_interval_seconds: float | None = None):
+        self.api, self.journal = api, journal
+        self.poll_interval = poll_interval_seconds
+        self._histories: dict[tuple[str, str], list] = {}
+        self._settings: dict[tuple[str, str], object] = {}
+
+    # ------------------------------------------------------------------ planning
+
+    def targets(self, agent: str | None, discussion: str | None) -> list[Target]:
+        """The discussions to regenerate and where their history ends now; refused as a whole, before anything is
+        recorded, if one of them cannot go through batches."""
+        streams = self.api.refresh_streams()  # discussion -> agent
+        if discussion is not None:
+            owner = self.api.discussion_agent(discussion, agent)
+            chosen = [(owner, discussion)]
+        else:
+            if agent is not None:
+                self.api.require_agent(agent)
+            chosen = sorted((a, d) for d, a in streams.items() if agent is None or a == agent)
+        targets, problems = [], []
+        for a, d in chosen:
+            history = self._history(a, d)
+            if not any(r.type == "MessageAppended" for r in history):
+                continue  # nothing to regenerate memories from
+            problem = workflow_problem(self._settings_of(a, d))
+            if problem:
+                problems.append(f"{d!r} (agent {a!r}): {problem}")
+                continue
+            previous = max([r.event.generation for r in history if r.type == "GenerationStarted"], default=0)
+            targets.append(Target(a, d, history[-1].seq, previous + 1))
+        if problems:
+            raise error("invalid_request", f"cannot regenerate through the Message Batches API: {problems[0]}"
+                        + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        if not targets:
+            raise error("unknown_discussion", "no discussion with messages to regenerate")
+        return targets
+
+    def _history(self, agent: str, discussion: str, through: int | None = None) -> list:
+        key = (agent, discussion)
+        if key not in self._histories:
+            self._histories[key] = self.api.rt.read(agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
+        history = self._histories[key]
+        return history if through is None else [r for r in history if r.seq <= through]
+
+    def _settings_of(self, agent: str, discussion: str):
+        from engram.settings import SettingsView, agent_stream
+
+        key = (agent, discussion)
+        if key not in self._settings:
+            view = SettingsView()
+            for stream in (agent_stream(agent), discussion):
+                for rec in self.api.rt.read(agent, stream=stream, types=["SettingsChanged"], limit=None):
+                    view.apply(rec)
+            self._settings[key] = view.discussion_settings(agent, discussion)
+        return self._settings[key]
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, job: str, progress) -> dict:
+        from engram.llm.batches import BatchRunner
+
+        plan_entry = self.journal.plan
+        targets = [Target(a, d, int(s), int(g)) for a, d, s, g in plan_entry.targets]
+        ts_us, job = plan_entry.ts_us, plan_entry.job
+        started = time.perf_counter()
+        runner = BatchRunner(self.api.tasks(), self.journal, poll_interval_seconds=self.poll_interval)
+        resumed_batches = len(self.journal.open_submissions())
+        progress.set(len(self.journal.done()), len(targets))
+        runner.resume(self._collect)  # accepted before a restart: polled and collected, not submitted again
+        rounds = 0
+        while True:
+            answers, failures, done = self.journal.answers(), self.journal.failures(), self.journal.done()
+            needed = []
+            for target in targets:
+                if target.discussion in done:
+                    continue
+                outcome = plan(target, self._history(target.agent, target.discussion, target.through_seq),
+                               self._settings_of(target.agent, target.discussion), answers, ts_us=ts_us, batch=job)
+                if outcome.write is not None:
+                    self._apply(target, outcome.write, job)
+                    progress.advance()
+                    continue
+                gave_up = None
+                for key, task_input in outcome.needed:
+                    tried = failures.get(key, [])
+                    if len(tried) >= MAX_ATTEMPTS:
+                        gave_up = f"a request failed {len(tried)} times: {tried[-1]}"
+                        break
+                    needed.append((f"{key}-a{len(tried)}", task_input))
+                if gave_up is not None:
+                    needed = [n for n in needed if not n[0].startswith(outcome.needed[0][0].rsplit("-", 2)[0] + "-")]
+                    self.journal.add(Entry("failed", agent=target.agent, discussion=target.discussion, error=gave_up))
+                    progress.advance()
+            if not needed:
+                break
+            rounds += 1
+            runner.run(needed, self._collect)
+        done = self.journal.done()
+        applied = [e for e in done.values() if e.kind == "applied"]
+        failed = {e.discussion: e.error for e in done.values() if e.kind == "failed"}
+        answers = self.journal.answers()
+        self.journal.add(Entry("finished", job=job, ts_us=now_us()))
+        finished = self.journal.path.with_name(f"regenerate-batch-{job}.jsonl")
+        os.replace(self.journal.path, finished)  # a new batch regeneration may start; this one stays readable
+        return {
+            "job": job, "discussions": len(targets), "applied": len(applied), "failed": failed,
+            "events": sum(e.events for e in applied), "requests": len(answers),
+            "retried": sum(len(v) for v in self.journal.failures().values()),
+            "batches": len(set(self.journal.batches())), "rounds_this_run": rounds,
+            "resumed_batches": resumed_batches,
+            "cost_usd": round(sum(r.llm.cost_usd or 0 for r in answers.values()), 6),
+            "journal": str(finished), "seconds": round(time.perf_counter() - started, 2),
+        }
+
+    def _collect(self, results: dict[str, Result]) -> None:
+        """A batch's results by custom id: answers recorded; errored and expired requests recorded as failures
+        (asked again in the next round)."""
+        for cid, result in results.items():
+            key = cid.rsplit("-a", 1)[0]
+            if result.failed:
+                self.journal.add(Entry("failure", key=key, error=result.llm.error or "failed"))
+            else:
+                self.journal.add(Entry("answer", key=key, value=msgspec.to_builtins(result.value), llm=result.llm))
+
+    def _apply(self, target: Target, write, job: str) -> None:
+        from engram.discussion.summarizer import embed_pending
+        from engram.events.envelope import Write
+
+        now = self.api.rt.read(target.agent, stream=target.discussion, types=["GenerationStarted"], limit=None)
+        latest = max(now, key=lambda r: r.event.generation, default=None)
+        if latest is not None and latest.event.generation >= target.generation and latest.event.batch != job:
+            self.journal.add(Entry("failed", agent=target.agent, discussion=target.discussion,
+                                   error=f"generation {latest.event.generation} was started meanwhile "
+                                         f"({latest.event.reason}); nothing applied"))
+            return
+        events = embed_pending(write.events, self.api.query_embedder())
+        result = self.api.rt.append([Write(write.stream, write.agent, tuple(events))])[0]
+        self.api._files.pop(target.agent, None)
+        self.journal.add(Entry("applied", agent=target.agent, discussion=target.discussion,
+                               events=len(result.seqs) - result.duplicates))
