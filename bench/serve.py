@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,57 @@ DISCUSSION = "acme-dashboard"
 QUERIES = ["Which CSS approach does Priya dislike?", "When is the launch?", "Who handles the Postgres schema?",
            "What charting library renders the graphs?", "Where is Priya going after launch?"]
 KEYWORDS = ["Supabase;deadline", "billing page", "charts;Recharts", "auth;RLS", "launch;Porto"]
+STOP = frozenset("""a an and are as at be but by can do does for from had has have he her him his how i i'm if in into is it
+it's its me my no not of on or our she so that the their them then there these they this to too up us was we were what
+when where which who why will with would you your yes hi just also about after before all any been being get got""".split())
+OPENERS = ("What did we say about", "Remind me about", "Which", "When was", "Who mentioned", "Tell me about",
+           "What happened with", "Why did we pick")
+
+
+def vocabulary(path: Path = SAMPLE) -> tuple[list[str], list[list[str]]]:
+    """The sample conversation's content words, and each message's (its sentences are the queries' material)."""
+    per_message = []
+    for line in path.read_text().splitlines():
+        msg = json.loads(line)
+        if msg.get("role") == "system":
+            continue
+        words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9.+-]*[A-Za-z0-9]", msg["content"]) if w.lower() not in STOP and len(w) > 2]
+        if len(words) >= 3:
+            per_message.append(words)
+    vocab = sorted({w for words in per_message for w in words})
+    return vocab, per_message
+
+
+def distinct_queries(n: int, seed: int) -> list[str]:
+    """`n` different recall questions drawn (seeded) from the sample's own messages: 2-4 content words of one message
+    with an opener, so every request asks something new (a cache keyed on the text would never hit)."""
+    import random
+
+    rng = random.Random(seed)
+    _, per_message = vocabulary()
+    out, seen = [], set()
+    while len(out) < n:
+        words = rng.choice(per_message)
+        text = f"{rng.choice(OPENERS)} {' '.join(rng.sample(words, min(len(words), rng.randint(2, 4))))}?"
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
+
+
+def distinct_keywords(n: int, seed: int) -> list[str]:
+    """`n` different keyword searches (1-3 ';'-separated terms of the sample's vocabulary), seeded."""
+    import random
+
+    rng = random.Random(seed)
+    vocab, _ = vocabulary()
+    out, seen = [], set()
+    while len(out) < n:
+        text = ";".join(rng.sample(vocab, rng.randint(1, 3)))
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out
 
 
 def pct(values: list[float], q: float) -> float:
@@ -77,7 +129,7 @@ def load(url: str, clients: int, per_client: int, call) -> dict:
             "throughput_rps": round(len(latencies) / wall, 1)}
 
 
-def chat_load(url: str, clients: int, turns: int) -> dict:
+def chat_load(url: str, clients: int, turns: int, questions: list[str]) -> dict:
     """`clients` front-ends, each its own discussion and connection, resending the whole history every turn."""
     import http.client
     from urllib.parse import urlsplit
@@ -94,7 +146,7 @@ def chat_load(url: str, clients: int, turns: int) -> dict:
         history = [{"role": "system", "content": f"You are a helpful assistant. {tag}"}]
         mine, mem = [], []
         for j in range(turns):
-            history.append({"role": "user", "content": QUERIES[(i + j) % len(QUERIES)] + f" (turn {j})"})
+            history.append({"role": "user", "content": questions[(i * turns + j) % len(questions)]})
             body = json.dumps({"model": f"engram/{AGENT}", "messages": history})
             started = time.perf_counter()
             try:
@@ -149,6 +201,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="requests per measurement (split over the clients)")
     parser.add_argument("--command-runs", type=int, default=10)
     parser.add_argument("--chat-requests", type=int, default=160, help="chat completions per concurrency level")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the distinct query texts")
     args = parser.parse_args()
 
     from engram.client import Client
@@ -167,12 +220,19 @@ def main() -> None:
             c.recall(AGENT, QUERIES[0], discussion=DISCUSSION)
             c.search(AGENT, DISCUSSION, KEYWORDS[0])
         per = max(1, args.requests // args.clients)
-        recall = load(url, args.clients, per, lambda c, i: c.recall(AGENT, QUERIES[i % len(QUERIES)],
-                                                                   discussion=DISCUSSION, limit=5))
-        search = load(url, args.clients, per, lambda c, i: c.search(AGENT, DISCUSSION, KEYWORDS[i % len(KEYWORDS)],
-                                                                   mode="hybrid", limit=5))
-        single = load(url, 1, per, lambda c, i: c.recall(AGENT, QUERIES[i % len(QUERIES)], discussion=DISCUSSION, limit=5))
-        chat = {f"clients_{n}": chat_load(url, n, max(3, args.chat_requests // n)) for n in (1, 8, 32)}
+        # Every request asks something new (no repeated text, also across measurements): cold queries.
+        asked = distinct_queries(2 * per * args.clients + 3 * args.chat_requests + 96, args.seed)
+        keywords = distinct_keywords(per * args.clients, args.seed + 1)
+        recall_q, asked = asked[:per * args.clients], asked[per * args.clients:]
+        single_q, asked = asked[:per], asked[per:]
+        recall = load(url, args.clients, per, lambda c, i: c.recall(AGENT, recall_q[i], discussion=DISCUSSION, limit=5))
+        search = load(url, args.clients, per, lambda c, i: c.search(AGENT, DISCUSSION, keywords[i], mode="hybrid", limit=5))
+        single = load(url, 1, per, lambda c, i: c.recall(AGENT, single_q[i], discussion=DISCUSSION, limit=5))
+        chat = {}
+        for n in (1, 8, 32):
+            turns = max(3, args.chat_requests // n)
+            chat[f"clients_{n}"] = chat_load(url, n, turns, asked[:n * turns])
+            asked = asked[n * turns:]
         commands = [command_wall(home, "recall", QUERIES[1], "--agent", AGENT, runs=args.command_runs),
                     command_wall(home, "status", runs=args.command_runs)]
     finally:
@@ -181,6 +241,7 @@ def main() -> None:
         "benchmark": "serve",
         "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)},
         "first_command_with_server_start_s": round(first_command_s, 1),
+        "queries": "distinct per request (seeded from the sample's own messages): every query is cold",
         "recall": {**recall, "target_p99_ms": 20}, "recall_one_client": single,
         "search": {**search, "target_p99_ms": 20},
         "commands_with_server_up": [{**c, "target_s": 0.5} for c in commands],

@@ -1,5 +1,12 @@
 """The policy actor: hosts a group of policies for one shard (one pool member) and keeps them
-caught up with the log by long-polling the shard actor."""
+caught up with the log by long-polling the shard actor.
+
+Questions to a hosted policy (`call`, e.g. the trace reader's `recall`) run on the actor's threads. A
+method the policy lists in `concurrent_reads` only reads its state: such calls run at the same time as
+each other (the query embedding and the HNSW search release the GIL), and only the pump, which folds new
+events into that state, runs alone. The writes calls queue (a recall's `TraceRetrieved`) are appended by
+one flusher thread, all that queued meanwhile in one append (group commit), after the answers have left.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import time
 
 import ray
 
+from engram.api.runtime import RoutingGate as SharedExclusiveLock
 from engram.config.service import ServiceConfig
 from engram.events.store import decode_rows
 from engram.home import Home
@@ -29,7 +37,101 @@ MAX_BACKOFF_S = 30.0
 POLICY_LINGER_S = 0.05
 
 
-@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=4)
+class HostedCalls:
+    """Questions to the policies of one `PolicyHost` on many threads (what a PolicyActor runs; plain Python).
+
+    `lock` is held exclusively by the pump (folding new events changes the policies' state) and by calls to
+    methods a policy does not list in `concurrent_reads`; calls to the listed, read-only methods hold it shared
+    and run at the same time. Writes the calls queue (`take_writes`) are appended by one flusher thread, all
+    the calls' writes that queued meanwhile in one append, and folded right after.
+    """
+
+    def __init__(self, host: PolicyHost):
+        self.host = host
+        self.lock = SharedExclusiveLock()
+        self.own_seq = 0  # the last seq appended for the calls' writes
+        self._cond = threading.Condition()
+        self._queued = 0  # calls that queued writes ...
+        self._flushed = 0  # ... and how many of them have their writes appended
+        self._targets: set = set()
+        self._stopping = False
+        self.appends = 0  # appends the flusher made (each one for every call that queued meanwhile)
+        self._flusher = threading.Thread(target=self._flush_loop, name="policy-call-writes", daemon=True)
+        self._flusher.start()
+
+    def call(self, policy: str, method: str, *args, min_position: int | None = None, **kwargs):
+        """Ask a hosted policy a question.
+
+        `min_position`: first catch up with the log up to that seq (read-your-writes). The writes earlier calls
+        queued (e.g. a recall's `TraceRetrieved`) are appended after their answers have left; a call with a
+        `min_position` first waits until those queued before it are appended and folded, so a caller sees its
+        previous calls' effects. Without one (None or 0: whatever is folded now will do, e.g. the memory proxy's
+        recall) a call waits for nothing but the fold in progress.
+        """
+        target = next((p for p in self.host.policies if p.name == policy), None)
+        if target is None:
+            raise ValueError(f"no policy {policy!r} here; hosted: {[p.name for p in self.host.policies]}")
+        if min_position:
+            with self._cond:
+                before = self._queued
+                self._cond.wait_for(lambda: self._flushed >= before)
+                wanted = max(min_position, self.own_seq)
+            if self.host.position < wanted:
+                self.catch_up(wanted)
+        concurrent = method in getattr(target, "concurrent_reads", ())
+        with (self.lock.shared() if concurrent else self.lock.exclusive()):
+            result = getattr(target, method)(*args, **kwargs)
+        if hasattr(target, "take_writes"):
+            with self._cond:
+                self._queued += 1
+                self._targets.add(target)
+                self._cond.notify_all()
+        return result
+
+    def catch_up(self, wanted: int) -> None:
+        """Fold the log up to `wanted` now (several waiting calls: the first one pumps, the others find it done)."""
+        with self.lock.exclusive():
+            while self.host.position < wanted:
+                before = self.host.position
+                if self.host.pump() == 0 or (self.host.errors and self.host.position == before):
+                    break
+
+    def _flush_loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queued > self._flushed or self._stopping)
+                if self._queued == self._flushed:
+                    return  # stopping, nothing left
+                upto, targets = self._queued, list(self._targets)
+            try:
+                writes = [w for target in targets for w in target.take_writes()]
+                if writes:
+                    appended = self.host.append(writes)
+                    self.appends += 1
+                    seqs = [s for a in appended for s in a.seqs]
+                    if seqs:
+                        self.own_seq = max(self.own_seq, max(seqs))
+                        # Folded now, between calls, rather than by the next fresh call.
+                        self.catch_up(self.own_seq)
+            except Exception:
+                log.exception("appending the writes of calls failed")
+            with self._cond:
+                self._flushed = upto
+                self._cond.notify_all()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Append what is queued, then end the flusher."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._flusher.join(timeout)
+
+
+# Calls served at once: concurrent recalls of a trace reader, plus drains, status and pauses.
+POLICY_ACTOR_CONCURRENCY = 12
+
+
+@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=POLICY_ACTOR_CONCURRENCY)
 class PolicyActor:
     def __init__(self, config_json: dict, shard_actor_name: str, shard: int, specs: list[str], member: int, members: int,
                  embedder_actor: str | None = None):
@@ -51,9 +153,8 @@ class PolicyActor:
             head=lambda: ray.get(self.shard_handle.head.remote()),
             state_dir=home.root / "state",
         )
-        self._lock = threading.Lock()  # one pump at a time: a logical actor's mailbox is serial
-        self._flushing: threading.Thread | None = None
-        self._own_seq = 0
+        self.calls = HostedCalls(self.host)
+        self._lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
         self._stop = threading.Event()
         self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -66,7 +167,7 @@ class PolicyActor:
                 self._stop.wait(0.05)
                 continue
             try:
-                with self._lock:
+                with self._lock.exclusive():
                     n = self.host.pump()
                     # Live time for the policies that record it (clock ticks); cheap when no boundary passed.
                     self.host.wall_clock(int(time.time() * 1_000_000))
@@ -77,7 +178,7 @@ class PolicyActor:
                     continue
                 backoff = 0.0
                 if n == 0 and not ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S)):
-                    with self._lock:  # nothing new for a while: what is unsaved is written now
+                    with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
                         self.host.save_pending()
                 elif n < self.host.batch:
                     self._stop.wait(POLICY_LINGER_S)
@@ -86,48 +187,18 @@ class PolicyActor:
                 self._stop.wait(1.0)
 
     def call(self, policy: str, method: str, *args, min_position: int | None = None, **kwargs):
-        """Ask a hosted policy a question (e.g. the trace reader's `recall`), on the policy's serial mailbox.
-
-        `min_position`: first catch up with the log up to that seq (read-your-writes). Writes the call
-        queued (the policy's `take_writes`, e.g. a `TraceRetrieved`) are appended after the answer has
-        left, and the next call sees them folded.
-        """
-        target = next((p for p in self.host.policies if p.name == policy), None)
-        if target is None:
-            raise ValueError(f"no policy {policy!r} here; hosted: {[p.name for p in self.host.policies]}")
-        flushing = self._flushing
-        if flushing is not None:
-            flushing.join()
-        with self._lock:
-            wanted = max(min_position or 0, self._own_seq)
-            if self.host.position < wanted:
-                self.host.run_until_caught_up()
-            result = getattr(target, method)(*args, **kwargs)
-        if hasattr(target, "take_writes"):
-            # Started before it is published: a concurrent call joins it, and a thread not yet started cannot be joined.
-            flusher = threading.Thread(target=self._flush, args=(target,), daemon=True)
-            flusher.start()
-            self._flushing = flusher
-        return result
-
-    def _flush(self, target) -> None:
-        try:
-            writes = target.take_writes()
-            if writes:
-                appended = self.host.append(writes)
-                self._own_seq = max([self._own_seq] + [s for a in appended for s in a.seqs])
-        except Exception:
-            log.exception("appending the writes of a call failed")
+        """Ask a hosted policy a question (e.g. the trace reader's `recall`): `HostedCalls.call`."""
+        return self.calls.call(policy, method, *args, min_position=min_position, **kwargs)
 
     def drain(self) -> int:
         """Handle everything in the log now (synchronously); returns events read."""
-        with self._lock:
+        with self._lock.exclusive():
             return self.host.run_until_caught_up()
 
     # A forget (engram.forgetting) pauses the loop; it resumes by itself if the forget never comes back.
     def pause(self, max_seconds: float = 600.0) -> bool:
         self._resume_at = time.monotonic() + max_seconds
-        with self._lock:  # wait for a pump in progress
+        with self._lock.exclusive():  # wait for a pump (or a call) in progress
             pass
         return True
 
@@ -136,12 +207,12 @@ class PolicyActor:
         return True
 
     def discard_snapshots(self) -> bool:
-        with self._lock:
+        with self._lock.exclusive():
             self.host.discard_snapshots()
         return True
 
     def scrub(self, texts: list[str]) -> list[str]:
-        with self._lock:
+        with self._lock.exclusive():
             return self.host.scrub(texts)
 
     def positions(self) -> dict:
@@ -160,6 +231,7 @@ class PolicyActor:
     def close(self) -> bool:
         self._stop.set()
         self._thread.join(timeout=10)
-        with self._lock:
+        self.calls.stop()
+        with self._lock.exclusive():
             self.host.save()
         return True

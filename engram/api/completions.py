@@ -34,6 +34,25 @@ SHIPPED_WORKFLOW = "openai-proxy.workflow.json"
 SOURCE = "openai proxy"
 
 
+def response_path_reads_only(workflow) -> bool:
+    """Whether every node before the workflow's WorkflowLock (all of them, without one) only reads memory."""
+    from engram.discussion.workflow.nodes import WorkflowLock
+
+    nodes = list(workflow.nodes)
+    lock = next((i for i, node in enumerate(nodes) if isinstance(node, WorkflowLock)), len(nodes))
+    return all(node.reads_only for node in nodes[:lock])
+
+
+def fresh_seqs(result) -> list[int | None]:
+    """Per event of an Appended, its seq when this append made it, None when the log held it already: a duplicate
+    keeps its original seq, older than every seq the append gave (the `duplicates` smallest are the old ones)."""
+    seqs = list(result.seqs)
+    if not result.duplicates:
+        return seqs
+    old = set(sorted(seqs)[: result.duplicates])
+    return [None if s in old else s for s in seqs]
+
+
 def shipped_workflow_path() -> Path:
     return Path(str(resources.files("engram.samples").joinpath(SHIPPED_WORKFLOW)))
 
@@ -56,22 +75,49 @@ class CompletionOps:
 
     def forget_histories(self) -> None:
         """Forgetting erases messages and files: the proxy's view of the log and its open stores are read again."""
-        self._proxy_state()["histories"].clear()
-        self._proxy_state().pop("memories", None)
+        state = self._proxy_state()
+        with self._streams_lock:
+            state["epoch"] = state.get("epoch", 0) + 1  # a tail record taken before the forget is never trusted
+            state["histories"].clear()
+            state.pop("memories", None)
 
-    def _logged_keys(self, agent: str, discussion: str) -> list[str]:
-        """The discussion's message keys, oldest first: read from the log (not a projection, which may lag),
+    def _logged_keys(self, agent: str, discussion: str) -> tuple[list[str], tuple[int, int]]:
+        """The discussion's message keys, oldest first, and the mark (appends to the stream through this API, forget
+        epoch) they were taken at.
+
+        From the tail record when it is exact: this API made the stream's last append, it knows what that appended,
+        and nothing wrote the stream since (no other append through this API, no forget, and no other process can
+        append: `Runtime.sole_writer`). Otherwise read from the log (not a projection, which may lag),
         incrementally after the first time."""
         from engram.ingest.history import message_key
 
-        histories = self._proxy_state()["histories"]
-        after, keys = histories.get((agent, discussion), (0, []))
+        state = self._proxy_state()
+        histories = state["histories"]
+        with self._streams_lock:
+            mark = (self._stream_writes.get(discussion, 0), state.get("epoch", 0))  # before the read: see _remember_tail
+        after, keys, exact_at = histories.get((agent, discussion), (0, [], None))
+        if exact_at == mark and self.rt.sole_writer:
+            return keys, mark
         new = self.rt.read(agent, after=after, stream=discussion, types=["MessageAppended"], limit=None)
         if new:
             keys = keys + [message_key(r.event.role, r.event.content) for r in new]
             after = new[-1].seq
-            histories[(agent, discussion)] = (after, keys)
-        return keys
+        histories[(agent, discussion)] = (after, keys, None)
+        return keys, mark
+
+    def _remember_tail(self, agent: str, discussion: str, keys: list[str], mark: tuple[int, int], appended_keys: list[str],
+                       result) -> None:
+        """After the proxy's own append of `appended_keys` (`result`: its Appended), the log's message keys are `keys`
+        + those, exactly, when that append was the only write to the stream since `mark` and appended every one of
+        them (no duplicate: a retried request's messages are in the log already, at places this API did not see)."""
+        if result is None or result.duplicates or len(result.seqs) != len(appended_keys):
+            return
+        state = self._proxy_state()
+        with self._streams_lock:
+            now = (self._stream_writes.get(discussion, 0), state.get("epoch", 0))
+            if now != (mark[0] + 1, mark[1]):
+                return  # someone else wrote the stream meanwhile (or a forget ran): the next request reads the log
+            state["histories"][(agent, discussion)] = (max(result.seqs), keys + appended_keys, now)
 
     def proxy_workflow(self):
         """The memory workflow of the proxy: <home>/workflows/<proxy.workflow>.json, else the shipped one
@@ -134,42 +180,66 @@ class CompletionOps:
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
 
     def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started) -> t.CompletionResponse:
+        """The new messages and the reply go to the log in one append after the response is made, when the nodes
+        before the WorkflowLock only read (they never look for the new messages in the log): one shard call per
+        request. A workflow whose response path creates memories gets the new messages appended first. An LLM
+        outage appends the new messages alone: they are in the log whatever the model did."""
         from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
         from engram.discussion.workflow.engine import NodeFailed
         from engram.ingest.history import chain_ids, message_key, new_positions
 
         keys = [message_key(role, text) for role, text, _ in turns]
         ids = chain_ids(discussion, keys)
-        new = new_positions(self._logged_keys(agent, discussion), keys)
-        appended_seqs = self._proxy_append(agent, discussion, [(turns[i], ids[i]) for i in new])
+        logged, mark = self._logged_keys(agent, discussion)
+        new = new_positions(logged, keys)
+        ts = now_us()
+        incoming = [(turns[i], ids[i], {}) for i in new]
+        new_keys = [keys[i] for i in new]
+        if incoming and not response_path_reads_only(workflow):
+            seqs, result = self._proxy_append(agent, discussion, incoming, ts)
+            self._remember_tail(agent, discussion, logged, mark, new_keys, result)
+            # The reply's append below may set the tail record only when this one was exact too.
+            exact = result is not None and not result.duplicates and len(result.seqs) == len(new_keys)
+            logged, mark, incoming, new_keys = logged + new_keys, (mark[0] + 1 if exact else -2, mark[1]), [], []
+            appended = [s for s in seqs if s is not None]
+        else:
+            appended = []
 
         memory = self._proxy_memory(agent)
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
                          memory=memory, responder=Responder(self.tasks()), system_prompt=system)
         try:
             outcome = run(workflow, ctx, defer=True)
-        except NodeFailed as exc:
-            raise error("bad_workflow", f"the proxy's memory workflow: {exc}") from None
+        except Exception as exc:
+            self._proxy_append(agent, discussion, incoming, ts)  # the user's message is recorded all the same
+            if isinstance(exc, NodeFailed):
+                raise error("bad_workflow", f"the proxy's memory workflow: {exc}") from None
+            raise
         answer = next((r for r in outcome.results if r.id == outcome.response_node), None)
         llm = answer.llm if answer is not None else None
         if llm is not None and llm.error:  # an outage: the user's message is in the log, the error says why
-            self._after_response(discussion, outcome)
+            self._proxy_append(agent, discussion, incoming, ts)
+            self._after_response(discussion, outcome, memory)
             where = f" (your message is recorded in discussion {discussion!r}; send it again later)"
             raise llm_failure(llm.error, where)
         reply = outcome.response.strip()
         if not reply:
+            self._proxy_append(agent, discussion, incoming, ts)
             raise error("bad_workflow", f"the proxy's memory workflow ({workflow.source}) produced no response: mark a "
                         "Standard node returnToUser")
-        reply_seqs = self._proxy_append(agent, discussion, [(("assistant", reply, None),
-                                                             chain_ids(discussion, keys + [message_key("assistant", reply)])[-1])],
-                                        responder=f"{llm.provider}/{llm.model}" if llm else "workflow")
-        self._after_response(discussion, outcome)
+        responder = f"{llm.provider}/{llm.model}" if llm else "workflow"
+        reply_key = message_key("assistant", reply)
+        items = incoming + [(("assistant", reply, None), chain_ids(discussion, keys + [reply_key])[-1],
+                             {"responder": responder})]
+        seqs, result = self._proxy_append(agent, discussion, items, max(now_us(), ts + len(incoming)))
+        self._remember_tail(agent, discussion, logged, mark, new_keys + [reply_key], result)
+        appended += [s for s in seqs[:-1] if s is not None]
+        self._after_response(discussion, outcome, memory)
         total = (time.perf_counter() - started) * 1000
         llm_ms = min(answer.seconds * 1000, total) if answer is not None and llm is not None else 0.0
         return t.CompletionResponse(
-            agent=agent, discussion=discussion, reply=reply,
-            responder=f"{llm.provider}/{llm.model}" if llm else "workflow", appended=len(appended_seqs),
-            reply_seq=reply_seqs[0] if reply_seqs else None, memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
+            agent=agent, discussion=discussion, reply=reply, responder=responder, appended=len(appended),
+            reply_seq=seqs[-1], memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
             input_tokens=llm.input_tokens if llm else 0, output_tokens=llm.output_tokens if llm else 0)
 
     def _proxy_memory(self, agent: str):
@@ -191,34 +261,40 @@ class CompletionOps:
 
         return recall
 
-    def _proxy_append(self, agent: str, discussion: str, items, **metadata: str) -> list[int]:
-        """Append (turn, id) items; the seqs of those the log did not hold (a retried request's are duplicates)."""
+    def _proxy_append(self, agent: str, discussion: str, items, ts: int) -> tuple[list[int | None], object]:
+        """Append (turn, id, metadata) items in one write (the k-th at event time `ts` + k): the seq of each item, None
+        for one the log held already (a retried request's), and the write's Appended (None when nothing was sent)."""
         from engram.ingest.messages import IncomingMessage, discussion_write
 
         if not items:
-            return []
-        ts = now_us()
+            return [], None
         messages = [IncomingMessage(role=role, content=text, name=name, ts_us=ts + k, message_id=mid,
                                     metadata={"source": SOURCE, **metadata})
-                    for k, ((role, text, name), mid) in enumerate(items)]
+                    for k, ((role, text, name), mid, metadata) in enumerate(items)]
         write = discussion_write(agent, discussion, messages, max_message_chars=self.config.limits.max_message_chars,
                                  where="messages")
         if write is None:
-            return []
+            return [None] * len(items), None
         self.sync_settings(agent, ts)
         result = self.rt.append([write])[0]
         self.note_streams([write])
-        return list(result.seqs)[: len(result.seqs) - result.duplicates] if result.duplicates else list(result.seqs)
+        if len(write.events) == len(items):
+            return fresh_seqs(result), result
+        # An item that was only a DiscussionId tag is not appended: the others' seqs, in order.
+        kept = iter(fresh_seqs(result))
+        return [next(kept) if strip_discussion_tags(m.content) else None for m in messages], result
 
-    def _after_response(self, discussion: str, outcome) -> None:
+    def _after_response(self, discussion: str, outcome, memory=None) -> None:
         """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,
         later requests leave only their latest run pending (the creators cover every message so far, so the ones
-        in between have nothing left to do). Their errors are logged, never the caller's."""
+        in between have nothing left to do). Their errors are logged, never the caller's. Afterwards the
+        discussion's vector store, which they may have rewritten, is opened again here rather than in the path of
+        the next request."""
         if outcome.rest is None:
             return
         state = self._proxy_state()
         with self._streams_lock:
-            state.setdefault("pending", {})[discussion] = outcome
+            state.setdefault("pending", {})[discussion] = (outcome, memory)
             if discussion in state.setdefault("running", {}):
                 return
             worker = threading.Thread(target=self._memory_worker, args=(discussion,), name=f"proxy-memory-{discussion}",
@@ -231,7 +307,7 @@ class CompletionOps:
         state = self._proxy_state()
         while True:
             with self._streams_lock:
-                outcome = state["pending"].pop(discussion, None)
+                outcome, memory = state["pending"].pop(discussion, (None, None))
                 if outcome is None:
                     state["running"].pop(discussion, None)
                     state["background"].discard(threading.current_thread())
@@ -239,6 +315,8 @@ class CompletionOps:
             try:
                 outcome.rest()
                 outcome.wait()
+                if memory is not None:
+                    memory.open_store(discussion)
             except Exception:
                 log.exception("the proxy's memory workflow failed after the response (discussion %s)", discussion)
 

@@ -111,6 +111,13 @@ class Runtime(ABC):
         """Stop cleanly: projections checkpointed, DuckDB files closed."""
 
     @property
+    def sole_writer(self) -> bool:
+        """Whether every append to the home goes through this runtime object (one process: `engram serve`, or an
+        embedded engram). The API may then trust what it remembers of its own appends (the proxy's tail record);
+        several processes sharing the actors (Ray Serve replicas, a joined cluster) must read the log instead."""
+        return True
+
+    @property
     @abstractmethod
     def description(self) -> str:
         """One line for `engram status`: what runs the home (e.g. "Ray (local instance)")."""

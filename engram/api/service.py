@@ -35,6 +35,7 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
         self.jobs = Jobs()
         self._streams: dict[str, str] = {}  # stream -> agent, refreshed when a lookup misses
         self._streams_lock = threading.Lock()
+        self._stream_writes: dict[str, int] = {}  # stream -> appends made through this API (note_streams)
         self._query_embedder = None
         self._files: dict[str, object] = {}  # agent -> MemoryFiles (caches open vector stores)
 
@@ -78,10 +79,17 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
         return owner
 
     def note_streams(self, writes) -> None:
-        """Streams just appended to are known without asking the runtime again."""
+        """Streams just appended to are known without asking the runtime again, and their appends through this
+        API are counted (`stream_writes`: what the proxy's tail record checks)."""
         with self._streams_lock:
             for w in writes:
                 self._streams.setdefault(w.stream, w.agent)
+                self._stream_writes[w.stream] = self._stream_writes.get(w.stream, 0) + 1
+
+    def stream_writes(self, stream: str) -> int:
+        """How many appends to `stream` this API has made (every write path calls `note_streams`)."""
+        with self._streams_lock:
+            return self._stream_writes.get(stream, 0)
 
     def forget_streams(self) -> None:
         with self._streams_lock:

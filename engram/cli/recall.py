@@ -113,7 +113,8 @@ def render(result, *, explain: bool) -> str:
         if fb is not None and fb.share > 0:
             lines.append(
                 f"feedback: similarity = {1 - fb.share:.2f} · to the query + {fb.share:.2f} · to the feedback query "
-                f"(the query + the {len(fb.traces)} best first hits; added terms: {', '.join(fb.terms) or '-'})"
+                f"(the query + the stored vectors of the {len(fb.traces)} best first hits; "
+                f"added terms, searched by keywords: {', '.join(fb.terms) or '-'})"
             )
         if result.hyde is not None:
             lines.append(

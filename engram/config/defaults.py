@@ -133,8 +133,8 @@ RECALL_DEFAULT_LIMIT = 10
 QUERY_FOCUS_COMMON_SHARE = 0.1
 # Pseudo-relevance feedback (engram.cognitive.retrieval, step 3; Rocchio): the FEEDBACK_TRACES best first-stage
 # candidates are taken as relevant; the feedback query is the query vector + FEEDBACK_VECTOR_WEIGHT · their mean
-# vector, and the query's terms (weight 1) + their FEEDBACK_TERMS most characteristic other terms (weight
-# FEEDBACK_TERM_WEIGHT). Its nearest traces and best keyword matches join the candidates, and similarity becomes
+# stored vector, and the query's terms (weight 1) + their FEEDBACK_TERMS most characteristic other terms (weight
+# FEEDBACK_TERM_WEIGHT). Its best keyword matches join the candidates (its vector is not searched), and similarity becomes
 # (1 − FEEDBACK_SHARE) · similarity to the query + FEEDBACK_SHARE · similarity to the feedback query.
 # Classic Rocchio/RM3 settings (3 documents, 10 terms, half weight), not fitted to a benchmark.
 FEEDBACK_TRACES = 3

@@ -70,12 +70,15 @@ def qa_items(sample: dict) -> list[QaItem]:
 
 
 def evaluate(items: Sequence[QaItem], retrieve: Callable[[QaItem, int], list[Hit]], ks: Sequence[int] = KS) -> dict:
-    """Mean evidence recall@k overall and per category, and mean tokens in the top-k."""
+    """Mean evidence recall@k overall, per category and per conversation (all items, and multi-hop: the split a
+    held-out check reads — settings chosen on one conversation, checked on the others), and mean tokens in the top-k."""
     kmax = max(ks)
     sums = {k: 0.0 for k in ks}
     tokens = {k: 0 for k in ks}
     per_cat: dict[int, dict[int, float]] = defaultdict(lambda: {k: 0.0 for k in ks})
     counts: dict[int, int] = defaultdict(int)
+    per_conv: dict[tuple[str, str], list[float]] = defaultdict(list)  # (conversation, "all" | "multi-hop") -> recall@kmid
+    kmid = sorted(ks)[len(ks) // 2]
     for item in items:
         hits = retrieve(item, kmax)
         counts[item.category] += 1
@@ -85,7 +88,14 @@ def evaluate(items: Sequence[QaItem], retrieve: Callable[[QaItem, int], list[Hit
             sums[k] += recall
             per_cat[item.category][k] += recall
             tokens[k] += sum(estimate_tokens(h.text) for h in hits[:k])
+            if k == kmid:
+                per_conv[(item.sample_id, "all")].append(recall)
+                if CATEGORIES.get(item.category) == "multi-hop":
+                    per_conv[(item.sample_id, "multi-hop")].append(recall)
     n = max(len(items), 1)
+    conversations: dict[str, dict[str, float]] = {}
+    for (conv, part), values in sorted(per_conv.items()):
+        conversations.setdefault(conv, {})[part] = round(100 * sum(values) / len(values), 1)
     return {
         "items": len(items),
         **{f"recall@{k}": round(100 * sums[k] / n, 1) for k in ks},
@@ -94,4 +104,5 @@ def evaluate(items: Sequence[QaItem], retrieve: Callable[[QaItem, int], list[Hit
             CATEGORIES.get(c, str(c)): {"items": counts[c], **{f"recall@{k}": round(100 * per_cat[c][k] / counts[c], 1) for k in ks}}
             for c in sorted(counts)
         },
+        f"per_conversation@{kmid}": conversations,
     }

@@ -1,7 +1,8 @@
 """The trace Indexer/reader: each agent's traces, graph and HNSW index in memory, serving recall.
 
 A logical actor per agent on a pool of Ray actors (`engram.actors.policy.PolicyActor` hosts it and
-keeps it caught up with the log). `recall` runs on the read path: it embeds the query (and, with
+keeps it caught up with the log). `recall` runs on the read path, several at once (it only reads the
+memories; the host folds new events between them): it embeds the query (and, with
 HyDE, a hypothetical memory), scores candidates with the six-factor composite and returns at once;
 the `TraceRetrieved` event it implies is queued and appended right after the answer has left
 (`take_writes`), and reinforces the traces when the log folds it back in.
@@ -25,6 +26,8 @@ from engram.settings import agent_stream
 class TraceReader(CognitivePolicy):
     name = "trace-reader"
     interests = frozenset({"SettingsChanged"}) | TRACE_EVENTS
+    # Read-only questions: the host runs them alongside each other (never alongside the fold of new events).
+    concurrent_reads = frozenset({"recall", "agents"})
 
     def __init__(self, ctx):
         super().__init__(ctx)

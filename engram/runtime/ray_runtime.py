@@ -15,6 +15,7 @@ member by consistent hashing (`engram.placement.owner`).
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from contextlib import ExitStack
 from typing import Callable, Sequence
@@ -73,6 +74,9 @@ class RayRuntime(Runtime):
         # Appends and reads give up after this (RuntimeUnavailable) instead of waiting for a lost node forever.
         self.call_timeout_s = config.ray.call_timeout_seconds
         self.retries = 0  # idempotent calls tried again after an actor restart (status, tests)
+        # shard -> the last seq of an append this runtime acknowledged (read-your-writes without asking the shard)
+        self._acked: dict[int, int] = {}
+        self._acked_lock = threading.Lock()
 
     @property
     def description(self) -> str:
@@ -83,6 +87,10 @@ class RayRuntime(Runtime):
     @property
     def owns_actors(self) -> bool:
         return not self.shared
+
+    @property
+    def sole_writer(self) -> bool:
+        return not self.shared  # detached, shared actors: other processes may append too
 
     def start(self) -> "RayRuntime":
         self.started_ray = init_ray(
@@ -258,7 +266,26 @@ class RayRuntime(Runtime):
                         answered = self.retrying(lambda s=s: send(s), True)
                     for i, res in zip(by_shard[s], answered):
                         results[i] = res
+                    self._acknowledged(s, answered)
             return results  # type: ignore[return-value]
+
+    def _acknowledged(self, shard: int, answered: Sequence[Appended]) -> None:
+        seqs = [max(a.seqs) for a in answered if a.seqs]
+        if seqs and shard in self._acked:
+            with self._acked_lock:
+                self._acked[shard] = max(self._acked[shard], max(seqs))
+
+    def _read_your_writes(self, shard: int) -> int:
+        """The position a fresh read of `shard` must see: every append this runtime has acknowledged (the shard's
+        head the first time, so that a restarted reader catches up with the whole log first). With other processes
+        appending too (not `sole_writer`), the shard's head now."""
+        if not self.sole_writer or shard not in self._acked:
+            head = get(self.shard(shard).head.remote(), self.call_timeout_s)
+            if not self.sole_writer:
+                return head
+            with self._acked_lock:
+                self._acked[shard] = max(self._acked.get(shard, 0), head)
+        return self._acked[shard]
 
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
         shard = self.shard_of(agent)
@@ -337,7 +364,7 @@ class RayRuntime(Runtime):
 
     def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
         if min_position is None:
-            min_position = get(self.shard(self.shard_of(agent)).head.remote())
+            min_position = self._read_your_writes(self.shard_of(agent))
         reader = self._member(READER_GROUP, agent, agent)
         return get(reader.call.remote(READER_POLICY, "recall", agent, query, min_position=min_position,
                                           now_us=now_us, **options))

@@ -146,6 +146,7 @@ class BM25:
             return []
         scores: dict[str, float] = defaultdict(float)
         verdict: dict[str, bool] = {}  # allowed(key), asked once per key
+        saturated = self._saturation()
         for term in sorted(set(query_terms)):
             posting = self._postings.get(term)
             if not posting:
@@ -158,7 +159,7 @@ class BM25:
                         ok = verdict[key] = bool(allowed(key))
                     if not ok:
                         continue
-                scores[key] += idf * self._saturated(tf, key)
+                scores[key] += idf * saturated(tf, key)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
 
@@ -168,20 +169,31 @@ class BM25:
         w = weights or {}
         terms = [(t, self.idf(t) * w.get(t, 1.0), self._postings.get(t)) for t in sorted(set(query_terms))]
         out = {}
+        terms = [(idf, posting) for _, idf, posting in terms if posting]
+        saturated = self._saturation() if terms else None
         for key in keys:
             total = 0.0
-            for _, idf, posting in terms:
-                tf = posting.get(key) if posting else None
+            for idf, posting in terms:
+                tf = posting.get(key)
                 if tf:
-                    total += idf * self._saturated(tf, key)
+                    total += idf * saturated(tf, key)
             out[key] = total
         return out
 
     def _saturated(self, tf: int, key: str) -> float:
         """BM25's term-frequency saturation with length normalisation: tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))."""
-        avg = self._total / len(self._lengths) or 1.0
-        norm = tf + self.k1 * (1 - self.b + self.b * self._lengths[key] / avg)
-        return tf * (self.k1 + 1) / norm
+        return self._saturation()(tf, key)
+
+    def _saturation(self) -> Callable[[int, str], float]:
+        """`_saturated` with the average length read once (one query scores many postings against the same index)."""
+        lengths, k1, b = self._lengths, self.k1, self.b
+        avg = (self._total / len(lengths) if lengths else 0.0) or 1.0
+        base, per_length, top = k1 * (1 - b), k1 * b / avg, k1 + 1
+
+        def saturated(tf: int, key: str) -> float:
+            return tf * top / (tf + base + per_length * lengths[key])
+
+        return saturated
 
     def query(self, text: str, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
         return self.search(tokenize(text), k, allowed)

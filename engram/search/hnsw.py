@@ -19,8 +19,9 @@ Two more things would make an index built live differ from one built by replay:
 Small indexes have no graph. hnswlib allocates ~2.7 MB for every index it creates, whatever its capacity
 (a lock table of 65,536 mutexes), and every agent's cognitive memory holds one per policy process: at
 1,000 agents that fixed cost dominated the memory of the whole system. While an index holds at most
-`EXACT_MAX` items (deleted ones included) it keeps their unit vectors in one array and searches them
-exactly; that is what the graph's search does anyway at that size (hnswlib stops only once it holds `ef`
+`EXACT_MAX` items (deleted ones included) it searches its unit vectors exactly (every index keeps them in
+one array by label, graph or not: reading them back from hnswlib costs ~1 ms per 50, and recall reads
+candidates' vectors several times per query); that is what the graph's search does anyway at that size (hnswlib stops only once it holds `ef`
 candidates, and `ef >= EXACT_MAX`, so it visits every item). The graph is built when the index grows past
 `EXACT_MAX` or is saved, from the stored vectors in label order with the deletions where they happened:
 the same graph, byte for byte, as a continuous build (the `rebuilt` argument above).
@@ -74,7 +75,10 @@ class HnswIndex:
         self.ef_search = ef_search
         self._initial = max(1, capacity)
         self._index: hnswlib.Index | None = None  # the graph, once there are more than EXACT_MAX items
-        self._unit = np.zeros((0, dim), dtype=np.float32)  # the items' unit vectors while there is no graph
+        # The items' unit vectors by label (rows beyond len(ids) unused), with or without a graph: what an exact
+        # search scans, and what recall reads back (hnswlib's `get_items` costs ~1 ms per call for 50 rows, ten times
+        # a search, and recall reads candidates' vectors several times per query).
+        self._unit = np.zeros((0, dim), dtype=np.float32)
         self.ids: list[str] = []  # label -> id
         self._labels: dict[str, int] = {}
         self._deleted: set[int] = set()
@@ -118,7 +122,6 @@ class HnswIndex:
                 index.add_items(self._unit[added:upto], np.arange(added, upto, dtype=np.int64), num_threads=1)
                 added = upto
             self._index = index
-            self._unit = None
         return self._index
 
     def add(self, keys: list[str], vectors: np.ndarray) -> None:
@@ -133,14 +136,19 @@ class HnswIndex:
 
     def _add_normalised(self, keys: list[str], unit: np.ndarray) -> None:
         labels = np.arange(len(self.ids), len(self.ids) + len(keys), dtype=np.int64)
-        if self._index is None and len(self.ids) + len(keys) <= EXACT_MAX:
-            self._unit = np.concatenate([self._unit, np.asarray(unit, dtype=np.float32).reshape(len(keys), self.dim)])
-        else:
+        unit = np.asarray(unit, dtype=np.float32).reshape(len(keys), self.dim)
+        if self._index is not None or len(self.ids) + len(keys) > EXACT_MAX:
             index = self._graph()
             needed = capacity_for(len(self.ids) + len(keys), self._initial)
             if needed > index.get_max_elements():
                 index.resize_index(needed)
             index.add_items(unit, labels, num_threads=1)
+        end = len(self.ids) + len(keys)
+        if end > len(self._unit):  # grown by doubling: adding one item at a time stays linear
+            grown = np.zeros((max(end, 2 * len(self._unit), 8), self.dim), dtype=np.float32)
+            grown[: len(self.ids)] = self._unit[: len(self.ids)]
+            self._unit = grown
+        self._unit[len(self.ids):end] = unit
         for k, label in zip(keys, labels):
             self._labels[k] = int(label)
             self.ids.append(k)
@@ -211,9 +219,7 @@ class HnswIndex:
     def vectors(self, keys: list[str]) -> np.ndarray:
         """The stored (unit) vectors of live `keys`."""
         labels = [self._labels[k] for k in keys]
-        if self._index is None:
-            return self._unit[labels].reshape(len(labels), self.dim)
-        return np.asarray(self._index.get_items(labels), dtype=np.float32)
+        return self._unit[labels].reshape(len(labels), self.dim)
 
     def save(self, path: Path) -> None:
         """Write the index file (deterministic for a deterministic build)."""
@@ -267,17 +273,7 @@ class HnswIndex:
 
     # Pickling (policy snapshots) rebuilds too, for the same reason as `load`.
     def __getstate__(self) -> dict:
-        unit = np.zeros((0, self.dim), dtype=np.float32)
-        if self._index is None:
-            unit = self._unit.copy()
-        elif self.ids:
-            for label in self._deleted:
-                self._index.unmark_deleted(label)
-            try:
-                unit = np.asarray(self._index.get_items(list(range(len(self.ids)))), dtype=np.float32)
-            finally:
-                for label in self._deleted:
-                    self._index.mark_deleted(label)
+        unit = self._unit[: len(self.ids)].copy()
         return {"dim": self.dim, "ef_search": self.ef_search, "initial": self._initial, "ids": list(self.ids),
                 "vectors": unit, "deletions": list(self.deletions)}
 

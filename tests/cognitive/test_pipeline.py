@@ -295,3 +295,21 @@ def test_a_recall_embeds_its_query_in_the_readers_process_not_through_the_embedd
     assert result.hits
     after = ray.get(actor.stats.remote())
     assert after["texts_requested"] == before["texts_requested"]  # the query and its HyDE text: in-process
+
+
+def test_concurrent_recalls_on_one_reader_answer_as_they_do_one_at_a_time(world):
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, cog, discussion, last_ts = world
+    at = last_ts + 5 * HOUR_US
+    questions = ["When is the launch?", "Who handles the Postgres schema?", "Which CSS approach does Priya dislike?",
+                 "Where is Priya going after launch?"]
+
+    def ranked(q):
+        return [(h.trace_id, round(h.score, 6)) for h in cog.recall(AGENT, q, now_us=at, limit=3, discussion=discussion,
+                                                                   record=False).hits]
+
+    alone = [ranked(q) for q in questions]
+    with ThreadPoolExecutor(8) as pool:  # the reader serves them side by side (TraceReader.concurrent_reads)
+        together = list(pool.map(ranked, questions * 2))
+    assert all(alone) and together == alone * 2

@@ -296,6 +296,53 @@ def test_feedback_finds_a_memory_that_shares_the_first_hits_words_but_none_of_th
     assert clay.factors.similarity == pytest.approx((1 - share) * base + share * clay.feedback)
 
 
+class _CountingIndex:
+    """The agent's vector index, counting the searches a recall makes."""
+
+    def __init__(self, index):
+        self.index, self.searches = index, 0
+
+    def search(self, vector, k, allowed=None):
+        self.searches += 1
+        return self.index.search(vector, k, allowed)
+
+    def vectors(self, keys):
+        return self.index.vectors(keys)
+
+    def __contains__(self, key):
+        return key in self.index
+
+
+def test_feedback_ranks_by_the_stored_vectors_of_the_first_hits_without_a_second_vector_search():
+    # The feedback query's vector is the query's plus the mean stored vector of the best first hits; it is compared
+    # with the candidates' stored vectors, never searched: a recall with feedback makes the one vector search a
+    # recall without it makes. Its new candidates come from its words, through the keyword index ("clay" below).
+    traces = {
+        "pottery": ("Ana unwinds at her pottery class, shaping clay on the wheel", unit(1, 1)),
+        "clay": ("the wheel and the clay kept her hands busy all evening", unit(0, 1)),
+    }
+    for i in range(10):
+        angle = i * np.pi / 20
+        traces[f"noise{i}"] = (f"a neighbour's dog barked {i} times", unit(1, 0, 3.87 * np.cos(angle), 3.87 * np.sin(angle)))
+    mem = _memory(traces)
+    plain, fed = _CountingIndex(mem.index), _CountingIndex(mem.index)
+    off = recall(mem.book, plain, unit(1, 0), query="How does Ana unwind?", now_us=T0, mood=Pad(), lexical=mem.lexical,
+                 limit=2, pool=1, feedback=FeedbackSettings(traces=0))
+    on = recall(mem.book, fed, unit(1, 0), query="How does Ana unwind?", now_us=T0, mood=Pad(), lexical=mem.lexical,
+                limit=2, pool=1, feedback=FeedbackSettings(traces=1))
+    assert plain.searches == fed.searches == 1
+    assert off.candidates < len(traces) and on.feedback_traces == ("pottery",)
+    assert "clay" not in {h.trace_id for h in off.hits} and [h.trace_id for h in on.hits] == ["pottery", "clay"]
+    clay = on.hits[1]
+    assert clay.via == "feedback"
+    feedback_vector = unit(1, 0) + mem.index.vectors(["pottery"])[0]
+    feedback_vector /= np.linalg.norm(feedback_vector)
+    cosine = float(mem.index.vectors(["clay"])[0] @ feedback_vector)
+    keywords = clay.feedback * 2 - cosine  # the feedback similarity is the equal mean of the two, as for the query
+    assert 0 < keywords <= 1 and clay.feedback == pytest.approx(0.5 * cosine + 0.5 * keywords)
+    assert cosine == pytest.approx(np.cos(3 * np.pi / 8), abs=1e-5)  # 22.5° from the query's side, towards pottery
+
+
 def test_feedback_is_on_by_default_and_made_of_the_three_best_first_hits():
     s = RecallSettings.of(AgentConfig()).feedback
     assert (s.traces, s.terms, s.term_weight, s.share) == (3, 10, 0.5, 0.5)
@@ -316,7 +363,7 @@ def test_explain_shows_the_focused_query_the_feedback_words_and_each_hits_three_
     out = render(result, explain=True)
     assert 'query embedded as: "What does do to relax?"' in out
     assert ("feedback: similarity = 0.50 · to the query + 0.50 · to the feedback query "
-            "(the query + the 3 best first hits; added terms: pottery, clay)") in out
+            "(the query + the stored vectors of the 3 best first hits; added terms, searched by keywords: pottery, clay)") in out
     assert "(cosine 0.700, keywords 0.400, feedback 0.650)" in out and "via feedback" in out
     plain = render(result, explain=False)
     assert "feedback:" not in plain and "query embedded as" not in plain

@@ -170,3 +170,23 @@ def test_a_thousand_small_indexes_cost_a_fraction_of_what_a_thousand_graphs_did(
     grown = rss_mb() - before
     assert grown < 200, f"{grown:.0f} MB for 1,000 small indexes"
     assert not any(index.has_graph for index in indexes)
+
+
+def test_the_vectors_read_back_are_the_ones_hnswlib_stores_across_growth_deletion_reload_and_pickling(tmp_path):
+    # Recall reads candidates' vectors back many times per query; the index answers from its own copy, which must
+    # be exactly what hnswlib holds, however the index grew (one item or a batch at a time, past its capacity).
+    data = _vectors(INITIAL_CAPACITY + 40, seed=5)
+    keys = [f"v{i}" for i in range(len(data))]
+    index = HnswIndex(DIM)
+    for i in range(10):
+        index.add([keys[i]], data[i : i + 1])
+    index.add(keys[10:], data[10:])
+    index.remove("v4")
+    wanted = ["v0", "v9", "v10", f"v{len(data) - 1}"]
+    stored = np.asarray(index._index.get_items([index._labels[k] for k in wanted]), dtype=np.float32)
+    assert np.array_equal(index.vectors(wanted), stored)
+    norms = np.linalg.norm(data[[0, 9, 10, len(data) - 1]], axis=1, keepdims=True)
+    assert np.allclose(index.vectors(wanted), data[[0, 9, 10, len(data) - 1]] / norms, atol=1e-6)
+    for copy in (pickle.loads(pickle.dumps(index)), _reload(index, tmp_path)):
+        assert np.array_equal(copy.vectors(wanted), index.vectors(wanted))
+        assert _bytes(copy, tmp_path, "copy") == _bytes(index, tmp_path, "original")
