@@ -26,7 +26,7 @@ import msgspec
 from engram.events.envelope import Appended, Recorded, Write
 from engram.forgetting import RecordingEmbedder
 from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
-from engram.events.store import EventStore, compact_database
+from engram.events.store import FORGET_MARKERS, EventStore, compact_database
 from engram.projections.base import atomic_write
 from engram.home import ProjectionPaths
 from engram.projections.base import ProjectionContext
@@ -41,9 +41,11 @@ log = logging.getLogger(__name__)
 # in batches keeps the checkpoint cost per event small under load.
 PROJECTION_LINGER_S = 0.02
 # While appends keep coming, projections are checkpointed (their files and rows written, with their
-# positions) at most this often; at once when they have caught up with the log, or when a reader
-# waits for them (`wait_projections`). Each checkpoint is a transaction per projection and rewrites
-# every changed file: after every fold it cost more than the folds themselves during a long ingest.
+# positions) at most this often; at once when a reader waits for them (`wait_projections`), and when the
+# log has been quiet for a moment (the fold loop's wait). Each checkpoint is a transaction per projection
+# and rewrites every changed file (a discussion's whole vector store and memory file): after every fold it
+# cost more than the folds themselves during a long ingest. Being caught up is no reason to checkpoint at
+# once: while many policy actors append small batches, the folds catch up after nearly every one of them.
 PROJECTION_CHECKPOINT_S = 0.25
 
 
@@ -202,7 +204,7 @@ class ShardHost:
         with self._proj_cond:
             n = self.runner.catch_up(checkpoint=False)
             if checkpoint is None:
-                checkpoint = (self._readers_waiting > 0 or self.store.head() <= self.runner.position
+                checkpoint = (self._readers_waiting > 0
                               or time.monotonic() - self._checkpointed_at >= PROJECTION_CHECKPOINT_S)
             if checkpoint:
                 self.runner.checkpoint()
@@ -286,6 +288,11 @@ class ShardHost:
         with self._counts_lock:
             self._counts, self._counted_through = {}, 0
 
+    def progress(self) -> dict:
+        """What waiting for idle looks at, many times a second: the head and the projections' checkpointed
+        positions, read from memory (`status` also queries the log and the projection database)."""
+        return {"shard": self.shard, "head": self.store.head(), "projections": dict(self.runner.checkpointed)}
+
     def status(self) -> dict:
         return {
             "shard": self.shard,
@@ -303,6 +310,8 @@ class ShardHost:
         }
 
     def _fold_failures(self) -> list[dict]:
+        if not self.runner.any_failed:
+            return []
         cur = self.store.cursor()
         try:
             cur.execute("USE proj")
@@ -481,6 +490,9 @@ class ShardHost:
 
     def unfinished_forgets(self) -> list[dict]:
         """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
+        counts = self.events_by_type()
+        if not any(marker in counts for marker in FORGET_MARKERS) and not self._journal.exists():
+            return []  # no forget was ever recorded (the counts are kept as the log grows): no query of the log
         return unfinished_forgets(self.store, self._journal)
 
     def _finish_interrupted_work(self) -> None:

@@ -64,11 +64,12 @@ class EmbedderActor:
         return {"name": e.name, "dim": e.dim, "is_fallback": e.is_fallback}
 
     def stats(self) -> dict:
-        """`calls`: model rounds (each serving one or more `requests`); texts asked for, computed, served
-        from the cache; seconds in the model; the most texts that waited at once."""
+        """`calls`: cache lookups (each serving one or more `requests`; `served_from_cache`: requests answered
+        from the cache at once, without queueing); texts asked for, computed, served from the cache; seconds in
+        the model; the most texts that waited at once."""
         batcher = self._get()
         s = getattr(self._embedder, "stats", None) or EmbedStats()
-        return {"requests": batcher.requests, "calls": s.calls, "texts_requested": s.texts_requested,
+        return {"requests": batcher.requests, "served_from_cache": batcher.served_from_cache, "calls": s.calls, "texts_requested": s.texts_requested,
                 "texts_computed": s.texts_computed, "cache_hits": s.cache_hits,
                 "model_seconds": round(s.model_seconds, 3), "most_waiting": batcher.most_waiting}
 

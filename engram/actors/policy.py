@@ -215,6 +215,10 @@ class PolicyActor:
         with self._lock.exclusive():
             return self.host.scrub(texts)
 
+    def positions(self) -> dict:
+        """The hosted policies' positions (what waiting for idle looks at; `status` reports more)."""
+        return self.host.positions()
+
     def status(self) -> dict:
         return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt),
                 "timings": self.host.timings.report()}

@@ -72,6 +72,9 @@ class ShardActor:
     def status(self) -> dict:
         return self.host.status()
 
+    def progress(self) -> dict:
+        return self.host.progress()
+
     def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
         return self.host.relations(names, agents)
 

@@ -8,6 +8,11 @@ idle becomes the leader and embeds everything queued meanwhile, up to `max_texts
 the (cached) embedder — one cache lookup, a text asked for by two requests computed once, full ONNX
 batches across agents and discussions — and every caller gets its own rows back.
 
+A request whose texts are all in the cache (the embedder's `cached`) is answered at once, on the
+caller's thread, without queueing: most requests of a home are of texts another actor had embedded
+already (the trace index of the shard and of the reader, the consolidator, after auto-ingest), and
+such a request must not wait behind a model round of other texts.
+
 In-flight work is bounded: at most `max_waiting` texts wait at once; a request that does not fit
 waits for room (back-pressure on its caller), so a burst of requests cannot grow memory unboundedly.
 A request larger than `max_waiting` is admitted alone. Plain class (threads, no Ray): the actor runs
@@ -52,10 +57,19 @@ class EmbedBatcher(WrappingEmbedder):
         self.requests = 0  # embed() calls
         self.rounds = 0  # calls of the embedder (each serving one or more requests)
         self.most_waiting = 0  # the largest number of texts that waited at once
+        self.served_from_cache = 0  # requests answered from the cache without queueing
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        cached = getattr(self.embedder, "cached", None)
+        if cached is not None:
+            hit = cached(texts)
+            if hit is not None:
+                with self._cond:
+                    self.requests += 1
+                    self.served_from_cache += 1
+                return hit
         request = _Request(list(texts))
         n = len(request.texts)
         with self._cond:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Sequence
 
@@ -28,10 +29,27 @@ class CachedEmbedder:
         self.dim = embedder.dim
         self.is_fallback = embedder.is_fallback
         self.stats = EmbedStats()
+        self._stats_lock = threading.Lock()  # `cached` may run on several threads beside `embed`
+
+    def cached(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of `texts` if the cache holds every one of them (counted as a call served from the
+        cache), else None (nothing counted): lets a caller answer a request of known texts at once, without
+        queueing it behind model work (`EmbedBatcher`)."""
+        keys = [text_key(t) for t in texts]
+        distinct = list(dict.fromkeys(keys))
+        vectors = self.cache.get_many(self.name, distinct)
+        if len(vectors) < len(distinct):
+            return None
+        with self._stats_lock:
+            self.stats.calls += 1
+            self.stats.texts_requested += len(texts)
+            self.stats.cache_hits += len(distinct)
+        return np.stack([vectors[key] for key in keys]).astype(np.float32, copy=False)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.stats.calls += 1
-        self.stats.texts_requested += len(texts)
+        with self._stats_lock:
+            self.stats.calls += 1
+            self.stats.texts_requested += len(texts)
         keys = [text_key(t) for t in texts]
         first: dict[str, int] = {}
         for row, key in enumerate(keys):
@@ -41,11 +59,14 @@ class CachedEmbedder:
         if missing:
             started = time.perf_counter()
             computed = self.embedder.embed([texts[first[key]] for key in missing])
-            self.stats.model_seconds += time.perf_counter() - started
+            seconds = time.perf_counter() - started
             self.cache.put_many(self.name, missing, computed)
             vectors.update(zip(missing, computed))
-            self.stats.texts_computed += len(missing)
-        self.stats.cache_hits += len(first) - len(missing)
+        with self._stats_lock:
+            if missing:
+                self.stats.model_seconds += seconds
+                self.stats.texts_computed += len(missing)
+            self.stats.cache_hits += len(first) - len(missing)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, key in enumerate(keys):
             out[row] = vectors[key]

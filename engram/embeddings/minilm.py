@@ -83,6 +83,9 @@ class MiniLmEmbedder:
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        return self._run(ids, mask)
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self.session.run(["last_hidden_state"], feeds)[0]
         weights = mask[..., None].astype(np.float32)
@@ -91,9 +94,18 @@ class MiniLmEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Similar lengths together: less padding to compute.
-        order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
+        if not texts:
+            return out
+        # Tokenized once, then batched by token count: texts of about the same length run together and each
+        # batch is cut to its longest text, so the model computes little padding. (A text's vector does not
+        # depend on the batch it runs in: padding is masked out.)
+        encoded = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        lengths = mask.sum(axis=1)
+        order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            out[rows] = self._embed_batch([texts[k] for k in rows])
+            width = int(lengths[rows].max()) or 1
+            out[rows] = self._run(ids[rows, :width], mask[rows, :width])
         return out

@@ -70,6 +70,35 @@ def check_stream(stream: object, agent: object) -> None:
         raise InvalidEvent(str(exc)) from None
 
 
+def _all_finite(value: object) -> bool:
+    """No NaN, infinity or out-of-range integer in `value` (builtins): the check every appended event
+    passes, without building the path of each element on the way (`non_finite` names the bad one)."""
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is int:
+        return -_INT64 <= value < _INT64
+    if kind is dict:
+        value = value.values()
+    elif kind is not list and kind is not tuple:
+        return non_finite(value) is None  # a subclass of a builtin: the general walk
+    for v in value:
+        k = type(v)
+        if k is str or v is None:
+            continue
+        if k is float:
+            if not math.isfinite(v):
+                return False
+        elif k is int:
+            if not -_INT64 <= v < _INT64:
+                return False
+        elif not _all_finite(v):
+            return False
+    return True
+
+
 def non_finite(value: object, path: str = "$") -> str | None:
     """The path of the first NaN or infinity in `value` (builtins: dicts, lists, numbers), else None."""
     if isinstance(value, float):
@@ -92,7 +121,8 @@ def non_finite(value: object, path: str = "$") -> str | None:
 def check_event(event: Event, payload: bytes) -> None:
     """`payload` (the event's JSON) is what the folds of its type accept."""
     cls = type(event)
-    bad = non_finite(msgspec.to_builtins(event))
+    value = msgspec.to_builtins(event)
+    bad = None if _all_finite(value) else non_finite(value)
     if bad:
         raise InvalidEvent(f"{cls.tag()}: {bad[2:] or 'a value'} is not a finite number")
     try:

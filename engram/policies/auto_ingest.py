@@ -66,6 +66,9 @@ def ingests(cfg: AgentConfig, role: str) -> bool:
 EPISODE_CATEGORY = "message"
 # Nearest traces looked at for deduplication and same-topic links.
 NEIGHBOURS = 8
+# Below a threshold by more than this (an exact scan against hnswlib's own float arithmetic), a similarity
+# cannot reach it in a search: the search is skipped.
+SIMILARITY_SLACK = 1e-4
 # Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
 EMBED_CHUNK_TURNS = 64
 
@@ -316,6 +319,8 @@ class AutoIngest(CognitivePolicy):
             if tid not in mem.index:
                 continue
             vector = mem.index.vectors([tid])[0]
+            if mem.index.most_similar(vector, exclude=new_ids) < threshold - SIMILARITY_SLACK:
+                continue  # nothing anywhere in the memory is that similar: the filtered search below finds nothing to retire
 
             def later(oid: str) -> bool:
                 t = traces.get(oid)

@@ -50,6 +50,8 @@ class ProjectionRunner:
         self._db = self.projections[0].ctx.db if self.projections else None
         if self._db is not None:
             self._db.execute(FAILURES_DDL)
+        # Whether `fold_failed` holds a record: status, asked often, reads the table only then.
+        self.any_failed = self._db is not None and self._db.execute("SELECT count(*) FROM fold_failed").fetchone()[0] > 0
         # Per projection: fold and checkpoint seconds, events folded; "(log)": reading the log.
         self.timings = StageTimings()
 
@@ -165,6 +167,7 @@ class ProjectionRunner:
         if self._db is not None:
             self._db.execute("INSERT OR REPLACE INTO fold_failed VALUES (?, ?, ?, ?)",
                              [failure.seq, failure.projection, failure.type, failure.error])
+            self.any_failed = True
 
     def failures(self, con=None) -> list[FoldFailed]:
         """The quarantined events. `con`: a connection of the reader's own (the folding thread uses the runner's)."""

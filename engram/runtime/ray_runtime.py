@@ -350,6 +350,13 @@ class RayRuntime(Runtime):
                 shards[shard].setdefault("consumers_rebuilt", {}).update(rep["rebuilt"])
         return shards
 
+    def progress(self) -> list[dict]:
+        handles = self.policies()
+        shards = get([s.progress.remote() for s in self.shards()])
+        for (group, shard, member), positions in zip(handles, get([h.positions.remote() for h in handles.values()])):
+            shards[shard].setdefault("consumers", {}).update(positions)
+        return shards
+
     def wait_projections(self, timeout: float = 120.0) -> bool:
         shards = self.shards()
         heads = get([s.head.remote() for s in shards])

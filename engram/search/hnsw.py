@@ -84,6 +84,10 @@ class HnswIndex:
         self._deleted: set[int] = set()
         # (label, items added when it was deleted), in deletion order: what a rebuild replays.
         self.deletions: list[tuple[int, int]] = []
+        # With a graph, a copy of its vectors by label for exact scans (`most_similar`): made on the first scan, so
+        # only an index that is scanned holds one; rows of items deleted before they were copied stay zero.
+        self._scan: np.ndarray | None = None
+        self._scanned = 0  # labels below this are copied
 
     def __len__(self) -> int:
         return len(self.ids) - len(self._deleted)
@@ -176,6 +180,35 @@ class HnswIndex:
             except RuntimeError:  # fewer than k items pass the filter: hnswlib refuses, so ask for what exists
                 return self._filtered_exact(query[0], k, allowed)
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
+
+    def most_similar(self, vector: np.ndarray, exclude: Iterable[str] = ()) -> float:
+        """The highest cosine of `vector` with the items (the live ones; deleted ones may count too) but `exclude`,
+        by an exact scan: an upper bound of every similarity a search, filtered or not, can return (-1.0
+        when there is no item). Costs one matrix-vector product: a caller that only acts on results above
+        a threshold skips its search when this is below it."""
+        n = len(self.ids)
+        if n == 0:
+            return -1.0
+        query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))[0]
+        if self._index is None:  # no graph: the stored vectors are at hand
+            sims = self._unit[:n] @ query
+        else:
+            if self._scan is None or len(self._scan) < n:
+                grown = np.zeros((capacity_for(n, 64), self.dim), dtype=np.float32)
+                if self._scan is not None:
+                    grown[: self._scanned] = self._scan[: self._scanned]
+                self._scan = grown
+            if self._scanned < n:
+                live = [label for label in range(self._scanned, n) if label not in self._deleted]
+                if live:
+                    self._scan[live] = np.asarray(self._index.get_items(live), dtype=np.float32).reshape(len(live), self.dim)
+                self._scanned = n
+            sims = self._scan[:n] @ query
+        for key in exclude:
+            label = self._labels.get(key)
+            if label is not None:
+                sims[label] = -1.0
+        return float(sims.max())
 
     def _filtered_exact(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool]) -> list[tuple[str, float]]:
         keys = [key for label, key in enumerate(self.ids) if label not in self._deleted and allowed(key)]

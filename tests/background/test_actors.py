@@ -52,6 +52,10 @@ def test_the_actors_observe_reflect_and_consolidate_the_conversation(world):
     status = mem.rt.shard_status()[0]
     assert {"observer", "clock", "reflector", "consolidator"} <= set(status["consumers"])
     assert status["projections"]["observations"] == status["head"]
+    # What waiting for idle looks at (without the log and database queries of the full status): the same positions.
+    progress = mem.rt.progress()[0]
+    assert (progress["head"], progress["projections"], progress["consumers"]) == (
+        status["head"], status["projections"], status["consumers"])
     log = home / "projections" / "agents" / AGENT / "Public" / f"{discussion}_observations.md"
     assert log.read_text().startswith(f"# Observation log: discussion {discussion} (agent {AGENT})")
 

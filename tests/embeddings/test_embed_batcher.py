@@ -125,3 +125,26 @@ def test_no_texts_cost_no_round():
     model = GatedEmbedder()
     batcher = EmbedBatcher(model)
     assert batcher.embed([]).shape == (0, model.dim) and model.calls == [] and batcher.rounds == 0
+
+
+def test_a_request_of_cached_texts_is_answered_while_the_model_runs_another_round():
+    from engram.embeddings import CachedEmbedder, EmbeddingCache
+
+    model = GatedEmbedder()
+    model.gate.set()
+    cached = CachedEmbedder(model, EmbeddingCache(":memory:"))
+    batcher = EmbedBatcher(cached)
+    known = batcher.embed(["a memory the shard indexes", "another one"])  # computed once, now cached
+    model.gate.clear()
+    model.entered.clear()
+    out: dict = {}
+    busy = _start(batcher, ["a new message"], out, "busy")
+    assert model.entered.wait(10)  # the model is in a round of other texts, held there
+    again = batcher.embed(["another one", "a memory the shard indexes", "another one"])  # not queued behind it
+    assert np.array_equal(again, known[[1, 0, 1]])
+    assert batcher.served_from_cache == 1 and "busy" not in out
+    model.gate.set()
+    busy.join(10)
+    assert out["busy"].shape == (1, model.dim)
+    assert len(model.calls) == 2  # the cached request never reached the model
+    assert cached.stats.texts_computed == 3 and cached.stats.cache_hits == 2

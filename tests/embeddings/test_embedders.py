@@ -47,6 +47,16 @@ def test_a_batch_gives_the_same_vectors_as_one_text_at_a_time(minilm):
     assert np.allclose(batched, single, atol=1e-4)
 
 
+def test_texts_of_many_lengths_in_one_call_get_exactly_the_vectors_they_get_alone(minilm):
+    # More texts than one model batch, lengths out of order: each runs beside texts of its own length
+    # (the call is cut into batches by token count), and its vector is the one it gets on its own.
+    words = "we planned a long camping trip to the lake with the kids and the dog last summer".split()
+    texts = [" ".join(words[: 1 + (k * 7) % len(words)]) + f" ({k})" for k in range(3 * minilm.batch_size + 5)]
+    batched = minilm.embed(texts)
+    for k in (0, 1, 5, len(texts) - 1):
+        assert np.array_equal(batched[k], minilm.embed([texts[k]])[0])
+
+
 def test_text_beyond_256_tokens_is_cut_like_the_original_model(minilm):
     head = "memory " * 300  # more than 256 word pieces already
     a, b = minilm.embed([head, head + "completely different tail about tax law and quarterly filings"])

@@ -77,6 +77,32 @@ def test_search_finds_the_nearest_item_and_skips_deleted_ones():
     assert all(key != "s7" for key, _ in index.search(data[7], 5))
 
 
+def test_most_similar_is_the_exact_best_cosine_and_bounds_every_search(tmp_path):
+    data = _vectors(300, seed=5)
+    keys = [f"m{i}" for i in range(300)]
+    index = HnswIndex(DIM)
+    for k in range(0, 300, 7):  # added in several calls, past the first buffer size
+        index.add(keys[k : k + 7], data[k : k + 7])
+    index.remove("m11")
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    query = _vectors(1, seed=9)[0]
+    exact = unit @ (query / np.linalg.norm(query))
+    assert index.most_similar(query) == pytest.approx(float(exact.max()), abs=1e-5)
+    best = int(exact.argmax())
+    assert index.most_similar(query, exclude=[keys[best]]) == pytest.approx(float(np.sort(exact)[-2]), abs=1e-5)
+    assert index.most_similar(data[11]) < 1.0 - 1e-3  # deleted before the first scan: not scanned
+    for probe in _vectors(20, seed=11):
+        bound = index.most_similar(probe)
+        assert all(sim <= bound + 1e-5 for _, sim in index.search(probe, 10, allowed=lambda key: key.endswith("3")))
+    assert _reload(index, tmp_path).most_similar(query) == index.most_similar(query)
+    assert pickle.loads(pickle.dumps(index)).most_similar(query) == index.most_similar(query)
+    assert HnswIndex(DIM).most_similar(query) == -1.0
+    small = HnswIndex(DIM)  # no graph yet: its stored vectors are scanned
+    small.add(keys[:10], data[:10])
+    assert not small.has_graph
+    assert small.most_similar(query, exclude=["m0"]) == pytest.approx(float(exact[1:10].max()), abs=1e-5)
+
+
 def _continuous_hnswlib_build(keys_count: int, data: np.ndarray, deletions: list[tuple[int, int]], tmp_path) -> bytes:
     """The reference: hnswlib itself, one graph from the first item on, deletions marked as they happened."""
     from engram.search.hnsw import _new_index, normalise

@@ -1,0 +1,113 @@
+"""Do two engram homes hold the same memory? Compares their projection tables row by row; prints one JSON object.
+
+    .venv/bin/python bench/compare_memory.py HOME_A HOME_B [--strict] [--show N]
+
+For checking that a performance change leaves what is remembered unchanged: ingest the same data with
+two builds (e.g. `bench/ingest.py --home A` on each), then compare. Compared, per table: the cognitive
+memory (`memory_traces`, `trace_edges`, `trace_changes`), the discussion memories (`vector_memories`,
+`discussion_memories`, `discussion_summaries`, the memory files), observations and reflections, and working
+memory, as multisets of rows.
+
+Log positions are left out unless `--strict`: the columns that hold the seq of an event a policy appended
+(`last_seq`, `created_seq`, `updated_seq`, trace_changes' `seq`, working memory's `as_of_seq`; also as keys of
+JSON text, e.g. a memory file's lines) depend on how concurrent policy actors'
+appends interleave, which differs from run to run of the same build; the positions of the messages
+(`source_seqs`, and the trace ids made from them) do not, and are compared. Exit status 0 when every
+compared table is identical, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engram.embedded import Engram  # noqa: E402
+
+TABLES = (
+    "memory_traces", "trace_edges", "trace_changes",
+    "vector_memories", "discussion_memories", "discussion_summaries",
+    "observation_notes", "observation_logs", "reflections", "reflection_traces",
+    "working_memory", "working_memory_state", "discussion_memory_files",
+)
+# Positions of events appended by policies: they interleave differently from run to run (see the docstring).
+RUN_DEPENDENT = {"last_seq", "created_seq", "updated_seq", "seq", "recorded_at", "as_of_seq", "slots_seq"}
+
+
+def _freeze(value):
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def _without_positions(value):
+    """A JSON object in a text column (e.g. a memory file's line) without its run-dependent keys."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            data = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(data, dict):
+            return json.dumps({k: v for k, v in data.items() if k not in RUN_DEPENDENT}, sort_keys=True)
+    return value
+
+
+def table_rows(mem: Engram, table: str, strict: bool) -> tuple[list[str], Counter] | None:
+    try:
+        columns, _ = mem.rt.sql(f"SELECT * FROM {table} LIMIT 0")
+    except Exception:  # noqa: BLE001 - a table this build does not have
+        return None
+    kept = [c for c in columns if strict or c not in RUN_DEPENDENT]
+    _, rows = mem.rt.sql(f"SELECT {', '.join(kept)} FROM {table}")
+    if not strict:
+        rows = [[_without_positions(v) for v in r] for r in rows]
+    return kept, Counter(_freeze(list(r)) for r in rows)
+
+
+def compare(home_a: Path, home_b: Path, strict: bool = False, show: int = 3) -> dict:
+    out: dict = {"a": str(home_a), "b": str(home_b), "strict": strict, "tables": {}}
+    with Engram.open(home_a, runtime="inprocess", auto_settle=False) as a, \
+            Engram.open(home_b, runtime="inprocess", auto_settle=False) as b:
+        for table in TABLES:
+            ra, rb = table_rows(a, table, strict), table_rows(b, table, strict)
+            if ra is None or rb is None:
+                out["tables"][table] = {"compared": False, "in_a": ra is not None, "in_b": rb is not None}
+                continue
+            (cols_a, rows_a), (cols_b, rows_b) = ra, rb
+            if cols_a != cols_b:
+                out["tables"][table] = {"compared": False, "columns_a": cols_a, "columns_b": cols_b}
+                continue
+            only_a, only_b = rows_a - rows_b, rows_b - rows_a
+            entry = {"rows_a": sum(rows_a.values()), "rows_b": sum(rows_b.values()),
+                     "only_in_a": sum(only_a.values()), "only_in_b": sum(only_b.values())}
+            if only_a or only_b:
+                entry["columns"] = cols_a
+                entry["examples_only_in_a"] = [list(r) for r in list(only_a)[:show]]
+                entry["examples_only_in_b"] = [list(r) for r in list(only_b)[:show]]
+            out["tables"][table] = entry
+    # A table neither home has (e.g. of a projection this build does not run) is no difference.
+    out["identical"] = all((t.get("compared", True) or (not t.get("in_a", True) and not t.get("in_b", True)))
+                           and not t.get("only_in_a") and not t.get("only_in_b") for t in out["tables"].values())
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("home_a")
+    parser.add_argument("home_b")
+    parser.add_argument("--strict", action="store_true", help="compare the run-dependent log positions too")
+    parser.add_argument("--show", type=int, default=3, help="differing rows shown per table and side")
+    args = parser.parse_args(argv)
+    report = compare(Path(args.home_a), Path(args.home_b), args.strict, args.show)
+    print(json.dumps(report, indent=1, default=str))
+    return 0 if report["identical"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
