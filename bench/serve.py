@@ -96,6 +96,17 @@ def pct(values: list[float], q: float) -> float:
     return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
 
 
+def run_clients(clients: int, worker) -> float:
+    """Run `worker(i)` for each of `clients` client threads at once; the wall time until the last one ends."""
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - started
+
+
 def load(url: str, clients: int, per_client: int, call) -> dict:
     from engram.client import Client
 
@@ -116,13 +127,7 @@ def load(url: str, clients: int, per_client: int, call) -> dict:
             with lock:
                 latencies.extend(mine)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    started = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    wall = time.perf_counter() - started
+    wall = run_clients(clients, worker)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
             "p50_ms": pct(latencies, 0.5),
             "p99_ms": pct(latencies, 0.99), "mean_ms": round(statistics.mean(latencies), 2),
@@ -169,13 +174,7 @@ def chat_load(url: str, clients: int, turns: int, questions: list[str]) -> dict:
             latencies.extend(mine)
             memory.extend(mem)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    started = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    wall = time.perf_counter() - started
+    wall = run_clients(clients, worker)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
             "turns_per_client": turns, "p50_ms": pct(latencies, 0.5), "p99_ms": pct(latencies, 0.99),
             "memory_work_p50_ms": pct(memory, 0.5) if memory else None,
