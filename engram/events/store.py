@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -564,16 +565,25 @@ class EventStore:
 
     # ------------------------------------------------------------------ erasure
 
-    def erase(self, seqs: Sequence[int]) -> int:
-        """Replace the payloads of `seqs` with `Purged` tombstones naming only the original type, in one
-        transaction; positions, streams and versions stay. `compact_database` then rewrites the file so the
-        old bytes do not linger in free blocks."""
+    @contextmanager
+    def _commit_turn(self):
+        """The writer's connection for a whole-log change (erase, import, removal): no append commits meanwhile."""
         with self._cond:
             while self._committing:
                 self._cond.wait()
             self._committing = True
         try:
-            con = self._con
+            yield self._con
+        finally:
+            with self._cond:
+                self._committing = False
+                self._cond.notify_all()
+
+    def erase(self, seqs: Sequence[int]) -> int:
+        """Replace the payloads of `seqs` with `Purged` tombstones naming only the original type, in one
+        transaction; positions, streams and versions stay. `compact_database` then rewrites the file so the
+        old bytes do not linger in free blocks."""
+        with self._commit_turn() as con:
             con.execute("BEGIN TRANSACTION")
             try:
                 changed = con.execute(
@@ -592,10 +602,6 @@ class EventStore:
                 raise
             self._ids.clear()  # event ids of erased events are gone: reload lazily
             return changed
-        finally:
-            with self._cond:
-                self._committing = False
-                self._cond.notify_all()
 
     # ------------------------------------------------------------------ moving agents (re-sharding)
 
@@ -618,11 +624,7 @@ class EventStore:
         if table.num_rows == 0:
             return 0
         seqs = table.column("seq").to_pylist()
-        with self._cond:
-            while self._committing:
-                self._cond.wait()
-            self._committing = True
-        try:
+        with self._commit_turn() as con:
             if seqs[0] <= self._head or seqs != sorted(seqs):
                 raise AppendError(f"imported rows must follow the log's head {self._head} in order (first {seqs[0]})")
             streams = dict(self._streams)
@@ -633,7 +635,6 @@ class EventStore:
                     raise AppendError(f"imported stream {stream!r} does not continue at version {have + 1} "
                                       f"(row has {version}, agent {agent!r})")
                 streams[stream] = (version, agent)
-            con = self._con
             con.execute("BEGIN TRANSACTION")
             try:
                 con.register("_import", table)
@@ -645,33 +646,20 @@ class EventStore:
                 raise
             self._streams = streams
             self._ids.clear()
-        finally:
-            with self._cond:
-                self._committing = False
-                self._head = max(self._head, seqs[-1])
-                self._cond.notify_all()
+            self._head = max(self._head, seqs[-1])  # only once the rows are in: a refused import moves nothing
         return table.num_rows
 
     def remove_agents(self, agents: Sequence[str]) -> int:
         """Delete every event of `agents` from this log (they moved to another shard, which holds them now).
         Positions of the other events do not change; the head becomes the last remaining event's, as a reopened
         log would find it (the moved positions may be used again here: they live on in the other shard)."""
-        with self._cond:
-            while self._committing:
-                self._cond.wait()
-            self._committing = True
-        try:
-            con = self._con
+        with self._commit_turn() as con:
             removed = con.execute("DELETE FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)]).fetchone()[0]
             gone = set(agents)
             self._streams = {s: va for s, va in self._streams.items() if va[1] not in gone}
             self._ids.clear()
             self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
             return removed
-        finally:
-            with self._cond:
-                self._committing = False
-                self._cond.notify_all()
 
     def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:
         """Erase `streams` and what derives from them (`erasure.plan`); returns the number of events erased."""

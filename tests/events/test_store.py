@@ -234,3 +234,30 @@ def test_rows_read_undecoded_become_the_same_events_in_another_process(store):
     shipped = pickle.loads(pickle.dumps(rows))  # what crosses to a policy actor
     assert decode_rows(shipped, store.shard) == store.read(1, types=["MessageAppended"], limit=3)
     assert [r.seq for r in decode_rows(shipped)] == [2, 3, 4]
+
+
+def test_rows_moved_between_logs_keep_their_positions_and_a_refused_move_changes_nothing(tmp_path):
+    parent, child = EventStore(tmp_path / "parent.duckdb"), EventStore(tmp_path / "child.duckdb")
+    try:
+        parent.append_many([write("d1", range(3), agent="a"), write("d2", range(3, 5), agent="b")])
+        moved = parent.export_agents(["b"])
+        assert child.import_rows(moved) == 2
+        assert child.head() == 5
+        assert child.query("SELECT seq, stream, stream_version FROM events ORDER BY seq")[1] == [(4, "d2", 1), (5, "d2", 2)]
+        assert parent.remove_agents(["b"]) == 2 and parent.head() == 3
+
+        # A stream that does not continue where this log has it: refused, nothing written, the head stays.
+        other = EventStore(tmp_path / "other.duckdb")
+        try:
+            other.append_many([write("x", range(9, 10), agent="c")])
+            with pytest.raises(AppendError, match="does not continue"):
+                other.import_rows(parent.export_agents(["a"]).slice(1))  # d1 (seqs 2-3) from its version 2
+            assert other.head() == 1
+            assert other.query("SELECT count(*) FROM events")[1] == [(1,)]
+            other.append_many([write("y", range(20, 21), agent="c")])  # the next position is still 2
+            assert other.query("SELECT max(seq) FROM events")[1] == [(2,)]
+        finally:
+            other.close()
+    finally:
+        parent.close()
+        child.close()
