@@ -317,14 +317,15 @@ class Client(_Operations):
                 return job
             time.sleep(JOB_POLL_S)
 
-    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int], None] | None = None) -> bool:
+    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int, tuple[str, ...]], None] | None = None) -> bool:
         """Wait until every projection and policy has handled the whole log and nothing new came
-        (`on_progress(done, total)` in events, as the log grows while memory is created)."""
+        (`on_progress(done, total, behind)`: in events, as the log grows while memory is created, and the
+        projections or policies furthest behind)."""
         from engram.api.idle import wait_idle
 
         def look():
             shards = self.status().shards
-            return [s.head for s in shards], [consumed(s) for s in shards]
+            return [s.head for s in shards], [{**s.projections, **s.consumers} for s in shards]
 
         return wait_idle(look, timeout, on_progress, JOB_POLL_S)
 

@@ -7,21 +7,35 @@ means two consecutive looks with the same heads and every projection and policy 
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 POLL_S = 0.1
 
 
-def wait_idle(look: Callable[[], tuple[Sequence[int], Sequence[int]]], timeout: float,
-              on_progress: Callable[[int, int], None] | None = None, poll_s: float = POLL_S) -> bool:
-    """`look()` -> (heads, consumed positions) per shard. True once idle; False after `timeout` seconds."""
+def furthest_behind(head: int, positions: Mapping[str, int]) -> tuple[int, tuple[str, ...]]:
+    """(the position every consumer of a shard has reached, the consumers at it when it is short of `head`).
+    `positions`: each projection's and policy's position (a policy member's as "name#member")."""
+    if not positions:
+        return head, ()
+    low = min(positions.values())
+    return low, (tuple(sorted(name for name, p in positions.items() if p == low)) if low < head else ())
+
+
+def wait_idle(look: Callable[[], tuple[Sequence[int], Sequence[Mapping[str, int]]]], timeout: float,
+              on_progress: Callable[[int, int, tuple[str, ...]], None] | None = None, poll_s: float = POLL_S) -> bool:
+    """`look()` -> (heads, each consumer's position) per shard. True once idle; False after `timeout` seconds.
+    `on_progress(done, total, behind)`: events every consumer has handled, events in the log, and the consumers
+    furthest behind (those that hold `done` back; empty when every consumer is at its head)."""
     deadline = time.monotonic() + timeout
     previous = None
     while time.monotonic() < deadline:
-        heads, done = look()
+        heads, positions = look()
         heads = list(heads)
+        reached = [furthest_behind(h, p) for h, p in zip(heads, positions)]
+        done = [low for low, _ in reached]
         if on_progress:
-            on_progress(sum(min(p, h) for p, h in zip(done, heads)), sum(heads))
+            behind = tuple(dict.fromkeys(name for _, names in reached for name in names))
+            on_progress(sum(min(p, h) for p, h in zip(done, heads)), sum(heads), behind)
         if all(p >= h for p, h in zip(done, heads)):
             if heads == previous:
                 return True

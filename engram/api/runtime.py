@@ -166,7 +166,7 @@ class Runtime(ABC):
         """Per shard: head, projection positions and lag, consumer positions, errors, event counts."""
 
     def progress(self) -> list[dict]:
-        """Per shard: the head, the projections' positions and the consumers' (`consumed` reads them). What
+        """Per shard: the head, the projections' positions and the consumers' (`consumers` reads them). What
         `wait_idle` looks at ten times a second: a runtime answers it without the queries of `shard_status`."""
         return self.shard_status()
 
@@ -329,8 +329,9 @@ class Runtime(ABC):
     def all_shards(self) -> list[int]:
         return list(range(self.config.shards))
 
-    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int], None] | None = None) -> bool:
-        """Wait until every projection and policy has handled the whole log, and nothing new came.
+    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int, tuple[str, ...]], None] | None = None) -> bool:
+        """Wait until every projection and policy has handled the whole log, and nothing new came
+        (`on_progress(done, total, behind)`: see `engram.api.idle.wait_idle`).
 
         Policies append events (summaries, observations…), so the log may grow while waiting;
         idle means two consecutive looks with the same heads and every consumer at its head.
@@ -340,7 +341,7 @@ class Runtime(ABC):
         def look():
             self.settle()
             progress = self.progress()
-            return [st["head"] for st in progress], [consumed(st) for st in progress]
+            return [st["head"] for st in progress], [consumers(st) for st in progress]
 
         return wait_idle(look, timeout, on_progress, IDLE_POLL_S)
 
@@ -393,6 +394,6 @@ def merge_results(results: Sequence, max_rows: int | None):
                        rows=rows[:max_rows] if max_rows is not None else rows, truncated=truncated)
 
 
-def consumed(status: dict) -> int:
-    """The position every projection and policy of one shard has reached."""
-    return min(list(status["projections"].values()) + list(status.get("consumers", {}).values()), default=status["head"])
+def consumers(status: dict) -> dict[str, int]:
+    """Each projection's and policy's position in one shard's status."""
+    return {**status["projections"], **status.get("consumers", {})}

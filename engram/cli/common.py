@@ -124,20 +124,26 @@ class Progress:
 
     def __init__(self, label: str, total: int, stream=None):
         self.label, self.total, self.stream = label, max(total, 1), stream or sys.stderr
+        self.note = ""  # shown after the counts, e.g. what the work waits for
         isatty = getattr(self.stream, "isatty", None)
         self.terminal = bool(isatty and isatty())
         self._last = 0.0 if self.terminal else time.monotonic()
+        self._width = 0
 
     def update(self, done: int, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last < (0.1 if self.terminal else 5.0):
             return
         self._last = now
+        note = f" ({self.note})" if self.note else ""
         if self.terminal:
             bar = "#" * int(min(1.0, done / self.total) * 30)
-            self.stream.write(f"\r{self.label} [{bar:<30}] {done}/{self.total}")
+            line = f"{self.label} [{bar:<30}] {done}/{self.total}{note}"
+            # Padded to the previous line's width: a shorter line (a note gone) leaves nothing of it behind.
+            self.stream.write(f"\r{line:<{self._width}}")
+            self._width = len(line)
         else:
-            self.stream.write(f"{self.label}: {done}/{self.total}\n")
+            self.stream.write(f"{self.label}: {done}/{self.total}{note}\n")
         self.stream.flush()
 
     def finish(self, done: int | None = None) -> None:

@@ -87,19 +87,29 @@ def home(mem) -> str:
     return mem.health().home
 
 
+def behind_note(behind: tuple[str, ...], most: int = 3) -> str:
+    """What the progress line says holds it back: the projections or policies furthest behind."""
+    if not behind:
+        return ""
+    names = ", ".join(behind[:most]) + (f" and {len(behind) - most} more" if len(behind) > most else "")
+    return f"waiting for {names}"
+
+
 def wait_for_memory(mem) -> None:
     """Show progress while projections and policies catch up with what was appended."""
-    bar = None
+    bar, last = None, 0
 
-    def show(done: int, total: int) -> None:
-        nonlocal bar
+    def show(done: int, total: int, behind: tuple[str, ...] = ()) -> None:
+        nonlocal bar, last
         if bar is None:
             bar = Progress("memory (events every projection and policy has handled)", total)
         bar.total = max(total, 1)  # policies append as they work: the log grows while memory catches up
+        bar.note = behind_note(behind)
         bar.update(done)
+        last = done
 
     idle = mem.wait_idle(on_progress=show)
     if bar is not None:
-        bar.finish()
+        bar.finish(None if idle else last)  # a wait that timed out ends on where memory got, and what it waits for
     if not idle:
         print("memory is still catching up in the background (see `engram status`)", file=sys.stderr)

@@ -71,11 +71,17 @@ NEIGHBOURS = 8
 SIMILARITY_SLACK = 1e-4
 # Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
 EMBED_CHUNK_TURNS = 64
+# Events decided per `handle` call, whose traces are appended before the next ones are decided: the trace
+# index, the reader and the consolidator fold them while this policy goes on, and the progress of a long
+# import moves as it is worked through (it sat at the log's head before the import until its end). Several
+# embedding chunks each, so the embedder still computes while the next turns are extracted.
+HANDLE_BATCH = 4 * EMBED_CHUNK_TURNS
 
 
 class AutoIngest(CognitivePolicy):
     name = "auto-ingest"
     content_vectors = True
+    handle_batch = HANDLE_BATCH
     # What deduplication and linking need to know (retrievals and reinforcements do not change it).
     interests = frozenset(
         {

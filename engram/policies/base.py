@@ -156,6 +156,9 @@ class Policy(ABC):
     name: ClassVar[str]
     # Event types this policy reads; None means all.
     interests: ClassVar[frozenset[str] | None] = None
+    # At most this many events per `handle` call (None: a host's whole batch): the writes of each part are
+    # appended, and the policy's position moves past it, before the next part is decided (`PolicyHost`).
+    handle_batch: ClassVar[int | None] = None
     # The shape of `state()`: bump it when the shape changes, and snapshots of the old shape are rebuilt
     # from the log instead of restored into the new code.
     STATE_VERSION: ClassVar[int] = 1

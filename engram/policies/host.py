@@ -111,30 +111,44 @@ class PolicyHost:
             return 0
         for i, p in enumerate(self.policies):
             todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
-            if todo:
-                try:
-                    with self.timings.measure(p.name, "decide"):
-                        writes = p.handle(todo)
-                except Exception as exc:  # one failing policy must not stop the others; it retries later
-                    if isinstance(exc, LlmUnavailable):
-                        log.warning("policy %s waits for the LLM (events from seq %s): %s", p.name, todo[0].seq, exc)
-                    else:
-                        log.exception("policy %s failed at seq %s", p.name, todo[0].seq)
-                    self.errors[p.name] = repr(exc)
-                    self._roll_back(i, p)
-                    continue
-                self.timings.add(p.name, "events", len(todo))
-                if writes:
-                    with self.timings.measure(p.name, "append"):
-                        self._append(writes)
-                after = getattr(p, "after_batch", None)
-                if after is not None:  # its writes are in the log: e.g. idle agents' memories may be evicted
-                    after(reached)
-                self.errors.pop(p.name, None)
+            if todo and not self._handle(i, p, todo, reached):
+                continue
             p.position = max(p.position, reached)
         self._unsaved = True
         self._save_when_due()
         return len(chunk)
+
+    def _handle(self, i: int, p: Policy, todo: list[Recorded], reached: int) -> bool:
+        """Let `p` decide on `todo`, at most `p.handle_batch` events per call: each part's writes are appended,
+        and the policy's position moved past the part, before the next part is decided, so the stages that
+        read them start on them and the progress of a long ingest shows it is under way. False if it failed
+        (it is rolled back to its last snapshot and handles the events again later)."""
+        step = p.handle_batch or len(todo)
+        for start in range(0, len(todo), step):
+            part = todo[start : start + step]
+            try:
+                with self.timings.measure(p.name, "decide"):
+                    writes = p.handle(part)
+            except Exception as exc:  # one failing policy must not stop the others; it retries later
+                if isinstance(exc, LlmUnavailable):
+                    log.warning("policy %s waits for the LLM (events from seq %s): %s", p.name, part[0].seq, exc)
+                else:
+                    log.exception("policy %s failed at seq %s", p.name, part[0].seq)
+                self.errors[p.name] = repr(exc)
+                self._roll_back(i, p)
+                return False
+            self.timings.add(p.name, "events", len(part))
+            if writes:
+                with self.timings.measure(p.name, "append"):
+                    self._append(writes)
+            last = start + step >= len(todo)
+            after = getattr(p, "after_batch", None)
+            if after is not None:  # its writes are in the log: e.g. idle agents' memories may be evicted
+                after(reached if last else part[-1].seq)
+            if not last:
+                p.position = max(p.position, part[-1].seq)
+        self.errors.pop(p.name, None)
+        return True
 
     def _roll_back(self, i: int, p: Policy) -> None:
         """After a failed batch, the policy's state as of its last snapshot: decisions it made in the failed batch

@@ -38,6 +38,10 @@ from engram.settings import SettingsView
 FLUSH_INTERVAL_S = 0.5
 # Discussions a member works on at once when the LLM is remote (their calls wait on the network).
 PARALLEL_DISCUSSIONS = 4
+# Events handled per call when discussions are worked on one at a time: the host moves this member's
+# position past each part (a long import's progress shows it under way). With a remote LLM a call takes
+# the host's whole batch, whose discussions are worked on side by side.
+SERIAL_HANDLE_BATCH = 256
 
 
 class _Log:
@@ -161,6 +165,10 @@ class Summarizer(Policy):
                 self._work(*box)
         self.flush()
         return []
+
+    @property
+    def handle_batch(self) -> int | None:
+        return SERIAL_HANDLE_BATCH if self.parallel == 1 else None
 
     @property
     def parallel(self) -> int:

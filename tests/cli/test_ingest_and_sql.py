@@ -132,3 +132,58 @@ def test_progress_into_a_pipe_is_plain_lines_and_on_a_terminal_one_redrawn_bar()
     p.update(5)
     p.finish()
     assert tty.getvalue() == "\rmemory [###############               ] 5/10\rmemory [##############################] 10/10\n"
+
+
+def test_the_memory_progress_line_names_the_projections_or_policies_it_waits_for(capsys, monkeypatch):
+    """`engram ingest` waits for memory with a line that moves with the consumer furthest behind and names it."""
+    from engram.api.idle import wait_idle
+    from engram.cli import common
+    from engram.cli.ingest import wait_for_memory
+
+    # Each look: (heads, positions) of one shard, as `status` reports them while an import is worked through.
+    looks = iter([
+        ([1453], [{"traces": 1453, "discussions": 1453, "auto-ingest": 2, "summarizer#0": 2, "summarizer#1": 2}]),
+        ([1700], [{"traces": 1700, "discussions": 1700, "auto-ingest": 770, "summarizer#0": 1453, "summarizer#1": 900}]),
+        ([4000], [{"traces": 4000, "discussions": 3990, "auto-ingest": 4000, "summarizer#0": 4000, "summarizer#1": 4000}]),
+        ([4000], [{"traces": 4000, "discussions": 4000, "auto-ingest": 4000, "summarizer#0": 4000, "summarizer#1": 4000}]),
+        ([4000], [{"traces": 4000, "discussions": 4000, "auto-ingest": 4000, "summarizer#0": 4000, "summarizer#1": 4000}]),
+    ])
+
+    class Memory:
+        def wait_idle(self, on_progress):
+            return wait_idle(lambda: next(looks), timeout=30, on_progress=on_progress, poll_s=0)
+
+    monkeypatch.setattr(common.Progress, "update", lambda self, done, force=False: self.stream.write(
+        f"{self.label}: {done}/{self.total}" + (f" ({self.note})" if self.note else "") + "\n"))
+    wait_for_memory(Memory())
+    lines = capsys.readouterr().err.splitlines()
+    label = "memory (events every projection and policy has handled)"
+    assert lines == [
+        f"{label}: 2/1453 (waiting for auto-ingest, summarizer#0, summarizer#1)",
+        f"{label}: 770/1700 (waiting for auto-ingest)",
+        f"{label}: 3990/4000 (waiting for discussions)",
+        f"{label}: 4000/4000",
+        f"{label}: 4000/4000",
+        f"{label}: 4000/4000",  # finished
+    ]
+
+
+def test_a_progress_line_that_loses_its_note_leaves_nothing_of_it_on_the_terminal():
+    import io
+
+    from engram.cli.common import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Terminal()
+    p = Progress("memory", 10, stream=tty)
+    p.note = "waiting for auto-ingest"
+    p.update(5)
+    p.note = ""
+    p.finish()
+    first, second = tty.getvalue().split("\r")[1:]
+    assert first == "memory [###############               ] 5/10 (waiting for auto-ingest)"
+    assert second.rstrip("\n").rstrip() == "memory [##############################] 10/10"
+    assert len(second.rstrip("\n")) == len(first)  # padded over the old note

@@ -107,6 +107,67 @@ def test_a_failing_policy_retries_later_without_losing_events(tmp_path):
         shard.close()
 
 
+def test_a_long_import_is_decided_in_parts_and_the_progress_shows_each_part_handled_and_who_is_behind(tmp_path):
+    """A policy with `handle_batch` decides a long import part by part: each part's decisions are in the log, and its
+    position past the part, before the next part is decided, so waiting for memory sees the import move (it sat at
+    the head before the import until the whole import was decided) and names this policy as the one behind."""
+    from engram.api.idle import furthest_behind
+
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(12))])
+        shard.wait_projections(shard.head(), timeout=30)
+        host = make_host(shard, home)
+        policy = host.policies[0]
+        policy.handle_batch = 3
+        seen, original = [], policy.handle
+
+        def handle(batch):
+            # What `engram ingest` shows while this part is decided: every projection and policy position.
+            positions = {**shard.progress()["projections"], **host.positions()}
+            seen.append((len(batch), decisions(shard), furthest_behind(shard.head(), positions)))
+            return original(batch)
+
+        policy.handle = handle
+        host.pump()
+        assert [(n, made) for n, made, _ in seen] == [(3, []), (3, ["d1:3"]), (3, ["d1:3", "d1:6"]), (3, ["d1:3", "d1:6", "d1:9"])]
+        assert [progress for _, _, progress in seen] == [(0, ("every-third",)), (3, ("every-third",)),
+                                                         (6, ("every-third",)), (9, ("every-third",))]
+        host.run_until_caught_up()  # its own decisions, appended meanwhile, are of no interest to it
+        assert furthest_behind(shard.head(), host.positions()) == (shard.head(), ())
+    finally:
+        shard.close()
+
+
+def test_a_policy_that_fails_in_the_middle_of_a_long_import_resumes_without_losing_or_repeating_a_decision(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(12))])
+        host = make_host(shard, home)
+        policy = host.policies[0]
+        policy.handle_batch = 3
+        calls, original = [], policy.handle
+
+        def handle(batch):
+            calls.append(len(batch))
+            if len(calls) == 3:
+                raise RuntimeError("LLM unreachable")
+            return original(batch)
+
+        policy.handle = handle
+        host.pump()
+        assert host.errors == {"every-third": "RuntimeError('LLM unreachable')"}
+        assert decisions(shard) == ["d1:3", "d1:6"]  # the parts decided before the failure are in the log
+        host.policies[0].handle_batch = 3
+        host.run_until_caught_up()
+        assert decisions(shard) == ["d1:3", "d1:6", "d1:9", "d1:12"] and host.errors == {}
+        assert host.position == shard.head()
+    finally:
+        shard.close()
+
+
 SNAPSHOT = "every-third.shard-000.member-000.pickle"
 
 
