@@ -10,8 +10,8 @@ alone, the texts engram embeds at ingest and hashing them:
 - `message`: a message as auto-ingest encodes it (its episode text, "Speaker: text");
 - `fact`: a fact auto-ingest compared (the content of a trace it kept, or of a fact it skipped);
 - `schema`: a consolidation schema's content;
-- `reply_context`: a trace's vector text when it carries the question its reply answers ("Q\\ncontent"),
-  which differs from the content auto-ingest embedded to deduplicate it;
+- `reply_context`: for a trace that carries the question its reply answers, the text embedded for it beside
+  its content: "Q\\ncontent" (`vector_text`, before `vector_parts`) or the question alone;
 - `chunk_memory`: a vector memory of the Summarizer (title, summary and key phrases);
 - `other`: anything else (a text none of the above makes, e.g. a memory file's or a query's).
 
@@ -59,7 +59,9 @@ def texts_by_kind(logs: list[Path]) -> tuple[dict[str, set[str]], dict]:
                     context = getattr(ev, "context", "") or ""
                     if context.strip():
                         counts["traces_with_reply_context"] += 1
+                        # Embedded as "question\ncontent" (vector_text), or the question alone (vector_parts).
                         kinds["reply_context"].add(text_key(vector_text(ev.content, context)))
+                        kinds["reply_context"].add(text_key(context.strip()))
                 elif rec.type == "FactsIngested":
                     for skipped in ev.skipped:
                         if skipped.reason not in ("category", "below_threshold"):  # those are never embedded

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+import numpy as np
+
 from engram.config import defaults as d
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -51,6 +53,25 @@ def vector_text(content: str, context: str) -> str:
     without a question, the content itself, unchanged (see the module docstring)."""
     context = context.strip()
     return f"{context}\n{content.strip()}" if context else content
+
+
+def vector_parts(content: str, context: str) -> tuple[str, ...]:
+    """The texts whose embeddings make a trace's vector (`combine`): its content, and the question it answers
+    when it has one. Each is a text embedded anyway or shared: auto-ingest embeds the content to deduplicate
+    it, and the facts of one reply share its question, so a reply's trace costs no embedding of its own
+    (the embedding of "question\ncontent", `vector_text`, was one more text per reply trace)."""
+    context = context.strip()
+    return (content, context) if context else (content,)
+
+
+def combine(vectors: np.ndarray) -> np.ndarray:
+    """A trace's vector from the embeddings of its `vector_parts` (rows): their normalised sum. Against the
+    embedding of `vector_text` on LoCoMo dev's 844 reply traces: mean cosine 0.946 (10th percentile 0.922),
+    where the content's embedding alone has 0.822 (0.709)."""
+    if len(vectors) == 1:
+        return np.asarray(vectors[0], dtype=np.float32)
+    total = np.asarray(vectors, dtype=np.float32).sum(axis=0)
+    return (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)
 
 
 def reply_context(previous: tuple[str, str] | None, speaker: str) -> str:

@@ -8,8 +8,8 @@ trace of each discussion. Both indexes change with the same events and hold the 
 (`engram.cognitive.indexing`: its content, the question it answers, its day). The embedder is
 injected (`embed(texts) -> (n, dim) float32, L2-normalised`).
 
-The HNSW index holds each trace's embedding of `vector_text` (the question it answers, then its
-content; `engram.cognitive.indexing`). `content_vectors=True` makes it hold embeddings of the content
+The HNSW index holds each trace's vector made of the embeddings of its content and of the question it
+answers (`engram.cognitive.indexing.vector_parts` and `combine`). `content_vectors=True` makes it hold embeddings of the content
 alone: the question auto-ingest asks it ("is this the same memory, the same topic?") is about what a
 memory says, not about when it was said or what it answered — a fact restated a month later is still a
 duplicate. Such a memory serves no recall, so it keeps no keyword index (`lexical` is None), and it keeps
@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from engram.cognitive.book import Applied, TraceBook
-from engram.cognitive.indexing import index_text, vector_text
+from engram.cognitive.indexing import combine, index_text, vector_parts
 from engram.cognitive.lexical import LexicalIndex
 from engram.cognitive.model import MemoryTrace
 from engram.config import defaults as d
@@ -38,7 +38,7 @@ Embed = Callable[[list[str]], np.ndarray]
 
 # What the index vectors are embeddings of (see the module docstring); a snapshot with another value
 # (or none: "index text", when the day was embedded too) is embedded again on restore.
-VECTOR_TEXT = "context+content"
+VECTOR_TEXT = "content,context"
 
 # Traces remembered per entity for shared-entity links (the most recent ones are linked).
 ENTITY_MEMORY = 16
@@ -101,20 +101,30 @@ class AgentMemory(EntityLinks):
         self.index_seq = 0  # seq of the last event that changed the index
         self.vector_text = VECTOR_TEXT
 
-    def embedded_text(self, content: str, context: str) -> str:
-        """What this memory's index embeds for a trace."""
-        return content if self.content_vectors else vector_text(content, context)
+    def embedded_parts(self, content: str, context: str) -> tuple[str, ...]:
+        """The texts whose embeddings make this memory's vector of a trace (`engram.cognitive.indexing.combine`)."""
+        return (content,) if self.content_vectors else vector_parts(content, context)
+
+    def vectors_of(self, pairs: list[tuple[str, str]], embed: Embed) -> list[np.ndarray]:
+        """This memory's vectors of traces given as (content, context), the distinct texts embedded in one call."""
+        parts = [self.embedded_parts(content, context) for content, context in pairs]
+        texts = list(dict.fromkeys(t for p in parts for t in p))
+        if not texts:
+            return []
+        row = {t: k for k, t in enumerate(texts)}
+        embedded = np.asarray(embed(texts), dtype=np.float32)
+        return [combine(embedded[[row[t] for t in p]]) for p in parts]
 
     def apply_batch(self, recs: Iterable[Recorded], embed: Embed) -> list[Applied]:
         """Fold `recs` in seq order; new traces are embedded in one call, the index follows event by event."""
         recs = list(recs)
         texts = {
-            r.event.trace_id: self.embedded_text(r.event.content, r.event.context)
+            r.event.trace_id: (r.event.content, r.event.context)
             for r in recs
             if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
         }
         ids = list(texts)
-        vectors = dict(zip(ids, embed([texts[i] for i in ids]))) if ids else {}
+        vectors = dict(zip(ids, self.vectors_of([texts[i] for i in ids], embed))) if ids else {}
         out = []
         for rec in recs:
             applied = self.book.apply(rec)
@@ -151,7 +161,7 @@ class AgentMemory(EntityLinks):
         self.index = HnswIndex(self.dim)
         if keep:
             traces = self.book.traces
-            vectors = np.asarray(embed([self.embedded_text(traces[t].content, traces[t].context) for t in keep]), dtype=np.float32)
+            vectors = np.stack(self.vectors_of([(traces[t].content, traces[t].context) for t in keep], embed))
             for k, tid in enumerate(keep):
                 self.index.add([tid], vectors[k : k + 1])
         self.vector_text = VECTOR_TEXT

@@ -45,7 +45,7 @@ from engram.background.conflicts import Side, resolve
 from engram.background.consolidation import interval_us
 from engram.cognitive import corrections, ingest, linking, llm_bridge
 from engram.cognitive.encoding import encode, trace_id
-from engram.cognitive.indexing import reply_context, vector_text
+from engram.cognitive.indexing import reply_context
 from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
@@ -127,9 +127,10 @@ class AutoIngest(CognitivePolicy):
                 pending.append(rec)
         if pending:
             self.fold(pending)
-        # The traces' index vectors (a reply's question and content) are known now: the home's embedder
-        # computes them while the log takes the traces, before the trace index and the reader ask for them.
-        self.prefetch([vector_text(n.event.content, n.event.context) for w in writes for n in w.events
+        # The questions the replies' traces answer (their index vectors combine the question's embedding with the
+        # content's, `engram.cognitive.indexing`): the home's embedder computes them while the log takes the traces,
+        # before the trace index and the reader ask for them.
+        self.prefetch([n.event.context.strip() for w in writes for n in w.events
                        if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
         return writes
 

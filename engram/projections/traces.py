@@ -107,8 +107,9 @@ class TraceProjection(TableProjection):
     name = "traces"
     # 2: the index vectors embed the question and the content, not the day (`engram.cognitive.indexing`).
     # 3: the spacing effect changes how a retrieval reinforces (engram.cognitive.decay.reinforce).
+    # 4: a reply's index vector combines the embeddings of its content and of its question (engram.cognitive.indexing).
     # A home folded by an older version folds again.
-    version = 3
+    version = 4
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 

@@ -166,9 +166,10 @@ def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(s
     # Auto-ingest embedded what it compared, and nothing it skipped before comparing.
     assert embedder.stats.texts_computed == len(compared)
     assert any(s.reason == "below_threshold" for s in skipped)
-    # Recall's index (the reader, like the shard's trace projection) embeds a trace by its content, after
-    # the question it answers: only the replies to a question cost a second text.
+    # Recall's index (the reader, like the shard's trace projection) makes a trace's vector of its content's
+    # embedding and, for a reply, its question's: the replies to one question share one more text.
     replies = {(t.context, t.content) for t in traces if t.context}
+    questions = {t.context.strip() for t in traces if t.context}
     assert replies and len(replies) < len(traces)
     # Lenient settings recorded in the same batch as the turns: the facts the strict rules skipped before
     # embedding are kept now, embedded when they are compared.
@@ -183,12 +184,11 @@ def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(s
     log = [rec(e.event, seq=10 + k, ts_us=e.ts_us, stream=w.stream)
            for k, (w, e) in enumerate((w, e) for w in writes for e in w.events)]
     TraceReader(ctx(svc, tmp_path)).handle(batch[:1] + log)
-    assert embedder.stats.texts_computed == len(compared) + len(replies)
+    assert embedder.stats.texts_computed == len(compared) + len(questions)
 
 
 def test_with_the_embedder_actor_auto_ingest_asks_per_chunk_of_turns_and_prefetches_the_reply_index_texts(
         services, tmp_path, monkeypatch):
-    from engram.cognitive.indexing import vector_text
     from engram.policies import auto_ingest
 
     class AsyncEmbedder:  # the RemoteEmbedder's interface: embed, and embed_async returning a waiter
@@ -220,7 +220,7 @@ def test_with_the_embedder_actor_auto_ingest_asks_per_chunk_of_turns_and_prefetc
     *per_chunk, prefetched = embedder.requests
     assert len(per_chunk) == 3  # five turns, two per request
     replies = [t for t in events_of(writes, TraceEncoded) if t.context]
-    assert replies and prefetched == list(dict.fromkeys(vector_text(t.content, t.context) for t in replies))
+    assert replies and prefetched == list(dict.fromkeys(t.context.strip() for t in replies))  # their questions
 
 
 def test_the_assistant_quoting_memory_makes_no_trace_and_verifies_nothing(services, tmp_path):

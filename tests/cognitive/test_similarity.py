@@ -158,9 +158,9 @@ def test_the_context_finds_a_reply_but_is_not_part_of_what_recall_returns():
         stability_s=3600.0, interval_s=3600.0, source_message_ids=("D1:2",), context="Melanie: Did you go camping?",
     )
     embedded = []
-    mem.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)]))
-    # The embedding holds the question and the content; the day is in the keyword entry.
-    assert embedded == ["Melanie: Did you go camping?\nCaroline: Yes, last weekend, with the kids!"]
+    mem.apply_batch([rec(ev, seq=2, ts_us=MAY_8_2023_US)], lambda ts: embedded.extend(ts) or np.stack([unit(1)] * len(ts)))
+    # The vector is made of the content's and the question's embeddings; the day is in the keyword entry.
+    assert embedded == ["Caroline: Yes, last weekend, with the kids!", "Melanie: Did you go camping?"]
     assert mem.lexical.terms("May 2023") and mem.lexical.search(mem.lexical.terms("May 2023"), 1)[0][0] == "reply"
     hit = _ask(mem, "camping in May", unit(0, 1)).hits[0]
     assert hit.trace_id == "reply" and hit.lexical > 0 and hit.content == "Caroline: Yes, last weekend, with the kids!"
@@ -367,3 +367,28 @@ def test_explain_shows_the_focused_query_the_feedback_words_and_each_hits_three_
     assert "(cosine 0.700, keywords 0.400, feedback 0.650)" in out and "via feedback" in out
     plain = render(result, explain=False)
     assert "feedback:" not in plain and "query embedded as" not in plain
+
+
+def test_the_traces_of_one_reply_share_the_embedding_of_its_question_and_are_found_by_it():
+    """A reply's traces are indexed by their content and the question they answer: the question is embedded once
+    for all of them, each trace's vector combines the two, and no "question + content" text is embedded."""
+    from engram.cognitive.indexing import combine
+
+    question = "Melanie: What did you do last weekend?"
+    events = [
+        TraceEncoded(trace_id=tid, content=content, trace_type="episodic", scope="discussion", scope_id="d",
+                     source_type="user_statement", source_seqs=(3,), importance=0.5, confidence=0.8, strength=0.5,
+                     stability_s=3600.0, interval_s=3600.0, source_message_ids=("D1:3",), context=question)
+        for tid, content in (("camp", "Caroline went camping."), ("kids", "Caroline took the kids."))
+    ]
+    vectors = {"Caroline went camping.": unit(1, 0, 0), "Caroline took the kids.": unit(0, 1, 0), question: unit(0, 0, 1)}
+    asked: list[list[str]] = []
+    mem = AgentMemory("a", 8)
+    mem.apply_batch([rec(e, seq=3 + k, ts_us=MAY_8_2023_US) for k, e in enumerate(events)],
+                    lambda ts: asked.append(list(ts)) or np.stack([vectors[t] for t in ts]))
+    assert asked == [["Caroline went camping.", question, "Caroline took the kids."]]  # the question once
+    stored = mem.index.vectors(["camp", "kids"])
+    assert np.allclose(stored[0], combine(np.stack([unit(1, 0, 0), unit(0, 0, 1)])), atol=1e-6)
+    assert abs(float(stored[0] @ stored[0]) - 1.0) < 1e-5
+    # The question alone finds both answers before anything else.
+    assert {tid for tid, _ in mem.nearest(unit(0, 0, 1), 2)} == {"camp", "kids"}
