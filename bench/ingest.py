@@ -23,6 +23,8 @@ Reported (one JSON object):
   the first append: the stage whose events come last is on the critical path); the edges and
   reinforcements recorded (one per edge or review, whether an event of its own or carried in a compact
   event), which compare runs of builds that record them differently;
+- the progress line of `engram ingest` as it moved: when it passed a quarter, half and three quarters of the
+  messages, and how long each projection or policy was the one named behind;
 - whether `engram replay --verify` finds the replayed projections identical to the live ones
   (skipped with --no-verify).
 
@@ -137,6 +139,22 @@ def breakdown(status: list[dict], policy_timings: list[dict]) -> dict:
     return {"projections": projections, "policies": policies}
 
 
+def progress_line(looks: list[tuple[float, int, int, tuple[str, ...]]], messages: int) -> dict:
+    """What the progress line of `engram ingest` showed (events every consumer handled, of the events appended
+    since the start): when it first reached a quarter, half, three quarters of the messages, and for how many
+    seconds each projection or policy was named as the one behind."""
+    reached = {}
+    for share in (0.25, 0.5, 0.75, 1.0):
+        first = next((t for t, done, _, _ in looks if done >= share * messages), None)
+        reached[f"{int(share * 100)}%_of_messages_at_s"] = None if first is None else round(first, 1)
+    named: dict[str, float] = {}
+    for (t0, _, _, behind), (t1, _, _, _) in zip(looks, looks[1:]):
+        for name in behind:
+            named[name] = named.get(name, 0.0) + (t1 - t0)
+    return {"looks": len(looks), **reached,
+            "seconds_named_behind": {k: round(v, 1) for k, v in sorted(named.items(), key=lambda kv: -kv[1])}}
+
+
 def start_ray(num_cpus: int) -> Path:
     """A local Ray instance of our own (its own temp dir; never a stale cluster)."""
     import logging
@@ -168,7 +186,9 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         started, started_epoch = time.perf_counter(), time.time()
         mem.append(writes)
         appended = time.perf_counter() - started
-        idle = mem.wait_idle(timeout=3600)
+        looks: list[tuple[float, int, int, tuple[str, ...]]] = []  # what `engram ingest`'s progress line showed
+        idle = mem.wait_idle(timeout=3600, on_progress=lambda done, total, behind: looks.append(
+            (time.perf_counter() - started, done - head_before, total - head_before, behind)))
         seconds = time.perf_counter() - started
         cpu_after = cpu_seconds(pids)
         if profilers:
@@ -226,6 +246,7 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
         "events_total": sum(n for _, n in rows),
         "events_per_message": round(sum(n for _, n in rows) / messages, 2),
         "edges_and_reinforcements_recorded": {"edges": facts[0][0], "reinforcements": facts[0][1]},
+        "progress_line": progress_line(looks, messages),
         "replay_verify": None if differences is None else {"identical": not differences, "differences": differences[:20]},
         "cpus": os.cpu_count(),
         "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
