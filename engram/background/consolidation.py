@@ -332,14 +332,23 @@ def may_cluster(fold: TraceFold, state: ConsolidationState, now_us: int) -> bool
     )
 
 
+# Rows of `_may_form`'s similarity products: it stops at the first block with an item that can form a cluster.
+_MAY_FORM_ROWS = 64
+
+
 def _may_form(vectors: np.ndarray, fresh: list[int], threshold: float, min_size: int) -> bool:
     """Whether a cluster can include one of the `fresh` items: one of them, or an item near one of them, has at
     least `min_size` − 1 items within `threshold` (the others formed none among themselves last time)."""
     v = np.asarray(vectors, dtype=np.float32)
     near_fresh = (v[fresh] @ v.T) >= threshold
-    touched = sorted(set(np.nonzero(near_fresh.any(axis=0))[0].tolist()) | set(fresh))
-    counts = ((v[touched] @ v.T) >= threshold).sum(axis=1) - 1  # without itself
-    return bool((counts >= min_size - 1).any())
+    if (near_fresh.sum(axis=1) - 1 >= min_size - 1).any():  # a fresh item itself: its row is at hand
+        return True
+    touched = sorted(set(np.nonzero(near_fresh.any(axis=0))[0].tolist()) - set(fresh))
+    for start in range(0, len(touched), _MAY_FORM_ROWS):  # the neighbours, a block at a time, until one can
+        rows = touched[start : start + _MAY_FORM_ROWS]
+        if (((v[rows] @ v.T) >= threshold).sum(axis=1) - 1 >= min_size - 1).any():  # without itself
+            return True
+    return False
 
 
 def clusters(vectors: np.ndarray, threshold: float, min_size: int, max_size: int) -> list[list[int]]:
