@@ -145,21 +145,6 @@ class AgentMemory(EntityLinks):
             out.append(applied)
         return out
 
-    def labels_encoded_after(self, ts_us: int) -> np.ndarray:
-        """The index labels of the traces encoded after `ts_us` (`HnswIndex.most_similar`'s rows): an exact scan
-        for a later restatement need not read the rest. Encoding times are kept per label, extended as the index
-        grows and started again with a new index."""
-        index, stamps = self.__dict__.get("_encoded_by_label", (None, None))
-        if index is not self.index:
-            index, stamps = self.index, np.zeros(0, dtype=np.int64)
-        n = len(self.index.ids)
-        if len(stamps) < n:
-            traces = self.book.traces
-            more = [traces[k].encoded_us if k in traces else -1 for k in self.index.ids[len(stamps):n]]
-            stamps = np.concatenate([stamps, np.asarray(more, dtype=np.int64)])
-        self.__dict__["_encoded_by_label"] = (index, stamps)
-        return np.flatnonzero(stamps[:n] > ts_us)
-
     def _rebuild_index(self, seq: int) -> None:
         """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
         keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]

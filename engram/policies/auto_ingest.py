@@ -322,12 +322,11 @@ class AutoIngest(CognitivePolicy):
         out: list[NewEvent] = []
         if mem.book.latest_encoded_us <= rec.ts_us:
             return out  # nothing was said after this message (the usual, chronological import): no search
-        later_rows = mem.labels_encoded_after(rec.ts_us)  # only traces encoded later can be retired
         for tid in new_ids:
             if tid not in mem.index:
                 continue
             vector = mem.index.vectors([tid])[0]
-            if mem.index.most_similar(vector, exclude=new_ids, rows=later_rows) < threshold - SIMILARITY_SLACK:
+            if mem.index.most_similar(vector, exclude=new_ids) < threshold - SIMILARITY_SLACK:
                 continue  # nothing anywhere in the memory is that similar: the filtered search below finds nothing to retire
 
             def later(oid: str) -> bool:

@@ -181,24 +181,15 @@ class HnswIndex:
                 return self._filtered_exact(query[0], k, allowed)
         return [(self.ids[int(l)], float(1.0 - d)) for l, d in zip(labels[0], distances[0])]
 
-    def most_similar(self, vector: np.ndarray, exclude: Iterable[str] = (), rows: np.ndarray | None = None) -> float:
+    def most_similar(self, vector: np.ndarray, exclude: Iterable[str] = ()) -> float:
         """The highest cosine of `vector` with the items (the live ones; deleted ones may count too) but `exclude`,
         by an exact scan: an upper bound of every similarity a search, filtered or not, can return (-1.0
         when there is no item). Costs one matrix-vector product: a caller that only acts on results above
-        a threshold skips its search when this is below it. `rows`: only the items of these labels (those a
-        filtered search can return), a product over them alone."""
+        a threshold skips its search when this is below it."""
         n = len(self.ids)
         if n == 0:
             return -1.0
         query = normalise(np.asarray(vector, dtype=np.float32).reshape(1, self.dim))[0]
-        if rows is not None:
-            if not len(rows):
-                return -1.0
-            sims = self._unit[rows] @ query
-            excluded = {self._labels.get(key) for key in exclude}
-            if excluded - {None}:
-                sims[np.isin(rows, [label for label in excluded if label is not None])] = -1.0
-            return float(sims.max())
         if self._index is None:  # no graph: the stored vectors are at hand
             sims = self._unit[:n] @ query
         else:

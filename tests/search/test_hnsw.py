@@ -101,13 +101,6 @@ def test_most_similar_is_the_exact_best_cosine_and_bounds_every_search(tmp_path)
     small.add(keys[:10], data[:10])
     assert not small.has_graph
     assert small.most_similar(query, exclude=["m0"]) == pytest.approx(float(exact[1:10].max()), abs=1e-5)
-    # Over some items only (those a filtered search may return): the best of them, an excluded one left out.
-    rows = np.arange(100, 200)
-    assert index.most_similar(query, rows=rows) == pytest.approx(float(exact[100:200].max()), abs=1e-5)
-    top = 100 + int(exact[100:200].argmax())
-    assert index.most_similar(query, exclude=[keys[top]], rows=rows) == pytest.approx(
-        float(np.sort(exact[100:200])[-2]), abs=1e-5)
-    assert index.most_similar(query, rows=np.arange(0)) == -1.0
 
 
 def _continuous_hnswlib_build(keys_count: int, data: np.ndarray, deletions: list[tuple[int, int]], tmp_path) -> bytes:
