@@ -109,14 +109,31 @@ class PolicyHost:
             self._unsaved = bool(self._unsaved)
             self._save_when_due()
             return 0
-        for i, p in enumerate(self.policies):
-            todo = [r for r in chunk if r.seq > p.position and (p.interests is None or r.type in p.interests)]
-            if todo and not self._handle(i, p, todo, reached):
-                continue
-            p.position = max(p.position, reached)
+        failed: set[int] = set()
+        for part, upto in self._parts(chunk, reached):
+            # Every policy, in the host's order, on this part: a policy hosted beside one that decides a long import
+            # in parts moves with it (it waited for the whole import before, its position the slowest of all).
+            for i in range(len(self.policies)):
+                p = self.policies[i]
+                if i in failed or p.position >= upto:
+                    continue
+                todo = [r for r in part if r.seq > p.position and (p.interests is None or r.type in p.interests)]
+                if todo and not self._handle(i, p, todo, upto):
+                    failed.add(i)  # rolled back: it handles this batch again later, from where its snapshot was
+                    continue
+                p.position = max(p.position, upto)
         self._unsaved = True
         self._save_when_due()
         return len(chunk)
+
+    def _parts(self, chunk: list[Recorded], reached: int) -> list[tuple[list[Recorded], int]]:
+        """The chunk as (events, position after them): in parts of the smallest `handle_batch` of the hosted
+        policies (one part when none has one); the last part ends at `reached`."""
+        step = min((p.handle_batch for p in self.policies if p.handle_batch), default=None)
+        if step is None or len(chunk) <= step:
+            return [(chunk, reached)]
+        parts = [chunk[start : start + step] for start in range(0, len(chunk), step)]
+        return [(part, part[-1].seq) for part in parts[:-1]] + [(parts[-1], reached)]
 
     def _handle(self, i: int, p: Policy, todo: list[Recorded], reached: int) -> bool:
         """Let `p` decide on `todo`, at most `p.handle_batch` events per call: each part's writes are appended,

@@ -140,6 +140,50 @@ def test_a_long_import_is_decided_in_parts_and_the_progress_shows_each_part_hand
         shard.close()
 
 
+class Seen(Policy):
+    """Test policy: remembers the messages it was given, decides nothing."""
+
+    name = "seen"
+    interests = frozenset({"MessageAppended"})
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.seqs: list[int] = []
+
+    def handle(self, batch):
+        self.seqs += [r.seq for r in batch]
+        return []
+
+
+def test_a_policy_hosted_beside_one_that_decides_in_parts_moves_with_it_part_by_part(tmp_path):
+    """The mood tracker shares auto-ingest's actor: it used to wait for auto-ingest's whole import before its
+    turn, and its position (the slowest of all) held the progress line at the head before the import."""
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(12))])
+        parts = EveryThirdMessage(PolicyContext(shard=0, home=home))
+        parts.handle_batch = 3
+        beside = Seen(PolicyContext(shard=0, home=home))
+        host = PolicyHost([parts, beside], read=shard.read, append=shard.append_many, head=shard.head,
+                          state_dir=home.root / "state")
+        positions, original = [], parts.handle
+
+        def handle(batch):
+            positions.append(dict(host.positions()))
+            return original(batch)
+
+        parts.handle = handle
+        host.pump()
+        assert positions == [{"every-third": 0, "seen": 0}, {"every-third": 3, "seen": 3},
+                             {"every-third": 6, "seen": 6}, {"every-third": 9, "seen": 9}]
+        assert beside.seqs == list(range(1, 13))  # every message once, in order
+        host.run_until_caught_up()
+        assert decisions(shard) == ["d1:3", "d1:6", "d1:9", "d1:12"] and host.position == shard.head()
+    finally:
+        shard.close()
+
+
 def test_a_policy_that_fails_in_the_middle_of_a_long_import_resumes_without_losing_or_repeating_a_decision(tmp_path):
     home = Home(tmp_path)
     shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
