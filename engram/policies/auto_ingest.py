@@ -71,17 +71,16 @@ NEIGHBOURS = 8
 SIMILARITY_SLACK = 1e-4
 # Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
 EMBED_CHUNK_TURNS = 64
-# Events decided per `handle` call, whose traces are appended before the next ones are decided: the trace
-# index, the reader and the consolidator fold them while this policy goes on, and the progress of a long
-# import moves as it is worked through (it sat at the log's head before the import until its end). Several
-# embedding chunks each, so the embedder still computes while the next turns are extracted.
-HANDLE_BATCH = 4 * EMBED_CHUNK_TURNS
 
 
 class AutoIngest(CognitivePolicy):
     name = "auto-ingest"
     content_vectors = True
-    handle_batch = HANDLE_BATCH
+    # No `handle_batch`: a long import is decided in one call and its traces appended at its end. Deciding it in
+    # parts of 256 turns (the trace index and the consolidator working on each part while the next is decided)
+    # was measured on Ray (bench/ingest.py, LoCoMo dev): consolidation then ran between parts and remembered
+    # otherwise (360 of 2,726 traces differ by bench/compare_memory.py: other decay, verifications, working
+    # memory), so this policy's position stays at the log's head before the import until the import is decided.
     # What deduplication and linking need to know (retrievals and reinforcements do not change it).
     interests = frozenset(
         {
