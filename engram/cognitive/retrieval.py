@@ -211,9 +211,16 @@ def recall(
     cos: dict[str, float] = dict(index.search(q, pool, allowed)) if limit > 0 else {}
     via = {tid: "similarity" for tid in cos}
     terms = lexical.terms(query) if hybrid else []
+    # The query's information includes its words that only dormant traces hold (step 8): an active trace's keyword
+    # match is its share of all of it, as a dormant trace's is (both on one scale).
+    known = lexical.information(terms) if hybrid else 0.0
+    dormant_only = (sum(dormant_lexical.bm25.joint_idf(t, lexical.bm25) for t in sorted(set(terms))
+                        if lexical.bm25.idf(t) == 0)
+                    if hybrid and dormant_lexical is not None and dormant.pool > 0 and dormant.weight > 0 else 0.0)
+    scale = known / (known + dormant_only) if known + dormant_only > 0 else 1.0
     lex: dict[str, float] = {}
     if hybrid and limit > 0:
-        lex = dict(lexical.search(terms, pool, allowed))
+        lex = {tid: scale * m for tid, m in lexical.search(terms, pool, allowed)}
         for tid in lex:
             via.setdefault(tid, "keywords")
     outcome = None
@@ -224,13 +231,13 @@ def recall(
         for tid, c in outcome.hits:
             via.setdefault(tid, "hyde")
             cos[tid] = max(cos.get(tid, -1.0), c)
-    _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q)
-    lexical_evidence = hybrid and lexical.information(terms) > 0
+    _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
+    lexical_evidence = hybrid and known + dormant_only > 0
     share = lexical_share if lexical_evidence else 0.0
     sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), share) for tid in via}
     fb = _Feedback.of(sims, vectors, q, lexical if hybrid else None, terms, feedback, pool, allowed, via, share)
     if fb is not None:
-        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q)
+        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
         fb.prepare(via, vectors)
         sims = {tid: fb.blend(_fuse(cos[tid], lex.get(tid, 0.0), share), tid) for tid in via}
     seeds = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: spreading.seeds])
@@ -253,7 +260,7 @@ def recall(
     if reached:
         for tid in reached:
             via[tid] = "activation"
-        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q)
+        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
         if fb is not None:
             fb.prepare(reached, vectors)
         for tid in reached:
@@ -467,7 +474,8 @@ def _fuse(cosine: float, lexical: float, share: float) -> float:
     return (1.0 - share) * max(0.0, min(1.0, cosine)) + share * lexical
 
 
-def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: LexicalIndex | None, terms, q) -> None:
+def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: LexicalIndex | None, terms, q,
+              scale: float = 1.0) -> None:
     """Exact cosine and lexical match for every candidate that one side found and the other did not."""
     missing = sorted(tid for tid in via if tid not in cos)
     if missing:
@@ -479,7 +487,7 @@ def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: Lexic
     if lexical is not None:
         unknown = sorted(tid for tid in via if tid not in lex)
         if unknown:
-            lex.update(lexical.match(terms, unknown))
+            lex.update({tid: scale * m for tid, m in lexical.match(terms, unknown).items()})
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

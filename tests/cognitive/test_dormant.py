@@ -126,3 +126,47 @@ def test_explain_says_a_hit_came_from_a_pruned_trace_and_shows_its_source(embedd
     assert "dormant: pruned by decay at 2023-11-15T22:13:20Z, found again through its source message(s)" in text
     assert f"× {DormantSettings().weight:.2f}" in text
     assert 'message D1:6' in text and "I play the clarinet in a jazz band!" in text
+
+
+def test_the_trace_reader_answers_from_a_pruned_trace_through_its_source_message(tmp_path, embedder):
+    """The serving path (the reader on a real DuckDB log, no Ray): a decay prune in the log moves the trace to the
+    reader's dormant indexes, and recall returns it as dormant with its source message."""
+    from engram.config.service import ServiceConfig
+    from engram.events.envelope import NewEvent, Write
+    from engram.events.messages import MessageAppended
+    from engram.home import Home
+    from engram.llm.factory import make_tasks
+    from engram.policies.auto_ingest import AutoIngest
+    from engram.policies.base import PolicyContext
+    from engram.policies.host import PolicyHost
+    from engram.policies.trace_reader import TraceReader
+    from engram.shard import ShardHost
+
+    config = ServiceConfig()
+    svc = {"tasks": make_tasks(config.llm), "embedder": embedder, "config": config}
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        ctx = PolicyContext(shard=0, home=Home(tmp_path), services=svc, read=shard.read, append=shard.append_many)
+        reader = TraceReader(ctx)
+        host = PolicyHost([AutoIngest(ctx), reader], read=shard.read, append=shard.append_many, head=shard.head,
+                          state_dir=tmp_path / "state")
+        said = ["I play the clarinet in a jazz band every Thursday.", "Work was busy, the office is moving floors.",
+                "We cooked pasta with my sister on Sunday."]
+        shard.append_many([Write(stream="chat", agent="ana", events=(NewEvent(
+            event=MessageAppended(role="user", content=text, message_id=f"m{n}", token_estimate=12, name="Ana"),
+            ts_us=T0 + n * 60_000_000, event_id=f"m{n}"),)) for n, text in enumerate(said)])
+        host.run_until_caught_up()
+        mem = reader.memory("ana")
+        clarinet = sorted(tid for tid, t in mem.book.traces.items() if "m0" in t.source_message_ids)
+        assert clarinet
+        shard.append_many([Write(stream="chat", agent="ana", events=tuple(NewEvent(
+            event=TracePruned(trace_id=tid, strength=0.04, reason="decay"), ts_us=T0 + DAY_US, event_id=f"prune:{tid}")
+            for tid in clarinet))])
+        host.run_until_caught_up()
+        assert all(tid in mem.dormant_index and tid not in mem.index for tid in clarinet)
+        result = reader.recall("ana", "Which instrument does Ana play?", now_us=T0 + 2 * DAY_US, discussion="chat", record=False)
+        found = [h for h in result.hits if h.trace_id in clarinet]
+        assert found and all(h.via == "dormant" and h.source_message_ids == ("m0",) and h.pruned_us == T0 + DAY_US
+                             for h in found)
+    finally:
+        shard.close()
