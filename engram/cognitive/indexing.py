@@ -1,7 +1,8 @@
 """What finds a trace: the text its embedding and its keyword entry are made of.
 
     index text (keyword entry) = context, then content, then "(<day it was encoded>)"
-    vector text (embedding)    = context, then content (`vector_text`)
+    vector (embedding)         = the normalised sum of the content's embedding and the context's
+                                 (`vector_parts`, `combine`); the content's alone without a context
 
 - **content**: the memory itself — what recall returns and a prompt shows. The index text only
   decides what finds it; the trace's content, tokens and provenance do not change.
