@@ -9,7 +9,8 @@
   they reach the model ({chat_system_prompt}) and are not appended.
 - The configured memory workflow (`proxy.workflow`; the shipped `openai-proxy.workflow.json` by default)
   injects the discussion's summary, recent memories, search results and the agent's recall into the
-  system prompt; its `Standard` node's answer (the configured LLM, or the labelled offline responder) is
+  system prompt (its readers run side by side: the recall in its reader's process while the search embeds
+  here); its `Standard` node's answer (the configured LLM, or the labelled offline responder) is
   the reply, and is appended too. The nodes after its `WorkflowLock` (memory creation) run after the
   response, in the background, never in its path.
 - An LLM outage is a 502/503 with its cause; the user's message is in the log already.
@@ -106,6 +107,45 @@ class _TimedResponder:
 
     def respond(self, **kwargs):
         return self._timing.model_call(lambda: self._responder.respond(**kwargs))
+
+
+# Discussions whose memories are created at once after their responses (the others' runs wait for a worker).
+MEMORY_WORKERS = 8
+
+
+class MemoryWorkers:
+    """Daemon worker threads, started as work comes and kept for the next: a response hands its memory creation
+    to one without waiting for a thread to start. (The server's own executor would make its shutdown wait for
+    memory creation; `wait_proxy_memory` does that, with a timeout.)"""
+
+    def __init__(self, size: int):
+        import queue
+
+        self.size = size
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> None:
+        with self._lock:
+            self._queue.put((fn, args))
+            if self._queue.qsize() > self._idle and len(self._threads) < self.size:  # no idle thread for it
+                th = threading.Thread(target=self._work, name=f"proxy-memory-{len(self._threads)}", daemon=True)
+                self._threads.append(th)
+                th.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            fn, args = self._queue.get()
+            with self._lock:
+                self._idle -= 1
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("the proxy's memory work failed")
 
 
 class ReplyAbandoned(Exception):
@@ -280,7 +320,7 @@ class CompletionOps:
         memory = self._proxy_memory(agent)
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
                          memory=memory, responder=_TimedResponder(Responder(self.tasks()), timing or Timing()),
-                         system_prompt=system, stream_to=on_text)
+                         system_prompt=system, stream_to=on_text, readers_side_by_side=True)
         try:
             outcome = run(workflow, ctx, defer=True)
         except Exception as exc:
@@ -372,11 +412,14 @@ class CompletionOps:
             state.setdefault("pending", {})[discussion] = (outcome, memory)
             if discussion in state.setdefault("running", {}):
                 return
-            worker = threading.Thread(target=self._memory_worker, args=(discussion,), name=f"proxy-memory-{discussion}",
-                                      daemon=True)
-            state["running"][discussion] = worker
-            state["background"].add(worker)
-        worker.start()
+            state["running"][discussion] = True
+            state["background"].add(discussion)
+            pool = state.get("pool")
+            if pool is None:
+                pool = state["pool"] = MemoryWorkers(MEMORY_WORKERS)
+        # A thread kept from earlier runs takes it: starting a thread per response cost the response about 10 ms on
+        # busy cores (Thread.start waits until the new thread runs).
+        pool.submit(self._memory_worker, discussion)
 
     def _memory_worker(self, discussion: str) -> None:
         state = self._proxy_state()
@@ -385,7 +428,7 @@ class CompletionOps:
                 outcome, memory = state["pending"].pop(discussion, (None, None))
                 if outcome is None:
                     state["running"].pop(discussion, None)
-                    state["background"].discard(threading.current_thread())
+                    state["background"].discard(discussion)
                     return
             try:
                 outcome.rest()
@@ -399,6 +442,5 @@ class CompletionOps:
         """Wait for the memory creation the proxy started after its responses (tests, benchmarks, shutdown)."""
         deadline = time.monotonic() + timeout
         while self._proxy_state()["background"] and time.monotonic() < deadline:
-            for thread in list(self._proxy_state()["background"]):
-                thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(th.is_alive() for th in self._proxy_state()["background"])
+            time.sleep(0.01)
+        return not self._proxy_state()["background"]
