@@ -1,5 +1,7 @@
 """The policy actor: hosts a group of policies for one shard (one pool member) and keeps them
-caught up with the log by long-polling the shard actor.
+caught up with the log by long-polling the shard actor. The long poll names the event types the
+policies read (`wait_for`): events of other types (a recall's TraceRetrieved, for the summarizers)
+only move the positions on, without a read of the log, a pump or a query at the shard.
 
 Questions to a hosted policy (`call`, e.g. the trace reader's `recall`) run on the actor's threads. A
 method the policy lists in `concurrent_reads` only reads its state: such calls run at the same time as
@@ -162,24 +164,39 @@ class PolicyActor:
 
     def _loop(self) -> None:
         backoff = 0.0
+        interests = self.host.interests()
+        skip_pump = False
         while not self._stop.is_set():
             if time.monotonic() < self._resume_at:
                 self._stop.wait(0.05)
                 continue
             try:
                 with self._lock.exclusive():
-                    n = self.host.pump()
+                    # After a wake-up by events of no interest (below), straight back to waiting: no pump, which
+                    # would ask the shard for its head and read whatever came meanwhile.
+                    n = 0 if skip_pump else self.host.pump()
                     # Live time for the policies that record it (clock ticks); cheap when no boundary passed.
                     self.host.wall_clock(int(time.time() * 1_000_000))
+                skip_pump = False
                 if self.host.errors:
                     # A failing policy (e.g. an unreachable LLM) is retried, but not in a hot loop.
                     backoff = min(MAX_BACKOFF_S, max(0.5, backoff * 2))
                     self._stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if n == 0 and not ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S)):
-                    with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
-                        self.host.save_pending()
+                if n == 0:
+                    position = self.host.position
+                    interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S))
+                    if head <= position:
+                        with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
+                            self.host.save_pending()
+                    elif not interesting:
+                        # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers):
+                        # the positions move on without reading the log, and new events gather for a moment.
+                        with self._lock.exclusive():
+                            self.host.seen_through(head)
+                        self._stop.wait(POLICY_LINGER_S)
+                        skip_pump = True
                 elif n < self.host.batch:
                     self._stop.wait(POLICY_LINGER_S)
             except Exception:

@@ -136,6 +136,20 @@ class PolicyHost:
         self._save_when_due()
         return len(chunk)
 
+    def interests(self) -> list[str] | None:
+        """The event types some hosted policy reads (None: every type)."""
+        return self._interests()
+
+    def seen_through(self, head: int) -> None:
+        """The log says nothing up to `head` is of interest here: every position moves there without a read (as
+        `pump` does for a chunk of no interest)."""
+        if head <= self.position:
+            return
+        for p in self.policies:
+            p.position = max(p.position, head)
+        self._unsaved = bool(self._unsaved)
+        self._save_when_due()
+
     def _roll_back(self, i: int, p: Policy) -> None:
         """After a failed batch, the policy's state as of its last snapshot: decisions it made in the failed batch
         but never appended are not remembered as made (the batch is handled again, its appends deduplicated)."""
