@@ -46,6 +46,9 @@ OPENERS = ("What did we say about", "Remind me about", "Which", "When was", "Who
            "What happened with", "Why did we pick")
 
 
+SERVER_PID: int | None = None  # the server's process (from instance.json), for its CPU time
+
+
 def vocabulary(path: Path = SAMPLE) -> tuple[list[str], list[list[str]]]:
     """The sample conversation's content words, and each message's (its sentences are the queries' material)."""
     per_message = []
@@ -92,6 +95,34 @@ def distinct_keywords(n: int, seed: int) -> list[str]:
     return out
 
 
+def cpu_seconds(server_pid: int | None = None) -> dict[str, float]:
+    """CPU seconds so far of this process (the bench's clients), the server, and every Ray worker process (the
+    home's actors: the bench runs under the shared lock, so no other Ray instance runs)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def of(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    actors = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "cmdline").read_bytes().startswith(b"ray::"):
+                    actors += of(int(d.name))
+            except OSError:
+                pass
+    return {"bench_clients": of(os.getpid()), "server": of(server_pid) if server_pid else 0.0, "ray_actors": actors}
+
+
+def cpu_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
+    """CPU ms per request by whom: what the 2 cores spend on each request (the floor of its latency under load)."""
+    return {k: round((after[k] - before[k]) * 1000 / max(1, requests), 2) for k in before}
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
@@ -128,8 +159,10 @@ def load(url: str, clients: int, per_client: int, call) -> dict:
             with lock:
                 latencies.extend(mine)
 
+    cpu = cpu_seconds(SERVER_PID)
     wall = run_clients(clients, worker)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "cpu_ms_per_request": cpu_per_request(cpu, cpu_seconds(SERVER_PID), len(latencies)),
             "p50_ms": pct(latencies, 0.5),
             "p99_ms": pct(latencies, 0.99), "mean_ms": round(statistics.mean(latencies), 2),
             "throughput_rps": round(len(latencies) / wall, 1)}
@@ -175,8 +208,10 @@ def chat_load(url: str, clients: int, turns: int, questions: list[str]) -> dict:
             latencies.extend(mine)
             memory.extend(mem)
 
+    cpu = cpu_seconds(SERVER_PID)
     wall = run_clients(clients, worker)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "cpu_ms_per_request": cpu_per_request(cpu, cpu_seconds(SERVER_PID), len(latencies)),
             "turns_per_client": turns, "p50_ms": pct(latencies, 0.5), "p99_ms": pct(latencies, 0.99),
             "memory_work_p50_ms": pct(memory, 0.5) if memory else None,
             "memory_work_p99_ms": pct(memory, 0.99) if memory else None,
@@ -253,7 +288,10 @@ def main() -> None:
                             capture_output=True, text=True, env=env)
     assert ingest.returncode == 0, ingest.stderr
     first_command_s = time.perf_counter() - started
-    url = json.loads((home / "instance.json").read_text())["url"]
+    instance = json.loads((home / "instance.json").read_text())
+    url = instance["url"]
+    global SERVER_PID
+    SERVER_PID = instance.get("pid")
     try:
         with Client(url) as c:  # warm: the query embedder loads on the first search/recall
             c.recall(AGENT, QUERIES[0], discussion=DISCUSSION)
