@@ -48,8 +48,9 @@ class HostedCalls:
     the calls' writes that queued meanwhile in one append, and folded right after.
     """
 
-    def __init__(self, host: PolicyHost):
+    def __init__(self, host: PolicyHost, shard: int = 0):
         self.host = host
+        self.shard = shard
         self.lock = SharedExclusiveLock()
         self.own_seq = 0  # the last seq appended for the calls' writes
         self._cond = threading.Condition()
@@ -113,8 +114,12 @@ class HostedCalls:
                     seqs = [s for a in appended for s in a.seqs]
                     if seqs:
                         self.own_seq = max(self.own_seq, max(seqs))
-                        # Folded now, between calls, rather than by the next fresh call.
-                        self.catch_up(self.own_seq)
+                        # Folded now, between calls, rather than by the next fresh call: straight from what was
+                        # written when nothing else came between (no read back from the shard), else from the log.
+                        with self.lock.exclusive():
+                            folded = self.host.fold_written(writes, appended, self.shard)
+                        if not folded:
+                            self.catch_up(self.own_seq)
             except Exception:
                 log.exception("appending the writes of calls failed")
             with self._cond:
@@ -155,7 +160,7 @@ class PolicyActor:
             head=lambda: ray.get(self.shard_handle.head.remote()),
             state_dir=home.root / "state",
         )
-        self.calls = HostedCalls(self.host)
+        self.calls = HostedCalls(self.host, shard)
         self._lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
         self._stop = threading.Event()
         self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
@@ -197,6 +202,8 @@ class PolicyActor:
                             self.host.seen_through(head)
                         self._stop.wait(POLICY_LINGER_S)
                         skip_pump = True
+                    elif head <= self.host.position:
+                        skip_pump = True  # folded meanwhile (the calls' own writes, see HostedCalls): nothing to read
                 elif n < self.host.batch:
                     self._stop.wait(POLICY_LINGER_S)
             except Exception:
