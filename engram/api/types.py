@@ -94,6 +94,7 @@ class StatusResponse(Model, kw_only=True):
     runtime: str
     shards: list[ShardStatus]
     jobs_running: int = 0
+    interrupted: list[str] = []  # work a restart interrupted, with how to continue it
 
 
 class SqlRequest(Model, kw_only=True):
