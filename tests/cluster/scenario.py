@@ -51,8 +51,9 @@ def main(root: Path) -> dict:
     from tests.events.helpers import write
 
     temp = Path("/tmp") / f"eg-cl-{root.name[-8:]}"
+    # No dashboard: nothing here reads it, and its processes cost start-up time on two shared cores.
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": resources(NODES["head"]),
-                                                             "temp_dir": str(temp)})
+                                                             "temp_dir": str(temp), "include_dashboard": False})
     workers = {name: cluster.add_node(num_cpus=1, resources=resources(NODES[name]), temp_dir=str(temp))
                for name in ("left", "right")}
     cluster.wait_for_nodes()
