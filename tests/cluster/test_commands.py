@@ -11,8 +11,7 @@ from engram.cli.main import main
 from tests.cluster.test_reshard import AGENTS, populate
 
 
-@pytest.fixture
-def served_home(tmp_path):
+def serve_home(tmp_path, *, populated: bool):
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
@@ -21,10 +20,22 @@ def served_home(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     mem = Engram(InProcessRuntime(load_service_config(home), wall_clock=False).start())
-    populate(mem)
+    if populated:
+        populate(mem)
     with Served(mem):
         yield home, mem
     mem.close()
+
+
+@pytest.fixture
+def served_home(tmp_path):
+    yield from serve_home(tmp_path, populated=True)
+
+
+@pytest.fixture
+def new_served_home(tmp_path):
+    """A served home with nothing in it yet: the usage errors are refused before the home is looked at."""
+    yield from serve_home(tmp_path, populated=False)
 
 
 def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home, tmp_path, capsys):
@@ -47,13 +58,13 @@ def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home
     assert rows == events
 
 
-def test_reshard_to_fewer_shards_is_a_usage_error(served_home, capsys):
-    home, _ = served_home
+def test_reshard_to_fewer_shards_is_a_usage_error(new_served_home, capsys):
+    home, _ = new_served_home
     assert main(["--home", str(home), "reshard", "--shards", "1"]) == 2
     assert "only adds shards" in capsys.readouterr().err
 
 
-def test_replay_all_with_an_agent_is_a_usage_error(served_home, capsys):
-    home, _ = served_home
+def test_replay_all_with_an_agent_is_a_usage_error(new_served_home, capsys):
+    home, _ = new_served_home
     assert main(["--home", str(home), "replay", "--all", "--agent", AGENTS[0]]) == 2
     assert "--all replays every shard" in capsys.readouterr().err
