@@ -8,34 +8,32 @@ import duckdb
 import pytest
 
 from engram.cli.main import main
-from tests.cluster.test_reshard import AGENTS, populate
+from tests.cluster.test_reshard import AGENTS
 
 
-def serve_home(tmp_path, *, populated: bool):
+def serve_home(home):
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 
-    home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     mem = Engram(InProcessRuntime(load_service_config(home), wall_clock=False).start())
-    if populated:
-        populate(mem)
     with Served(mem):
         yield home, mem
     mem.close()
 
 
 @pytest.fixture
-def served_home(tmp_path):
-    yield from serve_home(tmp_path, populated=True)
+def served_home(populated_copy):
+    """A served copy of a populated home (tests/cluster/conftest.py)."""
+    yield from serve_home(populated_copy)
 
 
 @pytest.fixture
 def new_served_home(tmp_path):
     """A served home with nothing in it yet: the usage errors are refused before the home is looked at."""
-    yield from serve_home(tmp_path, populated=False)
+    yield from serve_home(tmp_path / "home")
 
 
 def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home, tmp_path, capsys):
