@@ -80,8 +80,11 @@ def test_a_read_during_a_shard_actor_restart_is_answered_after_it(ray_home, ray_
 
 
 # The concurrency test asserts on discussion memories: three messages a discussion, and the store's first check (at
-# message 3, consolidation mode: tokens only) closes a chunk of all three (each message is ~16 tokens).
-CONCURRENT_SETTINGS = {"chunkEstimatedTokenSize": 40, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
+# message 3, consolidation mode: tokens only) closes a chunk of all three (each message is ~16 tokens). No vector
+# memory store: three messages make no vector memory, and creating 1,000 empty `_vector_memory.db` files (one DuckDB
+# file each) was most of the test's time.
+CONCURRENT_SETTINGS = {"chunkEstimatedTokenSize": 40, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0,
+                       "useVectorForQualityMemory": False}
 # Cognitive memory off for its agents (nothing there is asserted; embedding every message made the test take
 # minutes): every policy actor still reads every message, and wait_idle still waits for all of them.
 DISCUSSION_MEMORY_ONLY = {"memory": {"observer": {"enabled": False}, "reflector": {"enabled": False},
