@@ -16,8 +16,8 @@ Baselines over the same raw turns ("Speaker: text", photo captions included, as 
 same run: BM25 (engram.search.bm25) and exact dense retrieval with the same MiniLM embedder.
 Ablations (pure core, `engram.cognitive.retrieval.recall` over the same traces as folded from the log,
 each question scored against the memory as it was right after ingest, i.e. without earlier questions'
-reinforcement), for each similarity: the default weights, similarity alone, without HyDE, and each factor
-removed in turn. The gap between "default weights" here and the run above is what reinforcement by the
+reinforcement), for each similarity: the default weights, similarity alone, without HyDE, without dormant
+(decay-pruned) traces, and each factor removed in turn. The gap between "default weights" here and the run above is what reinforcement by the
 earlier questions changed.
 Prints one JSON object.
 """
@@ -172,7 +172,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     """The composite's factors one by one, on the memory right after ingest (pure core, no Ray), for each similarity."""
     from engram.cognitive.memory import AgentMemory
     from engram.cognitive.personality import Pad
-    from engram.cognitive.retrieval import FeedbackSettings, RecallSettings, recall
+    from engram.cognitive.retrieval import DormantSettings, FeedbackSettings, RecallSettings, recall
     from engram.cognitive.scoring import FACTORS, Factors
     from engram.config.agent import AgentConfig
     from engram.events.store import EventStore
@@ -185,7 +185,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
         store.close()
     memories: dict[str, AgentMemory] = {}
     for agent in {r.agent for r in recs}:
-        memories[agent] = AgentMemory(agent, embedder.dim)
+        memories[agent] = AgentMemory(agent, embedder.dim, dormant=True)  # as the trace reader keeps it
         memories[agent].apply_batch([r for r in recs if r.agent == agent], embedder.embed)
     settings = RecallSettings.of(AgentConfig())
     items = [it for its in items_by_conv.values() for it in its]
@@ -201,7 +201,8 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     hyde_text = dict(zip(questions, hypotheses))
     query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
 
-    def run(weights: Factors, similarity: str, hyde: bool = True, feedback: bool = True, focus: bool = True) -> dict:
+    def run(weights: Factors, similarity: str, hyde: bool = True, feedback: bool = True, focus: bool = True,
+            dormant: bool = True) -> dict:
         cpu = []
 
         def retrieve(item, k):
@@ -214,6 +215,8 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
                 hyde_settings=settings.hyde, lexical=m.lexical, similarity=similarity,
                 feedback=settings.feedback if feedback else FeedbackSettings(traces=0),
                 focus=focused[(item.sample_id, item.question)],
+                dormant_index=m.dormant_index, dormant_lexical=m.dormant_lexical,
+                dormant=settings.dormant if dormant else DormantSettings(pool=0),
             )
             cpu.append(time.process_time() - started)
             return [hit(h) for h in res.hits]
@@ -231,6 +234,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
             "without HyDE": run(settings.weights, similarity, hyde=False),
             "without feedback": run(settings.weights, similarity, feedback=False),
             "without query focus": run(settings.weights, similarity, focus=False),
+            "without dormant traces": run(settings.weights, similarity, dormant=False),
         }
         for f in FACTORS:
             if f != "similarity":

@@ -25,6 +25,7 @@ import msgspec
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.forgetting import RecordingEmbedder
+from engram.gate import Gate, alone, shared
 from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
 from engram.events.store import FORGET_MARKERS, EventStore, compact_database
 from engram.projections.base import atomic_write
@@ -78,6 +79,9 @@ class ShardHost:
         max_projection_lag: int = 0,
     ):
         self.shard = shard
+        # Calls run on many threads at once; a forget, a rebuild or agents moving out reopen the shard's DuckDB
+        # connections, and have it alone (a DuckDB connection refuses a second thread's call).
+        self.gate = Gate()
         self.max_projection_lag = max_projection_lag  # 0: appends are never refused for a lagging fold
         self.log_path = Path(log_path)
         check_writable(self.log_path.parent, Path(projections_dir))
@@ -152,7 +156,7 @@ class ShardHost:
             self._thread.join(timeout=30)
             self._thread = None
         try:
-            self.catch_up()
+            self._catch_up()
         finally:
             self.runner.close()
             self._ctx.db.close()
@@ -160,6 +164,7 @@ class ShardHost:
 
     # --------------------------------------------------------------- the log
 
+    @shared
     def append_many(self, writes: Sequence[Write]) -> list[Appended]:
         if self.max_projection_lag and self._thread is not None:
             lag = self.store.head() - self.runner.position
@@ -170,9 +175,11 @@ class ShardHost:
                                    f"(limits.maxProjectionLagEvents {self.max_projection_lag}): retry shortly", 1.0)
         return self.store.append_many(writes)
 
+    @shared
     def read(self, after: int = 0, **kwargs) -> list[Recorded]:
         return self.store.read(after, **kwargs)
 
+    @shared
     def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
         return self.store.read_rows(after, **kwargs)
 
@@ -189,18 +196,24 @@ class ShardHost:
             try:
                 if not self.store.wait(self.runner.position + 1, timeout=0.2):
                     if self.runner.unsaved:  # caught up: what was folded becomes durable now
-                        self.catch_up()
+                        self._catch_up()
                     continue
                 time.sleep(PROJECTION_LINGER_S)
-                self.catch_up(checkpoint=None)
+                self._catch_up(checkpoint=None)
             except BaseException as exc:  # keep the log serving; report the failure in status
                 log.exception("projection fold failed on shard %s", self.shard)
                 self._error = exc
                 self._stop.wait(1.0)
 
+    @shared
     def catch_up(self, checkpoint: bool | None = True) -> int:
         """Fold everything appended so far (also used directly when there is no thread), and checkpoint;
         `checkpoint=None`: only when due (see PROJECTION_CHECKPOINT_S)."""
+        return self._catch_up(checkpoint)
+
+    def _catch_up(self, checkpoint: bool | None = True) -> int:
+        """`catch_up` without the gate: what the fold thread runs (a change that has the shard alone stops
+        and joins that thread, which must not wait for the gate meanwhile)."""
         with self._proj_cond:
             n = self.runner.catch_up(checkpoint=False)
             if checkpoint is None:
@@ -216,10 +229,11 @@ class ShardHost:
     def projection_position(self) -> int:
         return self.runner.position
 
+    @shared
     def wait_projections(self, seq: int, timeout: float | None = 30.0) -> bool:
         """Block until every projection has folded `seq` (read-your-writes for projections)."""
         if self._thread is None:
-            self.catch_up()
+            self._catch_up()
             return self.runner.durable_position >= seq
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._proj_cond:
@@ -241,6 +255,7 @@ class ShardHost:
 
     # --------------------------------------------------------------- SQL and status
 
+    @shared
     def sql(
         self,
         sql: str,
@@ -264,6 +279,7 @@ class ShardHost:
         return LiveShard(shard=self.shard, cursor=self.store.cursor, log_table=f'"{catalog}".main.events',
                          projection_catalog="proj", projections=self.paths)
 
+    @shared
     def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
         """The relations a query over every shard reads, from this shard (`engram.gathered_sql`); `agents`: only
         their rows."""
@@ -271,6 +287,7 @@ class ShardHost:
 
         return shard_relations(self.store.cursor, None if names is None else set(names), agents=agents)
 
+    @shared
     def events_by_type(self) -> dict[str, int]:
         """How many events of each type the log holds (up to its head)."""
         with self._counts_lock:
@@ -293,6 +310,7 @@ class ShardHost:
         positions, read from memory (`status` also queries the log and the projection database)."""
         return {"shard": self.shard, "head": self.store.head(), "projections": dict(self.runner.checkpointed)}
 
+    @shared
     def status(self) -> dict:
         return {
             "shard": self.shard,
@@ -321,6 +339,7 @@ class ShardHost:
 
     # --------------------------------------------------------------- replay
 
+    @shared
     def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None,
                     services: dict[str, Any] | None = None) -> dict:
         """Rebuild every projection of this shard from position 0 into `out_dir`. No LLM is called."""
@@ -344,6 +363,7 @@ class ShardHost:
     def _rebuild_dir(self) -> Path:
         return self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
 
+    @alone
     def rebuild(self, *, retain_cache: bool = False) -> dict:
         """Replay this shard's projections from scratch and swap them in for the live ones.
 
@@ -374,20 +394,24 @@ class ShardHost:
 
     # --------------------------------------------------------------- moving agents (re-sharding)
 
+    @shared
     def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000):
         """The log rows of `agents` after `after` (an Arrow table, every column), in seq order."""
         return self.store.export_agents(agents, after, limit)
 
+    @shared
     def count_events(self, agents: Sequence[str]) -> int:
         _, rows = self.store.query("SELECT count(*) FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)])
         return rows[0][0]
 
+    @shared
     def import_rows(self, table) -> int:
         """Rows exported by the parent shard, appended at their own positions; the projections fold them."""
         n = self.store.import_rows(table)
         self._recount()
         return n
 
+    @alone
     def remove_agents(self, agents: Sequence[str]) -> dict:
         """The agents moved to another shard: their events leave this log and the projections are rebuilt without
         them (their files now belong to the shard that holds them, so they are left in place)."""
@@ -400,6 +424,7 @@ class ShardHost:
 
     # --------------------------------------------------------------- export
 
+    @shared
     def export_parquet(self, out_dir: str | Path) -> dict:
         """This shard's log and projection tables as Parquet under `out_dir` (`log/shard-NNN.parquet`,
         `projections/<table>/shard-NNN.parquet`), its agents' projection files copied beside them: a home that
@@ -434,6 +459,7 @@ class ShardHost:
 
     # --------------------------------------------------------------- forgetting
 
+    @shared
     def begin_forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> tuple[int, list[str]]:
         """Record that a discussion (or a whole agent) is forgotten: the marker, durable before anything is
         erased, so that a forget interrupted at any point is completed at the next start. Returns
@@ -454,6 +480,7 @@ class ShardHost:
         appended = self.store.append(agent_stream(agent), [marker], agent=agent)
         return appended.seqs[-1], streams
 
+    @alone
     def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
         """Erase what `begin_forget` recorded: the payloads in the log (and the log file rewritten, WAL
         included), every projection rebuilt from the erased log, and the embedding cache cut down to what
@@ -474,6 +501,7 @@ class ShardHost:
         report = {"forgotten": streams, "events_erased": erased, "marker_seq": marker_seq}
         return report, erasure.texts
 
+    @alone
     def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
         """Forget a discussion (or a whole agent) in this shard: record it, erase its content and what derives
         from it from the log file, and rebuild the projections so nothing of it is left in them either.
@@ -488,6 +516,7 @@ class ShardHost:
     def _journal(self) -> Path:
         return forget_journal(self.log_path)
 
+    @shared
     def unfinished_forgets(self) -> list[dict]:
         """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
         counts = self.events_by_type()
@@ -510,6 +539,7 @@ class ShardHost:
             self.rebuild()
             self.recovered.append("completed an interrupted rebuild of the projections")
 
+    @alone
     def verify_replay(self) -> list[str]:
         """Replay into a scratch directory and compare with the live projections.
 
@@ -540,6 +570,7 @@ class ShardHost:
         found += [paths.agent_dir(a) for a in sorted(agents) if paths.agent_dir(a).exists()]
         return found
 
+    @alone
     def close(self) -> None:
         try:
             self._close_projections()

@@ -66,10 +66,14 @@ def replay_report(reports: list[dict], seconds: float, nodes: dict[int, str]) ->
 class AdminOps:
     def status(self) -> t.StatusResponse:
         """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
+        from engram.api.batch_regen import interrupted
+
         shards = [msgspec.convert({k: st[k] for k in STATUS_KEYS if k in st and st[k] is not None}, t.ShardStatus)
                   for st in self.rt.shard_status()]
+        running = getattr(self, "_batch_regen_job", None)
+        batch = None if running is not None and self.jobs.get(running).state in ("queued", "running") else interrupted(self.home)
         return t.StatusResponse(home=str(self.home.root), mode="server", runtime=self.rt.description, shards=shards,
-                                jobs_running=self.jobs.running())
+                                jobs_running=self.jobs.running(), interrupted=[batch] if batch else [])
 
     def run_sql(self, req: t.SqlRequest, agents: list[str] | None = None) -> t.SqlResponse:
         """A user's SQL over the log and every projection: one read-only statement, confined

@@ -124,6 +124,20 @@ def journal_path(home) -> Path:
     return home.root / JOURNAL
 
 
+def interrupted(home) -> str | None:
+    """What `status` says of a batch regeneration that a restart interrupted (None when there is none)."""
+    path = journal_path(home)
+    if not path.exists():
+        return None
+    journal = Journal(path)
+    if not journal.is_open():
+        return None
+    done = len(journal.done())
+    return (f"batch regeneration {journal.plan.job} was interrupted with {done} of {len(journal.plan.targets)} "
+            "discussion(s) done: continue it with `engram regenerate --resume` (POST /v1/regenerate "
+            '{"resume": true}); accepted batches are collected, never sent again')
+
+
 class BatchRegeneration:
     """The job over an `Api` (its runtime, its memory tasks and its query embedder)."""
 

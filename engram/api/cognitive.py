@@ -4,7 +4,7 @@ observation logs and consolidation runs."""
 from __future__ import annotations
 
 from engram.api import types as t
-from engram.api.clock import now_us, to_us
+from engram.api.clock import iso, now_us, to_us
 from engram.api.errors import error
 from engram.ids import validate_discussion
 
@@ -79,6 +79,7 @@ class CognitiveOps:
                 source_seqs=list(h.source_seqs), source_message_ids=list(h.source_message_ids),
                 sources=[sources[s] for s in h.source_seqs if s in sources],
                 context=h.context, context_message_ids=list(h.context_message_ids),
+                pruned_at=None if h.pruned_us is None else iso(h.pruned_us), dormant_weight=h.dormant_weight,
             ) for h in result.hits],
         )
 

@@ -94,6 +94,7 @@ class StatusResponse(Model, kw_only=True):
     runtime: str
     shards: list[ShardStatus]
     jobs_running: int = 0
+    interrupted: list[str] = []  # work a restart interrupted, with how to continue it
 
 
 class SqlRequest(Model, kw_only=True):
@@ -317,6 +318,10 @@ class RecallHit(Model, kw_only=True):
     sources: list[SourceMessage] = []
     context: str = ""  # for a reply, the question it answers (shown with it)
     context_message_ids: list[str] = []  # where the context comes from
+    # A dormant hit (via "dormant"): a trace the decay sweep pruned, found again through what it was made from;
+    # when it was pruned and the factor on its composite (its contributions include it).
+    pruned_at: str | None = None
+    dormant_weight: float = 1.0
 
 
 class Feedback(Model, kw_only=True):

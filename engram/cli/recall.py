@@ -126,6 +126,9 @@ def render(result, *, explain: bool) -> str:
     for h in result.hits:
         lines.append(f"{h.rank:>2}. {h.score:.3f}  {h.content}")
         lines.append(f"      {h.trace_type}/{h.category or '-'} · {h.scope} {h.scope_id} · {h.trace_id} · via {h.via}")
+        if getattr(h, "pruned_at", None):
+            lines.append(f"      dormant: pruned by decay at {h.pruned_at}, found again through its source message(s); "
+                         f"contributions × {h.dormant_weight:.2f}")
         if explain:
             lines.append("      factor       value   × weight = contribution")
             for name, value in h.factors.items():
@@ -137,7 +140,9 @@ def render(result, *, explain: bool) -> str:
                     if fb is not None and fb.share > 0:
                         bits.append(f"feedback {sp.get('feedback', 0.0):.3f}")
                     parts = f"   ({', '.join(bits)})"
-                lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}   = {h.contributions[name]:.4f}{parts}")
+                dw = getattr(h, "dormant_weight", 1.0)
+                times = f" × {dw:.2f}" if dw != 1.0 else ""
+                lines.append(f"      {name:<11} {value:6.3f}   × {weight:4.2f}{times}   = {h.contributions[name]:.4f}{parts}")
             for m in h.sources:
                 who = f"{m.role}{' (' + m.name + ')' if m.name else ''}"
                 lines.append(f"      source: seq {m.seq} · {m.discussion} · message {m.message_id} · {who} · {m.ts}")

@@ -19,6 +19,8 @@ def run(args) -> int:
         return 0
     print(f"home  {st.home}   (server at {mem.url}; {st.runtime}"
           + (f"; {st.jobs_running} job(s) running" if st.jobs_running else "") + ")")
+    for line in st.interrupted:
+        print(f"INTERRUPTED: {line}")
     for sh in st.shards:
         print(f"shard {sh.shard}: head {sh.head}, {sh.streams} stream(s)" + (f", on {sh.node}" if sh.node else ""))
         by_node: dict[str, list[str]] = {}

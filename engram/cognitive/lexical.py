@@ -62,13 +62,15 @@ class LexicalIndex:
             return []
         return [(key, min(1.0, s / total)) for key, s in self.bm25.search(terms, k, allowed)]
 
-    def match(self, terms: list[str], keys: Iterable[str]) -> dict[str, float]:
-        """The lexical match in [0, 1] of each of `keys` (0 when it shares no term with the query)."""
+    def match(self, terms: list[str], keys: Iterable[str], joint: "LexicalIndex | None" = None) -> dict[str, float]:
+        """The lexical match in [0, 1] of each of `keys` (0 when it shares no term with the query). `joint`: on the
+        statistics of this index and `joint` as one collection (a dormant trace scored on the scale of active ones)."""
         keys = list(keys)
-        total = self.information(terms)
+        other = joint.bm25 if joint is not None else None
+        total = sum(self.bm25.joint_idf(t, other) for t in sorted(set(terms)))
         if total <= 0:
             return {k: 0.0 for k in keys}
-        return {k: min(1.0, s / total) for k, s in self.bm25.scores(terms, keys).items()}
+        return {k: min(1.0, s / total) for k, s in self.bm25.scores(terms, keys, joint=other).items()}
 
     # -- query focus and feedback (engram.cognitive.retrieval, steps 1 and 3) --------------------------------
 
@@ -125,12 +127,13 @@ class LexicalIndex:
             return []
         return [(key, min(1.0, s / total)) for key, s in self.bm25.search(list(weights), k, allowed, weights=weights)]
 
-    def match_weighted(self, weights: dict[str, float], keys: Iterable[str]) -> dict[str, float]:
+    def match_weighted(self, weights: dict[str, float], keys: Iterable[str], joint: "LexicalIndex | None" = None) -> dict[str, float]:
         keys = list(keys)
-        total = self.weighted_information(weights)
+        other = joint.bm25 if joint is not None else None
+        total = sum(w * self.bm25.joint_idf(t, other) for t, w in sorted(weights.items()))
         if total <= 0:
             return {k: 0.0 for k in keys}
-        return {k: min(1.0, s / total) for k, s in self.bm25.scores(list(weights), keys, weights=weights).items()}
+        return {k: min(1.0, s / total) for k, s in self.bm25.scores(list(weights), keys, weights=weights, joint=other).items()}
 
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")

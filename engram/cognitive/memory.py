@@ -17,6 +17,14 @@ soft-deleted traces in its index: whether one was still alive when a message was
 of event time (`engram.background.schedule.alive_at`), not of when consolidation recorded it.
 `VECTOR_TEXT` names what the vectors of an index are made of: a memory restored from a snapshot made
 with other vectors embeds its traces again (`reembed`).
+
+Dormant traces (`dormant=True`, the recall reader's memory): a trace pruned because it decayed below the
+prune threshold (the guide's decay sweep, `TracePruned` with reason "decay") is soft-deleted, not erased:
+it leaves the active indexes, and its vector and keyword entry move to a second pair of indexes
+(`dormant_index`, `dormant_lexical`) that only recall's dormant stage searches
+(`engram.cognitive.retrieval`, step 8). Traces retired for another reason (a restatement of an earlier
+trace, a correction's loser) are not dormant: what replaced them holds what they said. Forgetting a
+discussion or an agent removes its dormant traces too.
 """
 
 from __future__ import annotations
@@ -88,7 +96,8 @@ class EntityLinks:
 
 class AgentMemory(EntityLinks):
     def __init__(
-        self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None, content_vectors: bool = False
+        self, agent: str, dim: int, *, track: bool = False, index: HnswIndex | None = None, content_vectors: bool = False,
+        dormant: bool = False,
     ):
         self.agent = agent
         self.dim = dim
@@ -100,6 +109,9 @@ class AgentMemory(EntityLinks):
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
         self.index_seq = 0  # seq of the last event that changed the index
         self.vector_text = VECTOR_TEXT
+        # Decay-pruned traces, searchable apart (see the module docstring); None when this memory keeps none.
+        self.dormant_index: HnswIndex | None = HnswIndex(dim) if dormant and not content_vectors else None
+        self.dormant_lexical: LexicalIndex | None = LexicalIndex() if self.dormant_index is not None else None
 
     def embedded_text(self, content: str, context: str) -> str:
         """What this memory's index embeds for a trace."""
@@ -125,6 +137,8 @@ class AgentMemory(EntityLinks):
                     self.lexical.remove(tid)
                 if self.content_vectors and tid not in applied.forgotten:
                     continue  # kept: see the module docstring
+                if tid not in applied.forgotten:
+                    self._to_dormant(tid)
                 if tid in self.index:
                     self.index.remove(tid)
                     self.index_seq = rec.seq
@@ -136,24 +150,52 @@ class AgentMemory(EntityLinks):
         return out
 
     def _rebuild_index(self, seq: int) -> None:
-        """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too."""
+        """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too (the
+        dormant index's as well)."""
         keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]
         vectors = self.index.vectors(keep) if keep else None
         self.index = HnswIndex(self.dim)
         for k, tid in enumerate(keep):
             self.index.add([tid], vectors[k : k + 1])
         self.index_seq = seq
+        if self.dormant_index is not None:
+            old = self.dormant_index
+            kept = [tid for tid in self.book.traces if tid in old]
+            self.dormant_index = HnswIndex(self.dim)
+            if kept:
+                self.dormant_index.add(kept, old.vectors(kept))
+            for key in [k for k in self.dormant_lexical.bm25.keys() if k not in self.book.traces]:
+                self.dormant_lexical.remove(key)
+
+    @staticmethod
+    def is_dormant(t: MemoryTrace) -> bool:
+        """Soft-deleted because it faded (the decay sweep), not because something replaced it."""
+        return not t.active and t.deleted_reason == "decay"
+
+    def _to_dormant(self, tid: str) -> None:
+        """A trace just pruned for decay: its vector and keyword entry move to the dormant indexes."""
+        t = self.book.traces.get(tid)
+        if self.dormant_index is None or t is None or not self.is_dormant(t) or tid not in self.index:
+            return
+        self.dormant_index.add([tid], self.index.vectors([tid]))
+        self.dormant_lexical.add(tid, indexed_text(t))
 
     def reembed(self, embed: Embed) -> None:
         """Embed the indexed traces again (in one call, in index order) and rebuild the index with them:
-        for a memory restored with vectors of another `vector_text`."""
+        for a memory restored with vectors of another `vector_text`. Dormant traces too, when kept."""
         keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
         self.index = HnswIndex(self.dim)
+        traces = self.book.traces
         if keep:
-            traces = self.book.traces
             vectors = np.asarray(embed([self.embedded_text(traces[t].content, traces[t].context) for t in keep]), dtype=np.float32)
             for k, tid in enumerate(keep):
                 self.index.add([tid], vectors[k : k + 1])
+        if self.dormant_index is not None:
+            dormant = [tid for tid in traces if tid in self.dormant_index]
+            self.dormant_index = HnswIndex(self.dim)
+            if dormant:
+                self.dormant_index.add(dormant, np.asarray(
+                    embed([self.embedded_text(traces[t].content, traces[t].context) for t in dormant]), dtype=np.float32))
         self.vector_text = VECTOR_TEXT
 
     def _index_trace(self, t: MemoryTrace, vector: np.ndarray, seq: int) -> None:
@@ -174,11 +216,18 @@ class AgentMemory(EntityLinks):
         for tid, t in self.book.traces.items():
             if t.active:
                 self.lexical.add(tid, indexed_text(t))
+        if self.dormant_index is not None:
+            self.dormant_lexical = LexicalIndex()
+            for tid, t in self.book.traces.items():
+                if tid in self.dormant_index:
+                    self.dormant_lexical.add(tid, indexed_text(t))
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("content_vectors", False)
         self.__dict__.setdefault("vector_text", "index text")  # from before VECTOR_TEXT: the day was embedded too
+        self.__dict__.setdefault("dormant_index", None)  # from before dormant traces: none kept
+        self.__dict__.setdefault("dormant_lexical", None)
         lexical = state.get("lexical", False)
         if lexical is False or (lexical is not None and not lexical.bm25.current):
             self.restore_lexical()  # a snapshot from before the keyword index, or from another tokenizer

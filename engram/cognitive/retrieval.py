@@ -37,6 +37,19 @@
    answer does not already have, so it gives its place to the next memory from other messages. Each
    hit carries the question it answers (`context`, a reply's only) with that question's message, so
    what it returns reads on its own.
+8. Dormant traces (`DormantSettings`): a trace the decay sweep pruned (the guide's rule: strength below
+   0.05 → soft-delete) is no longer active memory: no search above finds it, nothing reinforces it, it
+   seeds neither feedback nor spreading. But soft deletion is not erasure: the log keeps the message it
+   was made from, and a cue specific enough can still bring it back — forgetting is mostly a failure to
+   retrieve, not a loss of what was stored (Tulving & Pearlstone 1966: items not recalled freely were
+   recalled with the right cue). So the reader keeps pruned traces in indexes of their own
+   (`AgentMemory.dormant_index`, `dormant_lexical`); the `pool` best of them for the query (cosine and
+   keywords, as in step 1) are scored exactly as an active candidate would be (similarity with feedback,
+   the six factors; their strength is what decay left, below the prune threshold), then their composite
+   is multiplied by `DormantSettings.weight` (< 1): a dormant trace ranks below an active trace of equal
+   match, and enters the results only where the active memory has nothing as good. Such a hit says where
+   it came from (`via` "dormant", `pruned_us`) and maps back to its source messages like any other; its
+   retrieval reinforces nothing (the fold reinforces active traces only), so it stays pruned.
 
 Pure: the caller supplies vectors, the indexes, event time and mood; it records `TraceRetrieved`.
 """
@@ -90,6 +103,14 @@ class FeedbackSettings:
 
 
 @dataclass(frozen=True)
+class DormantSettings:
+    """Step 8: how many dormant (decay-pruned) traces are considered, and the factor on their composite."""
+
+    pool: int = d.DORMANT_POOL  # 0: no dormant stage
+    weight: float = d.DORMANT_WEIGHT
+
+
+@dataclass(frozen=True)
 class RecallHit:
     """One result: the trace as it was at retrieval, its composite score and the score by factor."""
 
@@ -111,12 +132,14 @@ class RecallHit:
     strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "activation" | "correction": how it became a candidate
+    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "activation" | "correction" | "dormant": how it became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to HyDE's memory when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
     feedback: float = 0.0  # similarity to the feedback query (step 3; 0 without feedback)
     context: str = ""  # for a reply, the question it answers (shown with it)
     context_message_ids: tuple[str, ...] = ()  # where the context comes from
+    pruned_us: int | None = None  # a dormant trace's pruning time (step 8); None for an active trace
+    dormant_weight: float = 1.0  # the factor on a dormant trace's composite (its contributions include it)
 
 
 @dataclass(frozen=True)
@@ -136,6 +159,7 @@ class RecallResult:
     feedback_traces: tuple[str, ...] = ()  # the traces the feedback query was made of (step 3)
     feedback_terms: tuple[str, ...] = ()  # the terms it added to the query's
     feedback_share: float = 0.0  # the feedback query's share of similarity (0: no feedback stage)
+    dormant_candidates: int = 0  # dormant traces scored (step 8)
 
 
 def recall(
@@ -160,9 +184,13 @@ def recall(
     lexical_share: float = d.SIMILARITY_LEXICAL_SHARE,
     feedback: FeedbackSettings = FeedbackSettings(),
     focus: str = "",
+    dormant_index: VectorIndex | None = None,
+    dormant_lexical: LexicalIndex | None = None,
+    dormant: DormantSettings = DormantSettings(),
 ) -> RecallResult:
     """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
-    `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used)."""
+    `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used).
+    `dormant_index`, `dormant_lexical`: the agent's decay-pruned traces (step 8; None: no dormant stage)."""
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -183,9 +211,16 @@ def recall(
     cos: dict[str, float] = dict(index.search(q, pool, allowed)) if limit > 0 else {}
     via = {tid: "similarity" for tid in cos}
     terms = lexical.terms(query) if hybrid else []
+    # The query's information includes its words that only dormant traces hold (step 8): an active trace's keyword
+    # match is its share of all of it, as a dormant trace's is (both on one scale).
+    known = lexical.information(terms) if hybrid else 0.0
+    dormant_only = (sum(dormant_lexical.bm25.joint_idf(t, lexical.bm25) for t in sorted(set(terms))
+                        if lexical.bm25.idf(t) == 0)
+                    if hybrid and dormant_lexical is not None and dormant.pool > 0 and dormant.weight > 0 else 0.0)
+    scale = known / (known + dormant_only) if known + dormant_only > 0 else 1.0
     lex: dict[str, float] = {}
     if hybrid and limit > 0:
-        lex = dict(lexical.search(terms, pool, allowed))
+        lex = {tid: scale * m for tid, m in lexical.search(terms, pool, allowed)}
         for tid in lex:
             via.setdefault(tid, "keywords")
     outcome = None
@@ -196,13 +231,13 @@ def recall(
         for tid, c in outcome.hits:
             via.setdefault(tid, "hyde")
             cos[tid] = max(cos.get(tid, -1.0), c)
-    _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q)
-    lexical_evidence = hybrid and lexical.information(terms) > 0
+    _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
+    lexical_evidence = hybrid and known + dormant_only > 0
     share = lexical_share if lexical_evidence else 0.0
     sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), share) for tid in via}
     fb = _Feedback.of(sims, vectors, q, lexical if hybrid else None, terms, feedback, pool, allowed, via, share)
     if fb is not None:
-        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q)
+        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
         fb.prepare(via, vectors)
         sims = {tid: fb.blend(_fuse(cos[tid], lex.get(tid, 0.0), share), tid) for tid in via}
     seeds = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: spreading.seeds])
@@ -225,7 +260,7 @@ def recall(
     if reached:
         for tid in reached:
             via[tid] = "activation"
-        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q)
+        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
         if fb is not None:
             fb.prepare(reached, vectors)
         for tid in reached:
@@ -238,12 +273,23 @@ def recall(
                     half_life_hours=half_life_hours)
         c = f.times(weights)
         scored.append((c.total(), tid, f, c))
+    asleep = _Dormant.of(traces, dormant_index, dormant_lexical if hybrid else None, lexical, dormant, discussion, q, terms,
+                         share, fb, limit)
+    if asleep is not None:
+        for tid, sim in asleep.sims.items():
+            via[tid] = "dormant"
+            cos[tid], lex[tid] = asleep.cos[tid], asleep.lex.get(tid, 0.0)
+            f = factors(traces[tid], similarity=sim, activation=0.0, mood=mood, now_us=now_us, half_life_hours=half_life_hours)
+            c = f.times(weights).times(_uniform(dormant.weight))
+            scored.append((c.total(), tid, f, c))
     scored.sort(key=lambda x: (-x[0], x[1]))
     considered = len(scored)
     scored = _one_per_source(_corrections_first(scored, traces), traces, limit)
     hits = tuple(
         _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0),
-             fb.similarity.get(tid, 0.0) if fb is not None else 0.0)
+             (asleep.feedback.get(tid, 0.0) if asleep is not None and via[tid] == "dormant"
+              else fb.similarity.get(tid, 0.0) if fb is not None else 0.0),
+             dormant.weight if via[tid] == "dormant" else 1.0)
         for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
     )
     return RecallResult(
@@ -262,7 +308,53 @@ def recall(
         feedback_traces=fb.traces if fb is not None else (),
         feedback_terms=fb.terms if fb is not None else (),
         feedback_share=feedback.share if fb is not None else 0.0,
+        dormant_candidates=len(asleep.sims) if asleep is not None else 0,
     )
+
+
+def _uniform(x: float) -> Factors:
+    return Factors(**{name: x for name in Factors.__dataclass_fields__})
+
+
+@dataclass
+class _Dormant:
+    """Step 8: the dormant candidates of one recall and their similarity, computed as for active ones."""
+
+    sims: dict[str, float]
+    cos: dict[str, float]
+    lex: dict[str, float]
+    feedback: dict[str, float]
+
+    @classmethod
+    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit):
+        if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
+            return None
+
+        def allowed(tid: str) -> bool:
+            t = traces.get(tid)
+            return t is not None and not t.active and t.in_scope(discussion)
+
+        found = index.search(q, settings.pool)  # usually all in scope: a filtered search only when not
+        if not all(allowed(tid) for tid, _ in found):
+            found = index.search(q, settings.pool, allowed)
+        cos = dict(found)
+        lex = dict(lexical.search(terms, settings.pool, allowed)) if lexical is not None and share > 0 else {}
+        ids = sorted(set(cos) | set(lex))
+        if not ids:
+            return None
+        vectors = np.asarray(index.vectors(ids), dtype=np.float32)
+        cos = dict(zip(ids, (vectors @ q).tolist()))
+        if lexical is not None and share > 0:  # on the scale of the active traces' matches: one collection's statistics
+            lex = lexical.match(terms, ids, joint=active_lexical)
+        sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), share) for tid in ids}
+        feedback: dict[str, float] = {}
+        if fb is not None:
+            fcos = dict(zip(ids, (vectors @ fb.vector).tolist()))
+            fkeys = lexical.match_weighted(fb.weights, ids, joint=active_lexical) if lexical is not None and fb.weights else {}
+            for tid in ids:
+                feedback[tid] = _fuse(fcos[tid], fkeys.get(tid, 0.0), fb.lexical_share)
+                sims[tid] = (1.0 - fb.share) * sims[tid] + fb.share * feedback[tid]
+        return cls(sims, cos, lex, feedback)
 
 
 @dataclass
@@ -382,7 +474,8 @@ def _fuse(cosine: float, lexical: float, share: float) -> float:
     return (1.0 - share) * max(0.0, min(1.0, cosine)) + share * lexical
 
 
-def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: LexicalIndex | None, terms, q) -> None:
+def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: LexicalIndex | None, terms, q,
+              scale: float = 1.0) -> None:
     """Exact cosine and lexical match for every candidate that one side found and the other did not."""
     missing = sorted(tid for tid in via if tid not in cos)
     if missing:
@@ -394,7 +487,7 @@ def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: Lexic
     if lexical is not None:
         unknown = sorted(tid for tid in via if tid not in lex)
         if unknown:
-            lex.update(lexical.match(terms, unknown))
+            lex.update({tid: scale * m for tid, m in lexical.match(terms, unknown).items()})
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -405,7 +498,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def _hit(
     rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int, cosine: float, lexical: float,
-    feedback: float = 0.0,
+    feedback: float = 0.0, dormant_weight: float = 1.0,
 ) -> RecallHit:
     return RecallHit(
         rank=rank,
@@ -432,6 +525,8 @@ def _hit(
         feedback=feedback,
         context=t.context,
         context_message_ids=t.context_message_ids,
+        pruned_us=t.deleted_us if not t.active else None,
+        dormant_weight=dormant_weight,
     )
 
 
@@ -459,6 +554,7 @@ class RecallSettings:
     similarity: str = "hybrid"
     feedback: FeedbackSettings = FeedbackSettings()
     focus_common_share: float = d.QUERY_FOCUS_COMMON_SHARE
+    dormant: DormantSettings = DormantSettings()
 
     @classmethod
     def of(cls, config) -> "RecallSettings":

@@ -144,6 +144,11 @@ FEEDBACK_VECTOR_WEIGHT = 1.0
 FEEDBACK_SHARE = 0.5
 # Candidates scored per query: this many nearest traces by cosine (at least 4 · limit), plus what spreading reaches.
 RECALL_CANDIDATE_POOL = 50
+# Dormant traces (engram.cognitive.retrieval, step 8): the DORMANT_POOL best decay-pruned traces for a query (by cosine
+# and by keywords) are scored as active candidates are, and their composite is multiplied by DORMANT_WEIGHT (< 1: a
+# pruned trace ranks below an active trace of equal match). DORMANT_POOL = 0 turns the stage off.
+DORMANT_POOL = 10
+DORMANT_WEIGHT = 0.85
 # Traces that take focus in working memory from one retrieval (its best results).
 WORKING_MEMORY_FOCUS_PER_RETRIEVAL = 3
 

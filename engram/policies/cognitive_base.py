@@ -71,6 +71,7 @@ class CognitivePolicy(Policy):
 
     uses_memory = False  # True: keep an AgentMemory (book + HNSW index) per owned agent
     content_vectors = False  # True: the memories' HNSW indexes hold content embeddings (see AgentMemory)
+    dormant = False  # True: the memories keep decay-pruned traces searchable apart (AgentMemory, dormant traces)
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
@@ -158,7 +159,7 @@ class CognitivePolicy(Policy):
         with self._memories_lock:
             mem = self.memories.get(agent)
             if mem is None:
-                mem = AgentMemory(agent, self.embedder.dim, content_vectors=self.content_vectors)
+                mem = AgentMemory(agent, self.embedder.dim, content_vectors=self.content_vectors, dormant=self.dormant)
                 if agent in self.evicted and self.ctx.read is not None:
                     recs = self.ctx.read(0, limit=None, to_seq=self.folded_through, agent=agent, types=self.folded_types)
                     mem.apply_batch(recs, self.embed)

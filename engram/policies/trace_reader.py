@@ -28,6 +28,7 @@ class TraceReader(CognitivePolicy):
     interests = frozenset({"SettingsChanged"}) | TRACE_EVENTS
     # Read-only questions: the host runs them alongside each other (never alongside the fold of new events).
     concurrent_reads = frozenset({"recall", "agents"})
+    dormant = True  # recall's dormant stage searches the decay-pruned traces (engram.cognitive.retrieval, step 8)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -109,6 +110,9 @@ class TraceReader(CognitivePolicy):
             similarity=similarity or settings.similarity,
             feedback=settings.feedback,
             focus=focus,
+            dormant_index=mem.dormant_index,
+            dormant_lexical=mem.dormant_lexical,
+            dormant=settings.dormant,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)

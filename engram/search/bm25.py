@@ -94,6 +94,10 @@ class BM25:
         self._terms[key] = tuple(terms)
         self._total += length
 
+    def keys(self) -> list[str]:
+        """The indexed keys, in insertion order."""
+        return list(self._lengths)
+
     def __contains__(self, key: str) -> bool:
         return key in self._lengths
 
@@ -163,14 +167,28 @@ class BM25:
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
 
-    def scores(self, query_terms: list[str], keys: Iterable[str], weights: Mapping[str, float] | None = None) -> dict[str, float]:
+    def joint_idf(self, term: str, other: "BM25 | None") -> float:
+        """Okapi idf of `term` over this index and `other` together (as one collection); `idf` without `other`."""
+        if other is None:
+            return self.idf(term)
+        df = len(self._postings.get(term) or ()) + len(other._postings.get(term) or ())
+        if not df:
+            return 0.0
+        n = len(self._lengths) + len(other._lengths)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def scores(
+        self, query_terms: list[str], keys: Iterable[str], weights: Mapping[str, float] | None = None,
+        joint: "BM25 | None" = None,
+    ) -> dict[str, float]:
         """The BM25 score of each of `keys` for the terms (0 for a key that matches none, or is not indexed);
-        `weights` as in `search`."""
+        `weights` as in `search`. `joint`: score as if this index and `joint` were one collection (idf and
+        average length of both), so the scores compare with those of the other index's documents."""
         w = weights or {}
-        terms = [(t, self.idf(t) * w.get(t, 1.0), self._postings.get(t)) for t in sorted(set(query_terms))]
+        terms = [(t, self.joint_idf(t, joint) * w.get(t, 1.0), self._postings.get(t)) for t in sorted(set(query_terms))]
         out = {}
         terms = [(idf, posting) for _, idf, posting in terms if posting]
-        saturated = self._saturation() if terms else None
+        saturated = self._saturation(joint) if terms else None
         for key in keys:
             total = 0.0
             for idf, posting in terms:
@@ -184,10 +202,13 @@ class BM25:
         """BM25's term-frequency saturation with length normalisation: tf·(k1+1) / (tf + k1·(1 − b + b·len/avg))."""
         return self._saturation()(tf, key)
 
-    def _saturation(self) -> Callable[[int, str], float]:
-        """`_saturated` with the average length read once (one query scores many postings against the same index)."""
+    def _saturation(self, joint: "BM25 | None" = None) -> Callable[[int, str], float]:
+        """`_saturated` with the average length read once (one query scores many postings against the same index);
+        with `joint`, the average length of both indexes."""
         lengths, k1, b = self._lengths, self.k1, self.b
-        avg = (self._total / len(lengths) if lengths else 0.0) or 1.0
+        n = len(lengths) + (len(joint._lengths) if joint is not None else 0)
+        total = self._total + (joint._total if joint is not None else 0)
+        avg = (total / n if n else 0.0) or 1.0
         base, per_length, top = k1 * (1 - b), k1 * b / avg, k1 + 1
 
         def saturated(tf: int, key: str) -> float:

@@ -23,7 +23,7 @@ Small indexes have no graph. hnswlib allocates ~2.7 MB for every index it create
 one array by label, graph or not: reading them back from hnswlib costs ~1 ms per 50, and recall reads
 candidates' vectors several times per query); that is what the graph's search does anyway at that size (hnswlib stops only once it holds `ef`
 candidates, and `ef >= EXACT_MAX`, so it visits every item). The graph is built when the index grows past
-`EXACT_MAX` or is saved, from the stored vectors in label order with the deletions where they happened:
+`EXACT_MAX` (or for the moment a save writes its file), from the stored vectors in label order with the deletions where they happened:
 the same graph, byte for byte, as a continuous build (the `rebuilt` argument above).
 
 Vectors are L2-normalised here, once, and stored as given in the inner-product space (which is
@@ -224,7 +224,13 @@ class HnswIndex:
     def save(self, path: Path) -> None:
         """Write the index file (deterministic for a deterministic build)."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        if self._index is not None:
+            self._index.save_index(str(path))
+            return
+        # A small index's graph is built for its file and let go: kept, it cost ~2.7 MB per agent in every
+        # process that saves one (the shard's traces projection saves every agent's, at each checkpoint).
         self._graph().save_index(str(path))
+        self._index = None
 
     @classmethod
     def load(

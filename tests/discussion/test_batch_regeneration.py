@@ -194,12 +194,16 @@ def test_a_job_killed_while_its_batch_runs_resumes_from_the_journal_without_subm
 
     again = open_home(tmp_path / "home", fake)
     try:
+        [said] = again.status().interrupted
+        assert said.startswith("batch regeneration regen-") and "interrupted with 0 of 4 discussion(s) done" in said
+        assert "engram regenerate --resume" in said
         with pytest.raises(ApiError) as refused:
             again.regenerate_batch(t.BatchRegenerateRequest())
         assert refused.value.code == "conflict" and "--resume" in refused.value.message
         result = run_batch(again, resume=True)
         assert fake.batch_creates == submitted  # the accepted batch was collected, not sent again
         assert result["resumed_batches"] == 1 and result["applied"] == 4
+        assert again.status().interrupted == []
         assert len(again.rt.read("bob", stream="bob-d2", limit=None, types=["ChunkSummarized"])) >= 1
         with pytest.raises(ApiError) as nothing:
             again.regenerate_batch(t.BatchRegenerateRequest(resume=True))
