@@ -119,6 +119,9 @@ def test_resharding_one_to_three_on_ray_keeps_every_stream_and_replay_equals_liv
 
     home = tmp_path / "home"
     home.mkdir()
+    # One Summarizer actor per shard (the default is two): every actor is a process started on two shared cores,
+    # three shards' worth of them after the split, and how many host a group is not what re-sharding changes.
+    (home / "engram.json").write_text(json.dumps({"ray": {"pools": {"summarizer": 1}}}))
     mem = Engram(RayRuntime(load_service_config(home)).start())
     try:
         populate(mem)
