@@ -1,4 +1,4 @@
-"""The Embedder actor on a real local Ray instance (one small integration test)."""
+"""The Embedder actor on the test session's real local Ray instance (two small integration tests)."""
 
 from __future__ import annotations
 
