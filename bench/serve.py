@@ -11,7 +11,8 @@ ingests the sample conversation, then measures:
 - `POST /v1/chat/completions` with a `[DiscussionId]` (the OpenAI-compatible memory proxy; the offline
   responder, so no model time) with 1, 8 and 32 concurrent clients, each a front-end resending its whole
   history every turn: p50/p99 of the request and of the memory work inside it (`X-Engram-Memory-Ms`),
-  target p99 <= 25 ms at 8 clients.
+  target p99 <= 25 ms at 8 clients; and one streaming front-end: time to first byte, the memory work before it
+  (the stream's headers) and the whole request's (its closing SSE comment).
 Prints one JSON object. Run it under the shared lock: it starts Ray.
 """
 
@@ -43,6 +44,9 @@ it's its me my no not of on or our she so that the their them then there these t
 when where which who why will with would you your yes hi just also about after before all any been being get got""".split())
 OPENERS = ("What did we say about", "Remind me about", "Which", "When was", "Who mentioned", "Tell me about",
            "What happened with", "Why did we pick")
+
+
+SERVER_PID: int | None = None  # the server's process (from instance.json), for its CPU time
 
 
 def vocabulary(path: Path = SAMPLE) -> tuple[list[str], list[list[str]]]:
@@ -91,6 +95,34 @@ def distinct_keywords(n: int, seed: int) -> list[str]:
     return out
 
 
+def cpu_seconds(server_pid: int | None = None) -> dict[str, float]:
+    """CPU seconds so far of this process (the bench's clients), the server, and every Ray worker process (the
+    home's actors: the bench runs under the shared lock, so no other Ray instance runs)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def of(pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    actors = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "cmdline").read_bytes().startswith(b"ray::"):
+                    actors += of(int(d.name))
+            except OSError:
+                pass
+    return {"bench_clients": of(os.getpid()), "server": of(server_pid) if server_pid else 0.0, "ray_actors": actors}
+
+
+def cpu_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
+    """CPU ms per request by whom: what the 2 cores spend on each request (the floor of its latency under load)."""
+    return {k: round((after[k] - before[k]) * 1000 / max(1, requests), 2) for k in before}
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
@@ -127,8 +159,10 @@ def load(url: str, clients: int, per_client: int, call) -> dict:
             with lock:
                 latencies.extend(mine)
 
+    cpu = cpu_seconds(SERVER_PID)
     wall = run_clients(clients, worker)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "cpu_ms_per_request": cpu_per_request(cpu, cpu_seconds(SERVER_PID), len(latencies)),
             "p50_ms": pct(latencies, 0.5),
             "p99_ms": pct(latencies, 0.99), "mean_ms": round(statistics.mean(latencies), 2),
             "throughput_rps": round(len(latencies) / wall, 1)}
@@ -174,12 +208,52 @@ def chat_load(url: str, clients: int, turns: int, questions: list[str]) -> dict:
             latencies.extend(mine)
             memory.extend(mem)
 
+    cpu = cpu_seconds(SERVER_PID)
     wall = run_clients(clients, worker)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "cpu_ms_per_request": cpu_per_request(cpu, cpu_seconds(SERVER_PID), len(latencies)),
             "turns_per_client": turns, "p50_ms": pct(latencies, 0.5), "p99_ms": pct(latencies, 0.99),
             "memory_work_p50_ms": pct(memory, 0.5) if memory else None,
             "memory_work_p99_ms": pct(memory, 0.99) if memory else None,
             "throughput_rps": round(len(latencies) / wall, 1)}
+
+
+def stream_load(url: str, turns: int, questions: list[str]) -> dict:
+    """One front-end streaming (`"stream": true`) its turns: the time to the first byte of the reply and the memory
+    work before it (the stream's `X-Engram-Memory-Ms` header), and the whole request's (its closing SSE comment)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    history = [{"role": "system", "content": "You are a helpful assistant. [DiscussionId]bench-stream[/DiscussionId]"}]
+    first_byte, before_first, whole, errors = [], [], [], []
+    for j in range(turns):
+        history.append({"role": "user", "content": questions[j % len(questions)]})
+        body = json.dumps({"model": f"engram/{AGENT}", "messages": history, "stream": True})
+        started = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            errors.append(f"{resp.status} {resp.read()[:200]!r}")
+            history.pop()
+            continue
+        first_byte.append((time.perf_counter() - started) * 1000)
+        before_first.append(float(resp.getheader("X-Engram-Memory-Ms")))
+        text = []
+        for raw in resp.read().decode().splitlines():
+            if raw.startswith(": engram-timings "):
+                whole.append(json.loads(raw[len(": engram-timings "):])["memory_ms"])
+            elif raw.startswith("data: {"):
+                delta = json.loads(raw[6:])["choices"]
+                text.append(delta[0]["delta"].get("content") or "" if delta else "")
+        history.append({"role": "assistant", "content": "".join(text)})
+    conn.close()
+    return {"clients": 1, "requests": len(first_byte), "errors": len(errors), "error_examples": errors[:3],
+            "first_byte_p50_ms": pct(first_byte, 0.5), "first_byte_p99_ms": pct(first_byte, 0.99),
+            "memory_work_before_first_byte_p50_ms": pct(before_first, 0.5),
+            "memory_work_before_first_byte_p99_ms": pct(before_first, 0.99),
+            "memory_work_whole_request_p50_ms": pct(whole, 0.5) if whole else None}
 
 
 def command_wall(home: Path, *args: str, runs: int) -> dict:
@@ -205,6 +279,7 @@ def main() -> None:
 
     from engram.client import Client
 
+    load_at_start = round(os.getloadavg()[0], 2)
     home = Path(tempfile.mkdtemp(prefix="engram-bench-serve-"))
     # The offline responder answers the proxy (no model time): no Anthropic key reaches the server.
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"ENGRAM_HOME": str(home)}
@@ -213,14 +288,17 @@ def main() -> None:
                             capture_output=True, text=True, env=env)
     assert ingest.returncode == 0, ingest.stderr
     first_command_s = time.perf_counter() - started
-    url = json.loads((home / "instance.json").read_text())["url"]
+    instance = json.loads((home / "instance.json").read_text())
+    url = instance["url"]
+    global SERVER_PID
+    SERVER_PID = instance.get("pid")
     try:
         with Client(url) as c:  # warm: the query embedder loads on the first search/recall
             c.recall(AGENT, QUERIES[0], discussion=DISCUSSION)
             c.search(AGENT, DISCUSSION, KEYWORDS[0])
         per = max(1, args.requests // args.clients)
         # Every request asks something new (no repeated text, also across measurements): cold queries.
-        asked = distinct_queries(2 * per * args.clients + 3 * args.chat_requests + 96, args.seed)
+        asked = distinct_queries(2 * per * args.clients + 4 * args.chat_requests + 96, args.seed)
         keywords = distinct_keywords(per * args.clients, args.seed + 1)
         recall_q, asked = asked[:per * args.clients], asked[per * args.clients:]
         single_q, asked = asked[:per], asked[per:]
@@ -232,13 +310,16 @@ def main() -> None:
             turns = max(3, args.chat_requests // n)
             chat[f"clients_{n}"] = chat_load(url, n, turns, asked[:n * turns])
             asked = asked[n * turns:]
+        streamed = stream_load(url, max(3, args.chat_requests // 4), asked)
+        asked = asked[max(3, args.chat_requests // 4):]
         commands = [command_wall(home, "recall", QUERIES[1], "--agent", AGENT, runs=args.command_runs),
                     command_wall(home, "status", runs=args.command_runs)]
     finally:
         subprocess.run([str(ROOT / ".venv" / "bin" / "engram"), "down"], capture_output=True, env=env)
     print(json.dumps({
         "benchmark": "serve",
-        "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)},
+        "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start,
+                    "load_avg_1m": round(os.getloadavg()[0], 2)},
         "first_command_with_server_start_s": round(first_command_s, 1),
         "queries": "distinct per request (seeded from the sample's own messages): every query is cold",
         "recall": {**recall, "target_p99_ms": 20}, "recall_one_client": single,
@@ -246,6 +327,7 @@ def main() -> None:
         "commands_with_server_up": [{**c, "target_s": 0.5} for c in commands],
         "chat_completions": {**chat, "responder": "offline (labelled heuristic, no model time)",
                              "target_p99_ms_at_8": 25},
+        "chat_completions_streamed_one_client": streamed,
     }, indent=1))
 
 

@@ -14,6 +14,11 @@ installed in this build are simply absent from the dict.
                 one thread, no cache, loaded on first use. One query costs about 5 ms here against
                 about 15 ms through the actor and its cache (bench/discussion_memory.py); discussion
                 searches embed in their reading process the same way (`engram.discussion.memory_files`).
+                It never queues behind index-time work (that is the embedder actor's model). Concurrent
+                queries of the process share model calls (`EmbedBatcher`, no window: a lone query runs
+                at once, queries arriving while the model runs go together in its next call, at most
+                QUERY_TEXTS_PER_ROUND texts): on 2 busy cores 8 concurrent queries are then answered at
+                about 1.3x the rate, with half the p99 of 8 single-query calls competing for the cores.
 """
 
 from __future__ import annotations
@@ -49,9 +54,17 @@ def index_embedder(config: ServiceConfig):
     return LazyEmbedder(lambda: open_cached_embedder(config.home, index_time(config.embedder)))
 
 
+# Texts one query-time model call embeds at most: a query that arrives while the model runs waits for one call of
+# other queries (a few ms each), never for a throughput-sized batch.
+QUERY_TEXTS_PER_ROUND = 16
+
+
 def query_embedder(config: ServiceConfig):
-    """The embedder of query-time work: the configured model in this process, one thread, uncached."""
+    """The embedder of query-time work: the configured model in this process, one thread, uncached; concurrent
+    queries coalesced into shared model calls."""
+    from engram.embeddings.batcher import EmbedBatcher
     from engram.embeddings.factory import make_embedder, single_threaded
     from engram.embeddings.lazy import LazyEmbedder
 
-    return LazyEmbedder(lambda: make_embedder(single_threaded(config.embedder)))
+    return LazyEmbedder(lambda: EmbedBatcher(make_embedder(single_threaded(config.embedder)),
+                                             max_texts=QUERY_TEXTS_PER_ROUND))

@@ -189,6 +189,9 @@ class ShardHost:
     def wait(self, seq: int, timeout: float | None = None) -> bool:
         return self.store.wait(seq, timeout)
 
+    def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None) -> tuple[bool, int]:
+        return self.store.wait_for(seq, types, timeout)
+
     # --------------------------------------------------------------- projections
 
     def _fold_loop(self) -> None:

@@ -1,5 +1,7 @@
 """The policy actor: hosts a group of policies for one shard (one pool member) and keeps them
-caught up with the log by long-polling the shard actor.
+caught up with the log by long-polling the shard actor. The long poll names the event types the
+policies read (`wait_for`): events of other types (a recall's TraceRetrieved, for the summarizers)
+only move the positions on, without a read of the log, a pump or a query at the shard.
 
 Questions to a hosted policy (`call`, e.g. the trace reader's `recall`) run on the actor's threads. A
 method the policy lists in `concurrent_reads` only reads its state: such calls run at the same time as
@@ -46,8 +48,9 @@ class HostedCalls:
     the calls' writes that queued meanwhile in one append, and folded right after.
     """
 
-    def __init__(self, host: PolicyHost):
+    def __init__(self, host: PolicyHost, shard: int = 0):
         self.host = host
+        self.shard = shard
         self.lock = SharedExclusiveLock()
         self.own_seq = 0  # the last seq appended for the calls' writes
         self._cond = threading.Condition()
@@ -111,8 +114,12 @@ class HostedCalls:
                     seqs = [s for a in appended for s in a.seqs]
                     if seqs:
                         self.own_seq = max(self.own_seq, max(seqs))
-                        # Folded now, between calls, rather than by the next fresh call.
-                        self.catch_up(self.own_seq)
+                        # Folded now, between calls, rather than by the next fresh call: straight from what was
+                        # written when nothing else came between (no read back from the shard), else from the log.
+                        with self.lock.exclusive():
+                            folded = self.host.fold_written(writes, appended, self.shard)
+                        if not folded:
+                            self.catch_up(self.own_seq)
             except Exception:
                 log.exception("appending the writes of calls failed")
             with self._cond:
@@ -153,7 +160,7 @@ class PolicyActor:
             head=lambda: ray.get(self.shard_handle.head.remote()),
             state_dir=home.root / "state",
         )
-        self.calls = HostedCalls(self.host)
+        self.calls = HostedCalls(self.host, shard)
         self._lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
         self._stop = threading.Event()
         self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
@@ -162,24 +169,41 @@ class PolicyActor:
 
     def _loop(self) -> None:
         backoff = 0.0
+        interests = self.host.interests()
+        skip_pump = False
         while not self._stop.is_set():
             if time.monotonic() < self._resume_at:
                 self._stop.wait(0.05)
                 continue
             try:
                 with self._lock.exclusive():
-                    n = self.host.pump()
+                    # After a wake-up by events of no interest (below), straight back to waiting: no pump, which
+                    # would ask the shard for its head and read whatever came meanwhile.
+                    n = 0 if skip_pump else self.host.pump()
                     # Live time for the policies that record it (clock ticks); cheap when no boundary passed.
                     self.host.wall_clock(int(time.time() * 1_000_000))
+                skip_pump = False
                 if self.host.errors:
                     # A failing policy (e.g. an unreachable LLM) is retried, but not in a hot loop.
                     backoff = min(MAX_BACKOFF_S, max(0.5, backoff * 2))
                     self._stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if n == 0 and not ray.get(self.shard_handle.wait.remote(self.host.position + 1, POLL_TIMEOUT_S)):
-                    with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
-                        self.host.save_pending()
+                if n == 0:
+                    position = self.host.position
+                    interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S))
+                    if head <= position:
+                        with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
+                            self.host.save_pending()
+                    elif not interesting:
+                        # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers):
+                        # the positions move on without reading the log, and new events gather for a moment.
+                        with self._lock.exclusive():
+                            self.host.seen_through(head)
+                        self._stop.wait(POLICY_LINGER_S)
+                        skip_pump = True
+                    elif head <= self.host.position:
+                        skip_pump = True  # folded meanwhile (the calls' own writes, see HostedCalls): nothing to read
                 elif n < self.host.batch:
                     self._stop.wait(POLICY_LINGER_S)
             except Exception:

@@ -105,7 +105,8 @@ class AdminOps:
 
         def work(progress) -> dict:
             try:
-                report = self.rt.forget(agent, discussion, req.reason)
+                with self.source_cache().changing():  # recall's cached source messages: none kept across the erasure
+                    report = self.rt.forget(agent, discussion, req.reason)
             except LookupError as exc:
                 raise error("unknown_discussion", str(exc)) from None
             finally:
@@ -200,7 +201,8 @@ class AdminOps:
 
         def work(progress) -> dict:
             try:
-                report = self.rt.reshard(req.shards, on_progress=lambda done, total: progress.set(done, total))
+                with self.source_cache().changing():  # moved messages get new seqs
+                    report = self.rt.reshard(req.shards, on_progress=lambda done, total: progress.set(done, total))
             except ReshardError as exc:
                 raise error("conflict", str(exc)) from None
             finally:

@@ -3,6 +3,10 @@ observation logs and consolidation runs."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+
 from engram.api import types as t
 from engram.api.clock import iso, now_us, to_us
 from engram.api.errors import error
@@ -33,6 +37,77 @@ CONSOLIDATION_COLUMNS = (
     "array_to_string(CAST(bounded AS VARCHAR[]), ',') AS bounded, round(duration_ms, 2) AS ms"
 )
 BUSY = "(pruned + edges + schemas + conflicts + reinforced) > 0"
+# Source messages of recall hits kept in the server, at most this many (a few MB).
+SOURCE_CACHE_MESSAGES = 4_096
+
+
+class SourceCache:
+    """The messages recall hits were made from, by (agent, seq), so that a recall does not read the log for each hit.
+
+    A message never changes in the log; it can only be erased (a forget) or moved (a re-shard gives it another seq).
+    Both run through `changing()`, which empties the cache when it begins and when it ends and moves the epoch: a
+    read that began before (its `mark`) keeps nothing, so erased text is never served from here. Only a sole writer
+    keeps one (with other processes over the log, a forget through them would go unseen).
+    """
+
+    def __init__(self, capacity: int = SOURCE_CACHE_MESSAGES):
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[str, int], t.SourceMessage | None] = OrderedDict()
+        self._lock = threading.Lock()
+        self._epoch = 0
+        self._changing = 0
+        self.hits = self.misses = 0
+
+    def mark(self) -> int | None:
+        """Take before reading the log; None while the log's messages are changing (keep nothing then)."""
+        with self._lock:
+            return None if self._changing else self._epoch
+
+    def get(self, agent: str, seqs) -> tuple[dict[int, t.SourceMessage], list[int]]:
+        """(the cached messages of `seqs`, the seqs to read): a seq that is no message is cached as such."""
+        found, missing = {}, []
+        with self._lock:
+            for seq in seqs:
+                key = (agent, seq)
+                if key in self._entries:
+                    self._entries.move_to_end(key)
+                    if (msg := self._entries[key]) is not None:
+                        found[seq] = msg
+                else:
+                    missing.append(seq)
+            self.hits += len(seqs) - len(missing)
+            self.misses += len(missing)
+        return found, missing
+
+    def put(self, agent: str, mark: int | None, read: dict[int, t.SourceMessage], asked) -> None:
+        """Keep what a read that began at `mark` found for the seqs it `asked` for."""
+        with self._lock:
+            if mark is None or mark != self._epoch or self._changing:
+                return
+            for seq in asked:
+                self._entries[(agent, seq)] = read.get(seq)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+
+    @contextmanager
+    def changing(self):
+        """While the log's messages are erased or moved: nothing is served or kept, before or after."""
+        with self._lock:
+            self._changing += 1
+            self._epoch += 1
+            self._entries.clear()
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            with self._lock:
+                self._changing -= 1
+                self._epoch += 1
+                self._entries.clear()
+                # A forget that failed part-way is completed later by the shard itself (when it next starts), out of
+                # this cache's sight: it keeps nothing any more.
+                self.capacity = 0 if failed else self.capacity
 
 
 def table(names, rows) -> t.Table:
@@ -107,14 +182,28 @@ class CognitiveOps:
         seqs = sorted({s for h in result.hits for s in h.source_seqs})
         if not seqs:
             return {}
-        out = {}
-        for r in self.rt.read_seqs(result.agent, seqs):  # point reads of the log: no SQL session per recall
+        cache = self.source_cache() if self.rt.sole_writer else None
+        mark = cache.mark() if cache is not None else None
+        out, missing = cache.get(result.agent, seqs) if cache is not None else ({}, seqs)
+        if not missing:
+            return out
+        read = {}
+        for r in self.rt.read_seqs(result.agent, missing):  # point reads of the log: no SQL session per recall
             if r.type == "MessageAppended":
                 ev = r.event
                 ts = datetime.fromtimestamp(r.ts_us / 1_000_000, tz=timezone.utc)
-                out[r.seq] = t.SourceMessage(seq=r.seq, discussion=r.stream, message_id=ev.message_id, role=ev.role,
-                                             name=ev.name, content=ev.content, ts=str(ts))
-        return out
+                read[r.seq] = t.SourceMessage(seq=r.seq, discussion=r.stream, message_id=ev.message_id, role=ev.role,
+                                              name=ev.name, content=ev.content, ts=str(ts))
+        if cache is not None:
+            cache.put(result.agent, mark, read, missing)
+        return {**out, **read}
+
+    def source_cache(self) -> SourceCache:
+        cache = self.__dict__.get("_source_cache")
+        if cache is None:
+            with self._streams_lock:
+                cache = self.__dict__.setdefault("_source_cache", SourceCache())
+        return cache
 
     # ------------------------------------------------------------------ state
 

@@ -9,7 +9,8 @@
   they reach the model ({chat_system_prompt}) and are not appended.
 - The configured memory workflow (`proxy.workflow`; the shipped `openai-proxy.workflow.json` by default)
   injects the discussion's summary, recent memories, search results and the agent's recall into the
-  system prompt; its `Standard` node's answer (the configured LLM, or the labelled offline responder) is
+  system prompt (its readers run side by side: the recall in its reader's process while the search embeds
+  here); its `Standard` node's answer (the configured LLM, or the labelled offline responder) is
   the reply, and is appended too. The nodes after its `WorkflowLock` (memory creation) run after the
   response, in the background, never in its path.
 - An LLM outage is a 502/503 with its cause; the user's message is in the log already.
@@ -64,6 +65,87 @@ def fresh_seqs(result) -> list[int | None]:
 
 def shipped_workflow_path() -> Path:
     return Path(str(resources.files("engram.samples").joinpath(SHIPPED_WORKFLOW)))
+
+
+class Timing:
+    """Where a completion's time goes, as it goes: engram's own work versus the model's calls. A streamed response
+    sends its headers with the reply's first text, before the completion ends: `at_now()` splits the time so far
+    (the memory work that preceded the first byte, and the model's part), `CompletionResponse` the whole."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self._llm_s = 0.0  # model calls that have returned
+        self._call_started: float | None = None  # the model call in progress
+        self._lock = threading.Lock()
+
+    def model_call(self, call):
+        """Run `call()` (a model call), counted as the model's time."""
+        with self._lock:
+            self._call_started = time.perf_counter()
+        try:
+            return call()
+        finally:
+            with self._lock:
+                self._llm_s += time.perf_counter() - self._call_started
+                self._call_started = None
+
+    def at_now(self) -> tuple[float, float]:
+        """(engram's work, the model's) in ms, from the start until now (a call in progress counts to the model)."""
+        now = time.perf_counter()
+        with self._lock:
+            llm = self._llm_s + (now - self._call_started if self._call_started is not None else 0.0)
+        total = now - self.started
+        llm = min(llm, total)
+        return round((total - llm) * 1000, 2), round(llm * 1000, 2)
+
+
+class _TimedResponder:
+    """A workflow's responder whose calls count as the model's time in a `Timing`."""
+
+    def __init__(self, responder, timing: Timing):
+        self._responder, self._timing = responder, timing
+
+    def respond(self, **kwargs):
+        return self._timing.model_call(lambda: self._responder.respond(**kwargs))
+
+
+# Discussions whose memories are created at once after their responses (the others' runs wait for a worker).
+MEMORY_WORKERS = 8
+
+
+class MemoryWorkers:
+    """Daemon worker threads, started as work comes and kept for the next: a response hands its memory creation
+    to one without waiting for a thread to start. (The server's own executor would make its shutdown wait for
+    memory creation; `wait_proxy_memory` does that, with a timeout.)"""
+
+    def __init__(self, size: int):
+        import queue
+
+        self.size = size
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn, *args) -> None:
+        with self._lock:
+            self._queue.put((fn, args))
+            if self._queue.qsize() > self._idle and len(self._threads) < self.size:  # no idle thread for it
+                th = threading.Thread(target=self._work, name=f"proxy-memory-{len(self._threads)}", daemon=True)
+                self._threads.append(th)
+                th.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            fn, args = self._queue.get()
+            with self._lock:
+                self._idle -= 1
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("the proxy's memory work failed")
 
 
 class ReplyAbandoned(Exception):
@@ -164,9 +246,12 @@ class CompletionOps:
 
     # ------------------------------------------------------------------ the operation
 
-    def complete(self, agent: str, req: t.CompletionRequest, on_text=None) -> t.CompletionResponse:
-        """One chat completion (see the module docstring)."""
-        started = time.perf_counter()
+    def complete(self, agent: str, req: t.CompletionRequest, on_text=None, timing: Timing | None = None
+                 ) -> t.CompletionResponse:
+        """One chat completion (see the module docstring). `timing`: filled as the completion runs (a streamed
+        response reads it when the reply's first text arrives)."""
+        timing = timing or Timing()
+        started = timing.started
         validate_agent(agent)
         discussion = find_discussion_id([m.content for m in req.messages])
         system = "\n\n".join(x for x in (strip_discussion_tags(m.content) for m in req.messages if m.role == "system") if x)
@@ -176,22 +261,25 @@ class CompletionOps:
             raise error("malformed_messages", "the messages hold nothing to answer: give at least one user message with "
                         "text (system messages and DiscussionId tags alone are not a conversation)")
         if discussion is None:
-            return self._complete_without_memory(agent, system, turns, req, started, on_text)
+            return self._complete_without_memory(agent, system, turns, req, started, on_text, timing)
         owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
         if owner is not None and owner != agent:
             raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}: "
                         "use that agent (model engram/<agent>) or another DiscussionId")
         workflow = self.proxy_workflow()
         with self._discussion_lock(discussion):
-            return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text)
+            return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text, timing)
 
-    def _complete_without_memory(self, agent, system, turns, req, started, on_text=None) -> t.CompletionResponse:
+    def _complete_without_memory(self, agent, system, turns, req, started, on_text=None, timing=None
+                                 ) -> t.CompletionResponse:
         from engram.config import defaults as d
         from engram.llm.types import ChatLine
 
         lines = [ChatLine(role=role, content=text, seq=i + 1, ts_us=0, name=name) for i, (role, text, name) in enumerate(turns)]
-        result = self.tasks().respond(lines, system_prompt=system or None,
-                                      max_tokens=req.max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS, on_text=on_text)
+        timing = timing or Timing()
+        result = timing.model_call(lambda: self.tasks().respond(
+            lines, system_prompt=system or None, max_tokens=req.max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS,
+            on_text=on_text))
         if result.llm.error:
             raise llm_failure(result.llm.error)
         total = (time.perf_counter() - started) * 1000
@@ -202,7 +290,7 @@ class CompletionOps:
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
 
     def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started,
-                              on_text=None) -> t.CompletionResponse:
+                              on_text=None, timing=None) -> t.CompletionResponse:
         """The new messages and the reply go to the log in one append after the response is made, when the nodes
         before the WorkflowLock only read (they never look for the new messages in the log): one shard call per
         request. A workflow whose response path creates memories gets the new messages appended first. An LLM
@@ -231,7 +319,8 @@ class CompletionOps:
 
         memory = self._proxy_memory(agent)
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
-                         memory=memory, responder=Responder(self.tasks()), system_prompt=system, stream_to=on_text)
+                         memory=memory, responder=_TimedResponder(Responder(self.tasks()), timing or Timing()),
+                         system_prompt=system, stream_to=on_text, readers_side_by_side=True)
         try:
             outcome = run(workflow, ctx, defer=True)
         except Exception as exc:
@@ -323,11 +412,14 @@ class CompletionOps:
             state.setdefault("pending", {})[discussion] = (outcome, memory)
             if discussion in state.setdefault("running", {}):
                 return
-            worker = threading.Thread(target=self._memory_worker, args=(discussion,), name=f"proxy-memory-{discussion}",
-                                      daemon=True)
-            state["running"][discussion] = worker
-            state["background"].add(worker)
-        worker.start()
+            state["running"][discussion] = True
+            state["background"].add(discussion)
+            pool = state.get("pool")
+            if pool is None:
+                pool = state["pool"] = MemoryWorkers(MEMORY_WORKERS)
+        # A thread kept from earlier runs takes it: starting a thread per response cost the response about 10 ms on
+        # busy cores (Thread.start waits until the new thread runs).
+        pool.submit(self._memory_worker, discussion)
 
     def _memory_worker(self, discussion: str) -> None:
         state = self._proxy_state()
@@ -336,7 +428,7 @@ class CompletionOps:
                 outcome, memory = state["pending"].pop(discussion, (None, None))
                 if outcome is None:
                     state["running"].pop(discussion, None)
-                    state["background"].discard(threading.current_thread())
+                    state["background"].discard(discussion)
                     return
             try:
                 outcome.rest()
@@ -350,6 +442,5 @@ class CompletionOps:
         """Wait for the memory creation the proxy started after its responses (tests, benchmarks, shutdown)."""
         deadline = time.monotonic() + timeout
         while self._proxy_state()["background"] and time.monotonic() < deadline:
-            for thread in list(self._proxy_state()["background"]):
-                thread.join(max(0.0, deadline - time.monotonic()))
-        return not any(th.is_alive() for th in self._proxy_state()["background"])
+            time.sleep(0.01)
+        return not self._proxy_state()["background"]

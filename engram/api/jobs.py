@@ -7,12 +7,20 @@ Several replicas of one server (Ray Serve) each run their own jobs, but a client
 another replica: with `shared` (a directory of that server instance, `<home>/state/jobs/<instance>`), each
 record is also published there as JSON (at each state change, and at most every PUBLISH_EVERY_S seconds of
 progress), with the agents of the key that started it, and a job another replica runs is read from there.
+
+A replica can die with jobs running (its process killed, its node lost): their published records would say
+`running` forever. So each record names its owner (host, pid) and carries a lease that the owner's heartbeat
+renews while the job is queued or running (every LEASE_S / 3). A reader on another replica sees such a job as
+`failed` with the cause (`job_lost`) as soon as the owner's process is gone (same host), or once the lease has
+run out (any host: a replica that is frozen or cut off). A server that stops with jobs still queued fails them
+too ("the server stopped before the job ran"), rather than leaving them `queued`.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +39,9 @@ MAX_CONCURRENT_JOBS = 2
 KEEP_FINISHED = 200
 JOB_ID_PREFIX = "job-"
 PUBLISH_EVERY_S = 0.5
+# A running job's published record is renewed by its replica's heartbeat (every LEASE_S / 3); a record whose lease
+# has run out (its replica frozen, or dead on another host) reads as failed.
+LEASE_S = 30.0
 _UNKNOWN = object()
 
 
@@ -74,8 +85,9 @@ class _Record:
 
 
 class Jobs:
-    def __init__(self, shared: Path | None = None):
-        """`shared`: the directory the replicas of one server publish their jobs in (see the module docstring)."""
+    def __init__(self, shared: Path | None = None, *, lease_s: float = LEASE_S):
+        """`shared`: the directory the replicas of one server publish their jobs in (see the module docstring);
+        `lease_s`: how long a published running job stays `running` without a heartbeat of its replica."""
         self._pool = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_JOBS, thread_name_prefix="engram-job")
         self._jobs: dict[str, _Record] = {}
         self._lock = threading.Lock()
@@ -83,8 +95,14 @@ class Jobs:
         self._token = os.urandom(3).hex()
         self._shared = Path(shared) if shared is not None else None
         self._publishing = threading.Lock()
+        self._owner = {"host": socket.gethostname(), "pid": os.getpid()}
+        self._lease_s = lease_s
+        self._closing = threading.Event()
+        self._heartbeat: threading.Thread | None = None
         if self._shared is not None:
             self._shared.mkdir(parents=True, exist_ok=True)
+            self._heartbeat = threading.Thread(target=self._renew_leases, name="engram-job-heartbeat", daemon=True)
+            self._heartbeat.start()
 
     # ------------------------------------------------------------------ shared with other replicas
 
@@ -98,11 +116,34 @@ class Jobs:
             rec.published = now
             followers = rec.followers
             doc = {"job": msgspec.to_builtins(rec.view()), "known": followers is not _UNKNOWN,
-                   "followers": None if followers is _UNKNOWN or followers is None else sorted(followers)}
+                   "followers": None if followers is _UNKNOWN or followers is None else sorted(followers),
+                   "owner": self._owner, "lease_until": time.time() + self._lease_s}
             path = self._shared / f"{rec.id}.json"
             tmp = path.with_name(f".{rec.id}.tmp")
             tmp.write_bytes(msgspec.json.encode(doc))
             os.replace(tmp, path)
+
+    def _renew_leases(self) -> None:
+        """The heartbeat: republish every unfinished job of this replica before its lease runs out."""
+        while not self._closing.wait(self._lease_s / 3):
+            for rec in list(self._jobs.values()):
+                if rec.state in ("queued", "running"):
+                    try:
+                        self._publish(rec)
+                    except OSError:  # a full or vanished directory: the next beat tries again
+                        pass
+
+    def _published_job(self, doc: dict) -> t.Job:
+        """A job another replica published, as it stands: failed when it is unfinished and its replica is gone."""
+        job = msgspec.convert(doc["job"], t.Job)
+        if job.state not in ("queued", "running"):
+            return job
+        cause = lost(doc.get("owner"), doc.get("lease_until"))
+        if cause is None:
+            return job
+        return msgspec.structs.replace(job, state="failed", error=t.ErrorBody(
+            code="job_lost", message=f"the server replica running this {job.kind} job {cause}; the job did not finish "
+                                     "(what it completed is in the log): start it again"))
 
     def _published(self, job_id: str) -> dict | None:
         if self._shared is None:
@@ -170,7 +211,7 @@ class Jobs:
         doc = self._published(job_id)  # run by another replica of this server
         if doc is None:
             raise error("unknown_job", f"no job {job_id!r} on this server (jobs live as long as the server)")
-        return msgspec.convert(doc["job"], t.Job)
+        return self._published_job(doc)
 
     def list(self) -> t.JobList:
         jobs = [r.view() for r in list(self._jobs.values())]
@@ -178,7 +219,7 @@ class Jobs:
             mine = {j.id for j in jobs}
             for path in sorted(self._shared.glob(f"{JOB_ID_PREFIX}*.json")):
                 if path.stem not in mine and (doc := self._published(path.stem)) is not None:
-                    jobs.append(msgspec.convert(doc["job"], t.Job))
+                    jobs.append(self._published_job(doc))
             jobs.sort(key=lambda j: j.created)
         return t.JobList(jobs=jobs)
 
@@ -202,4 +243,31 @@ class Jobs:
                 (self._shared / f"{k}.json").unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Wait for the running jobs; those still queued never run: they fail, saying so."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._closing.set()
+        for rec in list(self._jobs.values()):
+            if rec.state in ("queued", "running"):
+                rec.error = t.ErrorBody(code="job_lost", message=f"the server stopped before this {rec.kind} job ran: "
+                                        "start it again")
+                rec.state, rec.finished = "failed", now_us()
+                self._publish(rec)
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=5)
+
+
+def lost(owner: dict | None, lease_until: float | None, *, now: float | None = None) -> str | None:
+    """Why a published unfinished job's replica is gone (None: it may still run it): its process has ended (same
+    host), or its lease ran out without a heartbeat."""
+    if owner is not None and owner.get("host") == socket.gethostname():
+        try:
+            os.kill(int(owner["pid"]), 0)
+        except ProcessLookupError:
+            return f"(process {owner['pid']} on this host) has ended"
+        except PermissionError:
+            pass  # alive, another user's
+    now = time.time() if now is None else now
+    if lease_until is not None and now > lease_until:
+        where = f"process {owner['pid']} on host {owner['host']}" if owner else "its replica"
+        return f"({where}) let its lease run out at {iso(int(lease_until * 1_000_000))} without renewing it"
+    return None

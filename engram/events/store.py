@@ -241,6 +241,11 @@ class EventStore:
         self._closed = False
         row = self._con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
         self._head: int = row[0]
+        # The last seq of each event type appended since the log was opened, set before the head moves past it
+        # (`wait_for`); events through `_untyped_through` (those found at open, imported, or after a removal) are of
+        # types not tracked here.
+        self._last_of_type: dict[str, int] = {}
+        self._untyped_through: int = self._head
         # stream -> (version, agent); kept by the writer so that checks need no query.
         self._streams: dict[str, tuple[int, str]] = {
             s: (v, a)
@@ -345,6 +350,9 @@ class EventStore:
                 for pending, _ in staged:
                     self._commit([pending])
                 return
+        for prep, fresh, first, _ in segments:  # before the head moves: a waiter that sees the head sees the types
+            for k, i in enumerate(fresh):
+                self._last_of_type[prep.tags[i]] = first + k
         self._head = seq
         self._streams.update(streams_overlay)
         for (stream, event_id), s in ids_overlay.items():
@@ -452,6 +460,18 @@ class EventStore:
                     return False
                 self._cond.wait(remaining if remaining is not None else 0.05)
         return True
+
+    def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None) -> tuple[bool, int]:
+        """Block until the log holds `seq` (or `timeout`); then (whether an event of one of `types` may be among those
+        from `seq` on, the head). False with a head at or past `seq` means none is: a reader of only those types may
+        move past that head without reading (a policy actor woken by events it never reads). `types` None: any."""
+        if not self.wait(seq, timeout):
+            return False, self._head
+        head = self._head  # first the head, then the types: they were set before it moved (`_commit`)
+        if types is None or self._untyped_through >= seq:
+            return True, head
+        last = self._last_of_type
+        return any(last.get(t, 0) >= seq for t in types), head
 
     def stream_version(self, stream: str) -> int:
         return self._streams.get(stream, (0, ""))[0]
@@ -646,6 +666,7 @@ class EventStore:
                 raise
             self._streams = streams
             self._ids.clear()
+            self._untyped_through = max(self._untyped_through, seqs[-1])  # (before the head moves, see wait_for)
             self._head = max(self._head, seqs[-1])  # only once the rows are in: a refused import moves nothing
         return table.num_rows
 
@@ -658,6 +679,7 @@ class EventStore:
             gone = set(agents)
             self._streams = {s: va for s, va in self._streams.items() if va[1] not in gone}
             self._ids.clear()
+            self._untyped_through = 1 << 62  # positions may be used again: no event type is known any more
             self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
             return removed
 

@@ -101,6 +101,38 @@ class PolicyHost:
         self.timings.add("(log)", "events", len(chunk))
         # A short chunk means everything up to `head` was read: events of no interest count as seen.
         reached = head if len(chunk) < self.batch else chunk[-1].seq
+        return self._fold(chunk, reached)
+
+    def fold_written(self, writes: Sequence[Write], appended: Sequence[Appended], shard: int = 0) -> bool:
+        """Fold what this host has just appended (`writes`, the log's answer `appended`) without reading it back,
+        when those events are exactly the next ones of the log for every hosted policy (nothing else came between:
+        their seqs follow every position without a gap, and none was in the log before). Returns whether it did;
+        if not, the caller pumps as usual. The events are the log's as it would read them (same seqs, stream
+        versions, times, ids and causes)."""
+        if not writes or len(writes) != len(appended):
+            return False
+        records = []
+        for w, a in zip(writes, appended):
+            if a.duplicates or len(a.seqs) != len(w.events):
+                return False
+            first_version = a.stream_version - len(w.events) + 1
+            for k, (item, seq) in enumerate(zip(w.events, a.seqs)):
+                records.append(Recorded(seq, w.stream, first_version + k, w.agent, item.ts_us, item.event,
+                                        item.causation, item.event_id, shard))
+        records.sort(key=lambda r: r.seq)
+        start = self.position
+        if any(p.position != start for p in self.policies):
+            return False
+        if [r.seq for r in records] != list(range(start + 1, start + 1 + len(records))):
+            return False
+        kinds = self._interests()
+        chunk = [r for r in records if kinds is None or r.type in kinds]
+        self.timings.add("(log)", "events", len(chunk))
+        self._fold(chunk, records[-1].seq)
+        return True
+
+    def _fold(self, chunk: list[Recorded], reached: int) -> int:
+        """Let each policy handle its events of `chunk` (events through `reached` read): `pump`'s second half."""
         if not chunk:
             # Nothing of interest: only the positions move (their small sidecars are written; the
             # snapshots, which can be large, are not rewritten whenever other events arrive).
@@ -166,6 +198,20 @@ class PolicyHost:
                 p.position = max(p.position, part[-1].seq)
         self.errors.pop(p.name, None)
         return True
+
+    def interests(self) -> list[str] | None:
+        """The event types some hosted policy reads (None: every type)."""
+        return self._interests()
+
+    def seen_through(self, head: int) -> None:
+        """The log says nothing up to `head` is of interest here: every position moves there without a read (as
+        `pump` does for a chunk of no interest)."""
+        if head <= self.position:
+            return
+        for p in self.policies:
+            p.position = max(p.position, head)
+        self._unsaved = bool(self._unsaved)
+        self._save_when_due()
 
     def _roll_back(self, i: int, p: Policy) -> None:
         """After a failed batch, the policy's state as of its last snapshot: decisions it made in the failed batch

@@ -17,9 +17,12 @@ lists one per agent the key may touch), else the key's only agent, else `proxy.d
 ("default"). Any other model name is accepted and answered by the configured LLM (front-ends send the
 model they were set up with). The key's agents bound all of it.
 
-Each non-streamed response carries engram's timings: `X-Engram-Memory-Ms` (engram's own work in the
-request) and `X-Engram-Llm-Ms` (the model's); every response carries `X-Engram-Agent`, and
-`X-Engram-Discussion` when memory was on (a stream's headers leave before the timings exist).
+Every response carries engram's timings: `X-Engram-Memory-Ms` (engram's own work in the request) and
+`X-Engram-Llm-Ms` (the model's), `X-Engram-Agent`, and `X-Engram-Discussion` when memory was on. A stream's
+headers leave with the reply's first text, so there they cover the time until that first byte
+(`X-Engram-Timing: first-byte`): the memory work that preceded it, and the model's time to its first text. The
+whole request's timings follow at the end of the stream, before `data: [DONE]`, as an SSE comment (which SSE
+clients, the `openai` SDK among them, skip): `: engram-timings {"memory_ms": …, "llm_ms": …, "responder": …}`.
 """
 
 from __future__ import annotations
@@ -136,6 +139,12 @@ def _headers(result: t.CompletionResponse) -> dict[str, str]:
     return out
 
 
+def timings_comment(result: t.CompletionResponse) -> bytes:
+    """The whole request's timings as an SSE comment line (a stream's headers only cover the time to its first byte)."""
+    doc = {"memory_ms": round(result.memory_ms, 2), "llm_ms": round(result.llm_ms, 2), "responder": result.responder}
+    return b": engram-timings " + msgspec.json.encode(doc) + b"\n\n"
+
+
 def _usage(result: t.CompletionResponse) -> dict:
     return {"prompt_tokens": result.input_tokens, "completion_tokens": result.output_tokens,
             "total_tokens": result.input_tokens + result.output_tokens}
@@ -225,13 +234,14 @@ class Trimmed:
 async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest):
     """Server-sent events of the reply as the model produces it (see the module docstring). The completion runs in a
     worker thread; its text reaches this event loop through a queue."""
-    from engram.api.completions import ReplyAbandoned
+    from engram.api.completions import ReplyAbandoned, Timing
     from engram.ids import find_discussion_id
 
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
     gone = threading.Event()  # the client disconnected: the next delta stops the model's call
     trim = Trimmed()
+    timing = Timing()
 
     def put(kind: str, value) -> None:
         loop.call_soon_threadsafe(events.put_nowait, (kind, value))
@@ -245,7 +255,7 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
 
     def work() -> None:
         try:
-            put("done", api.complete(agent, body, on_text=on_text))
+            put("done", api.complete(agent, body, on_text=on_text, timing=timing))
         except ReplyAbandoned:
             pass  # nobody listens; nothing was appended but the user's messages
         except BaseException as exc:  # noqa: BLE001 - handed to the stream, which answers it
@@ -255,6 +265,8 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
     kind, value = await events.get()
     if kind == "error":  # refused before the first token: a plain JSON error with its status
         raise _refusal(value) from None
+    # The headers leave now, with the first text: the timings until this first byte (the whole ones end the stream).
+    memory_ms, llm_ms = (value.memory_ms, value.llm_ms) if kind == "done" else timing.at_now()
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
     include_usage = req.stream_options is not None and req.stream_options.include_usage
 
@@ -282,6 +294,7 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
                     yield chunk({}, "stop")
                     if include_usage:
                         yield chunk({}, usage=_usage(value_), choices=False)
+                    yield timings_comment(value_)
                     yield b"data: [DONE]\n\n"
                     finished = True
                     return
@@ -301,7 +314,8 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
             if not finished:
                 gone.set()
 
-    headers = {"X-Engram-Agent": agent, "Cache-Control": "no-cache"}
+    headers = {"X-Engram-Agent": agent, "Cache-Control": "no-cache", "X-Engram-Memory-Ms": f"{memory_ms:.2f}",
+               "X-Engram-Llm-Ms": f"{llm_ms:.2f}", "X-Engram-Timing": "first-byte"}
     discussion = find_discussion_id([m.content for m in body.messages])
     if discussion:
         headers["X-Engram-Discussion"] = discussion

@@ -143,3 +143,30 @@ def test_an_unknown_policy_is_refused_with_the_hosted_ones_named(hosted):
     calls, _, _ = hosted
     with pytest.raises(ValueError, match="hosted: \\['moods'\\]"):
         calls.call("nobody", "ask")
+
+
+def test_the_calls_own_writes_are_folded_as_the_log_holds_them_without_reading_them_back(hosted, monkeypatch):
+    calls, policy, shard = hosted
+    seen = []
+    monkeypatch.setattr(policy, "handle", lambda batch: seen.extend(batch) or [])
+    reads = []
+    read = calls.host._read
+    monkeypatch.setattr(calls.host, "_read", lambda after, **kw: reads.append(after) or read(after, **kw))
+    for _ in range(3):
+        calls.call("moods", "ask", min_position=1)
+    calls.stop()
+    assert reads == [] and calls.host.position == shard.head() == 3  # folded straight from what was written
+    assert seen == shard.read(0, types=["MoodChanged"])  # exactly the events the log holds (seqs, versions, times)
+
+
+def test_the_calls_writes_are_read_from_the_log_when_another_write_came_between(hosted, monkeypatch):
+    calls, policy, shard = hosted
+    append = calls.host.append
+
+    def another_first(writes):  # someone else's event lands just before the calls' write
+        shard.append_many([Write(f"agent:{AGENT}", AGENT, (NewEvent(MoodChanged(0.5, 0.0, 0.0, "other"), T0),))])
+        return append(writes)
+
+    monkeypatch.setattr(calls.host, "append", another_first)
+    calls.call("moods", "ask", min_position=1)
+    assert calls.call("moods", "ask", min_position=1) == 2  # both folded, in log order (read from it)

@@ -51,18 +51,27 @@ def main(root: Path) -> dict:
     from tests.events.helpers import write
 
     temp = Path("/tmp") / f"eg-cl-{root.name[-8:]}"
+    began = time.monotonic()
+    seconds: dict[str, float] = {}  # where the scenario's time goes, for whoever tunes the suite's time
+
+    def lap(name: str) -> None:
+        seconds[name] = round(time.monotonic() - began - sum(seconds.values()), 2)
+
+    # No dashboard: nothing here reads it, and its processes cost start-up time on two shared cores.
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": resources(NODES["head"]),
-                                                             "temp_dir": str(temp)})
+                                                             "temp_dir": str(temp), "include_dashboard": False})
     workers = {name: cluster.add_node(num_cpus=1, resources=resources(NODES[name]), temp_dir=str(temp))
                for name in ("left", "right")}
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, namespace="engram-cluster-test", log_to_driver=False)
+    lap("three_nodes")
     out: dict = {}
     home = root / "home"
     home.mkdir()
     (home / "engram.json").write_text(json.dumps({"shards": 3, "cluster": {"nodes": NODES}, "ray": {"pools": {"summarizer": 1}}}))
     rt = RayRuntime(load_service_config(home)).start()
     mem = Engram(rt)
+    lap("runtime")
     try:
         agents = [agent_on(rt.layout, s) for s in range(3)]
         mem.append([write(f"d-{a}", range(0, 5), agent=a) for a in agents])
@@ -76,12 +85,14 @@ def main(root: Path) -> dict:
         out["status_nodes"] = [st["node"] for st in status]
         out["actor_nodes"] = {st["shard"]: sorted(set(st["actors"].values())) for st in status}
         out["layout_nodes"] = json.loads((home / "layout.json").read_text())["nodes"]
+        lap("placement_and_policies")
         # An actor restart: back on the same node, with its log.
         pid = ray.get(shards[1].where.remote())["pid"]
         ray.kill(shards[1], no_restart=False)
         where = wait_until(lambda: (w := ray.get(shards[1].where.remote(), timeout=5)) and w["pid"] != pid and w)
         out["restarted_node"] = where["node_id"]
         out["restarted_head"] = ray.get(shards[1].head.remote())
+        lap("actor_restart")
 
         # A worker node removed mid-ingest: every acknowledged append survives.
         victim = agents[2]
@@ -122,12 +133,17 @@ def main(root: Path) -> dict:
         out["in_order"] = [int(i[1:]) for i in logged] == sorted(int(i[1:]) for i in logged)
         out["node_after_return"] = ray.get(rt.shard(2).where.remote())["node_id"]
         out["expected_after_return"] = node_ids_by_resource(ray)["engram-shard-002"]
+        lap("node_loss_and_return")
         assert mem.wait_idle(timeout=240)
+        lap("memory_caught_up")
         out["replay_differences"] = rt.verify_replay(rt.all_shards())
+        lap("replay")
     finally:
         mem.close()
         ray.shutdown()
         cluster.shutdown()
+        lap("shutdown")
+        out["seconds"] = seconds
     return out
 
 

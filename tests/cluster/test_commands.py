@@ -8,23 +8,32 @@ import duckdb
 import pytest
 
 from engram.cli.main import main
-from tests.cluster.test_reshard import AGENTS, populate
+from tests.cluster.test_reshard import AGENTS
 
 
-@pytest.fixture
-def served_home(tmp_path):
+def serve_home(home):
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 
-    home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     mem = Engram(InProcessRuntime(load_service_config(home), wall_clock=False).start())
-    populate(mem)
     with Served(mem):
         yield home, mem
     mem.close()
+
+
+@pytest.fixture
+def served_home(populated_copy):
+    """A served copy of a populated home (tests/cluster/conftest.py)."""
+    yield from serve_home(populated_copy)
+
+
+@pytest.fixture
+def new_served_home(tmp_path):
+    """A served home with nothing in it yet: the usage errors are refused before the home is looked at."""
+    yield from serve_home(tmp_path / "home")
 
 
 def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home, tmp_path, capsys):
@@ -47,13 +56,13 @@ def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home
     assert rows == events
 
 
-def test_reshard_to_fewer_shards_is_a_usage_error(served_home, capsys):
-    home, _ = served_home
+def test_reshard_to_fewer_shards_is_a_usage_error(new_served_home, capsys):
+    home, _ = new_served_home
     assert main(["--home", str(home), "reshard", "--shards", "1"]) == 2
     assert "only adds shards" in capsys.readouterr().err
 
 
-def test_replay_all_with_an_agent_is_a_usage_error(served_home, capsys):
-    home, _ = served_home
+def test_replay_all_with_an_agent_is_a_usage_error(new_served_home, capsys):
+    home, _ = new_served_home
     assert main(["--home", str(home), "replay", "--all", "--agent", AGENTS[0]]) == 2
     assert "--all replays every shard" in capsys.readouterr().err

@@ -45,12 +45,21 @@ def reshard(mem, shards: int) -> dict:
 
 @pytest.fixture
 def inprocess(tmp_path):
+    yield from open_homes(tmp_path / "home")
+
+
+@pytest.fixture
+def populated(populated_copy):
+    """`inprocess` over a copy of a populated home (tests/cluster/conftest.py)."""
+    yield from open_homes(populated_copy)
+
+
+def open_homes(home):
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
 
-    home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     opened = []
 
     def open_home():
@@ -83,10 +92,9 @@ def test_resharding_one_to_three_moves_whole_streams_at_their_positions_and_repl
     assert layout["shards"] == 3 and layout["agents"] == placed
 
 
-def test_a_resharded_home_reopens_with_its_new_layout_and_new_agents_spread_over_every_shard(inprocess):
-    home, open_home = inprocess
+def test_a_resharded_home_reopens_with_its_new_layout_and_new_agents_spread_over_every_shard(populated):
+    home, open_home = populated
     mem = open_home()
-    populate(mem)
     reshard(mem, 3)
     before = streams_of(mem)
     mem.close()
@@ -111,6 +119,9 @@ def test_resharding_one_to_three_on_ray_keeps_every_stream_and_replay_equals_liv
 
     home = tmp_path / "home"
     home.mkdir()
+    # One Summarizer actor per shard (the default is two): every actor is a process started on two shared cores,
+    # three shards' worth of them after the split, and how many host a group is not what re-sharding changes.
+    (home / "engram.json").write_text(json.dumps({"ray": {"pools": {"summarizer": 1}}}))
     mem = Engram(RayRuntime(load_service_config(home)).start())
     try:
         populate(mem)

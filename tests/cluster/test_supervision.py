@@ -25,8 +25,9 @@ DUPLICATE_TRACES = ("SELECT payload->>'$.trace_id', count(*) FROM events WHERE t
 SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
 
 
-@pytest.fixture
-def ray_home(ray_session, tmp_path):
+def open_home(tmp_path, settings: dict, agent_config: dict | None = None, agents=()):
+    """An engram home on the session's Ray: `settings` as the discussions' memory settings file, and
+    `agent_config` as the agent.config.json of each of `agents`."""
     import json
 
     from engram.config.service import load_service_config
@@ -35,8 +36,16 @@ def ray_home(ray_session, tmp_path):
 
     home = tmp_path / "home"
     home.mkdir()
-    (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(SETTINGS))
-    mem = Engram(RayRuntime(load_service_config(home)).start())
+    (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(settings))
+    for agent in agents:
+        (home / "agents" / agent).mkdir(parents=True)
+        (home / "agents" / agent / "agent.config.json").write_text(json.dumps(agent_config))
+    return Engram(RayRuntime(load_service_config(home)).start())
+
+
+@pytest.fixture
+def ray_home(ray_session, tmp_path):
+    mem = open_home(tmp_path, SETTINGS)
     yield mem
     mem.close()
 
@@ -70,10 +79,30 @@ def test_a_read_during_a_shard_actor_restart_is_answered_after_it(ray_home, ray_
     assert [r.seq for r in mem.read(AGENT, limit=None)][:len(before)] == before
 
 
-def test_discussions_appended_concurrently_by_eight_producers_arrive_once_each_in_order(ray_home):
-    mem = ray_home
+# The concurrency test asserts on discussion memories: three messages a discussion, and the store's first check (at
+# message 3, consolidation mode: tokens only) closes a chunk of all three (each message is ~16 tokens). No vector
+# memory store: three messages make no vector memory, and creating 1,000 empty `_vector_memory.db` files (one DuckDB
+# file each) was most of the test's time.
+CONCURRENT_SETTINGS = {"chunkEstimatedTokenSize": 40, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0,
+                       "useVectorForQualityMemory": False}
+# Cognitive memory off for its agents (nothing there is asserted; embedding every message made the test take
+# minutes): every policy actor still reads every message, and wait_idle still waits for all of them.
+DISCUSSION_MEMORY_ONLY = {"memory": {"observer": {"enabled": False}, "reflector": {"enabled": False},
+                                     "consolidation": {"enabled": False}, "encoding": {"encodeMessages": False}},
+                          "storage": {"autoIngest": {"enabled": False}}}
+
+
+@pytest.fixture
+def concurrent_home(ray_session, tmp_path):
+    mem = open_home(tmp_path, CONCURRENT_SETTINGS, DISCUSSION_MEMORY_ONLY, agents=[f"agent-{i}" for i in range(10)])
+    yield mem
+    mem.close()
+
+
+def test_discussions_appended_concurrently_by_eight_producers_arrive_once_each_in_order(concurrent_home):
+    mem = concurrent_home
     mem.rt.start_policies()  # as the server does at start (the Ray runtime starts no policy by itself)
-    discussions, per_discussion, producers = 1000, 4, 8
+    discussions, per_discussion, producers = 1000, 3, 8
     errors: list[BaseException] = []
 
     def produce(worker: int) -> None:

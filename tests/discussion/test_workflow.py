@@ -184,3 +184,52 @@ def test_a_streamed_run_passes_on_the_text_of_the_response_node_only():
     assert out.wait(30)
     assert out.response_node == "answer" and streamed == [out.response]
     assert out.outputs["draft"] and out.outputs["later"]  # both ran; neither was streamed
+
+
+class MeetingMemory(LocalMemory):
+    """The real in-process memory, with an agent recall; the search's query embedding waits until the recall has
+    begun, so the two meet only if they run at the same time."""
+
+    def __init__(self, engine, agent):
+        super().__init__(engine, agent)
+        self.recalling = threading.Event()
+        self.threads: dict[str, str] = {}
+
+    def recall(self, discussion, query, limit):
+        self.threads["recall"] = threading.current_thread().name
+        self.recalling.set()
+        return ["Stardust launches from Kourou"]
+
+    def embed(self, texts):
+        self.threads["search"] = threading.current_thread().name
+        assert self.recalling.wait(10), "the search ran alone: the recall had not begun"
+        return super().embed(texts)
+
+
+def test_with_readers_side_by_side_a_search_and_a_recall_run_at_once_and_are_recorded_in_node_order(engine):
+    ingest(engine, "chat", messages(20))
+    memory = MeetingMemory(engine, AGENT)
+    wf = parse([
+        {"id": "search", "type": "VectorMemorySearch", "input": "{chat_user_prompt_last_one}"},
+        {"id": "recall", "type": "MemoryRecall", "input": "{chat_user_prompt_last_one}"},
+        {"id": "summary", "type": "GetCurrentSummaryFromFile"},
+        {"id": "answer", "type": "Standard", "prompt": "{search} {recall} {summary}", "returnToUser": True},
+    ], "w.json")
+    out = run(wf, ctx(memory, readers_side_by_side=True))
+    assert [r.id for r in out.results] == ["search", "recall", "summary", "answer"]
+    assert out.outputs["recall"] == "- Stardust launches from Kourou" and "result(s)" in out.results[0].info
+    assert memory.threads["search"] != memory.threads["recall"]
+
+
+def test_a_reader_whose_input_uses_an_earlier_readers_output_waits_for_it(engine):
+    ingest(engine, "chat", messages(20))
+    memory = MeetingMemory(engine, AGENT)
+    memory.recalling.set()  # (the search does not wait here)
+    wf = parse([
+        {"id": "search", "type": "VectorMemorySearch", "input": "{chat_user_prompt_last_one}"},
+        {"id": "recall", "type": "MemoryRecall", "input": "{search}"},
+    ], "w.json")
+    seen = []
+    memory.recall = lambda discussion, query, limit: seen.append(query) or ["found"]
+    out = run(wf, ctx(memory, readers_side_by_side=True))
+    assert seen == [out.outputs["search"].strip()] and out.outputs["recall"] == "- found"

@@ -148,3 +148,32 @@ def test_a_request_of_cached_texts_is_answered_while_the_model_runs_another_roun
     assert out["busy"].shape == (1, model.dim)
     assert len(model.calls) == 2  # the cached request never reached the model
     assert cached.stats.texts_computed == 3 and cached.stats.cache_hits == 2
+
+
+def test_concurrent_queries_of_one_process_share_one_model_call_and_get_their_own_vectors(monkeypatch, tmp_path):
+    """The query-time embedder (a recall's, a search's): queries arriving while the model runs go together in its
+    next call; a lone query runs at once."""
+    import engram.embeddings.factory as factory
+    from engram.config.service import load_service_config
+    from engram.services import query_embedder
+
+    real = factory.make_embedder(factory.single_threaded())
+    if real.is_fallback:
+        pytest.skip("the MiniLM model is not installed")
+    gated = GatedEmbedder()
+    gated.inner, gated.name, gated.dim, gated.is_fallback = real, real.name, real.dim, False
+    monkeypatch.setattr(factory, "make_embedder", lambda config=None, **kw: gated)
+    embedder = query_embedder(load_service_config(tmp_path))
+    queries = [f"Which charting library did we pick for dashboard {i}?" for i in range(8)]
+    out: dict = {}
+    first = _start(embedder, ["When is the launch?"], out, "first")
+    assert gated.entered.wait(10)  # the model runs the first query ...
+    others = [_start(embedder, [q], out, q) for q in queries]
+    _wait_until(lambda: embedder.embedder._waiting == len(queries))  # ... while eight more arrive
+    gated.gate.set()
+    for th in [first, *others]:
+        th.join(10)
+    assert gated.calls == [["When is the launch?"], queries]  # two model calls for nine queries
+    for q in queries:
+        assert np.allclose(out[q], real.embed([q]), atol=1e-5)  # each caller gets its own query's vector
+    assert np.allclose(out["first"], real.embed(["When is the launch?"]), atol=1e-5)

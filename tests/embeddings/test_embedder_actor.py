@@ -1,4 +1,4 @@
-"""The Embedder actor on a real local Ray instance (one small integration test)."""
+"""The Embedder actor on the test session's real local Ray instance (two small integration tests)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,8 @@ import pytest
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.ray
-def test_the_actor_embeds_batches_and_serves_repeats_from_its_cache(ray_local, tmp_path):
+def test_the_actor_embeds_batches_and_serves_repeats_from_its_cache(ray_session, tmp_path):
     from engram.actors.embedder import EmbedderActor
 
     actor = EmbedderActor.remote(str(tmp_path), {"name": "auto"})
@@ -38,7 +28,7 @@ def test_the_actor_embeds_batches_and_serves_repeats_from_its_cache(ray_local, t
 
 
 @pytest.mark.ray
-def test_concurrent_requests_to_the_actor_share_model_rounds_and_each_gets_its_own_vectors(ray_local, tmp_path):
+def test_concurrent_requests_to_the_actor_share_model_rounds_and_each_gets_its_own_vectors(ray_session, tmp_path):
     from engram.actors.embedder import EmbedderActor
     from engram.embeddings import make_embedder
 

@@ -123,6 +123,41 @@ def test_wait_gives_read_your_writes_across_threads(store):
     assert store.wait(99, timeout=0.05) is False
 
 
+def _retrieved(stream: str, n: int) -> Write:
+    from engram.events.cognitive import TraceRetrieved
+
+    return Write(stream=stream, agent="a", events=tuple(
+        NewEvent(event=TraceRetrieved(query=f"q{i}", trace_ids=("t1",)), ts_us=T0 + i) for i in range(n)))
+
+
+def test_a_reader_of_some_event_types_learns_when_only_other_types_were_appended(store, tmp_path):
+    store.append_many([write("d1", range(2))])  # seqs 1-2: messages
+    store.append_many([_retrieved("d1", 3)])  # seqs 3-5: recalls' TraceRetrieved
+    assert store.wait_for(3, ["MessageAppended"], timeout=1) == (False, 5)  # nothing to read: move past 5
+    assert store.wait_for(3, ["TraceRetrieved"], timeout=1) == (True, 5)
+    assert store.wait_for(3, None, timeout=1) == (True, 5)  # a reader of every type
+    assert store.wait_for(6, ["MessageAppended"], timeout=0.05) == (False, 5)  # nothing new: timed out
+    store.append_many([write("d1", range(2, 3))])  # seq 6: a message
+    assert store.wait_for(3, ["MessageAppended"], timeout=1) == (True, 6)
+    store.close()
+    reopened = EventStore(tmp_path / "log.duckdb")  # events found at open: their types are not tracked
+    try:
+        assert reopened.wait_for(1, ["ToolCallFailed"], timeout=1) == (True, 6)
+        reopened.append_many([_retrieved("d1", 1)])
+        assert reopened.wait_for(7, ["ToolCallFailed"], timeout=1) == (False, 7)
+    finally:
+        reopened.close()
+
+
+def test_a_waiting_reader_of_other_types_wakes_with_the_head_of_an_append_it_does_not_read(store):
+    results = []
+    waiter = threading.Thread(target=lambda: results.append(store.wait_for(1, ["MessageAppended"], timeout=5)))
+    waiter.start()
+    store.append_many([_retrieved("d1", 2)])
+    waiter.join()
+    assert results == [(False, 2)]
+
+
 def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, monkeypatch):
     commits = []
     original = store._insert

@@ -365,3 +365,31 @@ def test_the_host_reports_each_policys_events_and_seconds_per_stage(tmp_path):
         assert all(v >= 0 for v in report["every-third"].values())
     finally:
         shard.close()
+
+
+def test_a_host_woken_by_events_it_does_not_read_moves_past_them_without_reading_the_log(tmp_path):
+    """What a policy actor does when the shard says only other types arrived (`EventStore.wait_for`)."""
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write("d1", range(3))])
+        reads = []
+        policy = EveryThirdMessage(PolicyContext(shard=0, home=home))
+        host = PolicyHost([policy], read=lambda after, **kw: reads.append(after) or shard.read(after, **kw),
+                          append=shard.append_many, head=shard.head, state_dir=home.root / "state")
+        host.run_until_caught_up()
+        caught = host.position
+        shard.append_many([Write(stream="agent:a", agent="a", events=tuple(
+            NewEvent(event=ToolCallFailed(tool="t", error=f"e{i}"), ts_us=i) for i in range(4)))])
+        interesting, head = shard.wait_for(caught + 1, host.interests(), timeout=1)
+        assert (interesting, head) == (False, caught + 4) and host.interests() == ["MessageAppended"]
+        before = len(reads)
+        host.seen_through(head)
+        assert host.position == head and len(reads) == before  # moved on, nothing read
+        shard.append_many([write("d1", range(3, 6))])  # a message: read and handled as before
+        assert shard.wait_for(head + 1, host.interests(), timeout=1)[0] is True
+        host.run_until_caught_up()
+        assert [d for d in decisions(shard) if d.startswith("d1:")] == ["d1:3", "d1:6"]
+        assert host.position == shard.head()
+    finally:
+        shard.close()

@@ -281,6 +281,44 @@ def test_a_streamed_reply_reaches_the_client_token_by_token_while_the_model_is_s
     assert fake.requests[-1]["stream"] is True and len(logged(mem)) == 2
 
 
+def test_a_streamed_reply_carries_the_timings_to_its_first_byte_in_headers_and_the_whole_ones_at_its_end(proxy):
+    import threading
+    import time
+
+    import httpx
+
+    server, mem, fake = proxy
+    fake.then(text=LONG_REPLY)
+    client_saw_text = threading.Event()
+
+    def hold_after_first_word(n: int) -> None:
+        if n == 1:  # the model keeps writing for 0.3 s more after the client has its first word (and the headers)
+            client_saw_text.wait(10)
+            time.sleep(0.3)
+
+    fake.after_delta = hold_after_first_word
+    body = {"model": f"engram/{AGENT}", "stream": True,
+            "messages": [{"role": "user", "content": f"{TAG} Plan three days in Lisbon."}]}
+    lines = []
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30) as resp:
+        headers = resp.headers
+        for line in resp.iter_lines():
+            lines.append(line)
+            if '"content":"Lisbon' in line.replace(" ", ""):
+                client_saw_text.set()
+    assert resp.status_code == 200 and headers["X-Engram-Timing"] == "first-byte"
+    first_memory, first_llm = float(headers["X-Engram-Memory-Ms"]), float(headers["X-Engram-Llm-Ms"])
+    assert first_memory > 0 and first_llm > 0
+    comments = [line for line in lines if line.startswith(": engram-timings ")]
+    assert len(comments) == 1 and lines.index(comments[0]) < lines.index("data: [DONE]")
+    whole = json.loads(comments[0][len(": engram-timings "):])
+    assert whole["responder"].startswith("anthropic/")
+    # The model's time in the headers ended with its first word; the whole request's has the 0.3 s it wrote after.
+    assert whole["llm_ms"] >= first_llm + 300
+    assert whole["memory_ms"] >= first_memory  # engram's work before the first byte, then the reply's append
+    assert logged(mem) == [("user", "Plan three days in Lisbon."), ("assistant", LONG_REPLY.strip())]
+
+
 def test_a_model_error_mid_stream_ends_the_stream_with_an_openai_error_and_keeps_the_users_message(proxy):
     import openai
 

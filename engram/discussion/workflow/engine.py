@@ -10,12 +10,18 @@ background thread and `run` returns at once with the response.
 
 The response is the output of the node marked `returnToUser`, else of the last node before the
 lock (or of the last node) that produced any output.
+
+With `RunContext.readers_side_by_side` (the memory proxy), consecutive memory readers (search, recall,
+summary and memories from file) none of whose inputs refer to another's output run at once: the recall
+works in its reader's process while the search embeds here. Their results are recorded in node order,
+as if they had run one after the other.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
@@ -24,6 +30,7 @@ from engram.discussion import search as vsearch
 from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, read_memories, read_summary
 from engram.discussion.vectors import VectorStore
 from engram.discussion.workflow import nodes as n
+from engram.discussion.workflow.nodes import TEMPLATE_FIELDS
 from engram.discussion.workflow.parse import CHAT_COUNTS, REFERENCE, Workflow, node_id, output_names
 from engram.discussion.workflow.responder import ChatMessage, Responder
 from engram.home import ProjectionPaths
@@ -93,6 +100,8 @@ class RunContext:
     system_prompt: str = ""  # {chat_system_prompt}: what the front-end sent as its system prompt
     # Receives the text of the `returnToUser` Standard node's answer as the model produces it (a streamed reply).
     stream_to: Callable[[str], None] | None = None
+    # Run consecutive independent memory readers at once (see the module docstring).
+    readers_side_by_side: bool = False
 
 
 @dataclass
@@ -126,8 +135,14 @@ def run(workflow: Workflow, ctx: RunContext, *, defer: bool = False) -> Workflow
     nodes = list(workflow.nodes)
     lock = next((i for i, node in enumerate(nodes) if isinstance(node, n.WorkflowLock)), None)
     front = nodes if lock is None else nodes[: lock + 1]
-    for i, node in enumerate(front):
-        _run_node(out, ctx, i, node, background=False)
+    i = 0
+    while i < len(front):
+        end = _readers_from(front, i) if ctx.readers_side_by_side else i + 1
+        if end - i > 1:
+            _run_side_by_side(out, ctx, range(i, end), front)
+        else:
+            _run_node(out, ctx, i, front[i], background=False)
+        i = max(end, i + 1)
     _choose_response(out, front)
     out.response_seconds = time.perf_counter() - started
     if lock is not None and lock + 1 < len(nodes):
@@ -165,13 +180,70 @@ def _is_response(out: WorkflowRun, index: int) -> bool:
 
 
 def _run_node(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node, *, background: bool) -> None:
+    _record(out, index, node, _timed(out, ctx, index, node), background)
+
+
+def _timed(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tuple:
     started = time.perf_counter()
     output, info, *llm = _execute(out, ctx, index, node)
-    result = NodeResult(index, node_id(node, index), node.kind, output, info, time.perf_counter() - started, background,
-                        llm[0] if llm else None)
-    out.results.append(result)
+    return output, info, time.perf_counter() - started, llm[0] if llm else None
+
+
+def _record(out: WorkflowRun, index: int, node: n.Node, done: tuple, background: bool) -> None:
+    output, info, seconds, llm = done
+    out.results.append(NodeResult(index, node_id(node, index), node.kind, output, info, seconds, background, llm))
     for name in output_names(node, index):
         out.outputs[name] = output
+
+
+# Memory readers that may run side by side: none waits for memory creation or calls a model.
+SIDE_BY_SIDE = (n.VectorMemorySearch, n.MemoryRecall, n.GetCurrentSummaryFromFile, n.RecentMemorySummarizerTool)
+_side_pool: ThreadPoolExecutor | None = None
+_side_pool_lock = threading.Lock()
+
+
+def _references(node: n.Node) -> set[str]:
+    return {name for f in TEMPLATE_FIELDS if isinstance(text := getattr(node, f, None), str)
+            for name in REFERENCE.findall(text)}
+
+
+def _readers_from(front: Sequence[n.Node], start: int) -> int:
+    """The end (exclusive) of the run of memory readers from `start` that refer to none of each other's outputs."""
+    names: set[str] = set()
+    end = start
+    while end < len(front):
+        node = front[end]
+        if not (isinstance(node, SIDE_BY_SIDE) and node.reads_only) or _references(node) & names:
+            break
+        names |= set(output_names(node, end))
+        end += 1
+    return end
+
+
+def _run_side_by_side(out: WorkflowRun, ctx: RunContext, indexes: range, front: Sequence[n.Node]) -> None:
+    """Run the readers `indexes` at once (the first on this thread, the others on kept threads: no thread start
+    per request); record them in node order. The first error, in node order, is raised after all have ended."""
+    global _side_pool
+    with _side_pool_lock:
+        if _side_pool is None:
+            _side_pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="workflow-reader")
+        pool = _side_pool
+    first, *rest = indexes
+    futures = [pool.submit(_timed, out, ctx, i, front[i]) for i in rest]
+    done: list = []
+    try:
+        done.append(_timed(out, ctx, first, front[first]))
+    except BaseException as exc:  # noqa: BLE001 - raised in node order below
+        done.append(exc)
+    for f in futures:
+        try:
+            done.append(f.result())
+        except BaseException as exc:  # noqa: BLE001
+            done.append(exc)
+    for i, result in zip(indexes, done):
+        if isinstance(result, BaseException):
+            raise result
+        _record(out, i, front[i], result, background=False)
 
 
 def referenced(texts: Sequence[str], out: WorkflowRun, ctx: RunContext) -> list[str]:
