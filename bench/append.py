@@ -23,6 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._common import run_threads  # noqa: E402
+
 from engram.events.envelope import NewEvent, Write  # noqa: E402
 from engram.events.messages import MessageAppended  # noqa: E402
 from engram.events.store import EventStore  # noqa: E402
@@ -45,16 +47,6 @@ def make_write(writer: int, start: int, n: int) -> Write:
             for i in range(start, start + n)
         ),
     )
-
-
-def run_threads(target, count: int) -> float:
-    threads = [threading.Thread(target=target, args=(w,)) for w in range(count)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - started
 
 
 def bulk(tmp: Path, total: int, per_write: int) -> dict:

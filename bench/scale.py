@@ -41,19 +41,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._common import pct  # noqa: E402
+
 ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
 NODES = ["head", "left", "right"]
 # `--resident-agents N`: the agents' memories each policy process keeps (engram.json ray.residentAgents; None: default).
 RESIDENT_AGENTS: int | None = None
 # Small discussions: a chunk memory every 3 messages (or 80 tokens), none held back: every agent gets one.
 SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
 
 
 # ---------------------------------------------------------------------------- memory of a process tree

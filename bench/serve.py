@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._common import pct, run_threads  # noqa: E402
+
 SAMPLE = ROOT / "engram" / "samples" / "acme-dashboard.jsonl"
 AGENT = "priya"
 DISCUSSION = "acme-dashboard"
@@ -123,22 +125,6 @@ def cpu_per_request(before: dict[str, float], after: dict[str, float], requests:
     return {k: round((after[k] - before[k]) * 1000 / max(1, requests), 2) for k in before}
 
 
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
-
-
-def run_clients(clients: int, worker) -> float:
-    """Run `worker(i)` for each of `clients` client threads at once; the wall time until the last one ends."""
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    started = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return time.perf_counter() - started
-
-
 def load(url: str, clients: int, per_client: int, call) -> dict:
     from engram.client import Client
 
@@ -160,7 +146,7 @@ def load(url: str, clients: int, per_client: int, call) -> dict:
                 latencies.extend(mine)
 
     cpu = cpu_seconds(SERVER_PID)
-    wall = run_clients(clients, worker)
+    wall = run_threads(worker, clients)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
             "cpu_ms_per_request": cpu_per_request(cpu, cpu_seconds(SERVER_PID), len(latencies)),
             "p50_ms": pct(latencies, 0.5),
@@ -209,7 +195,7 @@ def chat_load(url: str, clients: int, turns: int, questions: list[str]) -> dict:
             memory.extend(mem)
 
     cpu = cpu_seconds(SERVER_PID)
-    wall = run_clients(clients, worker)
+    wall = run_threads(worker, clients)
     return {"clients": clients, "requests": len(latencies), "errors": len(errors), "error_examples": errors[:3],
             "cpu_ms_per_request": cpu_per_request(cpu, cpu_seconds(SERVER_PID), len(latencies)),
             "turns_per_client": turns, "p50_ms": pct(latencies, 0.5), "p99_ms": pct(latencies, 0.99),
