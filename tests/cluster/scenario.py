@@ -101,15 +101,22 @@ def main(root: Path) -> dict:
         stop = threading.Event()
 
         def ingest():
-            i = 5
-            while not stop.is_set() and i < 400:
+            # A producer that stops only between messages: one whose append failed (its reply lost, the write
+            # perhaps in) retries it with the same id until it is acknowledged, so every logged id is acked.
+            i, retrying, deadline = 5, False, None
+            while i < 400 and (retrying or not stop.is_set()):
+                if stop.is_set():
+                    deadline = deadline or time.monotonic() + 120
+                    if time.monotonic() > deadline:
+                        break
                 try:
                     res = mem.append([write(f"d-{victim}", range(i, i + 1), agent=victim)])
                     acked.append(f"m{i}")  # acknowledged: the append returned
                     assert res[0].seqs
-                    i += 1
+                    i, retrying = i + 1, False
                 except Exception as exc:  # the node is gone: not acknowledged, retried with the same id
                     failures.append(type(exc).__name__)
+                    retrying = True
                     time.sleep(0.2)
 
         rt.call_timeout_s = 5.0
