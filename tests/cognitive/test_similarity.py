@@ -271,10 +271,9 @@ def test_the_query_is_embedded_without_the_words_most_of_the_agents_memories_hol
     assert RecallSettings.of(AgentConfig()).focus_common_share == d.QUERY_FOCUS_COMMON_SHARE == 0.1
 
 
-def test_feedback_finds_a_memory_that_shares_the_first_hits_words_but_none_of_the_questions():
-    # "How does Ana unwind?" finds the pottery memory; the clay memory says nothing the question says and is
-    # the farthest from it by embedding (outside the first stage), but it shares the pottery memory's words
-    # and lies towards it: the feedback query brings it in, above memories that are merely near the question.
+def _pottery_memory():
+    """A pottery memory near "How does Ana unwind?", a clay memory that shares its words but none of the question's
+    and lies farthest from it, and ten memories merely near the question."""
     traces = {
         "pottery": ("Ana unwinds at her pottery class, shaping clay on the wheel", unit(1, 1)),
         "clay": ("the wheel and the clay kept her hands busy all evening", unit(0, 1)),
@@ -282,7 +281,14 @@ def test_feedback_finds_a_memory_that_shares_the_first_hits_words_but_none_of_th
     for i in range(10):
         angle = i * np.pi / 20
         traces[f"noise{i}"] = (f"a neighbour's dog barked {i} times", unit(1, 0, 3.87 * np.cos(angle), 3.87 * np.sin(angle)))
-    mem = _memory(traces)
+    return traces, _memory(traces)
+
+
+def test_feedback_finds_a_memory_that_shares_the_first_hits_words_but_none_of_the_questions():
+    # "How does Ana unwind?" finds the pottery memory; the clay memory says nothing the question says and is
+    # the farthest from it by embedding (outside the first stage), but it shares the pottery memory's words
+    # and lies towards it: the feedback query brings it in, above memories that are merely near the question.
+    traces, mem = _pottery_memory()
     without = _ask(mem, "How does Ana unwind?", unit(1, 0), pool=1, limit=2)
     assert "clay" not in {h.trace_id for h in without.hits} and without.feedback_share == 0.0
     assert without.candidates < len(traces)  # clay was not even a candidate
@@ -317,14 +323,7 @@ def test_feedback_ranks_by_the_stored_vectors_of_the_first_hits_without_a_second
     # The feedback query's vector is the query's plus the mean stored vector of the best first hits; it is compared
     # with the candidates' stored vectors, never searched: a recall with feedback makes the one vector search a
     # recall without it makes. Its new candidates come from its words, through the keyword index ("clay" below).
-    traces = {
-        "pottery": ("Ana unwinds at her pottery class, shaping clay on the wheel", unit(1, 1)),
-        "clay": ("the wheel and the clay kept her hands busy all evening", unit(0, 1)),
-    }
-    for i in range(10):
-        angle = i * np.pi / 20
-        traces[f"noise{i}"] = (f"a neighbour's dog barked {i} times", unit(1, 0, 3.87 * np.cos(angle), 3.87 * np.sin(angle)))
-    mem = _memory(traces)
+    traces, mem = _pottery_memory()
     plain, fed = _CountingIndex(mem.index), _CountingIndex(mem.index)
     off = recall(mem.book, plain, unit(1, 0), query="How does Ana unwind?", now_us=T0, mood=Pad(), lexical=mem.lexical,
                  limit=2, pool=1, feedback=FeedbackSettings(traces=0))
