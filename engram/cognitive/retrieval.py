@@ -8,10 +8,11 @@
    own embedding is averaged with the hypothetical documents'): the hypothetical memory is a guess, and
    averaging keeps the question in it. Searched alone, a hypothetical memory that restates the question
    with its names (the offline heuristic's, "Caroline's identity") is nearest to the short memories that
-   say little but the name ("Makes Caroline feel connected."): on LoCoMo dev, the mean instead of the
-   hypothetical alone took recall@10 from 81.9 to 83.8 and multi-hop from 55.0 to 56.9 (conv-26, where it
-   was chosen, 81.5/46.9 → 83.4/49.2; held out: conv-30 77.8/56.2 → 82.7/57.7, conv-41 84.5/62.9 →
-   84.7/64.5), no category lower.
+   say little but the name ("Makes Caroline feel connected."): on LoCoMo dev (bench/recall.py, in-process),
+   the mean instead of the hypothesis alone took recall@10 from 81.9 to 83.8 and multi-hop from 55.0 to
+   56.9 — all/multi-hop on conv-26, where it was chosen, 81.5/46.9 → 83.4/49.2; held out, conv-30
+   77.8/56.2 → 82.7/57.7 and conv-41 84.5/62.9 → 84.7/64.5 — no category lower. (Leaving HyDE out
+   instead gave conv-26 more multi-hop, 53.4, but lost on conv-41, 60.5, and on open-domain, 52.6 → 39.5.)
 2. Similarity of each candidate (`memory.retrieval.similarity`):
    - "embedding": the cosine to the query (the issue's literal definition; with HyDE, the better of
      the cosines to the query and to the HyDE vector);
@@ -46,9 +47,10 @@
    answer does not already have, so it gives its place to the next memory from other messages. Each
    hit carries the question it answers (`context`, a reply's only) with that question's message, so
    what it returns reads on its own — and so that message counts as already returned too: a memory
-   made from the question a better hit answers gives its place as well (on LoCoMo dev: recall@10
-   81.9 → 82.1, multi-hop 55.0 → 55.4; conv-26 unchanged, conv-30 unchanged, conv-41 84.5/62.9 →
-   85.1/64.0).
+   made from the question a better hit answers gives its place as well. On LoCoMo dev, with step 1's
+   HyDE vector: recall@10 83.8 → 84.3, multi-hop 56.9 → 60.5 (all/multi-hop: conv-26 83.4/49.2 →
+   84.3/54.9; conv-30 82.7/57.7 → 83.2/62.3; conv-41 84.7/64.5 → 84.9/65.6); with the previous HyDE it
+   gained less (81.9 → 82.1, multi-hop 55.0 → 55.4; conv-26 and conv-30 unchanged, conv-41 +1.1).
 8. Dormant traces (`DormantSettings`): a trace the decay sweep pruned (the guide's rule: strength below
    0.05 → soft-delete) is no longer active memory: no search above finds it, nothing reinforces it, it
    seeds neither feedback nor spreading. But soft deletion is not erasure: the log keeps the message it
