@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py [--agents 10,100,1000] [--shards 1,2,4] [--per-agent 4] [--producers 16]
                                     [--cluster-agents 100] [--no-cluster] [--resident-agents N]
+                                    [--shard-resident-agents N]
 
 Part 1, one machine (`engram serve` started for a fresh home, on a local Ray instance, one shard): for each agent
 count, every agent writes `--per-agent` messages into its own discussion, one message per request (the chat
@@ -13,7 +14,9 @@ already written) the whole time. Reported per run:
   naming it) and of its chunk memory (the Summarizer's ChunkSummarized covering it), from the log's own
   `recorded_at` times (the projection that shows them folds within PROJECTION_LINGER_S after);
 - embeddings per message: texts the embedder computed (rows added to the home's embedding cache) per message;
-- peak RSS of all engram processes (the server and every Ray process under it), sampled every 0.5 s.
+- peak RSS of all engram processes (the server and every Ray process under it), sampled every 0.5 s;
+- per shard, at the end: the agents whose memory its traces projection holds (`resident_agents`) and the seconds
+  each projection spent folding and checkpointing (`projection_seconds`: where the shard's time went).
 
 Part 2, a simulated three-node cluster (`ray.cluster_utils.Cluster`: head + two workers, one CPU each, all on
 this machine), the server joining it (`RAY_ADDRESS`) with shards pinned round-robin to the nodes
@@ -47,6 +50,8 @@ ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
 NODES = ["head", "left", "right"]
 # `--resident-agents N`: the agents' memories each policy process keeps (engram.json ray.residentAgents; None: default).
 RESIDENT_AGENTS: int | None = None
+# `--shard-resident-agents N`: the agents' memories each shard's traces projection keeps (ray.shardResidentAgents).
+SHARD_RESIDENT_AGENTS: int | None = None
 # Small discussions: a chunk memory every 3 messages (or 80 tokens), none held back: every agent gets one.
 SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
 
@@ -82,6 +87,30 @@ def tree_rss_mb(roots: list[int]) -> float:
         except OSError:
             pass
     return total / 1e6
+
+
+def tree_cpu(roots: list[int]) -> dict[str, float]:
+    """CPU seconds (user + system) of the processes in the trees under `roots`, by process title (a Ray actor's
+    process by its class and pid, e.g. `ray::ShardActor 1234`), the busiest first."""
+    tree, seen, todo, out = _children(), set(), list(roots), {}
+    tick = os.sysconf("SC_CLK_TCK")
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo += tree.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().split(b"\0")[0].decode(errors="replace").split(" ")[0][:60]
+        except OSError:
+            continue
+        if title.startswith("ray::"):  # ray::<actor class>.<method running now>: the class, and which process
+            title = f"{title.split('.')[0]} {pid}"
+        out[title] = round(out.get(title, 0.0) + (int(fields[11]) + int(fields[12])) / tick, 1)
+    return dict(sorted(((k, v) for k, v in out.items() if v >= 0.5), key=lambda kv: -kv[1]))
 
 
 class PeakRss:
@@ -212,21 +241,28 @@ def ingest(url: str, agents: int, per_agent: int, producers: int) -> dict:
         done.set()
         read_thread.join()
         lag = lags(c)
-        heads = sum(s.head for s in c.status().shards)
+        status = c.status()
+        heads = sum(s.head for s in status.shards)
+        shards = [{"shard": s.shard, "resident_agents": s.resident_agents,
+                   "projection_seconds": {name: round(t.get("fold_s", 0) + t.get("checkpoint_s", 0), 1)
+                                          for name, t in sorted(s.projection_timings.items())}}
+                  for s in status.shards]
     messages = agents * per_agent
     return {"agents": agents, "messages": messages, "producers": min(producers, agents),
             "append_seconds": round(appended_s, 2), "seconds": round(seconds, 2), "all_memory_written": idle,
             "messages_per_s": round(messages / seconds, 1), "append_p50_ms": pct(appends, 0.5),
             "append_p99_ms": pct(appends, 0.99), "read_during_ingest": {"requests": len(reads),
             "p50_ms": pct(reads, 0.5), "p99_ms": pct(reads, 0.99)}, "lag": lag, "events_in_log": heads,
-            "errors": len(errors), "error_examples": errors[:3]}
+            "errors": len(errors), "error_examples": errors[:3], "shard_state": shards}
 
 
 def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluster_address: str | None = None) -> dict:
     home = Path(tempfile.mkdtemp(prefix="engram-scale-"))
     config: dict = {"shards": shards}
     if RESIDENT_AGENTS:
-        config["ray"] = {"residentAgents": RESIDENT_AGENTS}
+        config.setdefault("ray", {})["residentAgents"] = RESIDENT_AGENTS
+    if SHARD_RESIDENT_AGENTS:
+        config.setdefault("ray", {})["shardResidentAgents"] = SHARD_RESIDENT_AGENTS
     if cluster_address:
         config["cluster"] = {"nodes": {n: [s for s in range(shards) if s % len(NODES) == i] for i, n in enumerate(NODES)}}
         config["cluster"]["nodes"] = {n: v for n, v in config["cluster"]["nodes"].items() if v}
@@ -240,6 +276,7 @@ def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluste
         instance = start_server(home, env)
         with PeakRss([instance["pid"]] + ([os.getpid()] if cluster_address else [])) as rss:
             report = ingest(instance["url"], agents, per_agent, producers)
+            report["cpu_seconds_by_process"] = tree_cpu([instance["pid"]])
         subprocess.run([ENGRAM, "down"], capture_output=True, env=env, timeout=300)
         computed = cache_rows(home)
         report.update({"shards": shards, "peak_rss_mb": round(rss.peak, 1),
@@ -280,14 +317,17 @@ def main() -> None:
     parser.add_argument("--cluster-agents", type=int, default=100)
     parser.add_argument("--no-cluster", action="store_true")
     parser.add_argument("--resident-agents", type=int, default=None)
+    parser.add_argument("--shard-resident-agents", type=int, default=None)
     args = parser.parse_args()
-    global RESIDENT_AGENTS
+    global RESIDENT_AGENTS, SHARD_RESIDENT_AGENTS
     RESIDENT_AGENTS = args.resident_agents
+    SHARD_RESIDENT_AGENTS = args.shard_resident_agents
     load_at_start = round(os.getloadavg()[0], 2)
     single = [run_one(int(a), args.per_agent, args.producers) for a in args.agents.split(",")]
     report = {"benchmark": "scale", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start},
               "provider": "offline heuristic (offline-heuristic-v1), MiniLM int8 ONNX embedder",
               "settings": SETTINGS, "per_agent_messages": args.per_agent, "resident_agents": RESIDENT_AGENTS,
+              "shard_resident_agents": SHARD_RESIDENT_AGENTS,
               "one_machine": single}
     if not args.no_cluster:
         report["simulated_cluster"] = cluster_runs(args.cluster_agents, args.per_agent, args.producers,
