@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from engram.cognitive.book import INTERESTS
@@ -162,13 +163,35 @@ class TraceProjection(TableProjection):
         missing = [agent for agent in by_agent if agent not in self.memories]
         if missing:
             self._restore(missing)  # one query for every agent of the batch that is not resident
+        embed = self._embedded(by_agent)
         for agent, recs in by_agent.items():
-            self._memory(agent).apply_batch(recs, self._embed)
+            self._memory(agent).apply_batch(recs, embed)
         if batch:
             self.position = max(self.position, batch[-1].seq)
 
     def _embed(self, texts: list[str]):
         return self.embedder.embed(texts)
+
+    def _embedded(self, by_agent: dict[str, list[Recorded]]):
+        """An `embed` for the memories of `by_agent` whose vectors of the batch's new traces are computed in one call
+        (the home's embedder is another process: a call per agent waited behind its other work, agent after agent)."""
+        texts: dict[str, None] = {}
+        for agent, recs in by_agent.items():
+            mem = self.memories[agent]
+            for r in recs:
+                if r.type == "TraceEncoded" and r.event.trace_id not in mem.book.traces:
+                    texts.update(dict.fromkeys(mem.embedded_parts(r.event.content, r.event.context)))
+        if not texts:
+            return self._embed
+        vectors = dict(zip(texts, np.asarray(self._embed(list(texts)), dtype=np.float32)))
+
+        def embed(wanted: list[str]) -> np.ndarray:
+            missing = [t for t in wanted if t not in vectors]
+            if missing:
+                vectors.update(zip(missing, np.asarray(self._embed(missing), dtype=np.float32)))
+            return np.stack([vectors[t] for t in wanted]) if wanted else np.zeros((0, self.embedder.dim), np.float32)
+
+        return embed
 
     # ------------------------------------------------------------------ writing
 
