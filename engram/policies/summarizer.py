@@ -45,17 +45,13 @@ SERIAL_HANDLE_BATCH = 256
 
 
 class _Log:
-    """The Summarizer's reads of the log (each of one discussion); its decided events of that discussion and
-    of the types read are appended first, so that it reads them back. Pending events of other discussions
-    wait for the next flush: flushing them before every read made each new discussion of a batch wait for the
-    embedder and an append before its history could be read (the chunk-memory lag of many discussions)."""
+    """The Summarizer's reads of the log; pending appends are flushed first."""
 
     def __init__(self, policy: "Summarizer"):
         self.policy = policy
 
     def _read(self, **kw) -> list[Recorded]:
-        if self.policy.pending(kw["stream"], kw["types"]):
-            self.policy.flush()
+        self.policy.flush()
         read = self.policy.ctx.read
         if read is None:
             raise RuntimeError("the Summarizer needs a host that can read the log (PolicyContext.read)")
@@ -221,13 +217,6 @@ class Summarizer(Policy):
                 self._queue.append((stream, agent, event))
 
         return emit
-
-    def pending(self, stream: str, types: list[str]) -> bool:
-        """Whether decided events of `stream` of one of `types` wait to be appended (queued or being embedded)."""
-        wanted = set(types)
-        with self._lock:
-            waiting = self._queue + (self._inflight[0] if self._inflight is not None else [])
-            return any(s == stream and e.event.tag() in wanted for s, _, e in waiting)
 
     def flush(self, *, wait: bool = True) -> None:
         """Append every decided event (in decision order per discussion, one all-or-nothing call per
