@@ -12,7 +12,11 @@ already written) the whole time. Reported per run:
 - append p50/p99 (ms, per request), read p50/p99 during ingest (ms);
 - memory-creation lag p50/p99: from a message's commit to the commit of its trace (auto-ingest's TraceEncoded
   naming it) and of its chunk memory (the Summarizer's ChunkSummarized covering it), from the log's own
-  `recorded_at` times (the projection that shows them folds within PROJECTION_LINGER_S after);
+  `recorded_at` times (the projection that shows them folds within PROJECTION_LINGER_S after). A chunk memory
+  covers several messages and is made once its last one is in: with every agent's i-th message sent before
+  anyone's (i+1)-th, the first messages of a chunk wait for a round of every other agent's messages (at 1,000
+  agents, tens of seconds) before the chunk can exist. `chunk_memory_from_last_message` is the lag per chunk
+  memory from the commit of its last message: the part that is engram's;
 - embeddings per message: texts the embedder computed (rows added to the home's embedding cache) per message;
 - peak RSS of all engram processes (the server and every Ray process under it), sampled every 0.5 s;
 - per shard, at the end: the agents whose memory its traces projection holds (`resident_agents`) and the seconds
@@ -172,11 +176,19 @@ FROM events c JOIN events m ON c.type = 'ChunkSummarized' AND m.type = 'MessageA
  AND m.stream = c.stream AND m.seq BETWEEN CAST(c.first_seq AS BIGINT) AND CAST(c.last_seq AS BIGINT)
 """
 
+# Per chunk memory, from the commit of its last message: a chunk cannot be made before its last message is in, and
+# the messages before it wait for that one (with agents interleaved, a round of every other agent's message each).
+LAG_CHUNK_LAST = """
+SELECT epoch_ms(c.recorded_at) - epoch_ms(m.recorded_at)
+FROM events c JOIN events m ON c.type = 'ChunkSummarized' AND m.type = 'MessageAppended' AND m.shard = c.shard
+ AND m.seq = CAST(c.last_seq AS BIGINT)
+"""
+
 
 def lags(client) -> dict:
     """Lag per message, from the log's commit times (a shard's positions are joined within the shard)."""
     out = {}
-    for name, query in (("trace", LAG_TRACE), ("chunk_memory", LAG_CHUNK)):
+    for name, query in (("trace", LAG_TRACE), ("chunk_memory", LAG_CHUNK), ("chunk_memory_from_last_message", LAG_CHUNK_LAST)):
         rows = client.sql(query).rows
         values = [float(r[0]) for r in rows if r[0] is not None]
         out[name] = {"p50_ms": pct(values, 0.5), "p99_ms": pct(values, 0.99), "messages": len(values)}
