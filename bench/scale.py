@@ -93,11 +93,13 @@ def tree_rss_mb(roots: list[int]) -> float:
     return total / 1e6
 
 
-def tree_cpu(roots: list[int]) -> dict[str, float]:
+def tree_cpu(roots: list[int], rss: bool = False) -> dict[str, float]:
     """CPU seconds (user + system) of the processes in the trees under `roots`, by process title (a Ray actor's
-    process by its class and pid, e.g. `ray::ShardActor 1234`), the busiest first."""
+    process by its class and pid, e.g. `ray::ShardActor 1234`), the busiest first; `rss`: their resident memory
+    now (MB) instead."""
     tree, seen, todo, out = _children(), set(), list(roots), {}
     tick = os.sysconf("SC_CLK_TCK")
+    page_mb = os.sysconf("SC_PAGE_SIZE") / 1e6
     while todo:
         pid = todo.pop()
         if pid in seen:
@@ -113,8 +115,9 @@ def tree_cpu(roots: list[int]) -> dict[str, float]:
             continue
         if title.startswith("ray::"):  # ray::<actor class>.<method running now>: the class, and which process
             title = f"{title.split('.')[0]} {pid}"
-        out[title] = round(out.get(title, 0.0) + (int(fields[11]) + int(fields[12])) / tick, 1)
-    return dict(sorted(((k, v) for k, v in out.items() if v >= 0.5), key=lambda kv: -kv[1]))
+        value = int(fields[21]) * page_mb if rss else (int(fields[11]) + int(fields[12])) / tick
+        out[title] = round(out.get(title, 0.0) + value, 1)
+    return dict(sorted(((k, v) for k, v in out.items() if v >= (50 if rss else 0.5)), key=lambda kv: -kv[1]))
 
 
 class PeakRss:
@@ -289,6 +292,7 @@ def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluste
         with PeakRss([instance["pid"]] + ([os.getpid()] if cluster_address else [])) as rss:
             report = ingest(instance["url"], agents, per_agent, producers)
             report["cpu_seconds_by_process"] = tree_cpu([instance["pid"]])
+            report["rss_mb_by_process_at_end"] = tree_cpu([instance["pid"]], rss=True)
         subprocess.run([ENGRAM, "down"], capture_output=True, env=env, timeout=300)
         computed = cache_rows(home)
         report.update({"shards": shards, "peak_rss_mb": round(rss.peak, 1),
