@@ -22,6 +22,11 @@ already written) the whole time. Reported per run:
 - per shard, at the end: the agents whose memory its traces projection holds (`resident_agents`) and the seconds
   each projection spent folding and checkpointing (`projection_seconds`: where the shard's time went).
 
+`--resident-agents N` and `--shard-resident-agents N` bound the agents' memories each policy process and each
+shard's traces projection keep (engram.json `ray.residentAgents`, `ray.shardResidentAgents`): with every agent
+interleaved, a bound below the agent count lets every agent's memory go between its messages (the worst case for
+the reads back), and peak RSS shows what the bound saves.
+
 Part 2, a simulated three-node cluster (`ray.cluster_utils.Cluster`: head + two workers, one CPU each, all on
 this machine), the server joining it (`RAY_ADDRESS`) with shards pinned round-robin to the nodes
 (`cluster.nodes`): the same ingest with `--cluster-agents` agents on 1, 2 and 4 shards; the scaling ratio is
