@@ -20,7 +20,7 @@ already written) the whole time. Reported per run:
 - embeddings per message: texts the embedder computed (rows added to the home's embedding cache) per message;
 - peak RSS of all engram processes (the server and every Ray process under it), sampled every 0.5 s;
 - per shard, at the end: the agents whose memory its traces projection holds (`resident_agents`) and the seconds
-  each projection spent folding and checkpointing (`projection_seconds`: where the shard's time went).
+  each projection spent folding and checkpointing (`projection_seconds`: [fold, checkpoint] per projection).
 
 `--resident-agents N` and `--shard-resident-agents N` bound the agents' memories each policy process and each
 shard's traces projection keep (engram.json `ray.residentAgents`, `ray.shardResidentAgents`): with every agent
@@ -264,8 +264,8 @@ def ingest(url: str, agents: int, per_agent: int, producers: int) -> dict:
         status = c.status()
         heads = sum(s.head for s in status.shards)
         shards = [{"shard": s.shard, "resident_agents": s.resident_agents,
-                   "projection_seconds": {name: round(t.get("fold_s", 0) + t.get("checkpoint_s", 0), 1)
-                                          for name, t in sorted(s.projection_timings.items())}}
+                   "projection_seconds": {name: [round(t.get("fold_s", 0), 1), round(t.get("checkpoint_s", 0), 1)]
+                                          for name, t in sorted(s.projection_timings.items()) if name != "(log)"}}
                   for s in status.shards]
     messages = agents * per_agent
     return {"agents": agents, "messages": messages, "producers": min(producers, agents),
