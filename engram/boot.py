@@ -17,7 +17,6 @@ cleanly (projections checkpointed, DuckDB closed, instance.json removed).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import secrets
 import signal
@@ -44,15 +43,13 @@ def fail(message: str) -> int:
 
 def hold_serving_lock(home: Path) -> int:
     """Lock `<home>/server.lock` for the life of this process (released by the OS when it dies)."""
-    home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / SERVING_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
+    from engram.filelock import try_lock
+
+    fd = try_lock(home / SERVING_LOCK)
+    if fd is None:
         info = live_server(home)
         where = f" at {info['url']} (pid {info['pid']})" if info else " (it is still starting)"
-        raise BootError(f"{home} is already served{where}; stop it with `engram down`") from None
+        raise BootError(f"{home} is already served{where}; stop it with `engram down`")
     return fd
 
 
@@ -177,6 +174,9 @@ def serve(args) -> int:
         api = open_api(config, args.runtime, args.address)
     except BootError as exc:
         return fail(str(exc))
+    said = api.resume_interrupted()
+    if said:
+        print(f"engram: {said}", flush=True)
     try:
         return run_uvicorn(api, config, home, sock, url, token, idle=settings.idle_timeout_seconds
                            if args.started_by_command else 0.0, started=started)

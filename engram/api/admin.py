@@ -70,8 +70,7 @@ class AdminOps:
 
         shards = [msgspec.convert({k: st[k] for k in STATUS_KEYS if k in st and st[k] is not None}, t.ShardStatus)
                   for st in self.rt.shard_status()]
-        running = getattr(self, "_batch_regen_job", None)
-        batch = None if running is not None and self.jobs.get(running).state in ("queued", "running") else interrupted(self.home)
+        batch = interrupted(self.home)  # None while a job (of any replica) runs it
         return t.StatusResponse(home=str(self.home.root), mode="server", runtime=self.rt.description, shards=shards,
                                 jobs_running=self.jobs.running(), interrupted=[batch] if batch else [])
 

@@ -12,7 +12,8 @@ keeps its old generation (nothing half-made is applied).
 The journal is a JSON-lines file of the home (`jobs/regenerate-batch.jsonl`): the plan (which discussions,
 up to which position, the new generation's time), the batch bookkeeping of `BatchRunner` (prepared,
 submitted, collected), every answer and failure, and every discussion applied. After a crash or a server
-restart, `engram regenerate --resume` reads it back: batches that were accepted are polled and collected,
+restart, the server resumes it when it starts (`Api.resume_interrupted`; one process at a time, see `Claim`),
+and `engram regenerate --resume` does the same on demand: batches that were accepted are polled and collected,
 never submitted again; answers already received are not asked again; discussions already applied are not
 written again (and a write that was repeated anyway appends nothing: its event ids are the live ones).
 """
@@ -36,6 +37,8 @@ from engram.llm.batches import fold
 from engram.llm.types import Result, StructuredMemory
 
 JOURNAL = Path("jobs") / "regenerate-batch.jsonl"
+# Held by the process whose job runs the journal (see `Claim`).
+CLAIM = Path("jobs") / "regenerate-batch.lock"
 # Times one request is asked (the first batch and the retries of what errored or expired).
 MAX_ATTEMPTS = 3
 _BatchEvent = LlmBatchPrepared | LlmBatchSubmitted | LlmBatchCollected
@@ -124,14 +127,46 @@ def journal_path(home) -> Path:
     return home.root / JOURNAL
 
 
+class Claim:
+    """The right to run the home's batch regeneration: an exclusive lock on `jobs/regenerate-batch.lock`, taken
+    before a job is started and let go when it ends. The replicas of one server (Ray Serve) share the home's files
+    but not their memory, and each resumes an interrupted job when it starts: the lock is what keeps two of them
+    from running one journal at once (two runs would collect, and apply, the same batches twice over). The kernel
+    releases it when its process dies, so a crashed job never holds it."""
+
+    def __init__(self, fd: int):
+        self._fd: int | None = fd
+
+    @classmethod
+    def take(cls, home, wait_s: float = 0.0) -> "Claim | None":
+        """The claim, or None when another job (of this process or another) holds it. `wait_s`: how long to keep
+        trying (`interrupted` holds it for an instant to see whether a job runs)."""
+        from engram.filelock import try_lock
+
+        deadline = time.monotonic() + wait_s
+        while (fd := try_lock(home.root / CLAIM)) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return None if fd is None else cls(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 def interrupted(home) -> str | None:
-    """What `status` says of a batch regeneration that a restart interrupted (None when there is none)."""
+    """What `status` says of a batch regeneration that a restart interrupted (None when there is none, or when a
+    job of some replica runs it now)."""
     path = journal_path(home)
     if not path.exists():
         return None
     journal = Journal(path)
     if not journal.is_open():
         return None
+    claim = Claim.take(home)
+    if claim is None:
+        return None  # a job runs it now
+    claim.release()
     done = len(journal.done())
     return (f"batch regeneration {journal.plan.job} was interrupted with {done} of {len(journal.plan.targets)} "
             "discussion(s) done: continue it with `engram regenerate --resume` (POST /v1/regenerate "

@@ -76,6 +76,12 @@ class _Record:
         self.error: t.ErrorBody | None = None
         self.followers: object = _UNKNOWN  # the agents of the key that started it (None: every agent)
         self.published = 0.0
+        self.on_end: Callable[[], None] | None = None  # run once when the job ends, ran or not
+
+    def ended(self) -> None:
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            on_end()
 
     def view(self) -> t.Job:
         p = self.progress
@@ -170,10 +176,13 @@ class Jobs:
             return False, None
         return True, None if doc["followers"] is None else frozenset(doc["followers"])
 
-    def start(self, kind: str, total: int, unit: str, work: Callable[[JobProgress], dict]) -> t.Job:
-        """Run `work(progress) -> result` in the background; its id to poll."""
+    def start(self, kind: str, total: int, unit: str, work: Callable[[JobProgress], dict],
+              on_end: Callable[[], None] | None = None) -> t.Job:
+        """Run `work(progress) -> result` in the background; its id to poll. `on_end` runs once when the job ends,
+        also when the server stops before it ran (e.g. to let go of what the job holds)."""
         progress = JobProgress(total, unit)
         rec = _Record(f"{JOB_ID_PREFIX}{self._token}-{next(self._ids)}", kind, progress)
+        rec.on_end = on_end
         progress.on_change = lambda: self._publish(rec, force=False)
         with self._lock:
             self._jobs[rec.id] = rec
@@ -193,6 +202,7 @@ class Jobs:
                 rec.state = "failed"
             finally:
                 rec.finished = now_us()
+                rec.ended()
                 self._publish(rec)
 
         self._pool.submit(run)
@@ -251,6 +261,7 @@ class Jobs:
                 rec.error = t.ErrorBody(code="job_lost", message=f"the server stopped before this {rec.kind} job ran: "
                                         "start it again")
                 rec.state, rec.finished = "failed", now_us()
+                rec.ended()
                 self._publish(rec)
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)

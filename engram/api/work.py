@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
 from engram.api import types as t
 from engram.api.clock import now_us
-from engram.api.errors import error
+from engram.api.errors import error, translate
 from engram.api.messages import incoming
 from engram.ids import validate_agent, validate_discussion
 
@@ -148,7 +147,7 @@ class WorkOps:
         """Regeneration with Claude through the Message Batches API (half the price), as one job for the whole home,
         one agent or one discussion; `resume` continues the job a restart interrupted, from its journal
         (`engram.api.batch_regen`). The offline heuristic has no batch API: refused, never a silent fallback."""
-        from engram.api.batch_regen import BatchRegeneration, Entry, Journal, journal_path
+        from engram.api.batch_regen import BatchRegeneration, Claim, Entry, Journal, journal_path
 
         if req.agent is not None:
             validate_agent(req.agent)
@@ -159,11 +158,10 @@ class WorkOps:
             raise error("invalid_request", "regeneration through the Message Batches API needs Claude (llm.provider "
                         "\"anthropic\" and its API key); the offline heuristic has no batch API: regenerate "
                         "without --batch")
-        lock = self.__dict__.setdefault("_batch_regen_lock", threading.Lock())
-        with lock:
-            if getattr(self, "_batch_regen_job", None) is not None and self.jobs.get(self._batch_regen_job).state in (
-                    "queued", "running"):
-                raise error("conflict", f"a batch regeneration is running (job {self._batch_regen_job})")
+        claim = Claim.take(self.home, wait_s=1.0)  # one job per home, whichever replica of the server runs it
+        if claim is None:
+            raise error("conflict", "a batch regeneration of this home is running (see `engram jobs`)")
+        try:
             journal = Journal(journal_path(self.home))
             if req.resume:
                 if req.agent is not None or req.discussion is not None:
@@ -180,10 +178,30 @@ class WorkOps:
                 journal.add(Entry("plan", job=job_id, ts_us=now_us(),
                                   targets=[[x.agent, x.discussion, x.through_seq, x.generation] for x in targets]))
             job = BatchRegeneration(self, journal)
-            started = self.jobs.start("regenerate", len(journal.plan.targets), "discussions",
-                                      lambda progress: job.run(journal.plan.job, progress))
-            self._batch_regen_job = started.id
-            return started
+            return self.jobs.start("regenerate", len(journal.plan.targets), "discussions",
+                                   lambda progress: job.run(journal.plan.job, progress), on_end=claim.release)
+        except BaseException:
+            claim.release()
+            raise
+
+    def resume_interrupted(self) -> str | None:
+        """At server start: continue, as a job, the batch regeneration a restart interrupted, when Claude is
+        configured (the offline heuristic has no batch API: `engram status` keeps naming the job). What to tell
+        the user, or None when there was nothing to resume or another replica of the server resumed it first. A
+        failure to resume is said, never raised: it must not keep the server from starting."""
+        from engram.api.batch_regen import interrupted
+
+        try:
+            if interrupted(self.home) is None or getattr(self.tasks(), "provider", "") != "anthropic":
+                return None
+            job = self.regenerate_batch(t.BatchRegenerateRequest(resume=True))
+        except Exception as exc:
+            known = translate(exc)
+            if known is not None and known.code == "conflict":
+                return None  # resumed by another replica meanwhile, or finished
+            why = known.message if known is not None else f"{type(exc).__name__}: {exc}"
+            return f"warning: the interrupted batch regeneration was not resumed: {why}"
+        return f"resuming the batch regeneration a restart interrupted (job {job.id})"
 
     # ------------------------------------------------------------------ chat
 

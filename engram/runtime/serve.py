@@ -46,6 +46,9 @@ def build_state(config_json: dict, home: str, token: str, owner_pid: int):
 
         api.jobs.close()
         api.jobs = Jobs(shared=Path(home) / "state" / "jobs" / token)
+    said = api.resume_interrupted()  # every replica tries; the first to claim the journal runs it
+    if said:
+        print(f"engram: {said}", flush=True)
     return api, health, lambda: os.kill(owner_pid, signal.SIGTERM)
 
 

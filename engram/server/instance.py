@@ -9,8 +9,6 @@ start exactly one: the start happens under an exclusive lock on `<home>/instance
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import http.client
 import json
 import os
@@ -129,26 +127,20 @@ class StartLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "StartLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        from engram.filelock import try_lock
+
         deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return self
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() > deadline:
-                    os.close(self._fd)
-                    raise ServerStartError(f"another engram command has been starting the server of {self.path.parent} "
-                                           f"for {self.timeout:.0f}s; see {log_path(self.path.parent)}") from None
-                time.sleep(POLL_S)
+        while (fd := try_lock(self.path)) is None:
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"another engram command has been starting the server of {self.path.parent} "
+                                       f"for {self.timeout:.0f}s; see {log_path(self.path.parent)}")
+            time.sleep(POLL_S)
+        self._fd = fd
+        return self
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
+            os.close(self._fd)  # closing the descriptor releases its lock
             self._fd = None
 
 

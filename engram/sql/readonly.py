@@ -164,6 +164,8 @@ def run_readonly(
                 rows = result.fetchall() if max_rows is None else result.fetchmany(max_rows + 1)
             except duckdb.InterruptException:
                 raise
+            except duckdb.CatalogException as exc:
+                raise SqlFailed(_one_line(exc) + _tables_hint(con, exc)) from None
             except duckdb.Error as exc:
                 raise SqlFailed(_one_line(exc)) from None
     except duckdb.InterruptException:
@@ -172,6 +174,17 @@ def run_readonly(
         con.close()
     truncated = max_rows is not None and len(rows) > max_rows
     return QueryResult(columns=names, rows=rows[:max_rows] if truncated else rows, truncated=truncated)
+
+
+def _tables_hint(con: duckdb.DuckDBPyConnection, exc: duckdb.CatalogException) -> str:
+    """For a table the query names that does not exist: the tables and views it may name (DuckDB's own "did you
+    mean" picks by spelling, e.g. `trace_strength` for `traces`, where the table is `memory_traces`)."""
+    if "does not exist" not in str(exc) or "Table with name" not in str(exc):
+        return ""
+    names = [r[0] for r in con.execute(
+        "SELECT DISTINCT table_name FROM information_schema.tables WHERE NOT starts_with(table_name, '_') "
+        "AND NOT starts_with(table_name, 'ev_') ORDER BY 1").fetchall()]
+    return f" The tables and views: {', '.join(names)}, and one ev_<event type> view per event type" if names else ""
 
 
 # ---------------------------------------------------------------------- the session

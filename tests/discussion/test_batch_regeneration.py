@@ -175,14 +175,16 @@ class Crash(Exception):
     pass
 
 
-def test_a_job_killed_while_its_batch_runs_resumes_from_the_journal_without_submitting_again(tmp_path, fake, monkeypatch):
+def interrupt_a_batch_regeneration(tmp_path, fake, monkeypatch) -> int:
+    """A home whose batch regeneration died after its batch was accepted, before its results were kept (the
+    server killed mid-job); the number of batches submitted so far."""
     from engram.api import batch_regen
 
     api = home_with_history(tmp_path, fake, "home", 10)
     fake.polls_before_end = 3
     real = batch_regen.BatchRegeneration._collect
 
-    def crash(self, results):  # the server dies after the batch was accepted, before its results were kept
+    def crash(self, results):
         raise Crash()
 
     monkeypatch.setattr(batch_regen.BatchRegeneration, "_collect", crash)
@@ -190,9 +192,31 @@ def test_a_job_killed_while_its_batch_runs_resumes_from_the_journal_without_subm
     assert api.jobs.wait(job.id, timeout=60).state == "failed"
     api.close()
     monkeypatch.setattr(batch_regen.BatchRegeneration, "_collect", real)
-    submitted = fake.batch_creates
+    return fake.batch_creates
 
+
+def test_a_job_killed_while_its_batch_runs_is_resumed_from_its_journal_by_the_next_server_once_no_other_process_runs_it(
+        tmp_path, fake, monkeypatch):
+    import subprocess
+    import sys
+
+    submitted = interrupt_a_batch_regeneration(tmp_path, fake, monkeypatch)
     again = open_home(tmp_path / "home", fake)
+    # Another replica of the server (another process) has claimed the journal: this one leaves it alone.
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from engram.api.batch_regen import Claim; from engram.home import Home; "
+         "claim = Claim.take(Home(sys.argv[1])); print('held' if claim else 'free', flush=True); sys.stdin.read()",
+         str(tmp_path / "home")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        assert again.resume_interrupted() is None
+        assert again.status().interrupted == []  # it runs elsewhere: not reported as interrupted
+        with pytest.raises(ApiError) as busy:
+            again.regenerate_batch(t.BatchRegenerateRequest(resume=True))
+        assert busy.value.code == "conflict" and "is running" in busy.value.message
+        assert fake.batch_creates == submitted
+    finally:
+        other.communicate("")  # that process ends without finishing the job: its claim goes with it
     try:
         [said] = again.status().interrupted
         assert said.startswith("batch regeneration regen-") and "interrupted with 0 of 4 discussion(s) done" in said
@@ -200,14 +224,20 @@ def test_a_job_killed_while_its_batch_runs_resumes_from_the_journal_without_subm
         with pytest.raises(ApiError) as refused:
             again.regenerate_batch(t.BatchRegenerateRequest())
         assert refused.value.code == "conflict" and "--resume" in refused.value.message
-        result = run_batch(again, resume=True)
+        said = again.resume_interrupted()  # what a server does when it starts
+        assert said is not None and said.startswith("resuming the batch regeneration a restart interrupted (job ")
+        assert again.resume_interrupted() is None  # resumed once, however many replicas start
+        [job] = [j for j in again.jobs.list().jobs if j.kind == "regenerate"]
+        done = again.jobs.wait(job.id, timeout=120)
+        assert done.state == "succeeded", done.error
         assert fake.batch_creates == submitted  # the accepted batch was collected, not sent again
-        assert result["resumed_batches"] == 1 and result["applied"] == 4
+        assert done.result["resumed_batches"] == 1 and done.result["applied"] == 4
         assert again.status().interrupted == []
         assert len(again.rt.read("bob", stream="bob-d2", limit=None, types=["ChunkSummarized"])) >= 1
+        assert again.resume_interrupted() is None
         with pytest.raises(ApiError) as nothing:
             again.regenerate_batch(t.BatchRegenerateRequest(resume=True))
-        assert nothing.value.code == "conflict"
+        assert nothing.value.code == "conflict" and "none was interrupted" in nothing.value.message
     finally:
         again.close()
 

@@ -70,6 +70,19 @@ def test_reading_a_file_of_the_machine_is_refused(home):
     assert "root:" not in str(refused.value)
 
 
+def test_a_query_naming_a_table_that_does_not_exist_is_told_the_tables_it_can_name(home):
+    with pytest.raises(SqlFailed) as wrong:
+        run_readonly("SELECT count(*) FROM traces", _files(home))
+    said = str(wrong.value)
+    assert "Table with name traces does not exist" in said
+    tables = said.split("The tables and views: ", 1)[1].split(", ")
+    assert {"memory_traces", "messages", "events", "discussions"} <= set(tables)
+    assert not [n for n in tables if n.startswith("_")]  # the attached files' own names are not offered
+    with pytest.raises(SqlFailed) as column:  # a wrong column is DuckDB's message alone
+        run_readonly("SELECT no_such_column FROM messages", _files(home))
+    assert "The tables and views" not in str(column.value)
+
+
 def test_attaching_a_new_database_to_create_a_table_is_refused(home, tmp_path):
     target = tmp_path / "new.duckdb"
     with pytest.raises(SqlRefused):
