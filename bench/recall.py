@@ -1,9 +1,9 @@
 """Evidence recall of `engram recall` on LoCoMo dev, against BM25 and dense retrieval over raw turns.
 
-    .venv/bin/python bench/recall.py [LOCOMO_JSON] [--home DIR] [--no-ablations]
+    .venv/bin/python bench/recall.py [LOCOMO_JSON] [--home DIR] [--no-ablations] [--runtime ray|inprocess]
 
 Protocol (`shared/data/README.md`, `engram.evaluation.locomo`): each conversation is ingested through
-engram (turns in order, each session's turns at the session's date) as its own agent, on local Ray;
+engram (turns in order, each session's turns at the session's date) as its own agent, on local Ray (`--runtime inprocess`: in this process, no Ray);
 auto-ingest makes traces of the turns (episodes of the messages, facts); every QA item with valid evidence
 is then asked with `engram recall` (the Python API, the agent's default configuration), all at one event
 time a day after the conversation's last session; each returned trace maps back to the dialog ids of its
@@ -90,14 +90,14 @@ def baselines(items_by_conv, turns, embedder) -> dict:
     return {"bm25-raw-turns": locomo.evaluate(items, bm25), "dense-raw-turns": locomo.evaluate(items, dense)}
 
 
-def ingest(path: Path, home: Path) -> tuple[float, dict]:
+def ingest(path: Path, home: Path, runtime: str = "ray") -> tuple[float, dict]:
     """Every conversation through engram (its own agent), until the memory has caught up; then closed."""
     from engram.embedded import Engram
     from engram.ingest.formats import parse_file
     from engram.ingest.messages import discussion_write
 
     started = time.perf_counter()
-    mem = Engram.open(home)
+    mem = Engram.open(home, runtime=runtime)
     try:
         convs = parse_file(path, fmt="locomo", now_us=0)
         writes = [discussion_write(agent_of(c.discussion), c.discussion, c.messages, max_message_chars=100_000) for c in convs]
@@ -117,13 +117,13 @@ def ingest(path: Path, home: Path) -> tuple[float, dict]:
         mem.close()
 
 
-def run_engram(home: Path, items_by_conv, turns, similarity: str) -> tuple[dict, dict]:
+def run_engram(home: Path, items_by_conv, turns, similarity: str, runtime: str = "ray") -> tuple[dict, dict]:
     """All questions in order through `engram recall` (the Python API) with `similarity`; each recall reinforces."""
     from engram.api.types import RecallRequest
     from engram.embedded import Engram
     from engram.events.envelope import from_us
 
-    mem = Engram.open(home)
+    mem = Engram.open(home, runtime=runtime)
     try:
         latencies = []
         query_time = {conv: max(ts for _, _, ts in rows) + DAY_US for conv, rows in turns.items()}
@@ -275,6 +275,9 @@ def main(argv=None) -> int:
     ap.add_argument("path", nargs="?", default=str(locomo.DEFAULT_PATH))
     ap.add_argument("--home", help="the benchmark's working directory (default: a fresh temporary directory)")
     ap.add_argument("--no-ablations", action="store_true")
+    ap.add_argument("--runtime", choices=("ray", "inprocess"), default="ray",
+                    help="where engram runs: local Ray (default, as served) or in this process without Ray (same code, same "
+                         "figures; for a machine whose Ray is busy)")
     args = ap.parse_args(argv)
     path = Path(args.path)
     data = locomo.load(path)
@@ -291,20 +294,21 @@ def main(argv=None) -> int:
         "turns": sum(len(r) for r in turns.values()),
         "items": sum(len(v) for v in items_by_conv.values()),
         "embedder": embedder.name,
+        "runtime": args.runtime,
         "published_dragon_reference": locomo.PUBLISHED_DRAGON,
     }
     out["spacing"] = spacing()
     out.update(baselines(items_by_conv, turns, embedder))
     work = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="engram-bench-recall-"))
     ingested = work / "ingested"
-    ingest_s, stats = ingest(path, ingested)
+    ingest_s, stats = ingest(path, ingested, args.runtime)
     best = max(out["bm25-raw-turns"]["recall@10"], out["dense-raw-turns"]["recall@10"])
     runs = {}
     for similarity in ("hybrid", "embedding"):
         # Each run asks every question of a copy of the memory as ingest left it (the runs do not reinforce each other).
         home = work / similarity
         shutil.copytree(ingested, home)
-        report, info = run_engram(home, items_by_conv, turns, similarity)
+        report, info = run_engram(home, items_by_conv, turns, similarity, args.runtime)
         key = f"engram-recall ({similarity} similarity{', default' if similarity == 'hybrid' else ''})"
         out[key] = {**report, **info}
         runs[similarity] = key

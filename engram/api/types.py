@@ -343,7 +343,7 @@ class Hyde(Model, kw_only=True):
     threshold: float
     tried: list[float]
     hits: int
-    matches: list[HydeMatch] = []  # the traces near the hypothetical memory, above the threshold
+    matches: list[HydeMatch] = []  # the traces near the HyDE vector (query and hypothetical memory, averaged), above the threshold
 
 
 class Mood(Model, kw_only=True):

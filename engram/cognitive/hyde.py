@@ -1,8 +1,9 @@
 """HyDE (hypothetical document embeddings): search near a memory that would answer the query.
 
-The memory tasks write the hypothetical memory (`MemoryTasks.hyde`); its embedding is searched with
-a similarity threshold that starts at 0.7 and is lowered step by step (0.1) to 0.3 until something
-clears it (`rag.hyde` in agent.config.json: initialThreshold, minThreshold, adaptiveThreshold).
+The memory tasks write the hypothetical memory (`MemoryTasks.hyde`); recall searches near the mean of its
+embedding and the query's (`engram.cognitive.retrieval`, step 1, as HyDE defines it) with a similarity
+threshold that starts at 0.7 and is lowered step by step (0.1) to 0.3 until something clears it
+(`rag.hyde` in agent.config.json: initialThreshold, minThreshold, adaptiveThreshold).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """View 4, a recall explained: the ranked traces with the six factors of their composite score (each
 factor's weighted contribution, stacked), how each became a candidate, and the steps of HyDE.
 
-HyDE searches near a hypothetical memory with a threshold lowered step by step until something clears
-it (`engram.cognitive.hyde`): every threshold tried before the last found nothing, the last found
+HyDE searches near a hypothetical memory (averaged with the query) with a threshold lowered step by step
+until something clears it (`engram.cognitive.hyde`): every threshold tried before the last found nothing, the last found
 `hits`. The recall is a look: the reader does not record it, so it reinforces nothing.
 """
 
