@@ -57,24 +57,23 @@ def test_texts_of_many_lengths_in_one_call_get_exactly_the_vectors_they_get_alon
         assert np.array_equal(batched[k], minilm.embed([texts[k]])[0])
 
 
-def test_vectors_without_the_skip_layer_norm_fusion_match_the_fully_fused_graph_within_float_rounding(minilm):
-    # The embedder leaves out one onnxruntime graph rewrite for speed (minilm.DISABLED_OPTIMIZERS): the model's
-    # vectors must stay the ones every rewrite gives, up to float rounding, since the model name is the same.
-    import onnxruntime as ort
-
+def test_vectors_without_the_skip_layer_norm_fusion_match_the_fully_fused_graph_within_float_rounding(minilm, tmp_path):
+    # The embedder leaves out one onnxruntime graph rewrite for speed (minilm.DISABLED_OPTIMIZERS): the graph it
+    # runs has no fused SkipLayerNormalization node, and its vectors stay the ones every rewrite gives, up to float
+    # rounding, since the model name is the same.
     from engram.embeddings import minilm as module
 
-    assert "SkipLayerNormFusion" in module.DISABLED_OPTIMIZERS
+    graph = module.model_files()[1]
+    module.open_session(graph, 1, optimized_model_path=tmp_path / "ours.onnx")
+    module.open_session(graph, 1, disabled=(), optimized_model_path=tmp_path / "fused.onnx")
+    assert b"SkipLayerNormalization" not in (tmp_path / "ours.onnx").read_bytes()
+    assert b"SkipLayerNormalization" in (tmp_path / "fused.onnx").read_bytes()
+
     fused = MiniLmEmbedder(batch_size=minilm.batch_size, threads=1)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    fused.session = ort.InferenceSession(str(module.model_files()[1]), options, providers=["CPUExecutionProvider"])
+    fused.session = module.open_session(graph, 1, disabled=())
     texts = ["Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
              "Melanie loves painting lake sunrises", "short"]
-    ours, theirs = minilm.embed(texts), fused.embed(texts)
-    assert not np.array_equal(ours, theirs)  # the rewrite is really left out: the float rounding differs
-    assert np.abs(ours - theirs).max() < 1e-5
+    assert np.abs(minilm.embed(texts) - fused.embed(texts)).max() < 1e-5
 
 
 def test_text_beyond_256_tokens_is_cut_like_the_original_model(minilm):
