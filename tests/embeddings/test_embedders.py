@@ -114,11 +114,3 @@ def test_asking_for_minilm_explicitly_without_its_packages_is_an_error():
     with pytest.raises(ConfigError, match="not installed"):
         make_embedder(EmbedderConfig(name="minilm"), files=None)
 
-
-def test_the_home_embedder_service_runs_the_model_on_one_thread_unless_configured_otherwise():
-    from engram.embeddings.factory import index_time
-
-    default = make_embedder(index_time(EmbedderConfig()))
-    assert default.session.get_session_options().intra_op_num_threads == 1
-    assert index_time(EmbedderConfig(threads=2)).threads == 2  # `embedder.threads` in engram.json still decides
-    assert index_time(EmbedderConfig(name="hashing")).name == "hashing"
