@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scale.py [--agents 10,100,1000] [--shards 1,2,4] [--per-agent 4] [--producers 16]
                                     [--cluster-agents 100] [--no-cluster] [--resident-agents N]
+                                    [--shard-resident-agents N]
 
 Part 1, one machine (`engram serve` started for a fresh home, on a local Ray instance, one shard): for each agent
 count, every agent writes `--per-agent` messages into its own discussion, one message per request (the chat
@@ -11,9 +12,20 @@ already written) the whole time. Reported per run:
 - append p50/p99 (ms, per request), read p50/p99 during ingest (ms);
 - memory-creation lag p50/p99: from a message's commit to the commit of its trace (auto-ingest's TraceEncoded
   naming it) and of its chunk memory (the Summarizer's ChunkSummarized covering it), from the log's own
-  `recorded_at` times (the projection that shows them folds within PROJECTION_LINGER_S after);
+  `recorded_at` times (the projection that shows them folds within PROJECTION_LINGER_S after). A chunk memory
+  covers several messages and is made once its last one is in: with every agent's i-th message sent before
+  anyone's (i+1)-th, the first messages of a chunk wait for a round of every other agent's messages (at 1,000
+  agents, tens of seconds) before the chunk can exist. `chunk_memory_from_last_message` is the lag per chunk
+  memory from the commit of its last message: the part that is engram's;
 - embeddings per message: texts the embedder computed (rows added to the home's embedding cache) per message;
-- peak RSS of all engram processes (the server and every Ray process under it), sampled every 0.5 s.
+- peak RSS of all engram processes (the server and every Ray process under it), sampled every 0.5 s;
+- per shard, at the end: the agents whose memory its traces projection holds (`resident_agents`) and the seconds
+  each projection spent folding and checkpointing (`projection_seconds`: [fold, checkpoint] per projection).
+
+`--resident-agents N` and `--shard-resident-agents N` bound the agents' memories each policy process and each
+shard's traces projection keep (engram.json `ray.residentAgents`, `ray.shardResidentAgents`): with every agent
+interleaved, a bound below the agent count lets every agent's memory go between its messages (the worst case for
+the reads back), and peak RSS shows what the bound saves.
 
 Part 2, a simulated three-node cluster (`ray.cluster_utils.Cluster`: head + two workers, one CPU each, all on
 this machine), the server joining it (`RAY_ADDRESS`) with shards pinned round-robin to the nodes
@@ -47,6 +59,8 @@ ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
 NODES = ["head", "left", "right"]
 # `--resident-agents N`: the agents' memories each policy process keeps (engram.json ray.residentAgents; None: default).
 RESIDENT_AGENTS: int | None = None
+# `--shard-resident-agents N`: the agents' memories each shard's traces projection keeps (ray.shardResidentAgents).
+SHARD_RESIDENT_AGENTS: int | None = None
 # Small discussions: a chunk memory every 3 messages (or 80 tokens), none held back: every agent gets one.
 SETTINGS = {"chunkEstimatedTokenSize": 80, "maxMessagesBetweenChunks": 3, "lookbackStartTurn": 0}
 
@@ -82,6 +96,33 @@ def tree_rss_mb(roots: list[int]) -> float:
         except OSError:
             pass
     return total / 1e6
+
+
+def tree_cpu(roots: list[int], rss: bool = False) -> dict[str, float]:
+    """CPU seconds (user + system) of the processes in the trees under `roots`, by process title (a Ray actor's
+    process by its class and pid, e.g. `ray::ShardActor 1234`), the busiest first; `rss`: their resident memory
+    now (MB) instead."""
+    tree, seen, todo, out = _children(), set(), list(roots), {}
+    tick = os.sysconf("SC_CLK_TCK")
+    page_mb = os.sysconf("SC_PAGE_SIZE") / 1e6
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo += tree.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().split(b"\0")[0].decode(errors="replace").split(" ")[0][:60]
+        except OSError:
+            continue
+        if title.startswith("ray::"):  # ray::<actor class>.<method running now>: the class, and which process
+            title = f"{title.split('.')[0]} {pid}"
+        value = int(fields[21]) * page_mb if rss else (int(fields[11]) + int(fields[12])) / tick
+        out[title] = round(out.get(title, 0.0) + value, 1)
+    return dict(sorted(((k, v) for k, v in out.items() if v >= (50 if rss else 0.5)), key=lambda kv: -kv[1]))
 
 
 class PeakRss:
@@ -143,11 +184,19 @@ FROM events c JOIN events m ON c.type = 'ChunkSummarized' AND m.type = 'MessageA
  AND m.stream = c.stream AND m.seq BETWEEN CAST(c.first_seq AS BIGINT) AND CAST(c.last_seq AS BIGINT)
 """
 
+# Per chunk memory, from the commit of its last message: a chunk cannot be made before its last message is in, and
+# the messages before it wait for that one (with agents interleaved, a round of every other agent's message each).
+LAG_CHUNK_LAST = """
+SELECT epoch_ms(c.recorded_at) - epoch_ms(m.recorded_at)
+FROM events c JOIN events m ON c.type = 'ChunkSummarized' AND m.type = 'MessageAppended' AND m.shard = c.shard
+ AND m.seq = CAST(c.last_seq AS BIGINT)
+"""
+
 
 def lags(client) -> dict:
     """Lag per message, from the log's commit times (a shard's positions are joined within the shard)."""
     out = {}
-    for name, query in (("trace", LAG_TRACE), ("chunk_memory", LAG_CHUNK)):
+    for name, query in (("trace", LAG_TRACE), ("chunk_memory", LAG_CHUNK), ("chunk_memory_from_last_message", LAG_CHUNK_LAST)):
         rows = client.sql(query).rows
         values = [float(r[0]) for r in rows if r[0] is not None]
         out[name] = {"p50_ms": pct(values, 0.5), "p99_ms": pct(values, 0.99), "messages": len(values)}
@@ -212,21 +261,28 @@ def ingest(url: str, agents: int, per_agent: int, producers: int) -> dict:
         done.set()
         read_thread.join()
         lag = lags(c)
-        heads = sum(s.head for s in c.status().shards)
+        status = c.status()
+        heads = sum(s.head for s in status.shards)
+        shards = [{"shard": s.shard, "resident_agents": s.resident_agents,
+                   "projection_seconds": {name: [round(t.get("fold_s", 0), 1), round(t.get("checkpoint_s", 0), 1)]
+                                          for name, t in sorted(s.projection_timings.items()) if name != "(log)"}}
+                  for s in status.shards]
     messages = agents * per_agent
     return {"agents": agents, "messages": messages, "producers": min(producers, agents),
             "append_seconds": round(appended_s, 2), "seconds": round(seconds, 2), "all_memory_written": idle,
             "messages_per_s": round(messages / seconds, 1), "append_p50_ms": pct(appends, 0.5),
             "append_p99_ms": pct(appends, 0.99), "read_during_ingest": {"requests": len(reads),
             "p50_ms": pct(reads, 0.5), "p99_ms": pct(reads, 0.99)}, "lag": lag, "events_in_log": heads,
-            "errors": len(errors), "error_examples": errors[:3]}
+            "errors": len(errors), "error_examples": errors[:3], "shard_state": shards}
 
 
 def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluster_address: str | None = None) -> dict:
     home = Path(tempfile.mkdtemp(prefix="engram-scale-"))
     config: dict = {"shards": shards}
     if RESIDENT_AGENTS:
-        config["ray"] = {"residentAgents": RESIDENT_AGENTS}
+        config.setdefault("ray", {})["residentAgents"] = RESIDENT_AGENTS
+    if SHARD_RESIDENT_AGENTS:
+        config.setdefault("ray", {})["shardResidentAgents"] = SHARD_RESIDENT_AGENTS
     if cluster_address:
         config["cluster"] = {"nodes": {n: [s for s in range(shards) if s % len(NODES) == i] for i, n in enumerate(NODES)}}
         config["cluster"]["nodes"] = {n: v for n, v in config["cluster"]["nodes"].items() if v}
@@ -240,6 +296,8 @@ def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluste
         instance = start_server(home, env)
         with PeakRss([instance["pid"]] + ([os.getpid()] if cluster_address else [])) as rss:
             report = ingest(instance["url"], agents, per_agent, producers)
+            report["cpu_seconds_by_process"] = tree_cpu([instance["pid"]])
+            report["rss_mb_by_process_at_end"] = tree_cpu([instance["pid"]], rss=True)
         subprocess.run([ENGRAM, "down"], capture_output=True, env=env, timeout=300)
         computed = cache_rows(home)
         report.update({"shards": shards, "peak_rss_mb": round(rss.peak, 1),
@@ -280,14 +338,17 @@ def main() -> None:
     parser.add_argument("--cluster-agents", type=int, default=100)
     parser.add_argument("--no-cluster", action="store_true")
     parser.add_argument("--resident-agents", type=int, default=None)
+    parser.add_argument("--shard-resident-agents", type=int, default=None)
     args = parser.parse_args()
-    global RESIDENT_AGENTS
+    global RESIDENT_AGENTS, SHARD_RESIDENT_AGENTS
     RESIDENT_AGENTS = args.resident_agents
+    SHARD_RESIDENT_AGENTS = args.shard_resident_agents
     load_at_start = round(os.getloadavg()[0], 2)
     single = [run_one(int(a), args.per_agent, args.producers) for a in args.agents.split(",")]
     report = {"benchmark": "scale", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start},
               "provider": "offline heuristic (offline-heuristic-v1), MiniLM int8 ONNX embedder",
               "settings": SETTINGS, "per_agent_messages": args.per_agent, "resident_agents": RESIDENT_AGENTS,
+              "shard_resident_agents": SHARD_RESIDENT_AGENTS,
               "one_machine": single}
     if not args.no_cluster:
         report["simulated_cluster"] = cluster_runs(args.cluster_agents, args.per_agent, args.producers,

@@ -328,7 +328,13 @@ class ShardHost:
             "fold_failed": self._fold_failures(),
             "unfinished_forgets": self.unfinished_forgets(),
             "recovered": list(self.recovered),
+            "resident_agents": self.resident_agents(),
         }
+
+    def resident_agents(self) -> int | None:
+        """Agents whose cognitive memory the traces projection holds now (None: no traces projection)."""
+        traces = next((p for p in self.runner.projections if p.name == "traces"), None)
+        return None if traces is None else len(traces.memories)
 
     def _fold_failures(self) -> list[dict]:
         if not self.runner.any_failed:
@@ -617,7 +623,7 @@ def _first_line(exc: BaseException) -> str:
 
 def damaged_outputs(paths: ProjectionPaths, outputs: list[Path]) -> list[str]:
     """Projection files that do not read back (a JSON or JSON Lines file that does not parse, a DuckDB file that
-    does not open): what a crash or a disk error can leave. Checked at start, before anything folds into them."""
+    does not open, an HNSW index file that is not whole): what a crash or a disk error can leave. Checked at start, before anything folds into them."""
     found = []
     files = [f for top in outputs for f in ([top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else [])]
     for f in files:
@@ -630,6 +636,12 @@ def damaged_outputs(paths: ProjectionPaths, outputs: list[Path]) -> list[str]:
                 for line in f.read_bytes().splitlines():
                     if line.strip():
                         json.loads(line)
+            elif f.suffix == ".hnsw" and f.with_name(f.name + ".json").exists():
+                # An agent's trace index: read back only when its agent's events come (the traces projection loads
+                # nothing at start), so a damaged one is found here, against the ids its metadata lists.
+                from engram.search.hnsw import HnswIndex
+
+                HnswIndex.check_file(f, len(json.loads(f.with_name(f.name + ".json").read_bytes())["ids"]))
             elif f.suffix == ".db":
                 con = duckdb.connect(str(f), read_only=True)
                 try:

@@ -15,7 +15,7 @@ from engram.ids import validate_agent, validate_discussion
 
 STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
                "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
-               "recovered", "node", "actors")
+               "recovered", "node", "actors", "resident_agents", "projection_timings")
 
 
 # A user's query is stopped after this long, and shows at most this many rows.

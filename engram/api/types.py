@@ -86,6 +86,11 @@ class ShardStatus(Model, kw_only=True):
     unfinished_forgets: list[UnfinishedForget] = []
     # What the shard's start found broken or unfinished, and did about it.
     recovered: list[str] = []
+    # Agents whose cognitive memory the shard's traces projection holds now (at most `ray.shardResidentAgents`; the
+    # others are read back from their rows and index files when their events come).
+    resident_agents: int | None = None
+    # Seconds each projection spent folding and checkpointing since the shard started, and events folded.
+    projection_timings: dict[str, dict[str, float]] = {}
 
 
 class StatusResponse(Model, kw_only=True):

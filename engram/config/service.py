@@ -34,6 +34,10 @@ class RaySettings(ConfigModel):
     # Agents whose cognitive memory each policy process keeps; the least recently used past this are evicted and
     # rebuilt from the log when next needed (None: engram.policies.cognitive_base.DEFAULT_RESIDENT_AGENTS).
     resident_agents: int | None = Field(None, ge=1)
+    # Agents whose cognitive memory each shard's traces projection keeps; the least recently used past this are let
+    # go once checkpointed, and read back from their rows and index files when their events come again
+    # (None: engram.projections.traces.DEFAULT_RESIDENT_AGENTS).
+    shard_resident_agents: int | None = Field(None, ge=1)
 
     @field_validator("pools")
     @classmethod

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -168,48 +169,101 @@ def build_hnsw(rows: Sequence[VectorMemoryRow]) -> tuple[HnswIndex | None, bytes
         return index, path.read_bytes()
 
 
+# Writing a store: one in-memory DuckDB connection per process, which attaches each new file in turn (a connection
+# of its own cost each file ~0.1 s to create, more than the whole write), and a schema-initialised empty store
+# made once per process (`_empty_store`), which each new file starts as (creating its four tables, each
+# statement committed to the file, cost more than filling them). Measured per file: tests/discussion/test_vector_store_files.py.
+_writer_lock = threading.Lock()
+_writer: duckdb.DuckDBPyConnection | None = None
+_empty: bytes | None = None
+
+
+def _writer_connection() -> duckdb.DuckDBPyConnection:
+    global _writer
+    if _writer is None:
+        _writer = duckdb.connect()
+    return _writer
+
+
+def _empty_store() -> bytes:
+    """The bytes of a store with its tables and no rows, written by this DuckDB (so a copy opens as one it wrote)."""
+    global _empty
+    if _empty is None:
+        con = _writer_connection()
+        with tempfile.TemporaryDirectory(prefix="engram-store-") as folder:
+            path = Path(folder) / "empty.db"
+            con.execute(f"ATTACH {_literal(path)} AS empty_store (BLOCK_SIZE {STORE_BLOCK_SIZE})")
+            try:
+                for ddl in _DDL:
+                    con.execute(ddl.replace("CREATE TABLE ", "CREATE TABLE empty_store.", 1))
+            finally:
+                con.execute("DETACH empty_store")
+            _empty = path.read_bytes()
+    return _empty
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
 def write_store(path: Path, rows: Sequence[VectorMemoryRow], info: dict[str, str]) -> None:
-    """Write the whole store for one discussion to `path`, atomically."""
+    """Write the whole store for one discussion to `path`, atomically: a copy of the empty store, filled in one
+    transaction, then checkpointed into the file as it is detached."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
+    wal = tmp.with_name(tmp.name + ".wal")
+    for stale in (tmp, wal):
         if stale.exists():
             stale.unlink()
     _, index_bytes = build_hnsw(rows)
-    con = duckdb.connect()
-    quoted = str(tmp).replace("'", "''")
-    con.execute(f"ATTACH '{quoted}' AS store (BLOCK_SIZE {STORE_BLOCK_SIZE})")
-    con.execute("USE store")
-    try:
-        for ddl in _DDL:
-            con.execute(ddl)
-        if rows:
-            table = pa.Table.from_pylist([_memory_record(i, r) for i, r in enumerate(rows)], schema=_MEMORY_SCHEMA)
-            con.register("_memories", table)
-            con.execute("INSERT INTO memories SELECT * FROM _memories")
-            con.unregister("_memories")
-            dim = int(rows[0].vector.shape[0])
-            emb = pa.table(
-                {
-                    "memory_id": [r.memory_id for r in rows],
-                    "model": [r.embedding_model for r in rows],
-                    "dim": pa.array([int(r.vector.shape[0]) for r in rows], type=pa.int32()),
-                    "vector": pa.array([r.vector.tolist() for r in rows], type=pa.list_(pa.float32())),
-                }
-            )
-            con.register("_emb", emb)
-            con.execute("INSERT INTO embeddings SELECT * FROM _emb")
-            con.unregister("_emb")
-            con.execute(
-                "INSERT INTO hnsw_index VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [rows[0].embedding_model, dim, HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_SEED,
-                 [r.memory_id for r in rows], index_bytes],
-            )
-        full_info = {"format": STORE_FORMAT, "memory_count": str(len(rows)), **info}
-        con.executemany("INSERT INTO store_info VALUES (?, ?)", sorted(full_info.items()))
-        con.execute("CHECKPOINT store")
-    finally:
-        con.close()
+    full_info = {"format": STORE_FORMAT, "memory_count": str(len(rows)), **info}
+    with _writer_lock:
+        con = _writer_connection()
+        tmp.write_bytes(_empty_store())
+        con.execute(f"ATTACH {_literal(tmp)} AS store")
+        try:
+            con.execute("BEGIN TRANSACTION")
+            if rows:
+                table = pa.Table.from_pylist([_memory_record(i, r) for i, r in enumerate(rows)], schema=_MEMORY_SCHEMA)
+                con.register("_memories", table)
+                try:
+                    con.execute("INSERT INTO store.memories SELECT * FROM _memories")
+                finally:
+                    con.unregister("_memories")
+                dim = int(rows[0].vector.shape[0])
+                emb = pa.table(
+                    {
+                        "memory_id": [r.memory_id for r in rows],
+                        "model": [r.embedding_model for r in rows],
+                        "dim": pa.array([int(r.vector.shape[0]) for r in rows], type=pa.int32()),
+                        "vector": pa.array([r.vector.tolist() for r in rows], type=pa.list_(pa.float32())),
+                    }
+                )
+                con.register("_emb", emb)
+                try:
+                    con.execute("INSERT INTO store.embeddings SELECT * FROM _emb")
+                finally:
+                    con.unregister("_emb")
+                con.execute(
+                    "INSERT INTO store.hnsw_index VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [rows[0].embedding_model, dim, HNSW_M, HNSW_EF_CONSTRUCTION, HNSW_SEED,
+                     [r.memory_id for r in rows], index_bytes],
+                )
+            facts = sorted(full_info.items())
+            con.execute("INSERT INTO store.store_info VALUES " + ", ".join(["(?, ?)"] * len(facts)),
+                        [x for fact in facts for x in fact])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            con.execute("DETACH store")  # checkpoints the file: no WAL is left beside it
+    if wal.exists():  # never seen; a store must be one file, so fold the WAL in rather than leave it behind
+        check = duckdb.connect(str(tmp))
+        try:
+            check.execute("CHECKPOINT")
+        finally:
+            check.close()
     os.replace(tmp, path)
 
 

@@ -12,15 +12,25 @@ View `trace_strength`: every trace's Ebbinghaus strength as of its agent's lates
 Files: `agents/<agent>/traces.hnsw` (hnswlib, items added single-threaded in log order, so replay
 writes the same bytes) and `traces.hnsw.json` (label order, deleted ids, model, the seq it reflects, and
 `text`: what the vectors embed, `engram.cognitive.memory.VECTOR_TEXT`).
+
+Memory is bounded by agents in use, not agents known. The fold keeps an agent's memory (its book, links,
+keyword and vector index) only while it is among the `ray.shardResidentAgents` most recently folded agents.
+Past that, the least recently used are let go once a checkpoint has written them, since what was let go
+is exactly what the checkpoint wrote: the agent's rows and its index files. When the agent's events come
+again its memory is read back from them (`_restore`), as a restart does, so the rows and files written
+afterwards are the ones an unbounded fold writes (`tests/projections/test_trace_residency.py`). Nothing is
+loaded at start either: an agent's memory is read back when its first event after the start comes.
 """
 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import ClassVar
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from engram.cognitive.book import INTERESTS
@@ -34,6 +44,9 @@ from engram.search.hnsw import HnswIndex
 
 INDEX_FILE = "traces.hnsw"
 INDEX_META = "traces.hnsw.json"
+# Agents whose memory the fold keeps (`ray.shardResidentAgents`, None: this). Reading one back costs a query
+# of its rows and a load of its index file (a few ms), against a few hundred KB held per agent.
+DEFAULT_RESIDENT_AGENTS = 1024
 
 _TS = pa.timestamp("us", tz="UTC")
 _STRS = pa.list_(pa.string())
@@ -118,18 +131,26 @@ class TraceProjection(TableProjection):
         db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS context VARCHAR")
         db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
         db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
-        self.memories: dict[str, AgentMemory] = {}
-        self._saved_index: dict[str, int] = {}  # agent -> index seq last written
+        # The resident agents' memories, least recently folded first; the others are in the tables and files.
+        self.memories: OrderedDict[str, AgentMemory] = OrderedDict()
+        self._saved_index: dict[str, int] = {}  # resident agent -> index seq last written
+        self.restored = 0  # memories read back from the tables and files (after a start or an eviction)
+        self.evicted = 0  # memories let go after a checkpoint
 
     @property
     def embedder(self):
         return embedder_of(self.ctx.services)
 
+    @property
+    def resident_agents(self) -> int:
+        config = self.ctx.services.get("config")
+        return getattr(getattr(config, "ray", None), "shard_resident_agents", None) or DEFAULT_RESIDENT_AGENTS
+
     def _memory(self, agent: str) -> AgentMemory:
-        mem = self.memories.get(agent)
-        if mem is None:
-            mem = self.memories[agent] = AgentMemory(agent, self.embedder.dim, track=True)
-        return mem
+        if agent not in self.memories:
+            self._restore([agent])
+        self.memories.move_to_end(agent)  # most recently used
+        return self.memories[agent]
 
     def apply(self, rec: Recorded) -> None:
         self._memory(rec.agent).apply_batch([rec], self._embed)
@@ -139,13 +160,38 @@ class TraceProjection(TableProjection):
         for rec in batch:
             if rec.seq > self.position and self.wants(rec):
                 by_agent.setdefault(rec.agent, []).append(rec)
+        missing = [agent for agent in by_agent if agent not in self.memories]
+        if missing:
+            self._restore(missing)  # one query for every agent of the batch that is not resident
+        embed = self._embedded(by_agent)
         for agent, recs in by_agent.items():
-            self._memory(agent).apply_batch(recs, self._embed)
+            self._memory(agent).apply_batch(recs, embed)
         if batch:
             self.position = max(self.position, batch[-1].seq)
 
     def _embed(self, texts: list[str]):
         return self.embedder.embed(texts)
+
+    def _embedded(self, by_agent: dict[str, list[Recorded]]):
+        """An `embed` for the memories of `by_agent` whose vectors of the batch's new traces are computed in one call
+        (the home's embedder is another process: a call per agent waited behind its other work, agent after agent)."""
+        texts: dict[str, None] = {}
+        for agent, recs in by_agent.items():
+            mem = self.memories[agent]
+            for r in recs:
+                if r.type == "TraceEncoded" and r.event.trace_id not in mem.book.traces:
+                    texts.update(dict.fromkeys(mem.embedded_parts(r.event.content, r.event.context)))
+        if not texts:
+            return self._embed
+        vectors = dict(zip(texts, np.asarray(self._embed(list(texts)), dtype=np.float32)))
+
+        def embed(wanted: list[str]) -> np.ndarray:
+            missing = [t for t in wanted if t not in vectors]
+            if missing:
+                vectors.update(zip(missing, np.asarray(self._embed(missing), dtype=np.float32)))
+            return np.stack([vectors[t] for t in wanted]) if wanted else np.zeros((0, self.embedder.dim), np.float32)
+
+        return embed
 
     # ------------------------------------------------------------------ writing
 
@@ -190,16 +236,37 @@ class TraceProjection(TableProjection):
         atomic_write(folder / INDEX_META, (json.dumps(meta, sort_keys=True, separators=(",", ":")) + "\n").encode())
         self._saved_index[agent] = mem.index_seq
 
-    # ------------------------------------------------------------------ restart
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        self._evict()
 
-    def load(self, db: duckdb.DuckDBPyConnection) -> None:
-        """Rebuild the in-memory books from the tables and reopen the saved indexes."""
+    def _evict(self) -> None:
+        """Let go of the least recently used memories past `resident_agents`: the checkpoint just wrote all of
+        them (rows committed, index files saved), so reading them back gives what is let go."""
+        cap = self.resident_agents
+        while len(self.memories) > cap:
+            agent, _ = self.memories.popitem(last=False)
+            self._saved_index.pop(agent, None)
+            self.evicted += 1
+
+    # ------------------------------------------------------------------ restart and eviction
+
+    def _restore(self, agents: list[str]) -> None:
+        """Make `agents` resident: each memory read back from its rows and index files as the last checkpoint
+        wrote them (an agent with neither is new: an empty memory)."""
+        db = self.ctx.db
         rows = db.execute(
             "SELECT * EXCLUDE (encoded_at, last_access, next_due, deleted_at), epoch_us(encoded_at), epoch_us(last_access), "
-            "epoch_us(next_due), epoch_us(deleted_at) FROM memory_traces ORDER BY last_seq, trace_id"
+            "epoch_us(next_due), epoch_us(deleted_at) FROM memory_traces WHERE agent IN (SELECT unnest(?)) "
+            "ORDER BY last_seq, trace_id", [agents]
         ).fetchall()
-        if not rows:
-            return
+        edges: dict[str, list[tuple]] = {}
+        if rows:
+            for row in db.execute(
+                "SELECT agent, src, dst, kind, weight, created_seq, updated_seq, strengthened FROM trace_edges "
+                "WHERE agent IN (SELECT unnest(?)) ORDER BY agent, created_seq, src, dst, kind", [agents]
+            ).fetchall():
+                edges.setdefault(row[0], []).append(row[1:])
         names = [f.name for f in TRACE_SCHEMA if f.name not in ("encoded_at", "last_access", "next_due", "deleted_at")]
         traces_by_agent: dict[str, list[MemoryTrace]] = {}
         for row in rows:
@@ -219,12 +286,19 @@ class TraceProjection(TableProjection):
                 context=r["context"] or "",
             )
             traces_by_agent.setdefault(t.agent, []).append(t)
-        for agent, traces in traces_by_agent.items():
-            self._restore_agent(db, agent, traces)
+        for agent in agents:
+            self._restore_agent(agent, traces_by_agent.get(agent, []), edges.get(agent, []))
+        self.restored += len(agents)
 
-    def _restore_agent(self, db: duckdb.DuckDBPyConnection, agent: str, traces: list[MemoryTrace]) -> None:
+    def _restore_agent(self, agent: str, traces: list[MemoryTrace], edges: list[tuple]) -> None:
         meta_path = self.ctx.paths.agent_dir(agent) / INDEX_META
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
+        if not traces and (meta is None or meta["ids"] or meta["seq"] > self.position):
+            # A new agent; or index files the tables do not back: left from before the tables were dropped
+            # (another version folds again from the start), or written by a checkpoint that did not commit.
+            # (No rows with an empty index written at or before the position: every trace was forgotten.)
+            self.memories[agent] = AgentMemory(agent, self.embedder.dim, track=True)
+            return
         index = None
         if meta is not None and meta["ids"]:
             index = HnswIndex.load(self.ctx.paths.agent_dir(agent) / INDEX_FILE, meta["dim"], meta["ids"], set(meta["deleted"]),
@@ -242,9 +316,7 @@ class TraceProjection(TableProjection):
             mem.book.last_seq = max(mem.book.last_seq, t.last_seq)
             mem.book.latest_encoded_us = max(mem.book.latest_encoded_us, t.encoded_us)
         mem.restore_lexical()
-        for src, dst, kind, weight, created, updated, strengthened in db.execute(
-            "SELECT src, dst, kind, weight, created_seq, updated_seq, strengthened FROM trace_edges WHERE agent = ?", [agent]
-        ).fetchall():
+        for src, dst, kind, weight, created, updated, strengthened in edges:
             edge = mem.book.graph.add(src, dst, kind, weight, created)
             if edge is not None:
                 edge.updated_seq, edge.strengthened = updated, strengthened

@@ -33,6 +33,7 @@ first ones, where hnswlib's own cosine space would normalise them a second time.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -254,6 +255,27 @@ class HnswIndex:
         vectors = np.asarray(raw.get_items(list(range(len(ids)))), dtype=np.float32).reshape(len(ids), dim)
         return cls.rebuilt(dim, ids, vectors, deletions, capacity=capacity)
 
+    @staticmethod
+    def check_file(path: Path, items: int) -> None:
+        """Raise ValueError unless `path` is a whole hnswlib index file of `items` elements: its header read, then
+        every element's vector data and link lists walked to the exact end of the file. Catches what a crash or a
+        copy can leave (a cut or padded file, a file of another index) without loading the index."""
+        data = Path(path).read_bytes()
+        if len(data) < _HEADER.size:
+            raise ValueError(f"{path.name}: {len(data)} bytes, shorter than an hnswlib header")
+        _, _, count, per_element, _, _, max_level, _, max_m, _, _, _, _ = _HEADER.unpack_from(data)
+        if count != items:
+            raise ValueError(f"{path.name}: {count} elements where its metadata lists {items}")
+        if per_element <= 0 or max_level < 0:
+            raise ValueError(f"{path.name}: not an hnswlib index header")
+        at = _HEADER.size + count * per_element
+        for _ in range(count):
+            if at + 4 > len(data):
+                raise ValueError(f"{path.name}: cut short ({len(data)} bytes)")
+            at += 4 + int.from_bytes(data[at : at + 4], "little")
+        if at != len(data):
+            raise ValueError(f"{path.name}: {len(data)} bytes where its elements take {at}")
+
     @classmethod
     def rebuilt(
         cls, dim: int, ids: list[str], unit_vectors: np.ndarray, deletions: Iterable[tuple[int, int]],
@@ -287,6 +309,13 @@ class HnswIndex:
         fresh = HnswIndex.rebuilt(state["dim"], state["ids"], state["vectors"], state["deletions"],
                                   capacity=state["initial"], ef_search=state["ef_search"])
         self.__dict__.update(fresh.__dict__)
+
+
+# hnswlib's index file header (HierarchicalNSW::saveIndex): offsetLevel0, max_elements, cur_element_count,
+# size_data_per_element, label_offset, offsetData (size_t each), maxlevel, enterpoint_node (int each), maxM, maxM0,
+# M (size_t), mult (double), ef_construction (size_t); then every element's level-0 data, then per element a
+# uint32 size and that many bytes of upper-level links.
+_HEADER = struct.Struct("<6Qii3QdQ")
 
 
 def _new_index(dim: int, capacity: int) -> hnswlib.Index:

@@ -56,6 +56,8 @@ class RuntimeContract:
         assert shard.projection_lag == 0 and shard.events_by_type["MessageAppended"] == 45
         assert {"summarizer#0", "auto-ingest", "trace-reader", "observer", "consolidator"} <= set(shard.consumers)
         assert all(pos == shard.head for pos in shard.consumers.values())
+        assert shard.resident_agents == 1  # the one agent's memory, held by the shard's traces projection
+        assert shard.projection_timings["traces"]["events"] > 0 and shard.projection_timings["traces"]["fold_s"] > 0
 
     def test_recall_ranks_traces_by_six_factors_and_names_their_sources(self, mem):
         res = mem.recall(AGENT, t.RecallRequest(query="Which CSS approach does Priya dislike?", discussion=DISCUSSION,
