@@ -16,8 +16,10 @@ alone, the texts engram embeds at ingest and hashing them:
 - `other`: anything else (a text none of the above makes, e.g. a memory file's or a query's).
 
 A text that is several kinds at once counts once, under the first kind of that list: e.g. a fact equal to its
-message is a `message`. `kinds` gives the texts per kind and per message; `traces_with_reply_context` how many
-traces carry a question.
+message is a `message`. `kinds` gives the texts per kind and per message, and the model tokens they took (as
+the embedder tokenizes them: cut at 256, no padding) with each kind's share of all tokens: the model's CPU
+grows with tokens, not texts, so a kind's share of tokens is its share of the embedder's work;
+`traces_with_reply_context` how many traces carry a question.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from engram.policies.auto_ingest import _episode_text  # noqa: E402
 KINDS = ("message", "fact", "schema", "reply_context", "chunk_memory")
 
 
-def texts_by_kind(logs: list[Path]) -> tuple[dict[str, set[str]], dict]:
-    kinds: dict[str, set[str]] = {k: set() for k in KINDS}
+def texts_by_kind(logs: list[Path]) -> tuple[dict[str, dict[str, str]], dict]:
+    """By kind, the texts ingest embeds (text key -> text), and counts of messages and traces."""
+    kinds: dict[str, dict[str, str]] = {k: {} for k in KINDS}
     counts = {"messages": 0, "traces": 0, "traces_with_reply_context": 0}
     for path in logs:
         store = EventStore(path, read_only=True)
@@ -52,25 +55,41 @@ def texts_by_kind(logs: list[Path]) -> tuple[dict[str, set[str]], dict]:
                     counts["messages"] += 1
                     episode = _episode_text(rec)
                     if episode:
-                        kinds["message"].add(text_key(episode))
+                        kinds["message"][text_key(episode)] = episode
                 elif rec.type == "TraceEncoded":
                     counts["traces"] += 1
-                    kinds["schema" if ev.source_type == "schema" else "fact"].add(text_key(ev.content))
+                    kinds["schema" if ev.source_type == "schema" else "fact"][text_key(ev.content)] = ev.content
                     context = getattr(ev, "context", "") or ""
                     if context.strip():
                         counts["traces_with_reply_context"] += 1
                         # Embedded as "question\ncontent" (vector_text), or the question alone (vector_parts).
-                        kinds["reply_context"].add(text_key(vector_text(ev.content, context)))
-                        kinds["reply_context"].add(text_key(context.strip()))
+                        for text in (vector_text(ev.content, context), context.strip()):
+                            kinds["reply_context"][text_key(text)] = text
                 elif rec.type == "FactsIngested":
                     for skipped in ev.skipped:
                         if skipped.reason not in ("category", "below_threshold"):  # those are never embedded
-                            kinds["fact"].add(text_key(skipped.content))
+                            kinds["fact"][text_key(skipped.content)] = skipped.content
                 else:
-                    kinds["chunk_memory"].add(text_key(embedding_text(ev)))
+                    text = embedding_text(ev)
+                    kinds["chunk_memory"][text_key(text)] = text
         finally:
             store.close()
     return kinds, counts
+
+
+def token_counts(texts: dict[str, list[str]]) -> dict[str, int]:
+    """Model tokens of each kind's texts, as the MiniLM embedder tokenizes them (cut at 256, no padding)."""
+    from tokenizers import Tokenizer
+
+    from engram.embeddings.minilm import MAX_SEQ_TOKENS, model_files
+
+    files = model_files()
+    if files is None:
+        return {}
+    tokenizer = Tokenizer.from_file(str(files[0]))
+    tokenizer.enable_truncation(MAX_SEQ_TOKENS)
+    tokenizer.no_padding()  # the file pads every text to 128
+    return {k: sum(len(e.ids) for e in tokenizer.encode_batch(v)) if v else 0 for k, v in texts.items()}
 
 
 def classify(home: Path) -> dict:
@@ -82,15 +101,25 @@ def classify(home: Path) -> dict:
     logs = sorted((home / "log").glob("shard-*.duckdb"))
     kinds, counts = texts_by_kind(logs)
     out: dict[str, int] = {k: 0 for k in (*KINDS, "other")}
+    texts: dict[str, list[str]] = {k: [] for k in KINDS}
     for _, key in rows:
-        out[next((k for k in KINDS if key in kinds[k]), "other")] += 1
+        kind = next((k for k in KINDS if key in kinds[k]), "other")
+        out[kind] += 1
+        if kind != "other":
+            texts[kind].append(kinds[kind][key])
+    tokens = token_counts(texts)
+    all_tokens = max(sum(tokens.values()), 1)
     messages = max(counts["messages"], 1)
     return {
         "home": str(home),
         "models": sorted({m for m, _ in rows}),
         "texts_computed": len(rows),
         "per_message": round(len(rows) / messages, 3),
-        "kinds": {k: {"texts": n, "per_message": round(n / messages, 3)} for k, n in out.items()},
+        "kinds": {k: {"texts": n, "per_message": round(n / messages, 3),
+                      **({"tokens": tokens[k], "tokens_per_text": round(tokens[k] / max(n, 1), 1),
+                          "share_of_tokens": round(tokens[k] / all_tokens, 3)} if k in tokens else {})}
+                  for k, n in out.items()},
+        "tokens_per_message": round(sum(tokens.values()) / messages, 1),
         **counts,
     }
 

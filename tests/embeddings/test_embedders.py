@@ -57,6 +57,25 @@ def test_texts_of_many_lengths_in_one_call_get_exactly_the_vectors_they_get_alon
         assert np.array_equal(batched[k], minilm.embed([texts[k]])[0])
 
 
+def test_vectors_without_the_skip_layer_norm_fusion_match_the_fully_fused_graph_within_float_rounding(minilm, tmp_path):
+    # The embedder leaves out one onnxruntime graph rewrite for speed (minilm.DISABLED_OPTIMIZERS): the graph it
+    # runs has no fused SkipLayerNormalization node, and its vectors stay the ones every rewrite gives, up to float
+    # rounding, since the model name is the same.
+    from engram.embeddings import minilm as module
+
+    graph = module.model_files()[1]
+    module.open_session(graph, 1, optimized_model_path=tmp_path / "ours.onnx")
+    module.open_session(graph, 1, disabled=(), optimized_model_path=tmp_path / "fused.onnx")
+    assert b"SkipLayerNormalization" not in (tmp_path / "ours.onnx").read_bytes()
+    assert b"SkipLayerNormalization" in (tmp_path / "fused.onnx").read_bytes()
+
+    fused = MiniLmEmbedder(batch_size=minilm.batch_size, threads=1)
+    fused.session = module.open_session(graph, 1, disabled=())
+    texts = ["Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+             "Melanie loves painting lake sunrises", "short"]
+    assert np.abs(minilm.embed(texts) - fused.embed(texts)).max() < 1e-5
+
+
 def test_text_beyond_256_tokens_is_cut_like_the_original_model(minilm):
     head = "memory " * 300  # more than 256 word pieces already
     a, b = minilm.embed([head, head + "completely different tail about tax law and quarterly filings"])
@@ -99,3 +118,4 @@ def test_asking_for_minilm_explicitly_without_its_packages_is_an_error():
 
     with pytest.raises(ConfigError, match="not installed"):
         make_embedder(EmbedderConfig(name="minilm"), files=None)
+
