@@ -70,12 +70,6 @@ def open_session(graph_path: Path, threads: int | None = None, *, disabled: tupl
     # and 12.5-15.3 s with spinning ones.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # No CPU memory arena: the arena keeps the peak of every input shape it has seen (batch x width), so the
-    # embedder's resident memory grew with the variety of batches (more agents, longer texts) and never
-    # shrank. Measured here, 300 mixed batches of 1-100 texts up to 256 tokens: 283 MB after load ->
-    # 740 MB with the arena, 289-346 MB without; same vectors, same CPU time (7.7-8.2 s for 906 texts
-    # either way).
-    options.enable_cpu_mem_arena = False
     if optimized_model_path is not None:
         options.optimized_model_filepath = str(optimized_model_path)
     return ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"],

@@ -82,11 +82,6 @@ def test_text_beyond_256_tokens_is_cut_like_the_original_model(minilm):
     assert np.allclose(a, b, atol=1e-6)
 
 
-def test_the_embedder_keeps_no_memory_arena_that_grows_with_every_batch_shape(minilm):
-    # An arena keeps the peak of every (batch, width) it has seen: hundreds of MB after many agents' batches.
-    assert minilm.session.get_session_options().enable_cpu_mem_arena is False
-
-
 def test_the_hashing_fallback_is_named_as_such_and_measures_word_overlap():
     h = make_embedder(EmbedderConfig(name="hashing"))
     assert isinstance(h, HashingEmbedder) and h.is_fallback and "hashing" in h.name and h.dim == 384
