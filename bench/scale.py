@@ -82,14 +82,21 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def tree_rss_mb(roots: list[int]) -> float:
-    tree, seen, todo, total = _children(), set(), list(roots), 0
+def _tree(roots: list[int]):
+    """Every pid in the process trees under `roots`, each once."""
+    tree, seen, todo = _children(), set(), list(roots)
     while todo:
         pid = todo.pop()
         if pid in seen:
             continue
         seen.add(pid)
         todo += tree.get(pid, [])
+        yield pid
+
+
+def tree_rss_mb(roots: list[int]) -> float:
+    total = 0
+    for pid in _tree(roots):
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -102,15 +109,10 @@ def tree_cpu(roots: list[int], rss: bool = False) -> dict[str, float]:
     """CPU seconds (user + system) of the processes in the trees under `roots`, by process title (a Ray actor's
     process by its class and pid, e.g. `ray::ShardActor 1234`), the busiest first; `rss`: their resident memory
     now (MB) instead."""
-    tree, seen, todo, out = _children(), set(), list(roots), {}
+    out = {}
     tick = os.sysconf("SC_CLK_TCK")
     page_mb = os.sysconf("SC_PAGE_SIZE") / 1e6
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        todo += tree.get(pid, [])
+    for pid in _tree(roots):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
