@@ -137,7 +137,7 @@ class CognitiveOps:
         return t.RecallResponse(
             query=result.query, agent=result.agent, discussion=result.discussion, now_us=result.now_us,
             candidates=result.candidates,
-            similarity=result.similarity, weights=result.weights.as_dict(),
+            similarity=result.similarity, keyword_share=r6(result.keyword_share), weights=result.weights.as_dict(),
             focus=result.focus, feedback=t.Feedback(
                 share=result.feedback_share, traces=list(result.feedback_traces), terms=list(result.feedback_terms)),
             mood=t.Mood(valence=result.mood.valence, arousal=result.mood.arousal, dominance=result.mood.dominance),

@@ -368,6 +368,7 @@ class RecallResponse(Model, kw_only=True):
     mood: Mood
     hyde: Hyde | None
     hits: list[RecallHit]
+    keyword_share: float = 0.0  # hybrid similarity: the keyword match's share (the cosine has the rest)
     focus: str = ""  # the query as embedded: without the words most of the agent's memories hold
     feedback: Feedback | None = None
 

@@ -104,8 +104,9 @@ def render(result, *, explain: bool) -> str:
             "weights: " + ", ".join(f"{k} {v:.2f}" for k, v in result.weights.items())
             + f"   mood: valence {result.mood.valence:+.2f} arousal {result.mood.arousal:+.2f} dominance {result.mood.dominance:+.2f}"
         )
+        share = getattr(result, "keyword_share", 0.0)
         lines.append(
-            "similarity: hybrid = ½ embedding cosine + ½ keyword (BM25) match" if result.similarity == "hybrid"
+            f"similarity: hybrid = {1 - share:.2f} · embedding cosine + {share:.2f} · keyword (BM25) match" if share > 0
             else "similarity: embedding cosine"
         )
         if result.focus and result.focus != result.query:

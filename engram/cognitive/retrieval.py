@@ -175,6 +175,7 @@ class RecallResult:
     hyde: HydeOutcome | None = None
     spread: dict[str, float] = field(default_factory=dict)
     similarity: str = "embedding"  # how similarity was computed: "hybrid" or "embedding"
+    keyword_share: float = 0.0  # the keyword match's share of similarity (0: the embedding alone)
     focus: str = ""  # the focused query whose embedding was searched (step 2), when the caller says
     feedback_traces: tuple[str, ...] = ()  # the traces the feedback query was made of (step 3)
     feedback_terms: tuple[str, ...] = ()  # the terms it added to the query's
@@ -324,6 +325,7 @@ def recall(
         hyde=outcome,
         spread=activation,
         similarity="hybrid" if hybrid else "embedding",
+        keyword_share=share,
         focus=focus,
         feedback_traces=fb.traces if fb is not None else (),
         feedback_terms=fb.terms if fb is not None else (),

@@ -37,7 +37,7 @@ def commands(home: str, capsys) -> None:
         assert f"      {factor}" in out
     assert "source: seq" in out and "CSS-in-JS" in out
     assert out.count("\n 1. ") + out.count("\n 2. ") + out.count("\n 3. ") == 3
-    assert "similarity: hybrid = ½ embedding cosine + ½ keyword (BM25) match" in out and "(cosine " in out
+    assert "similarity: hybrid = 0.70 · embedding cosine + 0.30 · keyword (BM25) match" in out and "(cosine " in out
     assert "feedback: similarity = 0.50 · to the query + 0.50 · to the feedback query" in out and ", feedback " in out
 
     code, out = run(capsys, "--home", home, "recall", "what does Priya dislike?", "--agent", "demo", "--explain",
