@@ -32,3 +32,31 @@ def unit(*values: float, dim: int = 8) -> np.ndarray:
     v = np.zeros(dim, dtype=np.float32)
     v[: len(values)] = values
     return v / np.linalg.norm(v)
+
+
+def memory_of(texts: dict[str, str], embedder):
+    """An agent's memory of episodic traces (trace id -> content), one per message `D1:<n>`, embedded by `embedder`."""
+    from engram.cognitive.memory import AgentMemory
+    from engram.events.cognitive import TraceEncoded
+
+    mem = AgentMemory("a", embedder.dim)
+    mem.apply_batch([rec(TraceEncoded(trace_id=tid, content=text, trace_type="episodic", scope="discussion", scope_id="d",
+                                      source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8,
+                                      strength=0.5, stability_s=3600.0, interval_s=3600.0,
+                                      source_message_ids=(f"D1:{seq}",)), seq=seq)
+                     for seq, (tid, text) in enumerate(texts.items(), 1)], embedder.embed)
+    return mem
+
+
+def reader_query(mem, embedder, query: str):
+    """What the trace reader asks with: the agent's default recall settings, the focused query, the offline
+    heuristic's hypothetical memory, and their two embeddings -> (settings, focus, hypothesis, q, h)."""
+    from engram.cognitive.retrieval import RecallSettings
+    from engram.config.agent import AgentConfig
+    from engram.llm.factory import make_tasks
+
+    settings = RecallSettings.of(AgentConfig())
+    focus = mem.lexical.focus(query, settings.focus_common_share)
+    hypothesis = make_tasks().hyde(query).value or query
+    q, h = embedder.embed([focus, hypothesis])
+    return settings, focus, hypothesis, q, h

@@ -9,18 +9,12 @@ from engram.cognitive.memory import AgentMemory
 from engram.cognitive.personality import Pad
 from engram.cognitive.retrieval import DormantSettings, RecallSettings, recall
 from engram.config.agent import AgentConfig
-from engram.embeddings import make_embedder
 from engram.events.cognitive import TraceEncoded, TracePruned
 from engram.events.control import DiscussionForgotten
 
 from tests.cognitive.helpers import HOUR_US, T0, rec
 
 DAY_US = 24 * HOUR_US
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder()
 
 
 def _encoded(tid: str, content: str, seq: int, message: str) -> TraceEncoded:

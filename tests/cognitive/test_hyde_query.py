@@ -5,20 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram.cognitive.memory import AgentMemory
 from engram.cognitive.personality import Pad
-from engram.cognitive.retrieval import RecallSettings, recall
-from engram.config.agent import AgentConfig
-from engram.embeddings import make_embedder
-from engram.events.cognitive import TraceEncoded
-from engram.llm.factory import make_tasks
+from engram.cognitive.retrieval import recall
 
-from tests.cognitive.helpers import T0, rec
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder()
+from tests.cognitive.helpers import T0, memory_of, reader_query
 
 
 # Every memory names Priya, so the query's focus leaves her out (a word more than a tenth of the memories hold);
@@ -40,22 +30,9 @@ MEMORIES = {
 }
 
 
-def _memory(embedder) -> AgentMemory:
-    mem = AgentMemory("a", embedder.dim)
-    recs = [rec(TraceEncoded(trace_id=tid, content=text, trace_type="episodic", scope="discussion", scope_id="d",
-                             source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8, strength=0.5,
-                             stability_s=3600.0, interval_s=3600.0, source_message_ids=(f"D1:{seq}",)), seq=seq)
-            for seq, (tid, text) in enumerate(MEMORIES.items(), 1)]
-    mem.apply_batch(recs, embedder.embed)
-    return mem
-
-
 def _recall(mem, embedder, query: str):
-    """As the trace reader asks: the focused query's embedding and the offline heuristic's hypothetical memory."""
-    settings = RecallSettings.of(AgentConfig())
-    focus = mem.lexical.focus(query, settings.focus_common_share)
-    hypothesis = make_tasks().hyde(query).value
-    q, h = embedder.embed([focus, hypothesis])
+    """As the trace reader asks (embedding similarity, to see HyDE's part alone)."""
+    settings, focus, hypothesis, q, h = reader_query(mem, embedder, query)
     result = recall(mem.book, mem.index, q, query=query, now_us=T0, limit=len(MEMORIES), discussion="d", weights=settings.weights,
                     mood=Pad(), hyde_vector=h, hyde_text=hypothesis, lexical=mem.lexical, similarity="embedding",
                     feedback=settings.feedback, focus=focus)
@@ -71,7 +48,7 @@ NAME_ONLY = ("glad", "connected", "love")
 ])
 def test_a_hypothetical_memory_that_only_restates_the_question_does_not_lift_memories_that_only_share_the_name(
         embedder, question, answer):
-    mem = _memory(embedder)
+    mem = memory_of(MEMORIES, embedder)
     result, q, h = _recall(mem, embedder, question)
     assert "Priya" not in result.focus and "Priya" in result.hyde.text  # the name: left out of the query, kept in the hypothesis
     vectors = dict(zip(MEMORIES, mem.index.vectors(list(MEMORIES))))

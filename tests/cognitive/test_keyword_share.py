@@ -3,22 +3,11 @@ in another sense does not outrank a memory that answers in other words (engram.c
 
 from __future__ import annotations
 
-import pytest
 
-from engram.cognitive.memory import AgentMemory
 from engram.cognitive.personality import Pad
-from engram.cognitive.retrieval import RecallSettings, recall
-from engram.config.agent import AgentConfig
-from engram.embeddings import make_embedder
-from engram.events.cognitive import TraceEncoded
-from engram.llm.factory import make_tasks
+from engram.cognitive.retrieval import recall
 
-from tests.cognitive.helpers import HOUR_US, T0, rec
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder()
+from tests.cognitive.helpers import HOUR_US, T0, memory_of, reader_query
 
 
 MEMORIES = {
@@ -42,15 +31,8 @@ MEMORIES = {
 def _recall(embedder, query: str):
     """As the trace reader asks: the focused query's embedding, the offline heuristic's hypothetical memory, the
     feedback stage, hybrid similarity at its default share."""
-    mem = AgentMemory("a", embedder.dim)
-    mem.apply_batch([rec(TraceEncoded(trace_id=tid, content=text, trace_type="episodic", scope="discussion", scope_id="d",
-                                      source_type="user_statement", source_seqs=(seq,), importance=0.5, confidence=0.8,
-                                      strength=0.5, stability_s=3600.0, interval_s=3600.0, source_message_ids=(f"D1:{seq}",)),
-                         seq=seq) for seq, (tid, text) in enumerate(MEMORIES.items(), 1)], embedder.embed)
-    settings = RecallSettings.of(AgentConfig())
-    focus = mem.lexical.focus(query, settings.focus_common_share)
-    hypothesis = make_tasks().hyde(query).value or query
-    q, h = embedder.embed([focus, hypothesis])
+    mem = memory_of(MEMORIES, embedder)
+    settings, focus, hypothesis, q, h = reader_query(mem, embedder, query)
     return recall(mem.book, mem.index, q, query=query, now_us=T0 + HOUR_US, limit=3, discussion="d", weights=settings.weights,
                   mood=Pad(), hyde_vector=h, hyde_text=hypothesis, hyde_settings=settings.hyde, lexical=mem.lexical,
                   feedback=settings.feedback, focus=focus)

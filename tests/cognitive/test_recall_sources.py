@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
 
 from engram.cognitive.memory import AgentMemory
 from engram.cognitive.personality import Pad
 from engram.cognitive.retrieval import RecallSettings, recall
 from engram.config.agent import AgentConfig
-from engram.embeddings import make_embedder
 from engram.events.cognitive import TraceEncoded
 
 from tests.cognitive.helpers import T0, rec
-
-
-@pytest.fixture(scope="module")
-def embedder():
-    return make_embedder()
 
 
 # (trace id, content, its message, the question it answers and that question's message)
