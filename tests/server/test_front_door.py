@@ -307,7 +307,7 @@ def test_jobs_write_only_under_the_home_and_their_files_are_the_owners_alone(key
         for path, body in (("/v1/replay", {"out": str(outside)}), ("/v1/export", {"out": str(outside)}),
                            ("/v1/replay", {"out": str(keyed["home"] / ".." / "escape")})):
             answer = web.post(path, json=body)
-            assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_request", answer.text
+            assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_request", answer.text
             assert "exportRoot" in answer.json()["error"]["message"]
         assert not outside.exists()
         job = web.post("/v1/replay", json={"out": str(inside)}).json()
@@ -337,11 +337,11 @@ def test_revoking_the_last_key_stops_serving_remote_clients(tmp_path):
     from starlette.testclient import TestClient
 
     from engram import __version__
-    from engram.api.types import Health
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from engram.server.app import create_app
+    from engram.server.instance import Identity
 
     home = tmp_path / "home"
     home.mkdir()
@@ -350,8 +350,8 @@ def test_revoking_the_last_key_stops_serving_remote_clients(tmp_path):
     try:
         seed(mem)
         key = cli(home, "keys", "add", "--agents", ALICE).splitlines()[0]
-        app = create_app(mem, Health(home=str(home), instance="t" * 32, pid=os.getpid(), version=__version__,
-                                     runtime="in-process"))
+        app = create_app(mem, Identity(home=str(home), token="t" * 32, pid=os.getpid(), version=__version__,
+                                       runtime="in-process"))
         remote = TestClient(app, base_url="http://192.0.2.10:8765", client=("192.0.2.77", 40000))
         local = TestClient(app, base_url="http://127.0.0.1:8765", client=("127.0.0.1", 40001))
         path = f"/v1/agents/{ALICE}/traces"
