@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.api import types as t
-from engram.api.errors import error, unknown_agent, unknown_discussion
+from engram.api.errors import ApiError, error, unknown_agent, unknown_discussion
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,10 @@ class ScopedApi:
                 if discussion is None:
                     self.principal.require_admin(name.replace("_", " "))
                 self.principal.require(self._visible_owner(discussion))
-            result = op(*args, **kwargs)
+            try:
+                result = op(*args, **kwargs)
+            except ApiError as exc:
+                raise self._hinted(exc) from None
             return self.started(result) if isinstance(result, t.Job) else result
 
         scoped.__name__ = name
@@ -98,8 +101,6 @@ class ScopedApi:
 
     def _visible_owner(self, discussion: str) -> str:
         """The agent of `discussion` if the principal may see it; else the discussion is unknown, as one without events."""
-        from engram.api.errors import ApiError
-
         try:
             owner = self._api.discussion_agent(discussion)
         except ApiError:
@@ -111,7 +112,18 @@ class ScopedApi:
     def require_agent(self, agent: str) -> str:
         """`agent`, if the principal may touch it and the home knows it (the one refusal for both)."""
         self.principal.require(agent)
-        return self._api.require_agent(agent)
+        try:
+            return self._api.require_agent(agent)
+        except ApiError as exc:
+            raise self._hinted(exc) from None
+
+    def _hinted(self, exc: ApiError) -> ApiError:
+        """A mistyped agent, to a principal that sees every agent: the refusal lists them (a scoped key's never does)."""
+        if exc.code != "unknown_agent" or not self.principal.admin:
+            return exc
+        known = sorted(self._api.known_agents())
+        hint = f"; the agents are: {', '.join(known[:20])}" if known else "; the home has no agents yet"
+        return ApiError(exc.status, exc.code, exc.message + hint, exc.retry_after)
 
     # ------------------------------------------------------------------ the operations scoped here (SCOPED)
 

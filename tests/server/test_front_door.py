@@ -202,6 +202,9 @@ def test_an_agent_a_key_may_touch_but_without_events_is_not_told_the_other_agent
         carol = web.get("/v1/agents/carol/traces")  # not this key's
         assert dave.status_code == 404 and not leaks(dave.text) and ALICE not in dave.json()["error"]["message"]
         assert error_shape(dave, DAVE) == error_shape(carol, "carol")
+    with http(keyed, keyed["token"]) as web:  # the home's owner sees every agent: a typo is told what exists
+        typo = web.get("/v1/agents/alcie/traces").json()["error"]["message"]
+        assert typo.endswith(f"the agents are: {ALICE}, {BOB}"), typo
 
 
 def test_an_mcp_resource_and_search_of_another_agents_discussion_name_nobody(keyed):
