@@ -315,7 +315,9 @@ def cluster_runs(agents: int, per_agent: int, producers: int, shard_counts: list
     import ray
     from ray.cluster_utils import Cluster
 
-    temp = Path("/tmp") / f"eg-scale-{os.getpid()}"
+    from engram.runtime.startup import private_ray_temp
+
+    temp = private_ray_temp(Path("/tmp") / f"eg-scale-{os.getpid()}")  # nothing under a shared $TMPDIR/ray
     res = lambda node: {f"engram-shard-{s:03d}": 1 for s in range(max(shard_counts)) if s % len(NODES) == NODES.index(node)}
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": res("head"), "temp_dir": str(temp)})
     for node in NODES[1:]:

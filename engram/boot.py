@@ -144,6 +144,9 @@ def serve(args) -> int:
         check_files_free(config)
     except BootError as exc:
         return fail(str(exc))
+    # Ray puts the driver's working directory on every worker's import path: the home holds no Python
+    # package, so nothing where the server was started from (an `engram/` folder, say) shadows engram there.
+    os.chdir(home)
     settings = config.server
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port

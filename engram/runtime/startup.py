@@ -32,13 +32,29 @@ class RayStartError(RuntimeError):
 
 
 def temp_dir_for(home: Path) -> Path:
-    """A short temp directory of this home's own local Ray instance (stable per home)."""
+    """A short temp directory of this home's own local Ray instance (stable per home): under `RAY_TMPDIR` when
+    the user set it (Ray's own variable for where its files go), else under the system's temp dir (`TMPDIR`).
+    Either way a directory of engram's own, never Ray's shared `<tmp>/ray`. When that path would be too long
+    for Ray's socket paths it is `/tmp/engram-<hash>` instead, and `init_ray` says so."""
     digest = hashlib.blake2b(str(home).encode(), digest_size=4).hexdigest()
-    base = Path(tempfile.gettempdir())
-    path = base / f"engram-ray-{digest}"
+    base = Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir())
+    path = base / f"engram-{digest}"
     if len(str(path)) > MAX_TEMP_DIR_CHARS:
-        path = Path("/tmp") / f"engram-ray-{digest}"
+        path = Path("/tmp") / f"engram-{digest}"
     return path
+
+
+def private_ray_temp(root: Path) -> Path:
+    """Point this process's Ray at `root` for the files it writes outside any node's `temp_dir`.
+
+    `ray.cluster_utils.Cluster` (tests, benchmarks) records the address of the cluster it starts in
+    `<RAY_TMPDIR or TMPDIR or /tmp>/ray/ray_current_cluster`, whatever `temp_dir` its nodes get; on a machine
+    where Ray never ran that directory does not exist (FileNotFoundError), and where it does, the file is a
+    shared "current cluster" that later `ray.init()` calls would join. Setting `RAY_TMPDIR` to a directory
+    of the caller's own keeps that file there and leaves nothing global behind."""
+    (root / "ray").mkdir(parents=True, exist_ok=True)
+    os.environ["RAY_TMPDIR"] = str(root)
+    return root
 
 
 def _refresh_ray_config() -> None:
@@ -60,6 +76,11 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
         kwargs["address"] = address
     else:
         temp = temp_dir_for(home)
+        wanted = os.environ.get("RAY_TMPDIR")
+        if wanted and not str(temp).startswith(str(Path(wanted)) + os.sep):
+            logging.getLogger(__name__).warning(
+                "RAY_TMPDIR=%s is too long for Ray's socket paths (at most %d characters with engram's directory "
+                "in it); this home's Ray uses %s", wanted, MAX_TEMP_DIR_CHARS, temp)
         temp.mkdir(parents=True, exist_ok=True)
         where = f"a local Ray instance (temp dir {temp})"
         hint = (f"the machine may be overloaded: see {temp}/session_latest/logs, or raise ray.startTimeoutSeconds "

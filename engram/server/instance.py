@@ -180,7 +180,11 @@ class StartLock:
 
 def server_command(home: Path, *, started_by_command: bool, host: str | None = None, port: int | None = None,
                    address: str | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "engram.boot", "serve", "--home", str(home)]
+    # -P: the working directory does not go first on the import path, so an `engram/` folder where the
+    # command runs (the parent of a clone, say) cannot shadow engram's own modules. The server also moves
+    # into its home before Ray starts (boot.serve), because Ray adds the driver's working directory to
+    # every worker's import path.
+    cmd = [sys.executable, "-P", "-m", "engram.boot", "serve", "--home", str(home)]
     if started_by_command:
         cmd.append("--started-by-command")
     if host:

@@ -2,11 +2,13 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +85,43 @@ def test_engram_serve_runs_in_the_foreground_and_stops_cleanly(home_dir):
         server.wait(timeout=120)
     assert f"serving {home_dir.resolve()} at {info['url']}" in server.stdout.read()
     assert not (home_dir / "instance.json").exists()
+
+
+def test_a_server_started_from_a_directory_holding_an_engram_folder_runs_engrams_own_code(home_dir, tmp_path,
+                                                                                         monkeypatch):
+    """Issue 22: `python -m engram.boot` put the working directory first on the import path, so the parent of a
+    clone (which holds `engram/`) made every command fail; Ray also puts the driver's working directory on every
+    worker's import path. The server here starts from such a directory, on Ray, with RAY_TMPDIR set: it must run
+    engram's own modules in the server and in every actor, and keep its Ray files under RAY_TMPDIR."""
+    import tempfile
+
+    decoy = tmp_path / "projects"
+    for module in ("__init__.py", "boot.py", "events/__init__.py", "policies/__init__.py"):
+        (decoy / "engram" / module).parent.mkdir(parents=True, exist_ok=True)
+        (decoy / "engram" / module).write_text("raise ImportError('the decoy engram package was imported')\n")
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths live below it
+    monkeypatch.setenv("RAY_TMPDIR", str(ray_tmp))
+    env = {**os.environ, "ENGRAM_HOME": str(home_dir)}
+    env.pop("RAY_ADDRESS", None)
+    command = str(Path(sys.executable).with_name("engram"))  # the installed entry point, as a user runs it
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([command, *args], cwd=decoy, env=env, capture_output=True, text=True, timeout=600)
+
+    try:
+        ingest = run("ingest", str(SAMPLE), "--agent", "priya")  # waits until the actors have made memory
+        assert ingest.returncode == 0, ingest.stderr
+        assert "45 new message(s)" in ingest.stdout
+        recall = run("recall", "When is the deadline?", "--agent", "priya", "--json")
+        assert recall.returncode == 0, recall.stderr
+        assert json.loads(recall.stdout)["hits"]
+        status = run("status", "--json")
+        assert status.returncode == 0 and json.loads(status.stdout)["mode"] == "server"
+        from engram.runtime.startup import temp_dir_for
+
+        assert temp_dir_for(home_dir.resolve()).parent == ray_tmp  # RAY_TMPDIR honoured: engram's own dir in it
+        assert list(temp_dir_for(home_dir.resolve()).glob("session_2*"))
+        assert "decoy" not in (home_dir / "logs" / "server.log").read_text()
+    finally:
+        run("down")
+        shutil.rmtree(ray_tmp, ignore_errors=True)

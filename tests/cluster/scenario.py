@@ -8,6 +8,7 @@ test session's own local instance already runs in pytest's. Prints what it obser
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -48,9 +49,12 @@ def main(root: Path) -> dict:
     from engram.config.service import load_service_config
     from engram.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
+    from engram.runtime.startup import private_ray_temp
     from tests.events.helpers import write
 
-    temp = Path("/tmp") / f"eg-cl-{root.name[-8:]}"
+    # Short (Ray's socket paths must stay below 108 bytes) and this run's own: the nodes' temp dir, and the
+    # cluster's address file, which `Cluster` would otherwise write to a shared `$TMPDIR/ray` (see private_ray_temp).
+    temp = private_ray_temp(Path("/tmp") / f"eg-cl-{root.name[-8:]}")
     began = time.monotonic()
     seconds: dict[str, float] = {}  # where the scenario's time goes, for whoever tunes the suite's time
 
@@ -149,6 +153,7 @@ def main(root: Path) -> dict:
         mem.close()
         ray.shutdown()
         cluster.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
         lap("shutdown")
         out["seconds"] = seconds
     return out

@@ -18,13 +18,24 @@ ROOT = Path(__file__).resolve().parents[2]
 def observed(tmp_path_factory):
     """One cluster for the module (starting three Ray nodes is the expensive part), in a process of its own."""
     root = tmp_path_factory.mktemp("cluster")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # As on a machine where Ray never ran: an empty temp dir with no `ray/` in it (issue 22).
+    fresh = tmp_path_factory.mktemp("fresh-tmp")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(fresh), RAY_TMPDIR=str(fresh))
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.run([sys.executable, "-m", "tests.cluster.scenario", str(root)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     line = next((l for l in proc.stdout.splitlines() if l.startswith("SCENARIO ")), None)
     assert line is not None, f"the scenario failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-    return json.loads(line[len("SCENARIO "):])
+    left = sorted(str(p.relative_to(fresh)) for p in fresh.rglob("*"))
+    return {**json.loads(line[len("SCENARIO "):]), "left_in_fresh_tmp": left}
+
+
+def test_the_cluster_runs_from_an_empty_temp_dir_and_leaves_no_shared_ray_state_behind(observed):
+    # Ray's cluster_utils records "the current cluster" in <RAY_TMPDIR>/ray/ray_current_cluster unless told
+    # otherwise: on a fresh machine that failed (no such directory), elsewhere it left a file later commands join.
+    # (onnxruntime leaves a `.ses` file of its own in TMPDIR: not Ray's, and not shared state.)
+    assert [p for p in observed["left_in_fresh_tmp"] if "ray" in p] == []
+    assert observed["shard_nodes"]  # and the scenario ran
 
 
 def test_each_shard_lands_on_the_node_that_holds_it(observed):
