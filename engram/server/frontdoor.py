@@ -9,9 +9,10 @@ home that has no key.
 - **Origin** (and Fetch Metadata's `Sec-Fetch-Site`), when a browser sends them, must be this server's own: a page
   on another origin gets 403 for anything it asks, read or write, and no response grants CORS (there is no CORS
   middleware, so a preflight is refused as any cross-origin request is).
-- **A state-changing request** (POST, PUT, PATCH, DELETE) must say `Content-Type: application/json`, or carry a
-  key header (`Authorization`, `X-API-Key`): the two things an HTML form or a "simple" cross-site request cannot
-  send without a CORS preflight, which is refused (415 otherwise). The inspector's login and logout forms are the
+- **A POST** must say `Content-Type: application/json`, or carry a key header (`Authorization`, `X-API-Key`): the
+  two things an HTML form or a "simple" cross-site request cannot send without a CORS preflight, which is
+  refused (415 otherwise). PUT, PATCH and DELETE need no such rule: a browser never sends them cross-site
+  without a preflight, so a curl `DELETE` without a body keeps its usual answer. The inspector's login and logout forms are the
   exception, with their own same-origin check (`engram.server.sessions.same_origin`).
 - **No key, no remote client**: while the home has no API key (none was added, or the last one was revoked while
   the server ran), only loopback peers are served; any other peer gets 403, whatever interface the server was
@@ -31,7 +32,7 @@ from engram.api.errors import ApiError, error
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 KEY_HEADERS = (b"authorization", b"x-api-key", b"api-key")
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SIMPLE_WRITES = frozenset({"POST"})  # the one state-changing method a page may send cross-site without a preflight
 FORM_POSTS = frozenset({"/inspect/login", "/inspect/logout"})  # same-origin checked by the route itself
 SAME_SITE = frozenset({"same-origin", "none"})  # Sec-Fetch-Site values of the server's own pages and typed URLs
 
@@ -103,7 +104,7 @@ class FrontDoor:
         if origin is not None and split_host(urlsplit(origin).netloc) != split_host(host):
             raise error("forbidden", f"Origin {origin[:100]!r} is not this server: engram answers no other origin "
                         "(and grants no CORS)")
-        if scope["method"] in SAFE_METHODS or scope["path"] in FORM_POSTS:
+        if scope["method"] not in SIMPLE_WRITES or scope["path"] in FORM_POSTS:
             return
         media = headers.get(b"content-type", "").split(";", 1)[0].strip().lower()
         json_body = media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
