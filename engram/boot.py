@@ -208,8 +208,9 @@ def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, host: st
 
     app = create_app(api, identity_of(home, token, api), shutdown=shutdown, max_body_bytes=config.server.max_body_bytes,
                      activity=activity, host=host)
+    # log_config=None: uvicorn's loggers go through engram's root handler (engram.logs), one line per record.
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                           timeout_graceful_shutdown=30))
+                                           timeout_graceful_shutdown=30, log_config=None))
 
     def announce() -> None:
         while not server.started and not server.should_exit:
@@ -257,5 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     return serve(args)
 
 
+def set_up_process() -> None:
+    """What belongs to the server's process as a whole, set before anything else runs in it (not when `main` is
+    called inside another program, a test's): its logging is engram's, one line per record, through a queue
+    (`engram.logs`)."""
+    from engram import logs
+
+    logs.configure()
+
+
 if __name__ == "__main__":
+    set_up_process()
     sys.exit(main())

@@ -37,7 +37,10 @@ def build(backend_for: Callable):
 
     from engram import __version__
 
-    server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    from engram.logs import keep_root_handlers
+
+    with keep_root_handlers():  # MCPServer() puts a Rich handler on the root logger (logging.basicConfig)
+        server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     async def call(ctx, method: str, *args):
         backend = backend_for(ctx)
