@@ -84,6 +84,13 @@ class BodyLimit:
             return await error_response(exc)(scope, receive, send)
 
 
+def only_cause(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) exception groups of one member each (what a task group raises), else `exc`."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 class Tracked:
     """Counts the requests in flight and notes when the last one ended (`Activity`, read by the idle timeout). Pure
     ASGI: Starlette's BaseHTTPMiddleware would run the app in a task group, so that an error raised while the body is
@@ -206,6 +213,7 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
 
     @app.exception_handler(Exception)
     async def unexpected(request, exc: Exception):
+        exc = only_cause(exc)
         api_exc = translate(exc)
         if api_exc is not None:
             return error_response(api_exc)
