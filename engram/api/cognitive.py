@@ -131,7 +131,10 @@ class CognitiveOps:
             raise error("bad_query", "the query is empty")
         result = self._recall(agent, req.query, discussion=req.discussion, limit=req.limit, weights=req.weights,
                               hyde=req.hyde, similarity=req.similarity, mood=req.mood,
-                              at=to_us(req.at) if req.at is not None else None,
+                              # a recall that records (TraceRetrieved at `at`) is bound like every recorded time;
+                              # one that only looks may ask about any moment
+                              at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
+                              if req.at is not None else None,
                               **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
@@ -236,7 +239,7 @@ class CognitiveOps:
         from engram.settings import agent_stream
 
         self.require_agent(agent)
-        ts = to_us(req.ts)
+        ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
         self.sync_settings(agent, ts)
         cfg = load_or_default(AgentConfig, self.home.agent_config_path(agent))
         budget = budget_tokens(cfg.memory.infinite_context.context_window_tokens)
@@ -254,7 +257,7 @@ class CognitiveOps:
         from engram.settings import agent_stream
 
         self.require_agent(agent)
-        ts = to_us(req.ts)
+        ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
         self.sync_settings(agent, ts)
         event = MoodChanged(valence=req.valence, arousal=req.arousal, dominance=req.dominance, reason=req.reason)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]

@@ -95,6 +95,10 @@ def translate(exc: BaseException) -> ApiError | None:
         MessageRejected = ()  # type: ignore[assignment]
     if isinstance(exc, MessageRejected):
         return error("malformed_messages", str(exc))
+    from engram.events.store import EventIdConflict
+
+    if isinstance(exc, EventIdConflict):
+        return error("conflict", str(exc))
     from engram.api.runtime import RuntimeUnavailable
     from engram.flow import Backpressure
 

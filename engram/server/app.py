@@ -257,12 +257,13 @@ def _translated_exceptions() -> tuple[type, ...]:
     """What `engram.api.errors.translate` turns into a refusal (4xx, or 502/503 for an outage)."""
     from engram.api.runtime import RuntimeUnavailable
     from engram.config.errors import ConfigError
+    from engram.events.store import EventIdConflict
     from engram.flow import Backpressure
     from engram.ids import InvalidIdError
     from engram.ingest.messages import MessageRejected
     from engram.llm.caller import CallFailed
 
-    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed
+    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed, EventIdConflict
 
 
 def _fastapi_422(op: dict) -> bool:
