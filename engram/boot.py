@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from engram.private import private_home
 from engram.server.instance import home_path, live_server, remove_instance, write_instance
 
 SERVING_LOCK = "server.lock"  # held for the life of a server: a second server of the home refuses to start
@@ -134,6 +135,9 @@ def serve(args) -> int:
     from engram.llm.factory import select_provider
 
     home = home_path(args.home)
+    said = private_home(home)
+    if said:
+        print(f"engram: {said}", flush=True)
     try:
         config = load_service_config(home)
         select_provider(config.llm)  # e.g. llm.provider "anthropic" with its API key variable unset
@@ -260,10 +264,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def set_up_process() -> None:
     """What belongs to the server's process as a whole, set before anything else runs in it (not when `main` is
-    called inside another program, a test's): its logging is engram's, one line per record, through a queue
-    (`engram.logs`)."""
+    called inside another program, a test's): everything it and its Ray processes create is its owner's alone
+    (umask 077, `engram.private`: the home's logs, projections, instance token, journals, Ray's files), and its
+    logging is engram's, one line per record, through a queue (`engram.logs`)."""
     from engram import logs
+    from engram.private import UMASK
 
+    os.umask(UMASK)
     logs.configure()
 
 
