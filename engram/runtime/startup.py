@@ -10,6 +10,8 @@
   its GCS, raylet, workers, agents, and the autoscaler's and dashboard head's metrics ports, which listened on
   every interface without a token), its agents export no metrics, and the dashboard's UI is not started (Ray
   still runs its head, minimal, on loopback).
+- The local instance's processes die with this one, however it ends (`engram.runtime.reaper`: Ray's own
+  agents outlived a `kill -9` of the server).
 - An address (`--address`, `RAY_ADDRESS`, `ray.address` in engram.json) joins that cluster.
 - Either way start-up has a timeout (`ray.startTimeoutSeconds`); past it, a `RayStartError` says what
   to do instead of waiting forever.
@@ -190,6 +192,11 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
             time.sleep(0.5)
         except KeyboardInterrupt:
             pass
+    if not address:
+        from engram.runtime import reaper
+
+        # Ray's agents die with this process, however it ends; so do workers still starting (they name the session)
+        reaper.start(marker=os.path.realpath(Path(kwargs["_temp_dir"]) / "session_latest"))
     return not address
 
 

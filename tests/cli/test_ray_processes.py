@@ -1,7 +1,9 @@
-"""A home's local Ray instance as another user of the machine meets it (issue 21, finding 6).
+"""A home's local Ray instance as another user of the machine, or a crash, meets it (issue 21, findings 6 and 12).
 
 - Its temp dir is private (0700, this user's), Ray's own world-writable directory inside it;
-- every socket of the server's process tree listens on loopback, and the metrics exporters are off.
+- every socket of the server's process tree listens on loopback, and the metrics exporters are off;
+- a `kill -9` of the server leaves no process of its Ray instance behind (Ray's DashboardAgent and
+  RuntimeEnvAgent used to run on for minutes).
 
 A real server process on the Ray runtime, under the shared Ray lock.
 """
@@ -10,8 +12,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -99,3 +103,26 @@ def test_the_ray_temp_dir_is_private_and_every_socket_listens_on_loopback(server
     # The metrics exporters: the agents' is off; the autoscaler's (44217) and the dashboard head's (44227) are
     # on loopback (checked above).
     assert [p.read_text().strip() for p in sessions[0].glob("metrics_export_port_*")] == ["-1"]
+
+
+def test_a_killed_server_leaves_no_process_of_its_ray_instance(server):
+    tree = descendants(server.proc.pid)
+    agents = [p for p, c in tree.items() if "DashboardAgent" in c or "RuntimeEnvAgent" in c]
+    assert len(agents) == 2, tree
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(30)
+    deadline = time.monotonic() + 10
+    while running(tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = {p: tree[p] for p in running(tree)}
+    assert left == {}, f"still running {time.monotonic() - deadline + 10:.1f}s after kill -9: {left}"
+
+
+def test_a_server_stopped_cleanly_leaves_no_process_behind_either(server):
+    tree = descendants(server.proc.pid)
+    server.proc.send_signal(signal.SIGTERM)
+    server.proc.wait(120)
+    deadline = time.monotonic() + 10
+    while running(tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {p: tree[p] for p in running(tree)} == {}
