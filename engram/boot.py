@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from engram.private import private_home
 from engram.server.instance import home_path, live_server, remove_instance, write_instance
 
 SERVING_LOCK = "server.lock"  # held for the life of a server: a second server of the home refuses to start
@@ -134,6 +135,9 @@ def serve(args) -> int:
     from engram.llm.factory import select_provider
 
     home = home_path(args.home)
+    said = private_home(home)
+    if said:
+        print(f"engram: {said}", flush=True)
     try:
         config = load_service_config(home)
         select_provider(config.llm)  # e.g. llm.provider "anthropic" with its API key variable unset
@@ -208,8 +212,9 @@ def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, host: st
 
     app = create_app(api, identity_of(home, token, api), shutdown=shutdown, max_body_bytes=config.server.max_body_bytes,
                      activity=activity, host=host)
+    # log_config=None: uvicorn's loggers go through engram's root handler (engram.logs), one line per record.
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                           timeout_graceful_shutdown=30))
+                                           timeout_graceful_shutdown=30, log_config=None))
 
     def announce() -> None:
         while not server.started and not server.should_exit:
@@ -257,5 +262,18 @@ def main(argv: list[str] | None = None) -> int:
     return serve(args)
 
 
+def set_up_process() -> None:
+    """What belongs to the server's process as a whole, set before anything else runs in it (not when `main` is
+    called inside another program, a test's): everything it and its Ray processes create is its owner's alone
+    (umask 077, `engram.private`: the home's logs, projections, instance token, journals, Ray's files), and its
+    logging is engram's, one line per record, through a queue (`engram.logs`)."""
+    from engram import logs
+    from engram.private import UMASK
+
+    os.umask(UMASK)
+    logs.configure()
+
+
 if __name__ == "__main__":
+    set_up_process()
     sys.exit(main())

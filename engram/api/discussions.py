@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from engram.api import types as t
-from engram.api.errors import error
+from engram.api.errors import check_count, error
 
 
 class DiscussionOps:
@@ -39,8 +39,7 @@ class DiscussionOps:
         from engram.discussion.files import MEMORIES_SUFFIX, read_memories
 
         self.discussion_agent(discussion, agent)
-        if last is not None and last < 1:
-            raise error("invalid_request", "last must be a positive number of memories")
+        check_count("last", last, t.MAX_ROWS)
         path = self.files(agent).path(discussion, MEMORIES_SUFFIX)
         records = read_memories(path)
         shown = (records or [])[-last:] if last else (records or [])

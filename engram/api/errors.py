@@ -72,6 +72,12 @@ def taken_discussion(discussion: str, agent: str) -> ApiError:
                  f"belongs to one agent: give agent {agent!r}'s messages another discussion id")
 
 
+def check_count(name: str, value: int | None, maximum: int) -> None:
+    """A count a request asks for (a limit, the last n): None (all), or 1..`maximum`; else invalid_request."""
+    if value is not None and not 1 <= value <= maximum:
+        raise error("invalid_request", f"{name} must be a number from 1 to {maximum}, got {str(value):.30}")
+
+
 def translate(exc: BaseException) -> ApiError | None:
     """The ApiError a domain exception means, or None when it is not the caller's doing (a 500)."""
     from engram.config.errors import ConfigError
@@ -89,6 +95,10 @@ def translate(exc: BaseException) -> ApiError | None:
         MessageRejected = ()  # type: ignore[assignment]
     if isinstance(exc, MessageRejected):
         return error("malformed_messages", str(exc))
+    from engram.events.store import EventIdConflict
+
+    if isinstance(exc, EventIdConflict):
+        return error("conflict", str(exc))
     from engram.api.runtime import RuntimeUnavailable
     from engram.flow import Backpressure
 

@@ -23,6 +23,10 @@ from msgspec import Meta, Struct
 Id = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$",
                          description="an agent or discussion id: letters, digits, '_', '-' and '.'")]
 Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
+# How many results a request may ask for: ranked hits (recall, search; REST and MCP alike), and rows of a listing
+# (traces, consolidations, observations, memories).
+MAX_RESULTS = 1000
+MAX_ROWS = 1_000_000
 Role = Literal["user", "assistant", "system", "tool"]
 Factor = Literal["strength", "similarity", "recency", "emotional", "activation", "importance"]
 
@@ -198,7 +202,7 @@ class EventResponse(Model, kw_only=True):
 class SearchRequest(Model, kw_only=True):
     keywords: Annotated[str, Meta(max_length=10_000)]  # separated by ";" (OR logic)
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
-    limit: Annotated[int, Meta(ge=1, le=1000)] = 5
+    limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] = 5
 
 
 class SearchResponse(Model, kw_only=True):
@@ -301,7 +305,7 @@ class BatchRegenerateRequest(Model, kw_only=True):
 class RecallRequest(Model, kw_only=True):
     query: Annotated[str, Meta(min_length=1, max_length=100_000)]
     discussion: Id | None = None
-    limit: Annotated[int, Meta(ge=1, le=1000)] | None = None
+    limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] | None = None
     weights: dict[Factor, Annotated[float, Meta(ge=0.0, le=1000.0)]] | None = None
     hyde: bool | None = None
     similarity: Literal["hybrid", "embedding"] | None = None

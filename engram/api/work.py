@@ -71,7 +71,8 @@ class WorkOps:
                         "nodes then work statelessly)")
         write = None
         if req.messages:
-            write = discussion_write(agent, discussion, incoming(req.messages),
+            write = discussion_write(agent, discussion, incoming(req.messages, where="messages",
+                                                                  max_ahead_s=self.config.limits.max_future_seconds),
                                      max_message_chars=self.config.limits.max_message_chars, where="messages")
         appended = 0
         if write is not None:

@@ -60,6 +60,10 @@ class Limits(ConfigModel):
     max_inflight_appends: int = Field(256, gt=0)
     backpressure_wait_seconds: float = Field(5.0, ge=0)
     max_projection_lag_events: int = Field(200_000, ge=0)
+    # How far after the server's clock a time given with a request (a message's `ts`, a tool failure's, a mood's…)
+    # may lie; later times are refused (engram.api.clock.to_us states the rule). A day covers clocks that disagree
+    # and local times sent as UTC; the past is not bounded (imported history keeps its dates).
+    max_future_seconds: float = Field(86_400.0, ge=0)
 
 
 class ServerSettings(ConfigModel):

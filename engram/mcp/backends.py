@@ -3,9 +3,21 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from engram.api import types as t
+from engram.api.errors import error
 
 FORGET_WAIT_S = 600.0
+
+
+def request(cls: type, **fields):
+    """A request built as REST decodes one: every bound of its declaration checked (a Struct's constructor checks
+    none), a violation refused as invalid_request."""
+    try:
+        return msgspec.convert(fields, cls)
+    except msgspec.ValidationError as exc:
+        raise error("invalid_request", f"{cls.__name__}: {exc}") from None
 
 
 class ApiBackend:
@@ -19,11 +31,11 @@ class ApiBackend:
                                         t.AppendRequest(messages=[t.Message(role=role, content=content)]))
 
     def recall(self, agent: str, query: str, discussion: str | None, limit: int) -> t.RecallResponse:
-        return self.api.recall(agent, t.RecallRequest(query=query, discussion=discussion, limit=limit,
-                                                                   sources=False))
+        return self.api.recall(agent, request(t.RecallRequest, query=query, discussion=discussion, limit=limit,
+                                              sources=False))
 
     def search(self, agent: str, discussion: str, keywords: str, mode: str, limit: int) -> t.SearchResponse:
-        return self.api.search(agent, discussion, t.SearchRequest(keywords=keywords, mode=mode, limit=limit))
+        return self.api.search(agent, discussion, request(t.SearchRequest, keywords=keywords, mode=mode, limit=limit))
 
     def working_memory(self, agent: str) -> t.WorkingMemoryResponse:
         return self.api.working_memory(agent)

@@ -48,8 +48,10 @@ def authenticate_headers(state, headers) -> Principal:
     if not key:
         raise error("unauthorized", "this server needs an API key: send it as `Authorization: Bearer <key>` "
                     "(`engram keys add --agents …` makes one)")
+    if not (key.isascii() and key.isprintable()):  # keys are `ek-…` (ASCII); a header may carry any byte
+        raise error("unauthorized", "the API key is not valid (an engram key is printable ASCII: `ek-…`)")
     token = state.identity.token if state.identity is not None else None
-    if token and hmac.compare_digest(key, token):
+    if token and hmac.compare_digest(key.encode(), token.encode()):
         return OWNER
     stored = ring.find(key)
     if stored is None:

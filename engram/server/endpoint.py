@@ -70,6 +70,8 @@ def decode(cls: type, raw: bytes):
         raise error("invalid_request", f"{cls.__name__}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error("invalid_request", f"the request body is nested too deeply ({cls.__name__})") from None
 
 
 def route(router: APIRouter, method: str, path: str, *, response: type | None, body: type | None = None,
@@ -79,7 +81,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
     assert access in ACCESS, access
 
     def register(handler: Callable) -> Callable:
-        all_params = list(inspect.signature(handler).parameters.values())
+        # eval_str: a route module's annotations (`from __future__ import annotations`) resolved in its own globals
+        all_params = list(inspect.signature(handler, eval_str=True).parameters.values())
         wants_state = all_params[0].name == "server"
         params = all_params[1:]  # after `api` / `server`
         wants_principal = any(p.name == "principal" for p in params)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from engram.private import open_private, private_dirs, private_home, write_private
+
 INSTANCE_FILE = "instance.json"
 LOCK_FILE = "instance.lock"
 LOG_DIR = "logs"
@@ -79,13 +81,9 @@ def read_instance(home: Path) -> dict | None:
 
 
 def write_instance(home: Path, info: dict) -> Path:
+    """Record the server of `home` (0600: the token is the owner's)."""
     path = instance_path(home)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # the token is an admin key of the home
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(info, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_private(path, json.dumps(info, indent=1) + "\n")
     return path
 
 
@@ -211,16 +209,17 @@ def start_server(home: Path, *, timeout: float, address: str | None = None, on_s
     info = live_server(home)
     if info is not None:
         return info
+    private_home(home)
     with StartLock(home, timeout):
         info = live_server(home)  # another command started it while we waited for the lock
         if info is not None:
             return info
         instance_path(home).unlink(missing_ok=True)  # stale: a dead or foreign PID
         log = log_path(home)
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(log.parent)
         if on_spawn is not None:
             on_spawn()
-        with open(log, "ab") as out:
+        with os.fdopen(open_private(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as out:
             out.write(f"\n--- started by `engram` (pid {os.getpid()}) at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
             out.flush()
             proc = subprocess.Popen(server_command(home, started_by_command=True, address=address), stdin=subprocess.DEVNULL,

@@ -101,6 +101,8 @@ def parse_request(raw: bytes) -> OaiRequest:
         raise error("invalid_request", f"chat completion request: {exc}") from None
     except msgspec.DecodeError as exc:
         raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error("invalid_request", "the request body is nested too deeply") from None
     if not req.messages:
         raise error("malformed_messages", "messages is empty: send the conversation (at least one user message)")
     if req.n != 1:

@@ -125,7 +125,11 @@ async def _serve(request: Request) -> Response:
 
 
 def _safe_next(value: str | None) -> str:
-    """Where to go after logging in: a page of the inspector on this server, nothing else (no open redirect)."""
+    """Where to go after logging in: a page of the inspector on this server, nothing else (no open redirect). A value
+    that no Location header can carry (a line break, a character outside printable ASCII) is refused."""
+    if value and not (value.isascii() and value.isprintable()):
+        raise error("invalid_request", "next must be a path of the inspector in printable ASCII (URL-encoded), "
+                    "without line breaks")
     if value and value.startswith(MOUNT) and not value.startswith("//") and "\\" not in value:
         return value
     return MOUNT
@@ -174,7 +178,7 @@ async def login(request: Request) -> Response:
         return Response(status_code=303, headers={"Location": next_url})
     key = form.get("key", "").strip()
     token = state.identity.token
-    if token and key and hmac.compare_digest(key, token):
+    if token and key and hmac.compare_digest(key.encode(), token.encode()):
         key_id = _owner_id(state)
     else:
         stored = state.keys.find(key)
