@@ -148,9 +148,6 @@ def serve(args) -> int:
         check_files_free(config)
     except BootError as exc:
         return fail(str(exc))
-    # Ray puts the driver's working directory on every worker's import path: the home holds no Python
-    # package, so nothing where the server was started from (an `engram/` folder, say) shadows engram there.
-    os.chdir(home)
     settings = config.server
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
@@ -166,6 +163,10 @@ def serve(args) -> int:
     except OSError as exc:
         return fail(f"cannot listen on {host}:{port}: {exc.strerror}; choose another with --port or server.port")
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
+    # Ray puts the driver's working directory on every worker's import path: the home holds no Python
+    # package, so nothing where the server was started from (an `engram/` folder, say) shadows engram there.
+    # Only once every check has passed: a refusal leaves the caller's directory as it was.
+    os.chdir(home)
     token = secrets.token_hex(16)
     backend = args.backend or settings.backend
     args.runtime = args.runtime or settings.runtime

@@ -8,6 +8,7 @@ with `engram keys add` as a user makes them. Served from the test process over t
 from __future__ import annotations
 
 import asyncio
+import os
 import http.client
 import io
 import json
@@ -213,7 +214,9 @@ def test_without_keys_the_server_refuses_a_non_loopback_host_and_says_why(tmp_pa
 
     home = tmp_path / "home"
     home.mkdir()
+    before = os.getcwd()
     assert main(["serve", "--home", str(home), "--host", "0.0.0.0", "--runtime", "inprocess"]) == 2
+    assert os.getcwd() == before  # a refusal leaves the caller where it was
     err = capsys.readouterr().err.strip()
     assert err.startswith("engram: error: no API key is configured") and "0.0.0.0" in err and len(err.splitlines()) == 1
     assert "loopback only" in check_exposure(home, "127.0.0.1")
