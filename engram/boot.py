@@ -181,20 +181,20 @@ def serve(args) -> int:
     if said:
         print(f"engram: {said}", flush=True)
     try:
-        return run_uvicorn(api, config, home, sock, url, token, idle=settings.idle_timeout_seconds
+        return run_uvicorn(api, config, home, sock, url, token, host=host, idle=settings.idle_timeout_seconds
                            if args.started_by_command else 0.0, started=started)
     finally:
         os.close(lock_fd)
 
 
-def health_of(home: Path, token: str, api) -> "object":
+def identity_of(home: Path, token: str, api) -> "object":
     from engram import __version__
-    from engram.api.types import Health
+    from engram.server.instance import Identity
 
-    return Health(home=str(home), instance=token, pid=os.getpid(), version=__version__, runtime=api.rt.description)
+    return Identity(home=str(home), token=token, pid=os.getpid(), version=__version__, runtime=api.rt.description)
 
 
-def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, idle: float, started: float) -> int:
+def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, host: str, idle: float, started: float) -> int:
     import uvicorn
 
     from engram.server.app import Activity, create_app
@@ -206,8 +206,8 @@ def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, idle: fl
         if server is not None:
             server.should_exit = True
 
-    app = create_app(api, health_of(home, token, api), shutdown=shutdown, max_body_bytes=config.server.max_body_bytes,
-                     activity=activity)
+    app = create_app(api, identity_of(home, token, api), shutdown=shutdown, max_body_bytes=config.server.max_body_bytes,
+                     activity=activity, host=host)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                            timeout_graceful_shutdown=30))
 

@@ -300,7 +300,8 @@ class CognitiveOps:
         if limit < 1:
             raise error("invalid_request", "limit must be positive")
         records = self.rt.read(agent, types=["ObservationsRecorded"], limit=None)
-        notes = [n for r in records if r.stream in (discussion, f"agent:{agent}") for n in r.event.notes]
+        notes = [n for r in records if r.agent == agent and r.stream in (discussion, f"agent:{agent}")
+                 for n in r.event.notes]
         notes = sorted(notes, key=lambda n: (n.observed_us, n.note_id))[-limit:]
         return t.RecentObservations(agent=agent, discussion=discussion, notes=len(notes),
                                     markdown=render_notes(notes) if notes else "")

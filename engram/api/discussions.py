@@ -61,12 +61,12 @@ class DiscussionOps:
         from engram.context.history import chain_tree, compaction_history, current_chain
 
         self.discussion_agent(discussion, agent)
-        history = compaction_history(self.sql_rows, discussion)
+        history = compaction_history(self.sql_rows, agent, discussion)
         ids = sorted({d for c in history for d in c.dropped})
         dropped = {}
         if ids:
-            _, rows = self.sql_rows("SELECT message_id, content FROM messages WHERE discussion_id = ? "
-                                    "AND message_id IN (SELECT unnest(?))", [discussion, ids])
+            _, rows = self.sql_rows("SELECT message_id, content FROM messages WHERE agent = ? AND discussion_id = ? "
+                                    "AND message_id IN (SELECT unnest(?))", [agent, discussion, ids])
             dropped = dict(rows)
         out = []
         for c in history:

@@ -29,9 +29,7 @@ class MessageOps:
         limit = self.config.limits.max_message_chars
         writes, empty = [], []
         for conv in req.conversations:
-            owner = self._streams.get(conv.discussion) or self.refresh_streams().get(conv.discussion)
-            if owner is not None and owner != agent:
-                raise error("conflict", f"discussion {conv.discussion!r} belongs to agent {owner!r}, not {agent!r}")
+            self.claim_discussion(agent, conv.discussion)
             write = discussion_write(agent, conv.discussion, incoming(conv.messages), max_message_chars=limit,
                                      where=f"discussion {conv.discussion}")
             (writes.append(write) if write else empty.append(conv.discussion))
@@ -58,11 +56,7 @@ class MessageOps:
         from engram.events.envelope import NewEvent, Write
         from engram.events.messages import ToolCallFailed
 
-        validate_agent(agent)
-        validate_discussion(discussion)
-        owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
-        if owner is not None and owner != agent:
-            raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}")
+        self.claim_discussion(agent, discussion)
         ts = to_us(req.ts)
         self.sync_settings(agent, ts)
         event = ToolCallFailed(tool=req.tool, error=req.error, arguments=req.arguments, call_id=req.call_id)

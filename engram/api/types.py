@@ -46,9 +46,25 @@ class ErrorResponse(Model, kw_only=True):
 # --------------------------------------------------------------------------- system
 
 class Health(Model, kw_only=True):
+    """`GET /v1/health` (no key): the server is up. Nothing else: which home it serves and its instance token are
+    never on an open route (a command recognises its server through the home's instance.json, `InstanceProof`)."""
+
     service: Literal["engram"] = "engram"
+    status: Literal["up"] = "up"
+
+
+class InstanceProof(Model, kw_only=True):
+    """`GET /v1/instance?challenge=…` (no key): HMAC-SHA256 keyed with the server's instance token over the home and
+    the caller's challenge (`engram.server.instance.proof`). Whoever can read the home's instance.json computes the
+    same value and so knows that the server at that URL is the home's; nobody else learns anything from it."""
+
+    proof: str
+
+
+class ServerInfo(Model, kw_only=True):
+    """`GET /v1/server` (a key for every agent): the home this server serves, its pid, version and runtime."""
+
     home: str
-    instance: str  # a random token of this server process (instance.json records it too)
     pid: int
     version: str
     runtime: str

@@ -93,15 +93,11 @@ def build(backend_for: Callable):
     return server
 
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
-
-
 class McpEndpoint:
     """`/mcp` in the engram app: MCP's streamable HTTP (stateless, JSON responses), each call scoped by the API key
     of its request. Pure ASGI; the SDK's session manager starts at the first request, on the serving loop.
 
-    Without keys the server is loopback-only, and a request whose Host is not a loopback name is refused (a web
-    page cannot reach it through DNS rebinding); with keys, the key is what protects it."""
+    Host, Origin and the peer are checked before, for every route (`engram.server.frontdoor`)."""
 
     def __init__(self, app_state):
         self.state = app_state
@@ -155,13 +151,7 @@ class McpEndpoint:
             await run_in_threadpool(ensure_state, state)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
         try:
-            principal = authenticate_headers(state, headers)
-            if principal.name == "loopback":
-                host = headers.get("host", "").rsplit(":", 1)[0] if not headers.get("host", "").endswith("]") \
-                    else headers["host"]
-                if host not in LOOPBACK_HOSTS:
-                    raise ApiError(403, "forbidden", f"Host {headers.get('host')!r} is not a loopback name; without API "
-                                   "keys engram's /mcp answers loopback requests only")
+            authenticate_headers(state, headers)
         except ApiError as exc:
             return await error_response(exc)(scope, receive, send)
         await self._start()

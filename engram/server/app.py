@@ -1,6 +1,6 @@
 """The engram HTTP app: REST over `engram.api`, its OpenAPI document, JSON errors, a body limit.
 
-`create_app(api, health, shutdown=…)` is all a host needs (uvicorn in `engram.boot`, or a Ray Serve
+`create_app(api, identity, shutdown=…)` is all a host needs (uvicorn in `engram.boot`, or a Ray Serve
 deployment in `engram.runtime.serve`). Every refusal is `{"error": {"code", "message"}}` with its
 4xx; a request refused for its body never reaches an operation, so nothing is appended.
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from engram.api.errors import ApiError, error, translate
 from engram.server.endpoint import SCHEMA_TYPES, json_response
+from engram.server.frontdoor import FrontDoor
 from engram.server.keys import KeyRing
 from engram.server.routes import ROUTERS
 
@@ -97,30 +98,32 @@ _STATE_LOCK = threading.Lock()
 
 
 def ensure_state(state) -> None:
-    """Build the app's api, health and shutdown on first use when a `factory` was given instead (a Ray Serve
+    """Build the app's api, identity and shutdown on first use when a `factory` was given instead (a Ray Serve
     replica: the app travels to the replica by value, so its state is made there)."""
     if state.api is None and state.factory is not None:
         with _STATE_LOCK:
             if state.api is None:
-                state.api, state.health, state.shutdown = state.factory()
-                state.keys = KeyRing(Path(state.health.home))
+                state.api, state.identity, state.shutdown = state.factory()
+                state.keys = KeyRing(Path(state.identity.home))
 
 
-def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               activity: Activity | None = None, factory: Callable | None = None) -> FastAPI:
-    """`factory() -> (api, health, shutdown)`: build them in the process that serves, on first use."""
+def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               activity: Activity | None = None, factory: Callable | None = None, host: str | None = None,
+               allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
+    """`identity`: who this server is (`engram.server.instance.Identity`: the home, the instance token…);
+    `factory() -> (api, identity, shutdown)`: build them in the process that serves, on first use. `host`: what the
+    server listens on and `allowed_hosts` (`server.allowedHosts`), for the front door (default: the api's config)."""
     from engram import __version__
 
     app = FastAPI(title="engram", version=__version__, docs_url="/docs", redoc_url=None,
                   description="Long-term memory for AI agents: REST over engram's API, one resource per operation, "
                               "scoped per agent. Every refusal is {\"error\": {\"code\", \"message\"}} with its 4xx.")
     app.state.api = api
-    app.state.health = health
+    app.state.identity = identity
     app.state.shutdown = shutdown
     app.state.activity = activity or Activity()
     app.state.factory = factory
-    app.state.job_agents = {}  # job id -> the agents of the key that started it (None: every agent)
-    app.state.keys = None if health is None else KeyRing(Path(health.home))
+    app.state.keys = None if identity is None else KeyRing(Path(identity.home))
     for router in ROUTERS:
         app.include_router(router)
 
@@ -194,6 +197,10 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
     # MCP's streamable HTTP (not in the OpenAPI document: its own protocol); scoped by the request's key.
     app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    server = api.config.server if api is not None else None
+    app.add_middleware(FrontDoor, state=app.state, host=host or (server.host if server else "127.0.0.1"),
+                       allowed_hosts=allowed_hosts if allowed_hosts is not None else
+                       tuple(server.allowed_hosts if server else ()))  # outermost: before anything reads the body
     return app
 
 

@@ -10,11 +10,12 @@ documented by its JSON Schema; the result is encoded by msgspec. Handlers are pl
 the server's thread pool (operations block on the runtime). A handler whose first parameter is
 `server` instead of `api` gets the app's state (the api, the health document, shutdown).
 
-Every route asks the auth hook first (`engram.server.auth`), by its `access`: "agent" (the default for a
-path with `{agent}`: the key must be allowed that agent), "home" (the default otherwise: an operation on
-the whole home, for admin keys), "key" (any valid key; the handler scopes what it does by the principal
-it declares as a `principal` parameter) or "open" (no key needed: the health probe). So a new route is
-scoped by default and cannot escape the keys.
+Every route asks the auth hook first (`engram.server.auth`) who the request's principal is, and hands the
+handler the API as that principal sees it (`engram.api.access.ScopedApi`): the one place that decides what a key
+may see. The route's `access` says what is refused before the body is read: "agent" (the default for a path with
+`{agent}`: the key must be allowed that agent), "home" (the default otherwise: an operation on the whole home, for
+admin keys), "key" (any valid key; the ScopedApi scopes what the operation shows) or "open" (no key needed: the
+health probe, and nothing that grants access). So a new route is scoped by default and cannot escape the keys.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 kwargs["principal"] = principal
             if body is not None:
                 kwargs["body"] = decode(body, await request.body())
-            first = state if wants_state else state.api
+            scoped = state.api.scoped(principal) if principal is not None else None
+            first = state if wants_state else scoped
             try:
                 result = await run_in_threadpool(handler, first, **kwargs)
             except Exception as exc:
@@ -107,9 +109,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 if refused is None:
                     raise  # the app's handler answers 500 and logs it
                 raise refused from None
-            if principal is not None and type(result).__name__ == "Job":
-                state.job_agents[result.id] = principal.agents  # who may follow the job
-                state.api.jobs.follow(result.id, principal.agents)  # (and on the other replicas of this server)
+            if scoped is not None and type(result).__name__ == "Job":
+                scoped.started(result)  # who may follow the job (on every replica of this server)
             return json_response(result, status)
 
         endpoint.__signature__ = inspect.Signature(

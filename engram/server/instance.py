@@ -1,20 +1,25 @@
 """One server per home: `<home>/instance.json`, the start lock, the health probe, starting one for a command.
 
-Stdlib only (the CLI imports this before anything else). `instance.json` records the server's `url`,
-`pid`, a random `token` and the `home`; a server is taken as this home's only when its health
-endpoint answers with the same home and token, so a stale file (a dead PID, or a PID reused by
-another process) is detected and replaced, never waited on. Two commands racing to start a server
+Stdlib only (the CLI imports this before anything else). `instance.json` (0600: the home's owner alone reads
+it) records the server's `url`, `pid`, a random `token` and the `home`. The token never leaves the home: a
+server is taken as this home's only when it answers a fresh random challenge with the HMAC of it keyed with
+that token (`proof`, `GET /v1/instance`), so a stale file (a dead PID, a PID reused by another process, another
+program on that port) is detected and replaced, never waited on, and nothing on an open route grants access. Two commands racing to start a server
 start exactly one: the start happens under an exclusive lock on `<home>/instance.lock`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import http.client
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +28,7 @@ LOCK_FILE = "instance.lock"
 LOG_DIR = "logs"
 SERVER_LOG = "server.log"
 HEALTH_PATH = "/v1/health"
+INSTANCE_PATH = "/v1/instance"
 # A health probe of a live server answers in milliseconds; a hung process must not hang a command.
 PROBE_TIMEOUT_S = 2.0
 POLL_S = 0.1
@@ -30,6 +36,24 @@ POLL_S = 0.1
 
 class ServerStartError(RuntimeError):
     """No server could be started for the home; the message names the log to read."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a server is: the home it serves, its instance token (in instance.json only, never sent by the server),
+    its pid (the owning process's, with Ray Serve), version and runtime."""
+
+    home: str
+    token: str
+    pid: int
+    version: str
+    runtime: str
+
+
+def proof(token: str, home: str, challenge: str) -> str:
+    """HMAC-SHA256, keyed with the instance token, of the home and a caller's challenge: what the server answers
+    to `GET /v1/instance?challenge=…` and what a command that read instance.json expects."""
+    return hmac.new(token.encode(), f"engram-instance|{home}|{challenge}".encode(), hashlib.sha256).hexdigest()
 
 
 def home_path(home: str | Path | None) -> Path:
@@ -57,7 +81,10 @@ def read_instance(home: Path) -> dict | None:
 def write_instance(home: Path, info: dict) -> Path:
     path = instance_path(home)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info, indent=1) + "\n")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # the token is an admin key of the home
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(info, indent=1) + "\n")
     os.replace(tmp, path)
     return path
 
@@ -82,13 +109,13 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> dict | None:
-    """The health document of the server at `url`, or None when nothing (engram) answers."""
+def probe(url: str, timeout: float = PROBE_TIMEOUT_S, path: str = HEALTH_PATH) -> dict | None:
+    """The health document of the server at `url` (or the answer at `path`), or None when nothing (engram) answers."""
     parts = urlsplit(url)
     try:
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         try:
-            conn.request("GET", HEALTH_PATH)
+            conn.request("GET", path)
             resp = conn.getresponse()
             body = resp.read()
         finally:
@@ -98,7 +125,15 @@ def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> dict | None:
         doc = json.loads(body)
     except (OSError, ValueError, http.client.HTTPException):
         return None
-    return doc if isinstance(doc, dict) and doc.get("service") == "engram" else None
+    return doc if isinstance(doc, dict) and (path != HEALTH_PATH or doc.get("service") == "engram") else None
+
+
+def proves_home(url: str, token: str, home: Path, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether the server at `url` holds `token` for `home`: it answers a fresh challenge with its `proof`."""
+    challenge = secrets.token_hex(16)
+    answer = probe(url, timeout, f"{INSTANCE_PATH}?challenge={challenge}")
+    given = answer.get("proof") if answer is not None else None
+    return isinstance(given, str) and hmac.compare_digest(given, proof(str(token), str(home), challenge))
 
 
 def live_server(home: Path) -> dict | None:
@@ -112,9 +147,8 @@ def live_server(home: Path) -> dict | None:
         return None
     if not pid_alive(pid):
         return None
-    health = probe(str(info["url"]))
-    if health is None or health.get("home") != str(home) or health.get("instance") != info.get("token"):
-        return None  # a PID reused by another process, or another home's server: not ours
+    if not proves_home(str(info["url"]), str(info.get("token", "")), home):
+        return None  # a PID reused by another process, another home's server, another program: not ours
     return info
 
 

@@ -431,7 +431,7 @@ CASES: list[Case] = [
          _event(lambda: __import__("tests.events.helpers", fromlist=["msg"]).msg(1), event_id="e" * 600)),
     # Reads for an agent that does not exist.
     Case("recall-typo", "agents", "`recall --agent anaa` (no such agent)",
-         r"agent 'anaa' has nothing in <home>; the agents are: ana, bo",
+         r"agent 'anaa' is not known \(no events, no agent.config.json\)",
          _api(lambda api: api.recall("anaa", __import__("engram.api.types", fromlist=["t"]).RecallRequest(query="x")),
               agents=("ana", "bo"))),
     Case("api-sql-blank", "SQL", "`engram sql '   '` (the API's SQL operation)", r"^the query is empty$",

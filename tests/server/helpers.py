@@ -30,18 +30,17 @@ class Served:
         import uvicorn
 
         from engram import __version__
-        from engram.api.types import Health
         from engram.server.app import create_app
-        from engram.server.instance import write_instance
+        from engram.server.instance import Identity, write_instance
 
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(256)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        health = Health(home=str(self.home), instance=self.token, pid=os.getpid(), version=__version__,
-                        runtime=self.api.rt.description)
+        identity = Identity(home=str(self.home), token=self.token, pid=os.getpid(), version=__version__,
+                            runtime=self.api.rt.description)
         kwargs = {} if self.max_body_bytes is None else {"max_body_bytes": self.max_body_bytes}
-        app = create_app(self.api, health, shutdown=self.stop, **kwargs)
+        app = create_app(self.api, identity, shutdown=self.stop, **kwargs)
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()

@@ -21,7 +21,9 @@ ALICE_TALK, BOB_TALK = "alice-talk", "bob-talk"
 BOB_SECRET = "Bob's locker code is 4711."
 # Every path of the OpenAPI document without {agent}: what a key limited to agents gets there.
 HOME_WIDE = {
-    ("GET", "/v1/health"): {200},  # who the server is: no agent's data
+    ("GET", "/v1/health"): {200},  # that the server is up: nothing else
+    ("GET", "/v1/instance"): {422},  # an HMAC of a challenge (none given here): proves the server, grants nothing
+    ("GET", "/v1/server"): {403},  # which home, pid, runtime: an admin key's
     ("GET", "/v1/status"): {403},
     ("POST", "/v1/replay"): {403},
     ("POST", "/v1/shutdown"): {403},

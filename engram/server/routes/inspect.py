@@ -36,12 +36,14 @@ def _answer(api, path: str, query: str, principal: auth.Principal):
     from engram.inspect.adapter import EngramReader
     from engram.inspect.web import respond
 
+    scoped = api.scoped(principal)  # the API as this principal sees the home (engram.api.access)
     agent = dict(parse_qsl(query, keep_blank_values=True)).get("agent")
     if agent:
         principal.require(agent)
         if path.startswith(MOUNT + "/api/") or path.rstrip("/") == MOUNT:
-            api.require_agent(agent)  # an agent the home does not know: 404 unknown_agent, as everywhere else
-    return respond(EngramReader(api, api.config), path, query, home=str(api.home.root), mount=MOUNT, may=principal.may)
+            scoped.require_agent(agent)  # an agent the home does not know: 404 unknown_agent, as everywhere else
+    return respond(EngramReader(scoped, scoped.config), path, query, home=str(scoped.home.root), mount=MOUNT,
+                   may=principal.may)
 
 
 async def _ready(request: Request):
@@ -56,7 +58,7 @@ async def _ready(request: Request):
 def _sessions(state) -> Sessions:
     sessions = getattr(state, "sessions", None)
     if sessions is None:
-        sessions = state.sessions = Sessions(Path(state.health.home))
+        sessions = state.sessions = Sessions(Path(state.identity.home))
     return sessions
 
 
@@ -68,7 +70,7 @@ def _owner_id(state) -> str:
     """The key id of a session opened with this server process's instance token (valid while that process runs)."""
     import hashlib
 
-    token = getattr(state.health, "instance", "") or ""
+    token = state.identity.token
     return f"{OWNER_ID}-{hashlib.sha256(token.encode()).hexdigest()[:16]}"
 
 
@@ -171,7 +173,7 @@ async def login(request: Request) -> Response:
     if not _keys_configured(state):
         return Response(status_code=303, headers={"Location": next_url})
     key = form.get("key", "").strip()
-    token = getattr(state.health, "instance", "") or ""
+    token = state.identity.token
     if token and key and hmac.compare_digest(key, token):
         key_id = _owner_id(state)
     else:
