@@ -25,7 +25,7 @@ from engram.events import codec
 from engram.events.base import Event
 from engram.events.control import Unreadable
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
-from engram.events.validation import InvalidEvent, check_event, check_write
+from engram.events.validation import InvalidEvent, check_event, check_events, check_write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -155,7 +155,11 @@ class _Prepared:
         events = write.events
         try:
             check_write(write)
-            payloads = [_encode_checked(item.event) for item in events]
+            try:
+                payloads = [_encode(item.event) for item in events]
+            except Exception:  # one does not encode: event by event, to report the first event at fault
+                payloads = [_encode_checked(item.event) for item in events]
+            check_events([item.event for item in events], payloads)
         except InvalidEvent as exc:
             raise EventRejected(f"stream {write.stream!r}: {exc}") from None
         for item, payload in zip(events, payloads):
