@@ -8,10 +8,10 @@ with `engram keys add` as a user makes them. Served from the test process over t
 from __future__ import annotations
 
 import asyncio
-import os
 import http.client
 import io
 import json
+import os
 from contextlib import redirect_stdout
 from urllib.parse import urlsplit
 
