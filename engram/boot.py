@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from engram.private import private_home
 from engram.server.instance import home_path, live_server, remove_instance, write_instance
 
 SERVING_LOCK = "server.lock"  # held for the life of a server: a second server of the home refuses to start
@@ -134,6 +135,9 @@ def serve(args) -> int:
     from engram.llm.factory import select_provider
 
     home = home_path(args.home)
+    said = private_home(home)
+    if said:
+        print(f"engram: {said}", flush=True)
     try:
         config = load_service_config(home)
         select_provider(config.llm)  # e.g. llm.provider "anthropic" with its API key variable unset
@@ -144,9 +148,6 @@ def serve(args) -> int:
         check_files_free(config)
     except BootError as exc:
         return fail(str(exc))
-    # Ray puts the driver's working directory on every worker's import path: the home holds no Python
-    # package, so nothing where the server was started from (an `engram/` folder, say) shadows engram there.
-    os.chdir(home)
     settings = config.server
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
@@ -162,6 +163,10 @@ def serve(args) -> int:
     except OSError as exc:
         return fail(f"cannot listen on {host}:{port}: {exc.strerror}; choose another with --port or server.port")
     url = f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}"
+    # Ray puts the driver's working directory on every worker's import path: the home holds no Python
+    # package, so nothing where the server was started from (an `engram/` folder, say) shadows engram there.
+    # Only once every check has passed: a refusal leaves the caller's directory as it was.
+    os.chdir(home)
     token = secrets.token_hex(16)
     backend = args.backend or settings.backend
     args.runtime = args.runtime or settings.runtime
@@ -181,20 +186,20 @@ def serve(args) -> int:
     if said:
         print(f"engram: {said}", flush=True)
     try:
-        return run_uvicorn(api, config, home, sock, url, token, idle=settings.idle_timeout_seconds
+        return run_uvicorn(api, config, home, sock, url, token, host=host, idle=settings.idle_timeout_seconds
                            if args.started_by_command else 0.0, started=started)
     finally:
         os.close(lock_fd)
 
 
-def health_of(home: Path, token: str, api) -> "object":
+def identity_of(home: Path, token: str, api) -> "object":
     from engram import __version__
-    from engram.api.types import Health
+    from engram.server.instance import Identity
 
-    return Health(home=str(home), instance=token, pid=os.getpid(), version=__version__, runtime=api.rt.description)
+    return Identity(home=str(home), token=token, pid=os.getpid(), version=__version__, runtime=api.rt.description)
 
 
-def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, idle: float, started: float) -> int:
+def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, host: str, idle: float, started: float) -> int:
     import uvicorn
 
     from engram.server.app import Activity, create_app
@@ -206,10 +211,11 @@ def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, idle: fl
         if server is not None:
             server.should_exit = True
 
-    app = create_app(api, health_of(home, token, api), shutdown=shutdown, max_body_bytes=config.server.max_body_bytes,
-                     activity=activity)
+    app = create_app(api, identity_of(home, token, api), shutdown=shutdown, max_body_bytes=config.server.max_body_bytes,
+                     activity=activity, host=host)
+    # log_config=None: uvicorn's loggers go through engram's root handler (engram.logs), one line per record.
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                           timeout_graceful_shutdown=30))
+                                           timeout_graceful_shutdown=30, log_config=None))
 
     def announce() -> None:
         while not server.started and not server.should_exit:
@@ -257,5 +263,18 @@ def main(argv: list[str] | None = None) -> int:
     return serve(args)
 
 
+def set_up_process() -> None:
+    """What belongs to the server's process as a whole, set before anything else runs in it (not when `main` is
+    called inside another program, a test's): everything it and its Ray processes create is its owner's alone
+    (umask 077, `engram.private`: the home's logs, projections, instance token, journals, Ray's files), and its
+    logging is engram's, one line per record, through a queue (`engram.logs`)."""
+    from engram import logs
+    from engram.private import UMASK
+
+    os.umask(UMASK)
+    logs.configure()
+
+
 if __name__ == "__main__":
+    set_up_process()
     sys.exit(main())

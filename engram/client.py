@@ -87,6 +87,9 @@ class _Operations:
     def health(self):
         return self._call("GET", "/v1/health", t.Health)
 
+    def server_info(self):
+        return self._call("GET", "/v1/server", t.ServerInfo)
+
     def status(self):
         return self._call("GET", "/v1/status", t.StatusResponse)
 
@@ -276,7 +279,10 @@ class Client(_Operations):
         return conn
 
     def _send(self, method: str, path: str, payload: bytes | None) -> tuple[int, bytes]:
-        headers = {"Content-Type": "application/json", **self._auth} if payload is not None else dict(self._auth)
+        # Every state-changing request says JSON, body or not: the server's front door refuses one that does not
+        # (what an HTML form or a cross-site page sends), unless it carries a key.
+        headers = {"Content-Type": "application/json", **self._auth} if payload is not None or method != "GET" \
+            else dict(self._auth)
         for attempt in (1, 2):
             conn = self._conn()
             try:
@@ -353,7 +359,8 @@ class AsyncClient(_Operations):
 
     async def _request(self, method: str, path: str, response, body=None):
         resp = await self._http.request(method, path, content=None if body is None else _ENCODER.encode(body),
-                                        headers={"Content-Type": "application/json"} if body is not None else None)
+                                        headers={"Content-Type": "application/json"}
+                                        if body is not None or method != "GET" else None)
         if resp.status_code >= 400:
             raise refusal(resp.status_code, resp.content, resp.headers.get("Retry-After"))
         return _decoder(response).decode(resp.content) if response is not dict else resp.json()

@@ -11,12 +11,14 @@ import fcntl
 import os
 from pathlib import Path
 
+from engram.private import private_dirs
+
 
 def try_lock(path: Path) -> int | None:
     """Lock `path` (created if missing) without waiting: the descriptor that holds it, or None when another
     descriptor holds it. Close the descriptor to release it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    private_dirs(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,6 +18,9 @@ STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "eve
                "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
                "recovered", "node", "actors", "resident_agents", "projection_timings")
 
+
+# Jobs that write files (replay into a directory, export) write under <home>/exports/ or server.exportRoot only.
+EXPORTS_DIR = "exports"
 
 # A user's query is stopped after this long, and shows at most this many rows.
 SQL_TIMEOUT_S = 30.0
@@ -63,7 +67,39 @@ def replay_report(reports: list[dict], seconds: float, nodes: dict[int, str]) ->
             "events_per_s": round(events / seconds) if seconds else None}
 
 
+def private_tree(root: Path) -> None:
+    """Make what a job wrote its owner's alone: directories 0700, files 0600 (they hold every agent's messages)."""
+    for path in [root, *root.rglob("*")]:
+        try:
+            os.chmod(path, 0o700 if path.is_dir() else 0o600, follow_symlinks=False)
+        except (OSError, NotImplementedError):  # a vanished file, or a symlink on a system that cannot chmod one
+            pass
+
+
 class AdminOps:
+    def output_dir(self, raw: str, what: str) -> Path:
+        """Where a job may write `raw`: a fresh directory under `<home>/exports/` or `server.exportRoot` (symlinks and
+        `..` resolved first), made now, 0700. Anywhere else is refused: the server writes with its user's rights, for
+        whoever asks."""
+        out = Path(raw).expanduser()
+        if not out.is_absolute():
+            raise error("invalid_request", f"{what} {raw!r} must be an absolute path (the server's working directory "
+                        "is not yours)")
+        roots = [self.home.root / EXPORTS_DIR] + ([Path(self.config.server.export_root)]
+                                                  if self.config.server.export_root else [])
+        real = Path(os.path.realpath(out))
+        if not any(real != Path(os.path.realpath(r)) and real.is_relative_to(os.path.realpath(r)) for r in roots):
+            raise error("invalid_request", f"{what} {raw!r} is not under {roots[0]}/ (or server.exportRoot in "
+                        "engram.json, an absolute directory): jobs write their files there only")
+        if real.exists() and (not real.is_dir() or any(real.iterdir())):
+            raise error("conflict", f"{out} is not empty; a job writes into a fresh directory")
+        for root in roots:
+            if real.is_relative_to(os.path.realpath(root)):
+                Path(root).mkdir(mode=0o700, parents=True, exist_ok=True)
+        real.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(real, 0o700)
+        return real
+
     def status(self) -> t.StatusResponse:
         """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
         from engram.api.batch_regen import interrupted
@@ -130,17 +166,10 @@ class AdminOps:
             raise error("invalid_request", "as_of needs out: the live projections always reflect the whole log")
         if req.verify and req.out:
             raise error("invalid_request", "verify compares in scratch space; it takes no out")
-        out = None
-        if req.out:
-            out = Path(req.out).expanduser()
-            if not out.is_absolute():
-                raise error("invalid_request", f"out {req.out!r} must be an absolute path (the server's working "
-                            "directory is not yours)")
-            if out.exists() and (not out.is_dir() or any(out.iterdir())):
-                raise error("conflict", f"{out} is not empty; replay writes into a fresh directory")
         shards = [self.rt.shard_of(req.agent)] if req.agent else self.rt.all_shards()
         if req.agent:
             self.require_agent(req.agent)
+        out = self.output_dir(req.out, "out") if req.out else None
 
         if req.verify:
             def verify(progress) -> dict:
@@ -153,7 +182,11 @@ class AdminOps:
             self.rt.wait_projections()
             started = time.perf_counter()
             if out is not None:
-                reports = self.rt.replay_into(shards, str(out), to_seq, until_us, on_shard=lambda _: progress.advance())
+                try:
+                    reports = self.rt.replay_into(shards, str(out), to_seq, until_us,
+                                                  on_shard=lambda _: progress.advance())
+                finally:
+                    private_tree(out)
             else:
                 reports = self.rt.rebuild(shards, on_shard=lambda _: progress.advance())
                 self._files.clear()
@@ -212,18 +245,17 @@ class AdminOps:
         return self.jobs.start("reshard", 0, "events", work)
 
     def export(self, req: t.ExportRequest) -> t.Job:
-        """Write the log and the projections of every shard as Parquet (and the projection files) into `req.out`."""
-        out = Path(req.out).expanduser()
-        if not out.is_absolute():
-            raise error("invalid_request", f"out {req.out!r} must be an absolute path (the server's working "
-                        "directory is not yours)")
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise error("conflict", f"{out} is not empty; export writes into a fresh directory")
+        """Write the log and the projections of every shard as Parquet (and the projection files) into `req.out`
+        (under `<home>/exports/` or `server.exportRoot`)."""
+        out = self.output_dir(req.out, "out")
         shards = self.rt.all_shards()
 
         def work(progress) -> dict:
             started = time.perf_counter()
-            reports = self.rt.export_parquet(shards, str(out), on_shard=lambda _: progress.advance())
+            try:
+                reports = self.rt.export_parquet(shards, str(out), on_shard=lambda _: progress.advance())
+            finally:
+                private_tree(out)
             return {"out": str(out), "shards": reports, "seconds": round(time.perf_counter() - started, 3),
                     "example": f"SELECT type, count(*) FROM '{out}/log/*.parquet' GROUP BY type"}
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from engram.api import types as t
 from engram.api.clock import iso, now_us, to_us
-from engram.api.errors import error
+from engram.api.errors import check_count, error
 from engram.ids import validate_discussion
 
 TRACE_COLUMNS = (
@@ -131,7 +131,10 @@ class CognitiveOps:
             raise error("bad_query", "the query is empty")
         result = self._recall(agent, req.query, discussion=req.discussion, limit=req.limit, weights=req.weights,
                               hyde=req.hyde, similarity=req.similarity, mood=req.mood,
-                              at=to_us(req.at) if req.at is not None else None,
+                              # a recall that records (TraceRetrieved at `at`) is bound like every recorded time;
+                              # one that only looks may ask about any moment
+                              at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
+                              if req.at is not None else None,
                               **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
@@ -210,8 +213,7 @@ class CognitiveOps:
     def traces(self, agent: str, *, include_inactive: bool = False, limit: int | None = None) -> t.Table:
         """The agent's memory traces (soft-deleted ones too with `include_inactive`), oldest first."""
         self.require_agent(agent)
-        if limit is not None and limit < 1:
-            raise error("invalid_request", "limit must be positive")
+        check_count("limit", limit, t.MAX_ROWS)
         sql = (f"SELECT {TRACE_COLUMNS} FROM memory_traces WHERE agent = ?" + ("" if include_inactive else " AND active")
                + " ORDER BY encoded_at, last_seq, trace_id" + (f" LIMIT {int(limit)}" if limit else ""))
         return table(*self.sql_rows(sql, [agent]))
@@ -237,7 +239,7 @@ class CognitiveOps:
         from engram.settings import agent_stream
 
         self.require_agent(agent)
-        ts = to_us(req.ts)
+        ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
         self.sync_settings(agent, ts)
         cfg = load_or_default(AgentConfig, self.home.agent_config_path(agent))
         budget = budget_tokens(cfg.memory.infinite_context.context_window_tokens)
@@ -255,7 +257,7 @@ class CognitiveOps:
         from engram.settings import agent_stream
 
         self.require_agent(agent)
-        ts = to_us(req.ts)
+        ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
         self.sync_settings(agent, ts)
         event = MoodChanged(valence=req.valence, arousal=req.arousal, dominance=req.dominance, reason=req.reason)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
@@ -297,10 +299,10 @@ class CognitiveOps:
 
         self.require_agent(agent)
         validate_discussion(discussion)
-        if limit < 1:
-            raise error("invalid_request", "limit must be positive")
+        check_count("limit", limit, t.MAX_ROWS)
         records = self.rt.read(agent, types=["ObservationsRecorded"], limit=None)
-        notes = [n for r in records if r.stream in (discussion, f"agent:{agent}") for n in r.event.notes]
+        notes = [n for r in records if r.agent == agent and r.stream in (discussion, f"agent:{agent}")
+                 for n in r.event.notes]
         notes = sorted(notes, key=lambda n: (n.observed_us, n.note_id))[-limit:]
         return t.RecentObservations(agent=agent, discussion=discussion, notes=len(notes),
                                     markdown=render_notes(notes) if notes else "")
@@ -308,8 +310,7 @@ class CognitiveOps:
     def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50) -> t.ConsolidationsResponse:
         """What each consolidation run did (latest `limit`), and totals over every run."""
         self.require_agent(agent)
-        if limit < 1:
-            raise error("invalid_request", "limit must be positive")
+        check_count("limit", limit, t.MAX_ROWS)
         where = "agent = ?" + ("" if include_idle else f" AND {BUSY}")
         names, rows = self.sql_rows(
             f"SELECT * FROM (SELECT seq, {CONSOLIDATION_COLUMNS} FROM ev_consolidation_ran WHERE {where} "

@@ -262,10 +262,7 @@ class CompletionOps:
                         "text (system messages and DiscussionId tags alone are not a conversation)")
         if discussion is None:
             return self._complete_without_memory(agent, system, turns, req, started, on_text, timing)
-        owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
-        if owner is not None and owner != agent:
-            raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}: "
-                        "use that agent (model engram/<agent>) or another DiscussionId")
+        self.claim_discussion(agent, discussion)
         workflow = self.proxy_workflow()
         with self._discussion_lock(discussion):
             return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text, timing)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from engram.api import types as t
-from engram.api.errors import error
+from engram.api.errors import check_count, error
 
 
 class DiscussionOps:
@@ -39,8 +39,7 @@ class DiscussionOps:
         from engram.discussion.files import MEMORIES_SUFFIX, read_memories
 
         self.discussion_agent(discussion, agent)
-        if last is not None and last < 1:
-            raise error("invalid_request", "last must be a positive number of memories")
+        check_count("last", last, t.MAX_ROWS)
         path = self.files(agent).path(discussion, MEMORIES_SUFFIX)
         records = read_memories(path)
         shown = (records or [])[-last:] if last else (records or [])
@@ -61,12 +60,12 @@ class DiscussionOps:
         from engram.context.history import chain_tree, compaction_history, current_chain
 
         self.discussion_agent(discussion, agent)
-        history = compaction_history(self.sql_rows, discussion)
+        history = compaction_history(self.sql_rows, agent, discussion)
         ids = sorted({d for c in history for d in c.dropped})
         dropped = {}
         if ids:
-            _, rows = self.sql_rows("SELECT message_id, content FROM messages WHERE discussion_id = ? "
-                                    "AND message_id IN (SELECT unnest(?))", [discussion, ids])
+            _, rows = self.sql_rows("SELECT message_id, content FROM messages WHERE agent = ? AND discussion_id = ? "
+                                    "AND message_id IN (SELECT unnest(?))", [agent, discussion, ids])
             dropped = dict(rows)
         out = []
         for c in history:

@@ -53,6 +53,31 @@ def error(code: str, message: str) -> ApiError:
     return ApiError(CODES[code], code, message)
 
 
+# The refusals that concern agents and discussions. One text each, whatever the reason (it does not exist, or it is
+# another key's): a caller learns nothing of agents it may not see, and no refusal names another agent.
+
+def unknown_agent(agent: str) -> ApiError:
+    return error("unknown_agent", f"agent {agent!r} is not known (no events, no agent.config.json)")
+
+
+def unknown_discussion(discussion: str, agent: str | None = None) -> ApiError:
+    if agent is None:
+        return error("unknown_discussion", f"discussion {discussion!r} is not known")
+    return error("unknown_discussion", f"agent {agent!r} has no discussion {discussion!r}")
+
+
+def taken_discussion(discussion: str, agent: str) -> ApiError:
+    """A write to a discussion id that another agent's discussion has (a discussion belongs to one agent)."""
+    return error("conflict", f"discussion id {discussion!r} is taken by another agent's discussion; a discussion "
+                 f"belongs to one agent: give agent {agent!r}'s messages another discussion id")
+
+
+def check_count(name: str, value: int | None, maximum: int) -> None:
+    """A count a request asks for (a limit, the last n): None (all), or 1..`maximum`; else invalid_request."""
+    if value is not None and not 1 <= value <= maximum:
+        raise error("invalid_request", f"{name} must be a number from 1 to {maximum}, got {str(value):.30}")
+
+
 def translate(exc: BaseException) -> ApiError | None:
     """The ApiError a domain exception means, or None when it is not the caller's doing (a 500)."""
     from engram.config.errors import ConfigError
@@ -70,6 +95,10 @@ def translate(exc: BaseException) -> ApiError | None:
         MessageRejected = ()  # type: ignore[assignment]
     if isinstance(exc, MessageRejected):
         return error("malformed_messages", str(exc))
+    from engram.events.store import EventIdConflict
+
+    if isinstance(exc, EventIdConflict):
+        return error("conflict", str(exc))
     from engram.api.runtime import RuntimeUnavailable
     from engram.flow import Backpressure
 

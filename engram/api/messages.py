@@ -4,15 +4,25 @@ from __future__ import annotations
 
 from engram.api import types as t
 from engram.api.clock import to_us
-from engram.api.errors import error
+from engram.api.errors import ApiError
 from engram.ids import validate_agent, validate_discussion
 
 
-def incoming(messages: list[t.Message]):
+def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = ""):
+    """The messages of a request as ingest takes them, their times checked (`to_us`: at most `max_ahead_s` ahead);
+    a refusal names the message (after `where`, e.g. its discussion)."""
     from engram.ingest.messages import IncomingMessage
 
-    return [IncomingMessage(role=m.role, content=m.content, ts_us=to_us(m.ts), name=m.name,
-                            message_id=m.message_id, metadata=m.metadata) for m in messages]
+    out = []
+    for i, m in enumerate(messages):
+        try:
+            ts_us = to_us(m.ts, max_ahead_s=max_ahead_s)
+        except ApiError as exc:
+            label = (f"{where}: " if where else "") + f"message {i + 1}" + (f" ({m.message_id:.60})" if m.message_id else "")
+            raise ApiError(exc.status, exc.code, f"{label}: {exc.message}") from None
+        out.append(IncomingMessage(role=m.role, content=m.content, ts_us=ts_us, name=m.name, message_id=m.message_id,
+                                   metadata=m.metadata))
+    return out
 
 
 class MessageOps:
@@ -26,14 +36,13 @@ class MessageOps:
         from engram.ingest.messages import discussion_write
 
         validate_agent(agent)
-        limit = self.config.limits.max_message_chars
+        limit, ahead = self.config.limits.max_message_chars, self.config.limits.max_future_seconds
         writes, empty = [], []
         for conv in req.conversations:
-            owner = self._streams.get(conv.discussion) or self.refresh_streams().get(conv.discussion)
-            if owner is not None and owner != agent:
-                raise error("conflict", f"discussion {conv.discussion!r} belongs to agent {owner!r}, not {agent!r}")
-            write = discussion_write(agent, conv.discussion, incoming(conv.messages), max_message_chars=limit,
-                                     where=f"discussion {conv.discussion}")
+            self.claim_discussion(agent, conv.discussion)
+            where = f"discussion {conv.discussion}"
+            write = discussion_write(agent, conv.discussion, incoming(conv.messages, max_ahead_s=ahead, where=where),
+                                     max_message_chars=limit, where=where)
             (writes.append(write) if write else empty.append(conv.discussion))
         if not writes:
             return t.AppendResponse(agent=agent, results=[t.AppendResult(discussion=d, appended=0, duplicates=0, seqs=[])
@@ -58,12 +67,8 @@ class MessageOps:
         from engram.events.envelope import NewEvent, Write
         from engram.events.messages import ToolCallFailed
 
-        validate_agent(agent)
-        validate_discussion(discussion)
-        owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
-        if owner is not None and owner != agent:
-            raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}")
-        ts = to_us(req.ts)
+        self.claim_discussion(agent, discussion)
+        ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
         self.sync_settings(agent, ts)
         event = ToolCallFailed(tool=req.tool, error=req.error, arguments=req.arguments, call_id=req.call_id)
         write = Write(discussion, agent, (NewEvent(event, ts, f"toolfail:{req.call_id}" if req.call_id else None),))

@@ -19,7 +19,7 @@ from engram.api.cognitive import CognitiveOps
 from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
 from engram.api.clock import now_us
-from engram.api.errors import error
+from engram.api.errors import taken_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
 from engram.api.messages import MessageOps
 from engram.api.runtime import MissingTable, Runtime
@@ -58,25 +58,44 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
         return self.home.agent_config_path(agent).exists()
 
     def require_agent(self, agent: str) -> str:
-        """A read of an agent the home does not know is refused (never recorded as a new agent)."""
+        """A read of an agent the home does not know is refused (never recorded as a new agent). The refusal lists
+        no agents: the caller may be a key that must not learn of others (`engram.api.access`)."""
         validate_agent(agent)
         if not self.agent_exists(agent):
-            known = sorted(set(self._streams.values()))
-            hint = f"; the agents are: {', '.join(known[:20])}" if known else "; the home has no agents yet"
-            raise error("unknown_agent", f"agent {agent!r} has nothing in {self.home.root}{hint}")
+            raise unknown_agent(agent)
         return agent
 
     def discussion_agent(self, discussion: str, agent: str | None = None) -> str:
-        """The agent owning `discussion` (a stream belongs to exactly one agent), checked against `agent`."""
+        """The agent owning `discussion` (a stream belongs to exactly one agent), checked against `agent`: another
+        agent's discussion is answered as one that does not exist (the same refusal, naming nobody)."""
         validate_discussion(discussion)
-        owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
-        if owner is None:
-            raise error("unknown_discussion", f"discussion {discussion!r} has no events in {self.home.root}"
-                        + (f" (agent {agent!r})" if agent else ""))
-        if agent is not None and validate_agent(agent) != owner:
-            raise error("unknown_discussion", f"agent {agent!r} has no discussion {discussion!r} "
-                        f"(it belongs to agent {owner!r})")
+        owner = self.stream_owner(discussion)
+        if owner is None or (agent is not None and validate_agent(agent) != owner):
+            raise unknown_discussion(discussion, agent)
         return owner
+
+    def claim_discussion(self, agent: str, discussion: str) -> str:
+        """A write of `agent` to `discussion`: refused (409, naming nobody) when the id is another agent's
+        discussion; a discussion with no events yet becomes the agent's."""
+        validate_agent(agent)
+        owner = self.stream_owner(validate_discussion(discussion))
+        if owner is not None and owner != agent:
+            raise taken_discussion(discussion, agent)
+        return discussion
+
+    def stream_owner(self, stream: str) -> str | None:
+        """The agent a stream belongs to, or None when the log has no events of it."""
+        return self._streams.get(stream) or self.refresh_streams().get(stream)
+
+    def scoped(self, principal):
+        """This API as `principal` sees the home: exactly its agents (`engram.api.access.ScopedApi`)."""
+        from engram.api.access import ScopedApi
+
+        return ScopedApi(self, principal)
+
+    def read_sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        """engram's own SQL over the read models, for the inspector's views (each filtered by its agent)."""
+        return self.rt.sql(query, params)
 
     def note_streams(self, writes) -> None:
         """Streams just appended to are known without asking the runtime again, and their appends through this

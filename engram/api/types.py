@@ -23,6 +23,10 @@ from msgspec import Meta, Struct
 Id = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$",
                          description="an agent or discussion id: letters, digits, '_', '-' and '.'")]
 Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
+# How many results a request may ask for: ranked hits (recall, search; REST and MCP alike), and rows of a listing
+# (traces, consolidations, observations, memories).
+MAX_RESULTS = 1000
+MAX_ROWS = 1_000_000
 Role = Literal["user", "assistant", "system", "tool"]
 Factor = Literal["strength", "similarity", "recency", "emotional", "activation", "importance"]
 
@@ -46,9 +50,25 @@ class ErrorResponse(Model, kw_only=True):
 # --------------------------------------------------------------------------- system
 
 class Health(Model, kw_only=True):
+    """`GET /v1/health` (no key): the server is up. Nothing else: which home it serves and its instance token are
+    never on an open route (a command recognises its server through the home's instance.json, `InstanceProof`)."""
+
     service: Literal["engram"] = "engram"
+    status: Literal["up"] = "up"
+
+
+class InstanceProof(Model, kw_only=True):
+    """`GET /v1/instance?challenge=…` (no key): HMAC-SHA256 keyed with the server's instance token over the home and
+    the caller's challenge (`engram.server.instance.proof`). Whoever can read the home's instance.json computes the
+    same value and so knows that the server at that URL is the home's; nobody else learns anything from it."""
+
+    proof: str
+
+
+class ServerInfo(Model, kw_only=True):
+    """`GET /v1/server` (a key for every agent): the home this server serves, its pid, version and runtime."""
+
     home: str
-    instance: str  # a random token of this server process (instance.json records it too)
     pid: int
     version: str
     runtime: str
@@ -182,7 +202,7 @@ class EventResponse(Model, kw_only=True):
 class SearchRequest(Model, kw_only=True):
     keywords: Annotated[str, Meta(max_length=10_000)]  # separated by ";" (OR logic)
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
-    limit: Annotated[int, Meta(ge=1, le=1000)] = 5
+    limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] = 5
 
 
 class SearchResponse(Model, kw_only=True):
@@ -285,7 +305,7 @@ class BatchRegenerateRequest(Model, kw_only=True):
 class RecallRequest(Model, kw_only=True):
     query: Annotated[str, Meta(min_length=1, max_length=100_000)]
     discussion: Id | None = None
-    limit: Annotated[int, Meta(ge=1, le=1000)] | None = None
+    limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] | None = None
     weights: dict[Factor, Annotated[float, Meta(ge=0.0, le=1000.0)]] | None = None
     hyde: bool | None = None
     similarity: Literal["hybrid", "embedding"] | None = None

@@ -65,13 +65,14 @@ class WorkOps:
         validate_agent(agent)
         workflow = self._workflow(req)
         check_routes(self.config.llm, workflow.routes(), workflow.source)  # a typo fails here, before anything runs
-        discussion = validate_discussion(req.discussion) if req.discussion else None
+        discussion = self.claim_discussion(agent, req.discussion) if req.discussion else None
         if req.messages and discussion is None:
             raise error("invalid_request", "messages need a discussion (a workflow can also run without one: memory "
                         "nodes then work statelessly)")
         write = None
         if req.messages:
-            write = discussion_write(agent, discussion, incoming(req.messages),
+            write = discussion_write(agent, discussion, incoming(req.messages, where="messages",
+                                                                  max_ahead_s=self.config.limits.max_future_seconds),
                                      max_message_chars=self.config.limits.max_message_chars, where="messages")
         appended = 0
         if write is not None:
@@ -207,12 +208,8 @@ class WorkOps:
 
     def chat_info(self, agent: str, discussion: str) -> t.ChatInfo:
         """Where a chat stands: earlier messages of the discussion, and who answers."""
-        validate_agent(agent)
-        validate_discussion(discussion)
-        owner = self._streams.get(discussion) or self.refresh_streams().get(discussion)
-        if owner is not None and owner != agent:
-            raise error("conflict", f"discussion {discussion!r} belongs to agent {owner!r}, not {agent!r}")
-        _, rows = self.sql_rows("SELECT count(*) FROM messages WHERE discussion_id = ?", [discussion])
+        self.claim_discussion(agent, discussion)
+        _, rows = self.sql_rows("SELECT count(*) FROM messages WHERE agent = ? AND discussion_id = ?", [agent, discussion])
         return t.ChatInfo(agent=agent, discussion=discussion, messages=sum(r[0] for r in rows),
                           responder=self.tasks().describe())
 

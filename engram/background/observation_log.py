@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engram.cognitive.llm_bridge import injected_memory, own_words
 from engram.config import defaults as d
 from engram.events.background import ObservationNote, ObservationsActivated, ObservationsRecorded, Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
@@ -26,6 +27,10 @@ from engram.settings import SettingsView
 from engram.tokens import estimate_tokens
 
 LogKey = tuple[str, str, str]  # (agent, scope, scope_id)
+# The roles whose messages are the conversation the Observer watches (system prompts are not).
+OBSERVED_ROLES = frozenset({"user", "assistant", "tool"})
+# What the Observer runs with for an agent without settings of its own: (enabled, scope, thresholds).
+_OBSERVING_DEFAULTS = (True, "discussion", d.OBSERVER_ACTIVATION_TOKENS, d.REFLECTOR_ACTIVATION_TOKENS)
 INTERESTS = frozenset({"ObservationsRecorded", "ObservationsActivated", "Reflected", "DiscussionForgotten", "AgentForgotten"})
 # With these too, a log also knows how far it is from the Observer's and the Reflector's thresholds (`Progress`).
 PROGRESS_INTERESTS = INTERESTS | {"MessageAppended", "SettingsChanged"}
@@ -155,21 +160,26 @@ class ObservationLog:
                 _, _, st.observer_threshold, st.reflector_threshold = self.observing[key[0]]
         return st
 
-    def _message(self, rec: Recorded) -> set[LogKey]:
-        """A message the Observer will watch: its tokens count toward its log's threshold."""
-        from engram.background.observer import OBSERVED_ROLES
-        from engram.cognitive.llm_bridge import injected_memory, own_words
-
+    def message(self, rec: Recorded) -> LogKey | None:
+        """A message the Observer will watch: its tokens count toward its log's threshold. Returns the log it
+        changed (None: a message the Observer does not watch). Every message of the log is folded here, so this
+        is kept to a few dictionary look-ups: the assistant's own words are worked out only for the assistant
+        (`own_words` returns any other speaker's text as it is)."""
         msg = rec.event
-        if msg.role not in OBSERVED_ROLES or not own_words(msg.role, msg.content, injected_memory(msg.metadata)).strip():
-            return set()
-        enabled, scope, _, _ = self.observing.get(
-            rec.agent, (True, "discussion", d.OBSERVER_ACTIVATION_TOKENS, d.REFLECTOR_ACTIVATION_TOKENS))
+        role = msg.role
+        if role not in OBSERVED_ROLES:
+            return None
+        if role == "assistant":
+            if not own_words(role, msg.content, injected_memory(msg.metadata)).strip():
+                return None
+        elif not msg.content.strip():
+            return None
+        enabled, scope, _, _ = self.observing.get(rec.agent, _OBSERVING_DEFAULTS)
         if not enabled:
-            return set()
-        st = self.log(log_key(rec.agent, scope, rec.stream if scope == "discussion" else rec.agent))
+            return None
+        st = self.log((rec.agent, scope, rec.stream if scope == "discussion" else rec.agent))
         st.conversation_tokens += msg.token_estimate
-        return {st.key}
+        return st.key
 
     def apply(self, rec: Recorded) -> set[LogKey]:
         """Fold one event; returns the logs it changed (forgotten logs included)."""
@@ -189,7 +199,8 @@ class ObservationLog:
                         changed.add(key)
             return changed
         if isinstance(e, MessageAppended):
-            return self._message(rec)
+            key = self.message(rec)
+            return set() if key is None else {key}
         if isinstance(e, ObservationsRecorded):
             st = self.log(log_key(rec.agent, e.scope, e.scope_id or rec.stream))
             status = BUFFERED if e.buffered else ACTIVE

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engram.background.observation_log import LogKey
+# OBSERVED_ROLES: the roles whose messages are the conversation the Observer watches (system prompts are not).
+from engram.background.observation_log import OBSERVED_ROLES, LogKey  # noqa: F401 (re-exported)
 from engram.config.agent import ObserverSettings
 from engram.llm.types import ChatLine
-
-# Roles whose messages are the conversation the Observer watches (system prompts are not).
-OBSERVED_ROLES = frozenset({"user", "assistant", "tool"})
 
 
 @dataclass(frozen=True)

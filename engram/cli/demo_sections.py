@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ def providers(demo) -> None:
     from engram.llm.factory import describe_providers
 
     demo.heading("What runs")
-    health = demo.mem.health()
+    health = demo.mem.server_info()
     print(f"server    {demo.mem.url} (pid {health.pid}), {health.runtime}; every command below is a client of it")
     print(describe_providers(load_service_config(demo.home)))
 
@@ -54,7 +53,7 @@ def replay(demo) -> None:
     from engram.cli.common import wait_job
 
     demo.heading("Replay: every projection rebuilt from the log into a fresh directory")
-    out = Path(tempfile.mkdtemp(prefix="engram-replay-"))
+    out = Path(demo.home) / "exports" / f"replay-{int(time.time())}"  # jobs write under the home (or exportRoot)
     result = wait_job(demo.mem, demo.mem.replay(out=str(out)), "replay (shards)")
     for r in result["shards"]:
         print(f"shard {r['shard']}: {r['events']} events replayed in {r['seconds']}s into {out}")

@@ -14,7 +14,7 @@ def register(sub) -> None:
                        "DIR/projections/<table>/shard-NNN.parquet (every projection table) and the projection files "
                        "(DIR/projections/agents/...). Example: duckdb -c \"SELECT type, count(*) FROM "
                        "'DIR/log/*.parquet' GROUP BY type\"")
-    p.add_argument("--parquet", required=True, metavar="DIR", help="a fresh directory to write into")
+    p.add_argument("--parquet", required=True, metavar="DIR", help="a fresh directory to write into, under <home>/exports/ or server.exportRoot")
     p.add_argument("--json", action="store_true", help="print the job's report as JSON")
     p.set_defaults(func=run)
 

@@ -84,7 +84,13 @@ def run(args) -> int:
 
 
 def home(mem) -> str:
-    return mem.health().home
+    """The home the server serves (a key limited to agents may not ask: then the URL says where it went)."""
+    from engram.api.errors import ApiError
+
+    try:
+        return mem.server_info().home
+    except ApiError:
+        return getattr(mem, "url", "the server's home")
 
 
 def behind_note(behind: tuple[str, ...], most: int = 3) -> str:

@@ -43,12 +43,16 @@ def default_config_text(agent: str) -> str:
 def run(args) -> int:
     from engram.config.agent import AGENT_CONFIG_FILE_NAME
 
+    from engram.private import private_dirs, private_home, write_private
+
     agent = validate_agent(args.agent)
-    path = home_of(args) / "agents" / agent / AGENT_CONFIG_FILE_NAME
+    home = home_of(args)
+    path = home / "agents" / agent / AGENT_CONFIG_FILE_NAME
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; use --force to overwrite it with the defaults")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(default_config_text(agent), encoding="utf-8")
+    private_home(home)
+    private_dirs(path.parent)
+    write_private(path, default_config_text(agent))
     print(f"wrote {path}")
     print(f"talk to it with: engram chat --agent {agent}")
     return 0

@@ -16,10 +16,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from engram import logs
     from engram.client import Client
     from engram.mcp.backends import ClientBackend
     from engram.mcp.server import build
 
+    logs.configure()  # stderr, one line per record (stdout carries the protocol)
     home = home_of(args)
     backend = ClientBackend(lambda: Client.for_home(home))
     build(lambda ctx: backend).run("stdio")

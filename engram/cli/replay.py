@@ -11,7 +11,8 @@ from engram.cli.errors import UsageError
 
 def register(sub) -> None:
     p = sub.add_parser("replay", help="rebuild projections from the log (no LLM calls)")
-    p.add_argument("--out", help="a fresh directory to replay into (default: rebuild the home's projections in place)")
+    p.add_argument("--out", help="a fresh directory to replay into, under <home>/exports/ or server.exportRoot "
+                   "(default: rebuild the home's projections in place)")
     p.add_argument("--as-of", help="replay up to a position (SEQ) or an event time (ISO-8601)")
     p.add_argument("--all", action="store_true", help="every shard at once, each on its node (the default without "
                    "--agent), with a report: events/s per shard and in total")

@@ -59,7 +59,9 @@ def record_injected(passages) -> dict[str, str]:
 
 def injected_memory(metadata) -> tuple[str, ...]:
     """The passages recorded with a message by `record_injected` (none for a message without them)."""
-    text = (metadata or {}).get(INJECTED_MEMORY_KEY, "")
+    if not metadata:
+        return ()
+    text = metadata.get(INJECTED_MEMORY_KEY, "")
     return tuple(p for p in text.split(_PASSAGE_SEP) if p.strip())
 
 

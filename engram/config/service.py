@@ -60,6 +60,10 @@ class Limits(ConfigModel):
     max_inflight_appends: int = Field(256, gt=0)
     backpressure_wait_seconds: float = Field(5.0, ge=0)
     max_projection_lag_events: int = Field(200_000, ge=0)
+    # How far after the server's clock a time given with a request (a message's `ts`, a tool failure's, a mood's…)
+    # may lie; later times are refused (engram.api.clock.to_us states the rule). A day covers clocks that disagree
+    # and local times sent as UTC; the past is not bounded (imported history keeps its dates).
+    max_future_seconds: float = Field(86_400.0, ge=0)
 
 
 class ServerSettings(ConfigModel):
@@ -80,6 +84,18 @@ class ServerSettings(ConfigModel):
     # "ray": the actors on Ray (the default); "inprocess": everything in the server's process, no Ray
     # (synchronous: each write returns once memory is created; for tests and small embedded uses).
     runtime: Literal["ray", "inprocess"] = "ray"
+    # Host names (besides the loopback names and `host`) this server answers to: the name remote clients use for a
+    # server bound to 0.0.0.0, or a reverse proxy's. A request naming any other Host is refused (DNS rebinding).
+    allowed_hosts: list[Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.\-]+$")]] = []
+    # Where jobs that write files (replay --out, export) may write besides <home>/exports: an absolute directory.
+    export_root: str | None = None
+
+    @field_validator("export_root")
+    @classmethod
+    def _absolute_export_root(cls, value: str | None) -> str | None:
+        if value is not None and not os.path.isabs(os.path.expanduser(value)):
+            raise ValueError(f"exportRoot {value!r} must be an absolute directory (jobs write under it)")
+        return None if value is None else os.path.normpath(os.path.expanduser(value))
 
 
 # The custom Ray resource a node offers for each shard it holds (`ray start --resources '{"engram-shard-000": 1}'`).

@@ -2,7 +2,8 @@
 through any SQL callable `sql(query, params) -> (names, rows)` (the API passes the runtime's; a
 callable answers a query over a table that does not exist yet with no rows).
 
-The history is the `context_compactions` projection (the fold of `ContextCompacted` events).
+The history is the `context_compactions` projection (the fold of `ContextCompacted` events). Every read names
+the agent as well as the discussion: a discussion id of another agent reads as one with nothing in it.
 """
 
 from __future__ import annotations
@@ -74,12 +75,13 @@ _COLUMNS = [f.name for f in fields(CompactionRecord)]
 _LISTS = {"children", "dropped", "preserved_entities", "traces_created"}
 
 
-def compaction_history(sql: Sql, discussion: str) -> list[CompactionRecord]:
-    """Every compaction of `discussion`, in the order they were recorded."""
+def compaction_history(sql: Sql, agent: str, discussion: str) -> list[CompactionRecord]:
+    """Every compaction of `agent`'s `discussion`, in the order they were recorded."""
+    validate_agent(agent)
     validate_discussion(discussion)
     cols = ", ".join("strftime(ts, '%Y-%m-%dT%H:%M:%SZ') AS ts" if c == "ts" else c for c in _COLUMNS)
-    _, rows = sql(f"SELECT {cols} FROM context_compactions WHERE discussion_id = ? ORDER BY seq, first_seq, level",
-                  [discussion])
+    _, rows = sql(f"SELECT {cols} FROM context_compactions WHERE agent = ? AND discussion_id = ? "
+                  "ORDER BY seq, first_seq, level", [agent, discussion])
     out = []
     for row in rows:
         values = {c: (tuple(v or ()) if c in _LISTS else v) for c, v in zip(_COLUMNS, row)}
@@ -118,13 +120,14 @@ def discussion_agent(sql: Sql, discussion: str, agent: str | None = None) -> str
     return rows[0][0] if rows else None
 
 
-def recent_turns(sql: Sql, discussion: str, after_seq: int) -> list[RawTurn]:
-    """The discussion's messages after `after_seq` (the chain's last), numbered as turns of the whole discussion."""
+def recent_turns(sql: Sql, agent: str, discussion: str, after_seq: int) -> list[RawTurn]:
+    """`agent`'s messages of the discussion after `after_seq` (the chain's last), numbered as turns of the whole
+    discussion."""
     _, rows = sql(
         "SELECT turn, seq, role, name, content, strftime(ts, '%Y-%m-%dT%H:%M:%SZ'), epoch_us(ts) FROM ("
         "  SELECT row_number() OVER (ORDER BY seq) AS turn, seq, role, name, content, ts FROM messages"
-        "  WHERE discussion_id = ?) WHERE seq > ? ORDER BY seq",
-        [discussion, after_seq],
+        "  WHERE agent = ? AND discussion_id = ?) WHERE seq > ? ORDER BY seq",
+        [agent, discussion, after_seq],
     )
     return [RawTurn(turn=r[0], seq=r[1], role=r[2], name=r[3], content=r[4], ts=r[5], ts_us=r[6]) for r in rows]
 
@@ -148,10 +151,10 @@ def build_context(
     from engram.projections.working_memory import FILE_NAME
 
     cfg = load_or_default(AgentConfig, home.agent_config_path(agent)).memory.infinite_context
-    history = compaction_history(sql, discussion)
+    history = compaction_history(sql, agent, discussion)
     chain = current_chain(history)
     covered = max((c.last_seq for c in chain), default=0)
-    turns = recent_turns(sql, discussion, covered)
+    turns = recent_turns(sql, agent, discussion, covered)
     wm_path = projection_paths.agent_dir(agent) / FILE_NAME
     working_memory = wm_path.read_text() if wm_path.exists() else ""
     summary = read_summary(projection_paths.discussion_file(agent, discussion, SUMMARY_SUFFIX))

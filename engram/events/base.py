@@ -31,6 +31,17 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
         Called before the event is acknowledged (`engram.events.validation`); override to add checks."""
 
+    def identity(self) -> tuple | None:
+        """What an event appended again under the same event id must match to be a repeat of this one (the log
+        acknowledges a repeat without writing it; a different event under the id is refused: `EventIdConflict`).
+        None, the default: repeats are not compared; the first stands (a policy's decision recorded again after a
+        restart may come out differently, e.g. another LLM answer). Types whose ids come from clients override it."""
+        return None
+
+    def id_label(self, event_id: str) -> str:
+        """How an error names this event's id."""
+        return f"{self.tag()} id {event_id!r}"
+
 
 class UnknownEventType(KeyError):
     pass

@@ -18,6 +18,15 @@ class MessageAppended(Event, tag="MessageAppended"):
     name: str | None = None  # speaker name (LoCoMo speakers, OpenAI `name`)
     metadata: dict[str, str] = {}
 
+    def identity(self) -> tuple:
+        # The same message id with the same role and words is the same message sent again (a client's retry); with
+        # other words it is a client's bug, refused instead of silently dropped. Time, speaker name and metadata
+        # may differ (the first recorded stands).
+        return (self.role, self.content)
+
+    def id_label(self, event_id: str) -> str:
+        return f"message id {self.message_id!r}"
+
 
 class ToolCallFailed(Event, tag="ToolCallFailed"):
     """A tool call of the agent failed; the tool-failure learner turns it into a lesson."""
@@ -26,3 +35,9 @@ class ToolCallFailed(Event, tag="ToolCallFailed"):
     error: str
     arguments: str = ""
     call_id: str | None = None
+
+    def identity(self) -> tuple:
+        return (self.tool, self.error, self.arguments)
+
+    def id_label(self, event_id: str) -> str:
+        return f"tool call id {self.call_id!r}"

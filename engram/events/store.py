@@ -25,7 +25,7 @@ from engram.events import codec
 from engram.events.base import Event
 from engram.events.control import Unreadable
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
-from engram.events.validation import InvalidEvent, check_event, check_write
+from engram.events.validation import InvalidEvent, check_event, check_events, check_write
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -89,6 +89,18 @@ class EventRejected(AppendError):
     """An event that its folds could not accept (see `engram.events.validation`); nothing of the call was written."""
 
 
+class EventIdConflict(AppendError):
+    """An event id already recorded for another event (`Event.identity` differs): an id names one event, so the
+    repeat is refused rather than dropped as a duplicate; nothing of the call was written."""
+
+    def __init__(self, message: str, stream: str = "", event_id: str = "", seq: int = 0):
+        super().__init__(message)
+        self.stream, self.event_id, self.seq = stream, event_id, seq
+
+    def __reduce__(self):  # so the error crosses process boundaries (Ray) intact
+        return (type(self), (str(self), self.stream, self.event_id, self.seq))
+
+
 _json_encoder = msgspec.json.Encoder()
 
 
@@ -143,7 +155,11 @@ class _Prepared:
         events = write.events
         try:
             check_write(write)
-            payloads = [_encode_checked(item.event) for item in events]
+            try:
+                payloads = [_encode(item.event) for item in events]
+            except Exception:  # one does not encode: event by event, to report the first event at fault
+                payloads = [_encode_checked(item.event) for item in events]
+            check_events([item.event for item in events], payloads)
         except InvalidEvent as exc:
             raise EventRejected(f"stream {write.stream!r}: {exc}") from None
         for item, payload in zip(events, payloads):
@@ -322,10 +338,11 @@ class EventStore:
         seq = self._head
         streams_overlay: dict[str, tuple[int, str]] = {}
         ids_overlay: dict[tuple[str, str], int] = {}
+        identities = self._recorded_identities(batch)  # seq -> identity, of the log's events and of this batch's
         for pending in batch:
             try:
-                results, unit_segments, s_over, i_over, seq_after = self._stage(
-                    pending.prepared, seq, streams_overlay, ids_overlay
+                results, unit_segments, s_over, i_over, n_over, seq_after = self._stage(
+                    pending.prepared, seq, streams_overlay, ids_overlay, identities
                 )
             except AppendError as exc:
                 pending.error = exc
@@ -335,6 +352,7 @@ class EventStore:
             segments.extend(unit_segments)
             streams_overlay.update(s_over)
             ids_overlay.update(i_over)
+            identities.update(n_over)
             staged.append((pending, results))
         if segments:
             try:
@@ -361,10 +379,11 @@ class EventStore:
             pending.results = results
             pending.done = True
 
-    def _stage(self, prepared: list[_Prepared], seq, streams_overlay, ids_overlay):
+    def _stage(self, prepared: list[_Prepared], seq, streams_overlay, ids_overlay, identities):
         """Positions for one unit, checked against the log and the batch so far."""
         s_over: dict[str, tuple[int, str]] = {}
         i_over: dict[tuple[str, str], int] = {}
+        n_over: dict[int, tuple] = {}  # seq -> identity of this unit's new events that compare repeats
         results, segments = [], []
         for prep in prepared:
             write = prep.write
@@ -379,10 +398,21 @@ class EventStore:
                 if event_id is not None:
                     key = (stream, event_id)
                     original = i_over.get(key) or ids_overlay.get(key) or known.get(event_id)
+                    event = write.events[i].event
                     if original is not None:
+                        mine = event.identity()
+                        theirs = n_over.get(original) or identities.get(original)
+                        if mine is not None and theirs is not None and mine != theirs:
+                            raise EventIdConflict(
+                                f"{event.id_label(event_id)} of {stream!r} is already recorded (seq {original}) with "
+                                "other content: an id names one event; send it again unchanged, or the new one "
+                                "under an id of its own", stream, event_id, original)
                         seqs.append(original)
                         continue
                     i_over[key] = seq + 1
+                    mine = event.identity()
+                    if mine is not None:
+                        n_over[seq + 1] = mine
                 seq += 1
                 fresh.append(i)
                 seqs.append(seq)
@@ -395,7 +425,32 @@ class EventStore:
             s_over[stream] = (version, owner)
             dups = len(seqs) - len(fresh)
             results.append(Appended(stream=stream, seqs=tuple(seqs), stream_version=version, duplicates=dups))
-        return results, segments, s_over, i_over, seq
+        return results, segments, s_over, i_over, n_over, seq
+
+    def _recorded_identities(self, batch: list[_Pending]) -> dict[int, tuple]:
+        """seq -> `Event.identity` of the recorded events that this batch's events repeat by event id, for the types
+        that compare repeats: one query per commit that has such repeats (a re-sent message, a re-ingested file)."""
+        seqs = []
+        for pending in batch:
+            for prep in pending.prepared:
+                known = self._ids.get(prep.write.stream)
+                if not known:
+                    continue
+                for item, event_id in zip(prep.write.events, prep.event_ids):
+                    if event_id is not None and event_id in known and item.event.identity() is not None:
+                        seqs.append(known[event_id])
+        if not seqs:
+            return {}
+        rows = self._con.execute(
+            "SELECT seq, type, schema_version, payload FROM events WHERE seq IN (SELECT unnest(?))", [seqs]
+        ).fetchall()
+        found = {}
+        for seq, type_, schema_version, payload in rows:
+            try:
+                found[seq] = codec.decode(type_, schema_version, payload).identity()
+            except Exception:  # a row that does not decode (see decode_rows): nothing to compare with
+                continue
+        return found
 
     def _insert(self, segments: list[tuple[_Prepared, list[int], int, int]]) -> None:
         """One transaction: a VALUES insert for a small commit, an Arrow batch for a large one.

@@ -95,6 +95,7 @@ def discussion_write(
     prefix = f"{where}: " if where else ""
     items = []
     seen: dict[tuple, int] = {}  # identity without an id -> occurrences so far
+    given: dict[str, tuple[int, str, str]] = {}  # a client's message id -> (index, role, content) of its first use
     for offset, msg in enumerate(messages):
         index = first_index + offset
         label = f"{prefix}message {index + 1}" + (f" ({msg.message_id:.60})" if msg.message_id else "")
@@ -107,7 +108,12 @@ def discussion_write(
                 f"{label}: {len(content)} characters, over the limit of {max_message_chars} (limits.maxMessageChars)"
             )
         message_id = msg.message_id
-        if not message_id:
+        if message_id:
+            first = given.setdefault(message_id, (index, msg.role, content))
+            if first[1:] != (msg.role, content):  # the log would refuse it too (409), after the settings were synced
+                raise MessageRejected(f"{label}: message id {message_id!r} is message {first[0] + 1}'s too, with "
+                                      "other words: a message id names one message")
+        else:
             identity = (msg.role, msg.name, content, msg.ts_us if msg.ts_given else None)
             occurrence = seen.get(identity, 0)
             seen[identity] = occurrence + 1

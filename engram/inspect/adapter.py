@@ -95,13 +95,13 @@ class EngramReader(_HomeFiles):
         if config is None:
             from engram.config.service import load_service_config
 
-            config = load_service_config(mem.health().home)
+            config = load_service_config(mem.server_info().home)
         super().__init__(config)
         self.mem = mem
 
     def sql(self, query: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple]]:
-        if hasattr(self.mem, "rt"):  # in this process (embedded, or the server's Api): the runtime's confined query
-            return self.mem.rt.sql(query, list(params))
+        if hasattr(self.mem, "read_sql"):  # in this process (embedded, or the server's Api): the runtime's query
+            return self.mem.read_sql(query, list(params))
         res = self.mem.sql(query, list(params))
         return res.columns, [tuple(r) for r in res.rows]
 
@@ -112,7 +112,7 @@ class EngramReader(_HomeFiles):
         from engram.api.types import RecallRequest
 
         options = dict(discussion=discussion, limit=limit, hyde=hyde, record=False)
-        if hasattr(self.mem, "rt"):  # in this process: the API's typed call
+        if hasattr(self.mem, "read_sql"):  # in this process: the API's typed call
             result = self.mem.recall(agent, RecallRequest(query=query, **options))
         else:
             result = self.mem.recall(agent, query, **options)

@@ -101,6 +101,10 @@ VIEWS: dict[str, tuple[Param, ...]] = {
 }
 
 
+# The views that read a discussion they are given (recall takes one as a filter of the agent's own traces).
+DISCUSSION_VIEWS = ("overview", "timeline", "working", "discussion", "messages")
+
+
 def request_key(view: str, params: Mapping[str, object]) -> str:
     """`view?a=1&b=x`: parameters sorted, None left out, values encoded as JavaScript's encodeURIComponent does."""
     parts = [f"{k}={quote(str(v), safe=chr(39) + '-_.!~*()')}" for k, v in sorted(params.items()) if v is not None]
@@ -139,7 +143,16 @@ class Inspector:
 
     def get(self, view: str, params: Mapping[str, str]) -> dict:
         a = parse(view, params)
+        if a.get("discussion") is not None and view in DISCUSSION_VIEWS:
+            self._require_discussion(a["agent"], a["discussion"])
         return getattr(self, f"_{view}")(a)
+
+    def _require_discussion(self, agent: str, discussion: str) -> None:
+        """A discussion the agent has no messages in is not found, whoever else's it may be (the answer names no one)."""
+        _, rows = self.reader.sql("SELECT count(*) FROM messages WHERE agent = ? AND discussion_id = ?",
+                                  [agent, discussion])
+        if not rows or not rows[0][0]:
+            raise NotFound(f"agent {agent!r} has no discussion {discussion!r}")
 
     def has(self, view_name: str) -> bool:
         """Whether the SQL view exists (a fresh home has no projection tables until something is folded)."""

@@ -3,47 +3,55 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from engram.api import types as t
+from engram.api.errors import error
 
 FORGET_WAIT_S = 600.0
 
 
+def request(cls: type, **fields):
+    """A request built as REST decodes one: every bound of its declaration checked (a Struct's constructor checks
+    none), a violation refused as invalid_request."""
+    try:
+        return msgspec.convert(fields, cls)
+    except msgspec.ValidationError as exc:
+        raise error("invalid_request", f"{cls.__name__}: {exc}") from None
+
+
 class ApiBackend:
-    """The API of the server serving `/mcp`, limited to the agents of the request's key."""
+    """The API of the server serving `/mcp`, as the request's key sees the home (`engram.api.access.ScopedApi`)."""
 
     def __init__(self, api, principal):
-        self.api, self.principal = api, principal
-
-    def _agent(self, agent: str) -> str:
-        self.principal.require(agent)
-        return agent
+        self.api, self.principal = api.scoped(principal), principal
 
     def remember(self, agent: str, discussion: str, role: str, content: str) -> t.AppendResponse:
-        return self.api.append_messages(self._agent(agent), discussion,
+        return self.api.append_messages(agent, discussion,
                                         t.AppendRequest(messages=[t.Message(role=role, content=content)]))
 
     def recall(self, agent: str, query: str, discussion: str | None, limit: int) -> t.RecallResponse:
-        return self.api.recall(self._agent(agent), t.RecallRequest(query=query, discussion=discussion, limit=limit,
-                                                                   sources=False))
+        return self.api.recall(agent, request(t.RecallRequest, query=query, discussion=discussion, limit=limit,
+                                              sources=False))
 
     def search(self, agent: str, discussion: str, keywords: str, mode: str, limit: int) -> t.SearchResponse:
-        return self.api.search(self._agent(agent), discussion, t.SearchRequest(keywords=keywords, mode=mode, limit=limit))
+        return self.api.search(agent, discussion, request(t.SearchRequest, keywords=keywords, mode=mode, limit=limit))
 
     def working_memory(self, agent: str) -> t.WorkingMemoryResponse:
-        return self.api.working_memory(self._agent(agent))
+        return self.api.working_memory(agent)
 
     def write_working_memory(self, agent: str, markdown: str) -> t.WorkingMemoryWritten:
-        return self.api.write_working_memory(self._agent(agent), t.WorkingMemoryWrite(markdown=markdown))
+        return self.api.write_working_memory(agent, t.WorkingMemoryWrite(markdown=markdown))
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> t.Job:
-        job = self.api.forget(self._agent(agent), discussion, t.ForgetRequest(reason=reason))
-        return self.api.jobs.wait(job.id, FORGET_WAIT_S)
+        job = self.api.forget(agent, discussion, t.ForgetRequest(reason=reason))
+        return self.api.wait_job(job.id, FORGET_WAIT_S)
 
     def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
-        return self.api.summary(self._agent(agent), discussion)
+        return self.api.summary(agent, discussion)
 
     def memories(self, agent: str, discussion: str) -> t.MemoriesResponse:
-        return self.api.memories(self._agent(agent), discussion)
+        return self.api.memories(agent, discussion)
 
 
 class ClientBackend:

@@ -10,7 +10,7 @@ the request's API key (`McpEndpoint`). A refusal is a tool error carrying the AP
 
 
 import asyncio
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
 
 import anyio
 import msgspec
@@ -33,13 +33,23 @@ def _plain(value) -> Any:
 
 def build(backend_for: Callable):
     from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+    from pydantic import Field
+
+    from engram.api.types import MAX_RESULTS
+
+    Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS)]  # the bounds REST's recall and search requests have
 
     from engram import __version__
 
-    server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    from engram.logs import keep_root_handlers
 
-    async def call(ctx, method: str, *args):
+    with keep_root_handlers():  # MCPServer() puts a Rich handler on the root logger (logging.basicConfig)
+        server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+
+    async def call(ctx, method: str, *args, resource: bool = False):
+        """The backend's answer; a refusal as the tool error (or, for a resource, the resource error: not found for
+        a 404) carrying the API's code and message, as REST answers it."""
         backend = backend_for(ctx)
         try:
             return _plain(await anyio.to_thread.run_sync(lambda: getattr(backend, method)(*args)))
@@ -47,7 +57,10 @@ def build(backend_for: Callable):
             refused = translate(exc)
             if refused is None:
                 raise
-            raise ToolError(f"{refused.code}: {refused.message}") from None
+            text = f"{refused.code}: {refused.message}"
+            if not resource:
+                raise ToolError(text) from None
+            raise (ResourceNotFoundError if refused.status == 404 else ResourceError)(text) from None
 
     @server.tool(description="Remember: append one message (role user, assistant, system or tool) to a discussion of "
                              "an agent. Memory creation (chunk memories, summary, traces) follows in the background.")
@@ -57,14 +70,14 @@ def build(backend_for: Callable):
 
     @server.tool(description="Recall what an agent remembers for a question: its memory traces ranked by the "
                              "six-factor composite (strength, similarity, recency, emotion, activation, importance).")
-    async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: int = 5) -> dict:
+    async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: Limit = 5) -> dict:
         result = await call(ctx, "recall", agent, query, discussion, limit)
         return {"query": result["query"], "agent": result["agent"],
                 "hits": [{k: h[k] for k in ("rank", "score", "content", "trace_type", "factors")} for h in result["hits"]]}
 
     @server.tool(description="Search a discussion's memories (keywords separated by ';'; keyword, semantic or hybrid).")
     async def search(agent: str, discussion: str, keywords: str, ctx: Context,
-                     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid", limit: int = 5) -> dict:
+                     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid", limit: Limit = 5) -> dict:
         return await call(ctx, "search", agent, discussion, keywords, mode, limit)
 
     @server.tool(description="Read an agent's working memory: the slots in focus and its persistent notes (markdown).")
@@ -83,25 +96,21 @@ def build(backend_for: Callable):
     @server.resource("engram://agents/{agent}/discussions/{discussion}/summary", mime_type="application/json",
                      description="A discussion's rolling summary (<id>_summary.jsonl), null before the first one.")
     async def summary(agent: str, discussion: str, ctx: Context) -> str:
-        return msgspec.json.encode(await call(ctx, "summary", agent, discussion)).decode()
+        return msgspec.json.encode(await call(ctx, "summary", agent, discussion, resource=True)).decode()
 
     @server.resource("engram://agents/{agent}/discussions/{discussion}/memories", mime_type="application/json",
                      description="A discussion's chunk memories (<id>_memories.jsonl), oldest first.")
     async def memories(agent: str, discussion: str, ctx: Context) -> str:
-        return msgspec.json.encode(await call(ctx, "memories", agent, discussion)).decode()
+        return msgspec.json.encode(await call(ctx, "memories", agent, discussion, resource=True)).decode()
 
     return server
-
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 class McpEndpoint:
     """`/mcp` in the engram app: MCP's streamable HTTP (stateless, JSON responses), each call scoped by the API key
     of its request. Pure ASGI; the SDK's session manager starts at the first request, on the serving loop.
 
-    Without keys the server is loopback-only, and a request whose Host is not a loopback name is refused (a web
-    page cannot reach it through DNS rebinding); with keys, the key is what protects it."""
+    Host, Origin and the peer are checked before, for every route (`engram.server.frontdoor`)."""
 
     def __init__(self, app_state):
         self.state = app_state
@@ -155,13 +164,7 @@ class McpEndpoint:
             await run_in_threadpool(ensure_state, state)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
         try:
-            principal = authenticate_headers(state, headers)
-            if principal.name == "loopback":
-                host = headers.get("host", "").rsplit(":", 1)[0] if not headers.get("host", "").endswith("]") \
-                    else headers["host"]
-                if host not in LOOPBACK_HOSTS:
-                    raise ApiError(403, "forbidden", f"Host {headers.get('host')!r} is not a loopback name; without API "
-                                   "keys engram's /mcp answers loopback requests only")
+            authenticate_headers(state, headers)
         except ApiError as exc:
             return await error_response(exc)(scope, receive, send)
         await self._start()

@@ -26,6 +26,7 @@ from engram.background.render import ReflectionLine, render_log, restated_lines
 from engram.events.background import ObservationNote, Reflected
 from engram.events.cognitive import TraceEncoded
 from engram.events.envelope import Recorded
+from engram.events.messages import MessageAppended
 from engram.home import ProjectionPaths
 from engram.projections.base import TableProjection, atomic_write
 
@@ -121,6 +122,12 @@ class ObservationLogProjection(TableProjection):
 
     def apply(self, rec: Recorded) -> None:
         e = rec.event
+        if isinstance(e, MessageAppended):
+            # Most of the log: a message changes only its log's progress (no note, reflection or trace).
+            key = self.book.message(rec)
+            if key is not None:
+                self._touch(key, rec.seq)
+            return
         if isinstance(e, TraceEncoded):
             want = self.wanted.pop(e.trace_id, None)
             if want is not None:
@@ -165,9 +172,18 @@ class ObservationLogProjection(TableProjection):
             db.execute("DELETE FROM observation_settings")
             _insert(db, "observation_settings", [(a, *v) for a, v in sorted(self.book.observing.items())])
             self._settings_dirty = False
-        for key in sorted(self._dirty | self._gone):
-            for table in _TABLES:
-                db.execute(f"DELETE FROM {table} WHERE agent = ? AND scope = ? AND scope_id = ?", list(key))
+        changed = sorted(self._dirty | self._gone)
+        if changed:
+            # One DELETE per table for every changed log (a statement per log and table was most of a replay's
+            # checkpoint: every discussion's log changes with its messages).
+            agents, scopes, scope_ids = zip(*changed)
+            db.register("_observation_keys", pa.table({"agent": pa.array(agents, pa.string()), "scope": pa.array(scopes, pa.string()), "scope_id": pa.array(scope_ids, pa.string())}))
+            try:
+                for table in _TABLES:
+                    db.execute(f"DELETE FROM {table} USING _observation_keys k WHERE {table}.agent = k.agent "
+                               f"AND {table}.scope = k.scope AND {table}.scope_id = k.scope_id")
+            finally:
+                db.unregister("_observation_keys")
         for key in sorted(self._gone):
             path = log_file(self.ctx.paths, key)
             if path.exists():

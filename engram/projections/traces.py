@@ -157,9 +157,8 @@ class TraceProjection(TableProjection):
 
     def apply_batch(self, batch: list[Recorded]) -> None:
         by_agent: dict[str, list[Recorded]] = {}
-        for rec in batch:
-            if rec.seq > self.position and self.wants(rec):
-                by_agent.setdefault(rec.agent, []).append(rec)
+        for rec in self.to_fold(batch):
+            by_agent.setdefault(rec.agent, []).append(rec)
         missing = [agent for agent in by_agent if agent not in self.memories]
         if missing:
             self._restore(missing)  # one query for every agent of the batch that is not resident

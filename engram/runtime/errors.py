@@ -5,10 +5,12 @@ from __future__ import annotations
 import duckdb
 
 from engram.api.runtime import MissingTable, QueryError
+from engram.events.store import AppendError
 from engram.flow import Backpressure
 
-# Exceptions that mean "the caller asked for something wrong" (or "slow down"), passed through as they are.
-CALLER_ERRORS = (ValueError, LookupError, Backpressure)
+# Exceptions that mean "the caller asked for something wrong" (or "slow down"), passed through as they are: an
+# append the log refused (e.g. a message id recorded with other words) among them.
+CALLER_ERRORS = (ValueError, LookupError, Backpressure, AppendError)
 
 
 def query_error(exc: BaseException) -> BaseException:

@@ -28,18 +28,18 @@ def free_port(host: str) -> int:
 
 
 def build_state(config_json: dict, home: str, token: str, owner_pid: int):
-    """In a replica: the Api over the home's shared actors, the health document, and shutdown."""
+    """In a replica: the Api over the home's shared actors, the server's identity, and shutdown."""
     from engram import __version__
     from engram.api.service import Api
-    from engram.api.types import Health
+    from engram.server.instance import Identity
     from engram.config.service import ServiceConfig
     from engram.runtime.ray_runtime import RayRuntime
 
     config = ServiceConfig.model_validate(config_json)
     runtime = RayRuntime(config, shared=True).start()
     runtime.start_policies()
-    health = Health(home=home, instance=token, pid=owner_pid, version=__version__,
-                    runtime=f"Ray Serve ({runtime.description})")
+    identity = Identity(home=home, token=token, pid=owner_pid, version=__version__,
+                        runtime=f"Ray Serve ({runtime.description})")
     api = Api(runtime)
     if config.server.replicas > 1:  # a client's polls of a job may reach any replica: they publish their jobs
         from engram.api.jobs import Jobs
@@ -49,16 +49,17 @@ def build_state(config_json: dict, home: str, token: str, owner_pid: int):
     said = api.resume_interrupted()  # every replica tries; the first to claim the journal runs it
     if said:
         print(f"engram: {said}", flush=True)
-    return api, health, lambda: os.kill(owner_pid, signal.SIGTERM)
+    return api, identity, lambda: os.kill(owner_pid, signal.SIGTERM)
 
 
-def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
+def make_deployment(config_json: dict, home: str, token: str, owner_pid: int, host: str = "127.0.0.1"):
     from functools import partial
 
     from engram.server.app import create_app
 
-    app = create_app(api=None, health=None, factory=partial(build_state, config_json, home, token, owner_pid),
-                     max_body_bytes=config_json["server"]["max_body_bytes"])
+    app = create_app(api=None, identity=None, factory=partial(build_state, config_json, home, token, owner_pid),
+                     max_body_bytes=config_json["server"]["max_body_bytes"], host=host,
+                     allowed_hosts=tuple(config_json["server"].get("allowed_hosts", ())))
 
     @serve.deployment(name="engram", num_replicas=config_json["server"].get("replicas", 1), ray_actor_options={"num_cpus": 0})
     @serve.ingress(app)
@@ -71,7 +72,7 @@ def make_deployment(config_json: dict, home: str, token: str, owner_pid: int):
 def deploy(config, home: Path, token: str, *, host: str, port: int, owner_pid: int) -> str:
     """Deploy the app on the Ray instance this process is connected to; its URL."""
     serve.start(http_options={"host": host, "port": port})
-    deployment = make_deployment(config.model_dump(mode="json"), str(home), token, owner_pid)
+    deployment = make_deployment(config.model_dump(mode="json"), str(home), token, owner_pid, host)
     serve.run(deployment.bind(), name=f"{APP_PREFIX}-{abs(hash(str(home))) % 10**8}", route_prefix="/")
     url = f"http://{host}:{port}"
     from engram.server.instance import probe

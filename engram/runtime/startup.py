@@ -4,6 +4,14 @@
   directory of its own (per home), never whatever `/tmp/ray/ray_current_cluster` names (a stale file
   there made commands hang for minutes). The directory's path is short: Ray's Unix socket paths live
   under it and must stay below 108 bytes.
+- That directory is private (0700, owned by this user): Ray makes its own temp dir world-writable (0777), so Ray
+  gets `ray/` inside engram's directory, which nobody else can enter; a directory another user made at engram's
+  predictable path is refused. Every process of the local instance listens on loopback only (`loopback_only`:
+  its GCS, raylet, workers, agents, and the autoscaler's and dashboard head's metrics ports, which listened on
+  every interface without a token), its agents export no metrics, and the dashboard's UI is not started (Ray
+  still runs its head, minimal, on loopback).
+- The local instance's processes die with this one, however it ends (`engram.runtime.reaper`: Ray's own
+  agents outlived a `kill -9` of the server).
 - An address (`--address`, `RAY_ADDRESS`, `ray.address` in engram.json) joins that cluster.
 - Either way start-up has a timeout (`ray.startTimeoutSeconds`); past it, a `RayStartError` says what
   to do instead of waiting forever.
@@ -18,13 +26,16 @@ import _thread
 import tempfile
 import threading
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Iterator
 
 import ray
 
 # Unix socket paths must stay below 108 bytes; Ray puts about 70 below its temp dir
 # ("session_2026-12-01_19-58-24_123456_12345/sockets/plasma_store" and the like).
 MAX_TEMP_DIR_CHARS = 36
+RAY_DIR = "ray"  # Ray's temp dir, inside engram's private one
 
 
 class RayStartError(RuntimeError):
@@ -39,8 +50,37 @@ def temp_dir_for(home: Path) -> Path:
     digest = hashlib.blake2b(str(home).encode(), digest_size=4).hexdigest()
     base = Path(os.environ.get("RAY_TMPDIR") or tempfile.gettempdir())
     path = base / f"engram-{digest}"
-    if len(str(path)) > MAX_TEMP_DIR_CHARS:
+    if len(str(path / RAY_DIR)) > MAX_TEMP_DIR_CHARS:
         path = Path("/tmp") / f"engram-{digest}"
+    return path
+
+
+def ray_dir_for(home: Path) -> Path:
+    """Ray's temp dir of this home's local instance (its `session_*` directories): `ray/` in `temp_dir_for(home)`."""
+    return temp_dir_for(home) / RAY_DIR
+
+
+def private_dir(path: Path) -> Path:
+    """`path` as a directory only this user can enter: created 0700, or, when it exists, a real directory (not a
+    symlink) owned by this user, with group and other access taken away. Anything else at this predictable path
+    (another user may have made it first, to read or plant Ray's files) is refused."""
+    import stat
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise RayStartError(f"{path} is not a directory (a {'symlink' if stat.S_ISLNK(st.st_mode) else 'file'}), "
+                            "so it cannot be this home's private Ray temp dir: remove it, or set RAY_TMPDIR to a "
+                            "directory of your own")
+    if st.st_uid != os.getuid():
+        raise RayStartError(f"{path} belongs to another user (uid {st.st_uid}), so it cannot be this home's private "
+                            "Ray temp dir: remove it, or set RAY_TMPDIR to a directory of your own")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
     return path
 
 
@@ -55,6 +95,34 @@ def private_ray_temp(root: Path) -> Path:
     (root / "ray").mkdir(parents=True, exist_ok=True)
     os.environ["RAY_TMPDIR"] = str(root)
     return root
+
+
+@contextmanager
+def loopback_only() -> Iterator[None]:
+    """While a local instance starts: every Ray process listens on loopback, and none exports metrics.
+
+    Ray binds its processes to the node's address, which it takes to be the machine's routable IP (`127.0.0.1`
+    given as `_node_ip_address` is turned back into it) except where Ray runs without clusters (macOS, Windows):
+    then it is the loopback address. `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` asks for that on Linux too: for this
+    process (`ENABLE_RAY_CLUSTER`, read when ray was imported) and the processes ray.init starts (the variable).
+    `RAY_enable_metrics_collection=0` turns the agents' metrics exporter off. Both are set for the start only,
+    so that nothing else this process starts later (a test's own Ray cluster) inherits them."""
+    import ray._private.ray_constants as ray_constants
+
+    wanted = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_enable_metrics_collection": "0"}
+    saved_env = {k: os.environ.get(k) for k in wanted}
+    saved_flag = ray_constants.ENABLE_RAY_CLUSTER
+    os.environ.update(wanted)
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _refresh_ray_config() -> None:
@@ -81,7 +149,7 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
             logging.getLogger(__name__).warning(
                 "RAY_TMPDIR=%s is too long for Ray's socket paths (at most %d characters with engram's directory "
                 "in it); this home's Ray uses %s", wanted, MAX_TEMP_DIR_CHARS, temp)
-        temp.mkdir(parents=True, exist_ok=True)
+        temp = private_dir(temp) / RAY_DIR
         where = f"a local Ray instance (temp dir {temp})"
         hint = (f"the machine may be overloaded: see {temp}/session_latest/logs, or raise ray.startTimeoutSeconds "
                 "in engram.json")
@@ -105,7 +173,8 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
         timer.daemon = True
         timer.start()
     try:
-        ray.init(**kwargs)
+        with loopback_only() if not address else nullcontext():
+            ray.init(**kwargs)
     except KeyboardInterrupt:
         if not fired.is_set():
             raise
@@ -123,6 +192,11 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
             time.sleep(0.5)
         except KeyboardInterrupt:
             pass
+    if not address:
+        from engram.runtime import reaper
+
+        # Ray's agents die with this process, however it ends; so do workers still starting (they name the session)
+        reaper.start(marker=os.path.realpath(Path(kwargs["_temp_dir"]) / "session_latest"))
     return not address
 
 

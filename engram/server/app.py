@@ -1,6 +1,6 @@
 """The engram HTTP app: REST over `engram.api`, its OpenAPI document, JSON errors, a body limit.
 
-`create_app(api, health, shutdown=…)` is all a host needs (uvicorn in `engram.boot`, or a Ray Serve
+`create_app(api, identity, shutdown=…)` is all a host needs (uvicorn in `engram.boot`, or a Ray Serve
 deployment in `engram.runtime.serve`). Every refusal is `{"error": {"code", "message"}}` with its
 4xx; a request refused for its body never reaches an operation, so nothing is appended.
 """
@@ -10,17 +10,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
-
-from pathlib import Path
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 
 from engram.api.errors import ApiError, error, translate
+from engram.logs import describe
 from engram.server.endpoint import SCHEMA_TYPES, json_response
+from engram.server.frontdoor import FrontDoor
 from engram.server.keys import KeyRing
 from engram.server.routes import ROUTERS
 
@@ -82,6 +84,54 @@ class BodyLimit:
             return await error_response(exc)(scope, receive, send)
 
 
+def only_cause(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) exception groups of one member each (what a task group raises), else `exc`."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class Tracked:
+    """Counts the requests in flight and notes when the last one ended (`Activity`, read by the idle timeout). Pure
+    ASGI: Starlette's BaseHTTPMiddleware would run the app in a task group, so that an error raised while the body is
+    read (body_too_large, a client that went away) reached the app's handlers wrapped in an ExceptionGroup (a 500)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        act = scope["app"].state.activity
+        act.in_flight += 1
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            act.in_flight -= 1
+            act.last = time.monotonic()
+
+
+class Answered:
+    """The outermost layer: an error the app has answered (500, logged in one line by its handler) is not raised
+    on to the host, which would log it again with its whole traceback (uvicorn: "Exception in ASGI application")."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        except Exception:  # Starlette's ServerErrorMiddleware answered it and re-raised it for the host to log
+            pass
+
+
+class EngramApp(FastAPI):
+    def build_middleware_stack(self):
+        return Answered(super().build_middleware_stack())
+
+
 class Activity:
     """When the last request ended, and how many are in flight (the idle timeout reads it)."""
 
@@ -97,42 +147,34 @@ _STATE_LOCK = threading.Lock()
 
 
 def ensure_state(state) -> None:
-    """Build the app's api, health and shutdown on first use when a `factory` was given instead (a Ray Serve
+    """Build the app's api, identity and shutdown on first use when a `factory` was given instead (a Ray Serve
     replica: the app travels to the replica by value, so its state is made there)."""
     if state.api is None and state.factory is not None:
         with _STATE_LOCK:
             if state.api is None:
-                state.api, state.health, state.shutdown = state.factory()
-                state.keys = KeyRing(Path(state.health.home))
+                state.api, state.identity, state.shutdown = state.factory()
+                state.keys = KeyRing(Path(state.identity.home))
 
 
-def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               activity: Activity | None = None, factory: Callable | None = None) -> FastAPI:
-    """`factory() -> (api, health, shutdown)`: build them in the process that serves, on first use."""
+def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               activity: Activity | None = None, factory: Callable | None = None, host: str | None = None,
+               allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
+    """`identity`: who this server is (`engram.server.instance.Identity`: the home, the instance token…);
+    `factory() -> (api, identity, shutdown)`: build them in the process that serves, on first use. `host`: what the
+    server listens on and `allowed_hosts` (`server.allowedHosts`), for the front door (default: the api's config)."""
     from engram import __version__
 
-    app = FastAPI(title="engram", version=__version__, docs_url="/docs", redoc_url=None,
+    app = EngramApp(title="engram", version=__version__, docs_url="/docs", redoc_url=None,
                   description="Long-term memory for AI agents: REST over engram's API, one resource per operation, "
                               "scoped per agent. Every refusal is {\"error\": {\"code\", \"message\"}} with its 4xx.")
     app.state.api = api
-    app.state.health = health
+    app.state.identity = identity
     app.state.shutdown = shutdown
     app.state.activity = activity or Activity()
     app.state.factory = factory
-    app.state.job_agents = {}  # job id -> the agents of the key that started it (None: every agent)
-    app.state.keys = None if health is None else KeyRing(Path(health.home))
+    app.state.keys = None if identity is None else KeyRing(Path(identity.home))
     for router in ROUTERS:
         app.include_router(router)
-
-    @app.middleware("http")
-    async def track(request: Request, call_next):
-        act = request.app.state.activity
-        act.in_flight += 1
-        try:
-            return await call_next(request)
-        finally:
-            act.in_flight -= 1
-            act.last = time.monotonic()
 
     @app.exception_handler(ApiError)
     async def api_error(request, exc: ApiError):
@@ -161,12 +203,21 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
     for kind in _translated_exceptions():
         app.add_exception_handler(kind, translated)
 
+    @app.exception_handler(ClientDisconnect)
+    async def went_away(request, exc: ClientDisconnect):
+        # Not an error: the client closed the connection before it sent the whole body, so nothing was done and
+        # nobody reads an answer. One short line (at INFO), no traceback.
+        log.info("%s %s: the client went away before sending its whole body; nothing done", request.method,
+                 request.url.path)
+        return Response(status_code=400)
+
     @app.exception_handler(Exception)
     async def unexpected(request, exc: Exception):
+        exc = only_cause(exc)
         api_exc = translate(exc)
         if api_exc is not None:
             return error_response(api_exc)
-        log.exception("%s %s failed", request.method, request.url.path)
+        log.error("%s %s failed: %s", request.method, request.url.path, describe(exc))
         return error_response(error("internal", f"{type(exc).__name__}: {exc} (the server log has the details)"))
 
     def openapi() -> dict:
@@ -193,7 +244,12 @@ def create_app(api, health, *, shutdown: Callable[[], None] = lambda: None, max_
 
     # MCP's streamable HTTP (not in the OpenAPI document: its own protocol); scoped by the request's key.
     app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
+    app.add_middleware(Tracked)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
+    server = api.config.server if api is not None else None
+    app.add_middleware(FrontDoor, state=app.state, host=host or (server.host if server else "127.0.0.1"),
+                       allowed_hosts=allowed_hosts if allowed_hosts is not None else
+                       tuple(server.allowed_hosts if server else ()))  # outermost: before anything reads the body
     return app
 
 
@@ -201,12 +257,13 @@ def _translated_exceptions() -> tuple[type, ...]:
     """What `engram.api.errors.translate` turns into a refusal (4xx, or 502/503 for an outage)."""
     from engram.api.runtime import RuntimeUnavailable
     from engram.config.errors import ConfigError
+    from engram.events.store import EventIdConflict
     from engram.flow import Backpressure
     from engram.ids import InvalidIdError
     from engram.ingest.messages import MessageRejected
     from engram.llm.caller import CallFailed
 
-    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed
+    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed, EventIdConflict
 
 
 def _fastapi_422(op: dict) -> bool:

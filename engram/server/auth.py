@@ -4,44 +4,24 @@ With no API key configured (`<home>/keys.json` empty or absent) the server liste
 every request may touch every agent of the home. Once a key exists, every request needs one
 (`Authorization: Bearer <key>`, or `X-API-Key: <key>`): a key maps to its agents (`engram keys add
 --agents a,b`), or to every agent (`--agents '*'`, an admin key). The server's own instance token
-(`instance.json`, readable only by whoever can read the home) counts as an admin key: it is how the CLI
-and `engram.Client.for_home` keep working on a home with keys.
+(`instance.json`, 0600: readable only by the home's owner) counts as an admin key: it is how the CLI and
+`engram.Client.for_home` keep working on a home with keys. It never leaves the home: no route sends it (a
+command recognises its server by an HMAC of a challenge, `engram.server.instance.proof`).
 
-An agent a key may not touch is answered as an agent that does not exist (404 unknown_agent): a key
-learns nothing about other keys' agents. Home-wide operations (status, replay of every shard, shutdown)
-need an admin key (403 forbidden).
+What a principal may do is decided in one place, the API layer (`engram.api.access`): every route hands its
+operation a `ScopedApi` of the request's principal. An agent a key may not touch is answered as an agent that does
+not exist (404 unknown_agent): a key learns nothing about other keys' agents. Home-wide operations (status, replay,
+export, shutdown) need an admin key (403 forbidden).
 """
 
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
 
-from engram.api.errors import ApiError, error
+from engram.api.access import Principal
+from engram.api.errors import error
 
-
-@dataclass(frozen=True)
-class Principal:
-    name: str
-    agents: frozenset[str] | None = None  # None: every agent
-
-    @property
-    def admin(self) -> bool:
-        return self.agents is None
-
-    def may(self, agent: str) -> bool:
-        return self.agents is None or agent in self.agents
-
-    def require(self, agent: str) -> None:
-        if not self.may(agent):
-            # The same answer as for an agent that does not exist: a key learns nothing about others' agents.
-            raise ApiError(404, "unknown_agent", f"agent {agent!r} is not known to this key")
-
-    def require_admin(self, what: str) -> None:
-        if not self.admin:
-            raise error("forbidden", f"{what} concerns the whole home: it needs a key for every agent "
-                        "(engram keys add --agents '*'); this key may touch only its agents")
-
+__all__ = ["Principal", "LOOPBACK", "OWNER", "authenticate", "authenticate_headers", "principal_for", "presented_key"]
 
 LOOPBACK = Principal("loopback")
 OWNER = Principal("instance token")
@@ -68,8 +48,10 @@ def authenticate_headers(state, headers) -> Principal:
     if not key:
         raise error("unauthorized", "this server needs an API key: send it as `Authorization: Bearer <key>` "
                     "(`engram keys add --agents …` makes one)")
-    token = getattr(state.health, "instance", None) if state.health is not None else None
-    if token and hmac.compare_digest(key, token):
+    if not (key.isascii() and key.isprintable()):  # keys are `ek-…` (ASCII); a header may carry any byte
+        raise error("unauthorized", "the API key is not valid (an engram key is printable ASCII: `ek-…`)")
+    token = state.identity.token if state.identity is not None else None
+    if token and hmac.compare_digest(key.encode(), token.encode()):
         return OWNER
     stored = ring.find(key)
     if stored is None:

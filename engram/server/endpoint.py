@@ -10,11 +10,12 @@ documented by its JSON Schema; the result is encoded by msgspec. Handlers are pl
 the server's thread pool (operations block on the runtime). A handler whose first parameter is
 `server` instead of `api` gets the app's state (the api, the health document, shutdown).
 
-Every route asks the auth hook first (`engram.server.auth`), by its `access`: "agent" (the default for a
-path with `{agent}`: the key must be allowed that agent), "home" (the default otherwise: an operation on
-the whole home, for admin keys), "key" (any valid key; the handler scopes what it does by the principal
-it declares as a `principal` parameter) or "open" (no key needed: the health probe). So a new route is
-scoped by default and cannot escape the keys.
+Every route asks the auth hook first (`engram.server.auth`) who the request's principal is, and hands the
+handler the API as that principal sees it (`engram.api.access.ScopedApi`): the one place that decides what a key
+may see. The route's `access` says what is refused before the body is read: "agent" (the default for a path with
+`{agent}`: the key must be allowed that agent), "home" (the default otherwise: an operation on the whole home, for
+admin keys), "key" (any valid key; the ScopedApi scopes what the operation shows) or "open" (no key needed: the
+health probe, and nothing that grants access). So a new route is scoped by default and cannot escape the keys.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def decode(cls: type, raw: bytes):
         raise error("invalid_request", f"{cls.__name__}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error("invalid_request", f"the request body is nested too deeply ({cls.__name__})") from None
 
 
 def route(router: APIRouter, method: str, path: str, *, response: type | None, body: type | None = None,
@@ -78,7 +81,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
     assert access in ACCESS, access
 
     def register(handler: Callable) -> Callable:
-        all_params = list(inspect.signature(handler).parameters.values())
+        # eval_str: a route module's annotations (`from __future__ import annotations`) resolved in its own globals
+        all_params = list(inspect.signature(handler, eval_str=True).parameters.values())
         wants_state = all_params[0].name == "server"
         params = all_params[1:]  # after `api` / `server`
         wants_principal = any(p.name == "principal" for p in params)
@@ -99,7 +103,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 kwargs["principal"] = principal
             if body is not None:
                 kwargs["body"] = decode(body, await request.body())
-            first = state if wants_state else state.api
+            scoped = state.api.scoped(principal) if principal is not None else None
+            first = state if wants_state else scoped
             try:
                 result = await run_in_threadpool(handler, first, **kwargs)
             except Exception as exc:
@@ -107,9 +112,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 if refused is None:
                     raise  # the app's handler answers 500 and logs it
                 raise refused from None
-            if principal is not None and type(result).__name__ == "Job":
-                state.job_agents[result.id] = principal.agents  # who may follow the job
-                state.api.jobs.follow(result.id, principal.agents)  # (and on the other replicas of this server)
+            if scoped is not None and type(result).__name__ == "Job":
+                scoped.started(result)  # who may follow the job (on every replica of this server)
             return json_response(result, status)
 
         endpoint.__signature__ = inspect.Signature(

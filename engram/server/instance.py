@@ -1,28 +1,36 @@
 """One server per home: `<home>/instance.json`, the start lock, the health probe, starting one for a command.
 
-Stdlib only (the CLI imports this before anything else). `instance.json` records the server's `url`,
-`pid`, a random `token` and the `home`; a server is taken as this home's only when its health
-endpoint answers with the same home and token, so a stale file (a dead PID, or a PID reused by
-another process) is detected and replaced, never waited on. Two commands racing to start a server
+Stdlib only (the CLI imports this before anything else). `instance.json` (0600: the home's owner alone reads
+it) records the server's `url`, `pid`, a random `token` and the `home`. The token never leaves the home: a
+server is taken as this home's only when it answers a fresh random challenge with the HMAC of it keyed with
+that token (`proof`, `GET /v1/instance`), so a stale file (a dead PID, a PID reused by another process, another
+program on that port) is detected and replaced, never waited on, and nothing on an open route grants access. Two commands racing to start a server
 start exactly one: the start happens under an exclusive lock on `<home>/instance.lock`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import http.client
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from engram.private import open_private, private_dirs, private_home, write_private
 
 INSTANCE_FILE = "instance.json"
 LOCK_FILE = "instance.lock"
 LOG_DIR = "logs"
 SERVER_LOG = "server.log"
 HEALTH_PATH = "/v1/health"
+INSTANCE_PATH = "/v1/instance"
 # A health probe of a live server answers in milliseconds; a hung process must not hang a command.
 PROBE_TIMEOUT_S = 2.0
 POLL_S = 0.1
@@ -30,6 +38,24 @@ POLL_S = 0.1
 
 class ServerStartError(RuntimeError):
     """No server could be started for the home; the message names the log to read."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a server is: the home it serves, its instance token (in instance.json only, never sent by the server),
+    its pid (the owning process's, with Ray Serve), version and runtime."""
+
+    home: str
+    token: str
+    pid: int
+    version: str
+    runtime: str
+
+
+def proof(token: str, home: str, challenge: str) -> str:
+    """HMAC-SHA256, keyed with the instance token, of the home and a caller's challenge: what the server answers
+    to `GET /v1/instance?challenge=…` and what a command that read instance.json expects."""
+    return hmac.new(token.encode(), f"engram-instance|{home}|{challenge}".encode(), hashlib.sha256).hexdigest()
 
 
 def home_path(home: str | Path | None) -> Path:
@@ -55,10 +81,9 @@ def read_instance(home: Path) -> dict | None:
 
 
 def write_instance(home: Path, info: dict) -> Path:
+    """Record the server of `home` (0600: the token is the owner's)."""
     path = instance_path(home)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_private(path, json.dumps(info, indent=1) + "\n")
     return path
 
 
@@ -82,13 +107,13 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> dict | None:
-    """The health document of the server at `url`, or None when nothing (engram) answers."""
+def probe(url: str, timeout: float = PROBE_TIMEOUT_S, path: str = HEALTH_PATH) -> dict | None:
+    """The health document of the server at `url` (or the answer at `path`), or None when nothing (engram) answers."""
     parts = urlsplit(url)
     try:
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         try:
-            conn.request("GET", HEALTH_PATH)
+            conn.request("GET", path)
             resp = conn.getresponse()
             body = resp.read()
         finally:
@@ -98,7 +123,15 @@ def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> dict | None:
         doc = json.loads(body)
     except (OSError, ValueError, http.client.HTTPException):
         return None
-    return doc if isinstance(doc, dict) and doc.get("service") == "engram" else None
+    return doc if isinstance(doc, dict) and (path != HEALTH_PATH or doc.get("service") == "engram") else None
+
+
+def proves_home(url: str, token: str, home: Path, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether the server at `url` holds `token` for `home`: it answers a fresh challenge with its `proof`."""
+    challenge = secrets.token_hex(16)
+    answer = probe(url, timeout, f"{INSTANCE_PATH}?challenge={challenge}")
+    given = answer.get("proof") if answer is not None else None
+    return isinstance(given, str) and hmac.compare_digest(given, proof(str(token), str(home), challenge))
 
 
 def live_server(home: Path) -> dict | None:
@@ -112,9 +145,8 @@ def live_server(home: Path) -> dict | None:
         return None
     if not pid_alive(pid):
         return None
-    health = probe(str(info["url"]))
-    if health is None or health.get("home") != str(home) or health.get("instance") != info.get("token"):
-        return None  # a PID reused by another process, or another home's server: not ours
+    if not proves_home(str(info["url"]), str(info.get("token", "")), home):
+        return None  # a PID reused by another process, another home's server, another program: not ours
     return info
 
 
@@ -177,16 +209,17 @@ def start_server(home: Path, *, timeout: float, address: str | None = None, on_s
     info = live_server(home)
     if info is not None:
         return info
+    private_home(home)
     with StartLock(home, timeout):
         info = live_server(home)  # another command started it while we waited for the lock
         if info is not None:
             return info
         instance_path(home).unlink(missing_ok=True)  # stale: a dead or foreign PID
         log = log_path(home)
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(log.parent)
         if on_spawn is not None:
             on_spawn()
-        with open(log, "ab") as out:
+        with os.fdopen(open_private(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as out:
             out.write(f"\n--- started by `engram` (pid {os.getpid()}) at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
             out.flush()
             proc = subprocess.Popen(server_command(home, started_by_command=True, address=address), stdin=subprocess.DEVNULL,

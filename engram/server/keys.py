@@ -75,8 +75,10 @@ def load_keys(home: Path) -> list[StoredKey]:
 
 
 def save_keys(home: Path, keys: list[StoredKey]) -> None:
+    from engram.private import private_home
+
     path = keys_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_home(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:

@@ -101,6 +101,8 @@ def parse_request(raw: bytes) -> OaiRequest:
         raise error("invalid_request", f"chat completion request: {exc}") from None
     except msgspec.DecodeError as exc:
         raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error("invalid_request", "the request body is nested too deeply") from None
     if not req.messages:
         raise error("malformed_messages", "messages is empty: send the conversation (at least one user message)")
     if req.n != 1:
@@ -189,10 +191,11 @@ async def chat_completions(request: Request):
     req = parse_request(await request.body())
     agent = choose_agent(request, req.model, principal, state.api.config.proxy.default_agent)
     body = completion_request(req)
+    api = state.api.scoped(principal)
     if req.stream:
-        return await _streamed(state.api, agent, body, req)
+        return await _streamed(api, agent, body, req)
     try:
-        result: t.CompletionResponse = await run_in_threadpool(state.api.complete, agent, body)
+        result: t.CompletionResponse = await run_in_threadpool(api.complete, agent, body)
     except Exception as exc:
         raise _refusal(exc) from None
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
@@ -333,8 +336,7 @@ async def models(request: Request):
 
         await run_in_threadpool(ensure_state, state)
     principal = authenticate(request)
-    agents = await run_in_threadpool(state.api.known_agents)
-    visible = sorted(a for a in agents if principal.may(a))
+    visible = sorted(await run_in_threadpool(state.api.scoped(principal).known_agents))
     if principal.agents is not None:
         visible = sorted(set(visible) | set(principal.agents))
     created = 0

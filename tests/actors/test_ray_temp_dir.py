@@ -41,3 +41,45 @@ def test_a_private_ray_temp_dir_holds_the_cluster_address_file_ray_would_put_in_
 
     assert Path(get_ray_address_file(None)) == tmp_path / "mine" / "ray" / "ray_current_cluster"
     assert (root / "ray").is_dir()
+
+
+def test_a_home_s_ray_temp_dir_is_private_and_ray_s_own_world_writable_dir_sits_inside_it(monkeypatch, tmp_path):
+    import os
+    import stat
+
+    from engram.runtime.startup import RAY_DIR, private_dir, ray_dir_for
+
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    root = temp_dir_for(Path("/home/u/.engram"))
+    assert ray_dir_for(Path("/home/u/.engram")) == root / RAY_DIR
+    old = os.umask(0o022)
+    try:
+        private_dir(root)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700 and root.stat().st_uid == os.getuid()
+    root.chmod(0o777)  # as an older engram (or Ray itself) left it
+    private_dir(root)
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+
+
+def test_a_ray_temp_dir_someone_else_made_at_engram_s_path_is_refused(tmp_path):
+    import os
+
+    import pytest
+
+    from engram.runtime.startup import RayStartError, private_dir
+
+    elsewhere = tmp_path / "theirs"
+    elsewhere.mkdir()
+    link = tmp_path / "engram-link"
+    link.symlink_to(elsewhere)
+    with pytest.raises(RayStartError, match="is not a directory \\(a symlink\\)"):
+        private_dir(link)
+    if os.getuid() != 0:
+        pytest.skip("making a directory owned by another user needs root")
+    foreign = tmp_path / "engram-foreign"
+    foreign.mkdir(mode=0o777)
+    os.chown(foreign, 65534, 65534)  # nobody
+    with pytest.raises(RayStartError, match="belongs to another user \\(uid 65534\\)"):
+        private_dir(foreign)

@@ -42,7 +42,7 @@ def test_ingest_then_sql_in_a_new_process_sees_what_was_ingested(home_dir, tmp_p
     again = engram(home_dir, "ingest", str(SAMPLE), "--agent", "priya-bot", "--no-wait")
     assert "0 new message(s), 45 already recorded" in again.stdout
 
-    out = tmp_path / "replayed"
+    out = home_dir / "exports" / "replayed"  # jobs write under the home (or server.exportRoot) only
     rep = engram(home_dir, "replay", "--out", str(out), "--as-of", "2026-03-04T23:00:00Z")
     assert rep.returncode == 0, rep.stderr
     first_two_sessions = engram(home_dir, "sql", "SELECT count(*) FROM messages WHERE ts <= TIMESTAMPTZ '2026-03-04 23:00:00+00'", "--csv")

@@ -19,9 +19,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.server]
 
 def ray_instances(home) -> set[str]:
     """Sessions of the home's own local Ray instance (one temp dir per home, one session per start)."""
-    from engram.runtime.startup import temp_dir_for
+    from engram.runtime.startup import ray_dir_for
 
-    root = temp_dir_for(home.resolve())
+    root = ray_dir_for(home.resolve())
     return {p.name for p in root.glob("session_2*")} if root.exists() else set()
 
 
@@ -117,10 +117,10 @@ def test_a_server_started_from_a_directory_holding_an_engram_folder_runs_engrams
         assert json.loads(recall.stdout)["hits"]
         status = run("status", "--json")
         assert status.returncode == 0 and json.loads(status.stdout)["mode"] == "server"
-        from engram.runtime.startup import temp_dir_for
+        from engram.runtime.startup import ray_dir_for, temp_dir_for
 
         assert temp_dir_for(home_dir.resolve()).parent == ray_tmp  # RAY_TMPDIR honoured: engram's own dir in it
-        assert list(temp_dir_for(home_dir.resolve()).glob("session_2*"))
+        assert list(ray_dir_for(home_dir.resolve()).glob("session_2*"))
         assert "decoy" not in (home_dir / "logs" / "server.log").read_text()
     finally:
         run("down")

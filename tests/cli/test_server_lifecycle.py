@@ -148,7 +148,7 @@ def test_what_a_user_gets_wrong_is_one_line_and_exit_2_and_starts_nothing(home):
         assert "Traceback" not in res.stderr
     assert not (home / "instance.json").exists()  # rejected before any server was needed
     res = engram(home, "recall", "anything", "--agent", "nobody")  # needs the server: it starts, then refuses
-    assert res.returncode == 2 and "agent 'nobody' has nothing in" in res.stderr.splitlines()[-1]
+    assert res.returncode == 2 and "agent 'nobody' is not known" in res.stderr.splitlines()[-1]
     assert "Traceback" not in res.stderr
 
 

@@ -36,7 +36,7 @@ def new_served_home(tmp_path):
     yield from serve_home(tmp_path / "home")
 
 
-def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home, tmp_path, capsys):
+def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home, capsys):
     home, mem = served_home
     assert main(["--home", str(home), "reshard", "--shards", "3"]) == 0
     out = capsys.readouterr().out
@@ -44,15 +44,15 @@ def test_reshard_replay_all_and_export_commands_report_what_they_did(served_home
     assert out.startswith(f"1 -> 3 shards: {moved} of {len(AGENTS)} agent(s) moved")
     assert all(f"  {a}: shard 0 -> {mem.rt.shard_of(a)}" in out for a in AGENTS if mem.rt.shard_of(a) != 0)
 
-    assert main(["--home", str(home), "replay", "--all", "--out", str(tmp_path / "replayed")]) == 0
+    assert main(["--home", str(home), "replay", "--all", "--out", str(home / "exports" / "replayed")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" on ")[0] for line in lines[:3]] == ["shard 0", "shard 1", "shard 2"]
     events = sum(n for (n,) in mem.rt.sql("SELECT count(*) FROM events")[1])  # positions have gaps: count them
     assert lines[-1].startswith(f"total: {events} events from 3 shard(s)")
 
-    assert main(["--home", str(home), "export", "--parquet", str(tmp_path / "pq")]) == 0
+    assert main(["--home", str(home), "export", "--parquet", str(home / "exports" / "pq")]) == 0
     assert "written to" in capsys.readouterr().out
-    rows = duckdb.connect().execute(f"SELECT count(*) FROM '{tmp_path}/pq/log/*.parquet'").fetchone()[0]
+    rows = duckdb.connect().execute(f"SELECT count(*) FROM '{home}/exports/pq/log/*.parquet'").fetchone()[0]
     assert rows == events
 
 

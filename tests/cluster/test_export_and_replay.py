@@ -22,7 +22,9 @@ def served(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("two-shards") / "home"
     home.mkdir()
-    (home / "engram.json").write_text(json.dumps({"shards": 2}))
+    # Jobs write under the home's exports/ or server.exportRoot only: here the test session's temp directory.
+    (home / "engram.json").write_text(json.dumps({"shards": 2, "server": {
+        "exportRoot": str(tmp_path_factory.getbasetemp())}}))
     mem = Engram(InProcessRuntime(load_service_config(home), wall_clock=False).start())
     populate(mem)
     assert {mem.rt.shard_of(a) for a in AGENTS} == {0, 1}

@@ -69,7 +69,7 @@ def compactions_shown(home_dir) -> None:
     assert chain["nodes"] and chain["tokens"] <= 100 and chain["first_turn"] == 1
     assert chain["compression_ratio"] == round(chain["covered_tokens"] / chain["tokens"], 2)
     empty = engram(home_dir, "compactions", "--discussion", "other")
-    assert empty.returncode == 2 and "discussion 'other' has no events" in empty.stderr
+    assert empty.returncode == 2 and "discussion 'other' is not known" in empty.stderr
 
 
 @pytest.mark.server
@@ -96,4 +96,4 @@ def context_shown(home_dir) -> None:
     assert wm["budget"] == 100  # 5% of the window
     assert data["conversation_tokens"] <= 1_500 + turns[-1]["content"].__len__()
     missing = engram(home_dir, "context", "--discussion", "nope", "--no-recall")
-    assert missing.returncode == 2 and "discussion 'nope' has no events" in missing.stderr
+    assert missing.returncode == 2 and "discussion 'nope' is not known" in missing.stderr

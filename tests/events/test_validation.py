@@ -4,12 +4,17 @@ import threading
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from engram.events.base import registry
 from engram.events.control import SettingsChanged
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import MessageAppended
-from engram.events.store import AppendError, EventRejected, EventStore
+from engram.events.store import AppendError, EventRejected, EventStore, _encode
+from engram.events.validation import InvalidEvent, _check_event_fully, check_event, check_events
 from tests.events.helpers import T0, msg, write
+from tests.reliability.strategies import struct
 
 
 @pytest.fixture
@@ -125,3 +130,75 @@ def test_a_write_that_breaks_the_group_transaction_is_refused_alone(store, monke
     assert store.query("SELECT stream, count(*) FROM events WHERE seq < 1000 GROUP BY stream ORDER BY stream")[1] == [
         ("d0", 1), ("d1", 2), ("d2", 3)]
     assert store.query("SELECT list(seq ORDER BY seq) FROM events WHERE seq < 1000")[1] == [([1, 2, 3, 4, 5, 6],)]
+
+
+# ---------------------------------------------------------------- the quick check (one decode per write) and the full one
+
+def _outcome(check) -> str:
+    try:
+        check()
+    except InvalidEvent as exc:
+        return f"refused: {exc}"
+    return "accepted"
+
+
+def _full(events, payloads) -> None:
+    for event, payload in zip(events, payloads):
+        _check_event_fully(event, payload)
+
+
+def _three(**poison) -> list[MessageAppended]:
+    fields = {"role": "user", "content": "hi", "message_id": "m2", "token_estimate": 1} | poison
+    return [msg(1), MessageAppended(**fields), msg(3)]
+
+
+@pytest.mark.parametrize("poison, reason", [
+    ({"metadata": {"score": float("nan")}}, "metadata.score is not a finite number"),
+    ({"metadata": {"deep": [1, {"x": float("-inf")}]}}, r"metadata.deep\[1\].x is not a finite number"),
+    ({"token_estimate": 2**63}, "token_estimate is not a finite number"),
+    ({"metadata": {"big": 2**64 - 1}}, "metadata.big is not a finite number"),
+    ({"name": 123}, r"Expected `str \| null`, got `int` - at `\$.name`"),
+], ids=["nan", "nested-infinity", "int64-overflow", "uint64-in-any", "mistyped"])
+def test_a_bad_event_in_a_write_of_one_type_is_refused_with_the_reason_the_event_alone_gets(store, poison, reason):
+    events = _three(**poison)
+    payloads = [_encode(e) for e in events]
+    quick = _outcome(lambda: check_events(events, payloads))
+    assert quick == _outcome(lambda: _full(events, payloads)) == _outcome(lambda: check_event(events[1], payloads[1]))
+    with pytest.raises(EventRejected, match=reason):
+        store.append_many([Write(stream="d", agent="a", events=tuple(NewEvent(event=e, ts_us=T0 + i) for i, e in enumerate(events)))])
+    assert store.head() == 0
+
+
+def test_digits_in_a_text_do_not_refuse_a_message():
+    events = [msg(1, content="call 0123456789012345678901 tomorrow"), msg(2)]
+    check_events(events, [_encode(e) for e in events])  # the long run of digits only sends it to the full check
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_the_quick_check_of_a_write_accepts_and_refuses_what_the_full_check_of_each_event_does(data):
+    cls = data.draw(st.sampled_from([c for tag, c in sorted(registry().items()) if tag != "Unreadable"]))
+    # Writes of one type, now and then with a hostile event (NaN, infinities, lone surrogates) among good ones.
+    events = data.draw(st.lists(st.one_of(struct(cls, hostile=False), struct(cls, hostile=False), struct(cls, hostile=True)),
+                                min_size=1, max_size=5))
+    try:
+        payloads = [_encode(e) for e in events]
+    except Exception:
+        return  # refused before the check (a lone surrogate): test_text_with_a_lone_surrogate_is_refused
+    assert _outcome(lambda: check_events(events, payloads)) == _outcome(lambda: _full(events, payloads))
+
+
+def test_a_nan_where_null_is_allowed_is_refused_in_a_write_of_many(store):
+    """NaN is written as null, which an optional float takes: only the comparison with the event finds it."""
+    from engram.events.cognitive import FactsIngested, SkippedFact
+
+    def facts(similarity):
+        skipped = (SkippedFact(content="x", category="fact", importance=0.5, reason="duplicate", similarity=similarity),)
+        return FactsIngested(source_seq=1, message_id="m1", trace_ids=(), skipped=skipped)
+
+    events = [facts(0.9), facts(float("nan")), facts(None)]
+    payloads = [_encode(e) for e in events]
+    assert _outcome(lambda: check_events(events, payloads)) == _outcome(lambda: _full(events, payloads))
+    with pytest.raises(EventRejected, match=r"skipped\[0\].similarity is not a finite number"):
+        store.append_many([Write(stream="d", agent="a", events=tuple(NewEvent(event=e, ts_us=T0) for e in events))])
+    assert store.head() == 0

@@ -176,6 +176,17 @@ def _sql(query: str):
     return run
 
 
+def _append(*, also: str | None = None, **fields):
+    """An append request of one message (`fields` its ts, message_id…), and a second one with the same fields and
+    the words `also` when given."""
+    import msgspec
+
+    from engram.api import types as t
+
+    words = ["I live in Porto."] + ([also] if also is not None else [])
+    return msgspec.convert({"messages": [{"role": "user", "content": w, **fields} for w in words]}, t.AppendRequest)
+
+
 def _api(call, *, agents: tuple[str, ...] = ()):
     """An operation of the API (`engram.api.Api`, what the server, the CLI and the clients call) over the in-process
     runtime of a home whose log knows `agents`; the refusal's message, and nothing recorded by it."""
@@ -195,7 +206,21 @@ def _api(call, *, agents: tuple[str, ...] = ()):
             if agents:
                 api.rt.append([Write(f"d-{a}", a, (NewEvent(msg(1), NOW, f"m-{a}"),)) for a in agents])
             head = api.rt.heads()
-            message = _error(lambda: call(api), ApiError)
+
+            def answered():  # as every interface answers it: a domain refusal translated (engram.api.errors)
+                from engram.api.errors import translate
+
+                try:
+                    call(api)
+                except ApiError:
+                    raise
+                except Exception as exc:
+                    refused = translate(exc)
+                    if refused is None:
+                        raise
+                    raise refused from None
+
+            message = _error(answered, ApiError)
             assert api.rt.heads() == head, "something was appended"
             return message.replace(str(home), "<home>")
         finally:
@@ -431,9 +456,16 @@ CASES: list[Case] = [
          _event(lambda: __import__("tests.events.helpers", fromlist=["msg"]).msg(1), event_id="e" * 600)),
     # Reads for an agent that does not exist.
     Case("recall-typo", "agents", "`recall --agent anaa` (no such agent)",
-         r"agent 'anaa' has nothing in <home>; the agents are: ana, bo",
+         r"agent 'anaa' is not known \(no events, no agent.config.json\)",
          _api(lambda api: api.recall("anaa", __import__("engram.api.types", fromlist=["t"]).RecallRequest(query="x")),
               agents=("ana", "bo"))),
+    Case("api-future-ts", "messages", "`\"ts\": \"2199-01-01T00:00:00Z\"` (later than the server's clock plus "
+         "`limits.maxFutureSeconds`, a day)", r"^discussion d: message 1: time 2199-01-01T00:00:00Z is more than 86400 s after this "
+         r"server's clock", _api(lambda api: api.append_messages("ana", "d", _append(ts="2199-01-01T00:00:00Z")))),
+    Case("api-message-id-reused", "messages", "two messages with id `m-1` and other words (once recorded, the same id "
+         "with other words is 409 `conflict`)", r"^discussion d: message 2 \(m-1\): message id 'm-1' is message 1's "
+         r"too, with other words", _api(lambda api: api.append_messages("ana", "d", _append(message_id="m-1",
+                                                                                            also="other words")))),
     Case("api-sql-blank", "SQL", "`engram sql '   '` (the API's SQL operation)", r"^the query is empty$",
          _api(lambda api: api.run_sql(__import__("engram.api.types", fromlist=["t"]).SqlRequest(query="   ")))),
     Case("api-sql-write", "SQL", "`engram sql 'DELETE FROM events'` (the API's SQL operation)",

@@ -30,18 +30,17 @@ class Served:
         import uvicorn
 
         from engram import __version__
-        from engram.api.types import Health
         from engram.server.app import create_app
-        from engram.server.instance import write_instance
+        from engram.server.instance import Identity, write_instance
 
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         sock.listen(256)
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        health = Health(home=str(self.home), instance=self.token, pid=os.getpid(), version=__version__,
-                        runtime=self.api.rt.description)
+        identity = Identity(home=str(self.home), token=self.token, pid=os.getpid(), version=__version__,
+                            runtime=self.api.rt.description)
         kwargs = {} if self.max_body_bytes is None else {"max_body_bytes": self.max_body_bytes}
-        app = create_app(self.api, health, shutdown=self.stop, **kwargs)
+        app = create_app(self.api, identity, shutdown=self.stop, **kwargs)
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
@@ -91,3 +90,51 @@ class served_home:
             self.served.__exit__(*exc)
         finally:
             self.mem.close()
+
+
+class ServerProcess:
+    """`engram serve` for `home` as its own process (`python -m engram.boot serve --port 0`), its output in
+    `<home>.server.log`; stopped (SIGTERM, then SIGKILL) on exit. `runtime` is written to engram.json."""
+
+    def __init__(self, home: Path, *, runtime: str = "inprocess", timeout: float = 300):
+        self.home, self.runtime, self.timeout = Path(home).resolve(), runtime, timeout
+        self.log = self.home.with_name(self.home.name + ".server.log")
+        self.proc = None
+        self.url = ""
+
+    def __enter__(self) -> "ServerProcess":
+        import json
+        import subprocess
+        import sys
+
+        from engram.server.instance import live_server
+
+        self.home.mkdir(parents=True, exist_ok=True)
+        config = self.home / "engram.json"
+        data = json.loads(config.read_text()) if config.exists() else {}
+        data.setdefault("server", {})["runtime"] = self.runtime
+        config.write_text(json.dumps(data))
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "engram.boot", "serve", "--home", str(self.home),
+                                          "--port", "0"], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         env=env, start_new_session=True)
+        deadline = time.monotonic() + self.timeout
+        while (info := live_server(self.home)) is None or info["pid"] != self.proc.pid:
+            assert self.proc.poll() is None, f"the server exited: {self.log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"the server did not start: {self.log.read_text()[-3000:]}"
+            time.sleep(0.1)
+        self.url = info["url"]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import subprocess
+
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(30)

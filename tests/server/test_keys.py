@@ -11,6 +11,7 @@ import asyncio
 import http.client
 import io
 import json
+import os
 from contextlib import redirect_stdout
 from urllib.parse import urlsplit
 
@@ -21,7 +22,9 @@ ALICE_TALK, BOB_TALK = "alice-talk", "bob-talk"
 BOB_SECRET = "Bob's locker code is 4711."
 # Every path of the OpenAPI document without {agent}: what a key limited to agents gets there.
 HOME_WIDE = {
-    ("GET", "/v1/health"): {200},  # who the server is: no agent's data
+    ("GET", "/v1/health"): {200},  # that the server is up: nothing else
+    ("GET", "/v1/instance"): {422},  # an HMAC of a challenge (none given here): proves the server, grants nothing
+    ("GET", "/v1/server"): {403},  # which home, pid, runtime: an admin key's
     ("GET", "/v1/status"): {403},
     ("POST", "/v1/replay"): {403},
     ("POST", "/v1/shutdown"): {403},
@@ -211,7 +214,9 @@ def test_without_keys_the_server_refuses_a_non_loopback_host_and_says_why(tmp_pa
 
     home = tmp_path / "home"
     home.mkdir()
+    before = os.getcwd()
     assert main(["serve", "--home", str(home), "--host", "0.0.0.0", "--runtime", "inprocess"]) == 2
+    assert os.getcwd() == before  # a refusal leaves the caller where it was
     err = capsys.readouterr().err.strip()
     assert err.startswith("engram: error: no API key is configured") and "0.0.0.0" in err and len(err.splitlines()) == 1
     assert "loopback only" in check_exposure(home, "127.0.0.1")

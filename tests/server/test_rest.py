@@ -136,7 +136,8 @@ REFUSALS = [
 def test_every_refused_request_gets_a_json_error_and_appends_nothing(served, method, path, body, status, code):
     before = head(served)
     payload = body if isinstance(body, str) or body is None else json.dumps(body)
-    got, doc = request(served, method, path, payload, {"Content-Type": "application/json"} if payload else None)
+    got, doc = request(served, method, path, payload,
+                       {"Content-Type": "application/json"} if payload or method != "GET" else None)
     assert (got, doc["error"]["code"]) == (status, code), doc
     assert set(doc) == {"error"} and doc["error"]["message"]
     assert head(served) == before
@@ -179,11 +180,12 @@ def test_replay_and_verify_are_jobs_with_progress(served, tmp_path):
         done = client.wait_job(job.id, timeout=120)
         assert done.state == "succeeded" and done.progress.done == 1
         assert done.result == {"identical": True, "differences": []}
-        out = client.wait_job(client.replay(out=str(tmp_path / "replayed")).id, timeout=120)
+        replayed = served.home / "exports" / "replayed"  # jobs write under the home (or server.exportRoot) only
+        out = client.wait_job(client.replay(out=str(replayed)).id, timeout=120)
         assert out.state == "succeeded" and out.result["shards"][0]["events"] == head(served)
-        assert (tmp_path / "replayed" / "shard-000.duckdb").exists()
+        assert (replayed / "shard-000.duckdb").exists()
         with pytest.raises(ApiError) as refused:
-            client.replay(out=str(tmp_path / "replayed"))
+            client.replay(out=str(replayed))
         assert refused.value.code == "conflict"
         assert client.job(job.id).state == "succeeded" and job.id in [j.id for j in client.jobs().jobs]
 

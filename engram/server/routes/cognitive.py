@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from engram.api import types as t
 from engram.server.endpoint import route
 
 router = APIRouter(tags=["cognitive"])
+Rows = Annotated[int, Query(ge=1, le=t.MAX_ROWS)]
 A = "/v1/agents/{agent}"
 
 
@@ -19,7 +22,7 @@ def recall(api, agent: str, body: t.RecallRequest):
 
 
 @route(router, "GET", f"{A}/traces", response=t.Table, errors=("invalid_id",))
-def traces(api, agent: str, all: bool = False, limit: int | None = None):
+def traces(api, agent: str, all: bool = False, limit: Rows | None = None):
     """The agent's memory traces, oldest first (`all`: soft-deleted ones too)."""
     return api.traces(agent, include_inactive=all, limit=limit)
 
@@ -70,13 +73,13 @@ def observation_notes(api, agent: str, discussion: str):
 
 @route(router, "GET", f"{A}/discussions/{{discussion}}/recent-observations", response=t.RecentObservations,
        errors=("invalid_id",))
-def recent_observations(api, agent: str, discussion: str, limit: int = 10):
+def recent_observations(api, agent: str, discussion: str, limit: Rows = 10):
     """The Observer's latest notes for a discussion, rendered as its observation log renders them."""
     return api.recent_observations(agent, discussion, limit=limit)
 
 
 @route(router, "GET", f"{A}/consolidations", response=t.ConsolidationsResponse, errors=("invalid_id",))
-def consolidations(api, agent: str, all: bool = False, limit: int = 50):
+def consolidations(api, agent: str, all: bool = False, limit: Rows = 50):
     """What each consolidation run did (`all`: idle runs too), and totals."""
     return api.consolidations(agent, include_idle=all, limit=limit)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from engram.api import types as t
 from engram.server.endpoint import route
@@ -19,7 +21,7 @@ def search(api, agent: str, discussion: str, body: t.SearchRequest):
 
 
 @route(router, "GET", f"{D}/memories", response=t.MemoriesResponse, errors=READ_ERRORS)
-def memories(api, agent: str, discussion: str, last: int | None = None):
+def memories(api, agent: str, discussion: str, last: Annotated[int, Query(ge=1, le=t.MAX_ROWS)] | None = None):
     """The chunk memories of `<id>_memories.jsonl`, oldest first (only the last `last` when given)."""
     return api.memories(agent, discussion, last)
 

@@ -36,12 +36,14 @@ def _answer(api, path: str, query: str, principal: auth.Principal):
     from engram.inspect.adapter import EngramReader
     from engram.inspect.web import respond
 
+    scoped = api.scoped(principal)  # the API as this principal sees the home (engram.api.access)
     agent = dict(parse_qsl(query, keep_blank_values=True)).get("agent")
     if agent:
         principal.require(agent)
         if path.startswith(MOUNT + "/api/") or path.rstrip("/") == MOUNT:
-            api.require_agent(agent)  # an agent the home does not know: 404 unknown_agent, as everywhere else
-    return respond(EngramReader(api, api.config), path, query, home=str(api.home.root), mount=MOUNT, may=principal.may)
+            scoped.require_agent(agent)  # an agent the home does not know: 404 unknown_agent, as everywhere else
+    return respond(EngramReader(scoped, scoped.config), path, query, home=str(scoped.home.root), mount=MOUNT,
+                   may=principal.may)
 
 
 async def _ready(request: Request):
@@ -56,7 +58,7 @@ async def _ready(request: Request):
 def _sessions(state) -> Sessions:
     sessions = getattr(state, "sessions", None)
     if sessions is None:
-        sessions = state.sessions = Sessions(Path(state.health.home))
+        sessions = state.sessions = Sessions(Path(state.identity.home))
     return sessions
 
 
@@ -68,7 +70,7 @@ def _owner_id(state) -> str:
     """The key id of a session opened with this server process's instance token (valid while that process runs)."""
     import hashlib
 
-    token = getattr(state.health, "instance", "") or ""
+    token = state.identity.token
     return f"{OWNER_ID}-{hashlib.sha256(token.encode()).hexdigest()[:16]}"
 
 
@@ -123,7 +125,11 @@ async def _serve(request: Request) -> Response:
 
 
 def _safe_next(value: str | None) -> str:
-    """Where to go after logging in: a page of the inspector on this server, nothing else (no open redirect)."""
+    """Where to go after logging in: a page of the inspector on this server, nothing else (no open redirect). A value
+    that no Location header can carry (a line break, a character outside printable ASCII) is refused."""
+    if value and not (value.isascii() and value.isprintable()):
+        raise error("invalid_request", "next must be a path of the inspector in printable ASCII (URL-encoded), "
+                    "without line breaks")
     if value and value.startswith(MOUNT) and not value.startswith("//") and "\\" not in value:
         return value
     return MOUNT
@@ -171,8 +177,8 @@ async def login(request: Request) -> Response:
     if not _keys_configured(state):
         return Response(status_code=303, headers={"Location": next_url})
     key = form.get("key", "").strip()
-    token = getattr(state.health, "instance", "") or ""
-    if token and key and hmac.compare_digest(key, token):
+    token = state.identity.token
+    if token and key and hmac.compare_digest(key.encode(), token.encode()):
         key_id = _owner_id(state)
     else:
         stored = state.keys.find(key)

@@ -13,8 +13,28 @@ router = APIRouter(tags=["system"])
 
 @route(router, "GET", "/v1/health", response=t.Health, access="open")
 def health(server):
-    """This server: the home it serves, its instance token and pid (how commands recognise it)."""
-    return server.health
+    """The server is up (nothing else: no key is needed, so nothing here may tell more)."""
+    return t.Health()
+
+
+@route(router, "GET", "/v1/instance", response=t.InstanceProof, access="open")
+def instance(server, challenge: str):
+    """This server's proof that it is the home's: HMAC-SHA256, keyed with its instance token, of the home and the
+    caller's `challenge` (16 to 128 hex digits). A command that read the home's instance.json computes the same;
+    nobody else can."""
+    from engram.server.instance import proof
+
+    if not 16 <= len(challenge) <= 128 or any(c not in "0123456789abcdef" for c in challenge):
+        raise error("invalid_request", "challenge must be 16 to 128 lower-case hex digits")
+
+    return t.InstanceProof(proof=proof(server.identity.token, server.identity.home, challenge))
+
+
+@route(router, "GET", "/v1/server", response=t.ServerInfo)
+def server_info(server):
+    """Which home this server serves, its pid, version and runtime (a key for every agent)."""
+    who = server.identity
+    return t.ServerInfo(home=who.home, pid=who.pid, version=who.version, runtime=who.runtime)
 
 
 @route(router, "GET", "/v1/status", response=t.StatusResponse)
@@ -25,61 +45,39 @@ def status(api):
 
 @route(router, "POST", "/v1/sql", body=t.SqlRequest, response=t.SqlResponse, errors=("bad_query", "forbidden"),
        access="key")
-def sql(api, body: t.SqlRequest, principal):
+def sql(api, body: t.SqlRequest):
     """Read-only SQL over the log (events, ev_<type>, messages) and every projection table and file; with a key
     limited to agents, over those agents' rows only."""
-    return api.run_sql(body, agents=None if principal.admin else sorted(principal.agents))
+    return api.run_sql(body)
 
 
 @route(router, "POST", "/v1/replay", body=t.ReplayRequest, response=t.Job, status=202,
-       errors=("conflict", "invalid_id", "forbidden", "unknown_agent"), access="key")
-def replay(api, body: t.ReplayRequest, principal):
-    """Start a replay job: rebuild the projections in place, into a fresh directory (as of a position or a
-    time), or into scratch space to compare with the live ones (verify). No LLM call. A key limited to agents
-    replays one of its agents (`agent`)."""
-    if body.agent is None:
-        principal.require_admin("a replay of every shard")
-    else:
-        principal.require(body.agent)
+       errors=("conflict", "invalid_id", "unknown_agent"))
+def replay(api, body: t.ReplayRequest):
+    """Start a replay job: rebuild the projections in place, into a fresh directory under the home's `exports/` (or
+    `server.exportRoot`) as of a position or a time, or into scratch space to compare with the live ones (verify).
+    No LLM call. Whole shards, with every agent on them: a key for every agent (a key limited to agents rebuilds
+    its discussions' files with their own replay)."""
     return api.replay(body)
 
 
-def _may_follow(server, principal, job_id: str) -> bool:
-    if principal.admin:
-        return True
-    if job_id in server.job_agents:
-        owner = server.job_agents[job_id]
-    else:  # started through another replica of this server
-        known, owner = server.api.jobs.followers(job_id)
-        if not known:
-            return False
-    return owner is not None and owner <= principal.agents
-
-
 @route(router, "GET", "/v1/jobs", response=t.JobList, access="key")
-def jobs(server, principal):
+def jobs(api):
     """The jobs of this server (running and recently finished); a key limited to agents sees the jobs it started."""
-    listed = server.api.job_list()
-    return t.JobList(jobs=[j for j in listed.jobs if _may_follow(server, principal, j.id)])
+    return api.job_list()
 
 
 @route(router, "GET", "/v1/jobs/{job_id}", response=t.Job, errors=("invalid_id", "unknown_job"), access="key")
-def job(server, job_id: str, principal):
+def job(api, job_id: str):
     """A job's state, progress and result (or error)."""
-    found = server.api.job(job_id)
-    if not _may_follow(server, principal, job_id):
-        raise error("unknown_job", f"no job {job_id!r} of this key")
-    return found
+    return api.job(job_id)
 
 
 @route(router, "GET", "/v1/discussions/{discussion}", response=t.DiscussionResponse,
        errors=("invalid_id", "unknown_discussion"), access="key")
-def discussion(api, discussion: str, principal):
+def discussion(api, discussion: str):
     """The agent a discussion belongs to."""
-    found = api.discussion(discussion)
-    if not principal.may(found.agent):
-        raise error("unknown_discussion", f"discussion {discussion!r} has no events for this key's agents")
-    return found
+    return api.discussion(discussion)
 
 
 @route(router, "POST", "/v1/shutdown", response=None, status=202)
