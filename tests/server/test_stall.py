@@ -20,7 +20,6 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
-
 from tests.server.helpers import ServerProcess
 
 pytestmark = pytest.mark.server
