@@ -21,6 +21,8 @@ from engram.providers.llm import inputs as i
 from engram.providers.llm.endpoint_tasks import EndpointTasks, PromptTooLarge
 from engram.providers.llm.types import ChatLine
 
+pytestmark = pytest.mark.llama
+
 FAST = {"max_retries": 1, "retry_initial_delay_seconds": 0.01, "retry_max_delay_seconds": 0.01, "timeout_seconds": 60}
 
 
