@@ -208,7 +208,8 @@ class EndpointClient:
             except httpx.TimeoutException:
                 error = f"{self.who()}: timeout after {self.endpoint.timeout_seconds:g}s"
             except (httpx.TransportError, OSError) as exc:
-                error = f"{self.who()}: connection error at {self.endpoint.url}: {type(exc).__name__}"
+                error = (f"{self.who()}: cannot reach {self.endpoint.url} ({type(exc).__name__}) — is the server "
+                         f"running? check llm.endpoints.{self.name}.baseUrl")
             if not retryable():
                 raise CallFailed(f"{error} (the answer had started streaming)", attempts, transient=True)
             if attempts > self.endpoint.max_retries:
