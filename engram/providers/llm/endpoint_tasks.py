@@ -184,9 +184,33 @@ class EndpointTasks(MemoryTasks):
         return own.over(front_end) if preset.front_end_samplers == "override" else front_end.over(own)
 
     def prepare(self, task_input: i.TaskInput) -> Prepared:
+        """The request of one task, sized to its endpoint's window (see `fit`), and its prompt hash."""
         task = task_input.task
         spec = SPECS[task]
         route = self.route(task, task_input.endpoint_name, task_input.preset)
+        while True:
+            smaller = droppable(task_input)
+            try:
+                request = self.fit(task_input, route, self.render_request(task_input, route), last=smaller is None)
+                break
+            except PromptTooLarge:
+                if smaller is None:
+                    raise
+                task_input = smaller  # what the guides drop first, then try again
+        if spec.expects_json and task in SCHEMAS:
+            # Bounded to the answer's budget, so that a constrained decoder closes every string and array in time.
+            budget_chars = int(request.max_tokens / route.endpoint.tokens_per_char / ESTIMATE_MARGIN)
+            request = msgspec.structs.replace(request, structured=Structured(task, bounded(SCHEMAS[task], budget_chars)))
+        parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
+        if request.prompt is not None:
+            parts += (request.prompt,)
+        if route.endpoint.api_type != "claudeMessages":
+            parts = (route.endpoint.api_type, *parts)  # the same prompt to another kind of server is another prompt
+        return Prepared(task, route.endpoint_name, request, digest(*parts))
+
+    def render_request(self, task_input: i.TaskInput, route: Route) -> Request:
+        task = task_input.task
+        spec = SPECS[task]
         values = spec.values(task_input)
         system = render(getattr(task_input, "system_prompt", None) or self.templates.system(task), values)
         completion_prompt = getattr(task_input, "completion_prompt", "") or None
@@ -203,22 +227,11 @@ class EndpointTasks(MemoryTasks):
                       else route.max_response_size_in_tokens or spec.response_tokens(task_input)
                       or route.preset.max_tokens)
         request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
-        request = msgspec.structs.replace(
+        return msgspec.structs.replace(
             request, temperature=sampling.temperature,
             sampling=Sampling(top_p=sampling.top_p, top_k=sampling.top_k, stop=sampling.stop, seed=sampling.seed),
             prompt=completion_prompt,
         )
-        request = self.fit(task_input, route, request)
-        if spec.expects_json and task in SCHEMAS:
-            # Bounded to the answer's budget, so that a constrained decoder closes every string and array in time.
-            budget_chars = int(request.max_tokens / route.endpoint.tokens_per_char / ESTIMATE_MARGIN)
-            request = msgspec.structs.replace(request, structured=Structured(task, bounded(SCHEMAS[task], budget_chars)))
-        parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
-        if request.prompt is not None:
-            parts += (request.prompt,)
-        if route.endpoint.api_type != "claudeMessages":
-            parts = (route.endpoint.api_type, *parts)  # the same prompt to another kind of server is another prompt
-        return Prepared(task, route.endpoint_name, request, digest(*parts))
 
     # ------------------------------------------------------------------ context
 
@@ -238,42 +251,32 @@ class EndpointTasks(MemoryTasks):
         turns = len(request.messages) + (1 if request.system else 0) + (1 if request.prompt is not None else 0)
         return int(math.ceil(chars * endpoint.tokens_per_char * ESTIMATE_MARGIN)) + MESSAGE_OVERHEAD_TOKENS * turns
 
-    def fit(self, task_input: i.TaskInput, route: Route, request: Request) -> Request:
-        """`request` sized to the endpoint's window with room for the answer, by the guides' rules: the proxy's reply
-        drops memory passages lowest-ranked first, then the oldest whole conversation turns (never the system prompt
-        nor the last user message). A request that still cannot fit raises `PromptTooLarge`."""
+    def fit(self, task_input: i.TaskInput, route: Route, request: Request, *, last: bool = True) -> Request:
+        """`request` if it fits the endpoint's window with room for its answer. Else, when nothing droppable is left
+        in the input (`last`; see `droppable`): the proxy's reply drops the oldest whole conversation turns (never
+        the system prompt nor the last user message), then any task takes less room for its answer (the maximum
+        is a ceiling, not a need) down to MIN_ANSWER_TOKENS. Raises `PromptTooLarge` when it still cannot fit."""
         window = self.window(route.endpoint_name)
         if not window:
             return request
-        budget = window - request.max_tokens
-        if self.needed_tokens(route.endpoint, request) <= budget:
+        endpoint = route.endpoint
+        if self.needed_tokens(endpoint, request) <= window - request.max_tokens:
             return request
+        if not last:
+            raise PromptTooLarge(self.too_large(route, request, window))
         if isinstance(task_input, i.Respond):
-            if task_input.context:
-                shorter = msgspec.structs.replace(task_input, context=task_input.context[:-1])
-                return self.fit(shorter, route, self._rerender(shorter, route, request))
             messages = request.messages
-            while len(messages) > 1 and self.needed_tokens(route.endpoint, request) > budget:
+            while len(messages) > 1 and self.needed_tokens(endpoint, request) > window - request.max_tokens:
                 messages = messages[1:]
                 while len(messages) > 1 and messages[0][0] != "user":
                     messages = messages[1:]
                 request = msgspec.structs.replace(request, messages=messages)
-            if self.needed_tokens(route.endpoint, request) <= budget:
+            if self.needed_tokens(endpoint, request) <= window - request.max_tokens:
                 return request
-        # Less room for the answer (the preset's maxTokens is a ceiling, not a need), down to a useful minimum.
-        room = window - self.needed_tokens(route.endpoint, request)
+        room = window - self.needed_tokens(endpoint, request)
         if room >= min(MIN_ANSWER_TOKENS, request.max_tokens):
             return msgspec.structs.replace(request, max_tokens=room)
         raise PromptTooLarge(self.too_large(route, request, window))
-
-    def _rerender(self, task_input: i.Respond, route: Route, request: Request) -> Request:
-        spec = SPECS[task_input.task]
-        values = spec.values(task_input)
-        system = render(task_input.system_prompt or self.templates.system(task_input.task), values)
-        if task_input.completion_prompt and not task_input.lines:
-            return request
-        messages = spec.turns(task_input, values, self.templates, system)
-        return msgspec.structs.replace(request, system=system, messages=messages)
 
     def too_large(self, route: Route, request: Request, window: int) -> str:
         e = route.endpoint
@@ -457,6 +460,23 @@ class EndpointTasks(MemoryTasks):
             structured=first.structured if first is not None else None,
             usage_estimated=any(c.usage_estimated for c, _ in usage.parts),
         )
+
+
+def droppable(task_input: i.TaskInput) -> i.TaskInput | None:
+    """`task_input` with the next thing the guides drop to fit a window, None when nothing is left to drop:
+    the proxy's reply drops memory passages lowest-ranked first (the last of `context`); chunk summaries and
+    merges drop [Full_Memory_file] oldest first, then [Memory_file] oldest first, then [Chat_Summary]. The
+    conversation chunk itself is never cut (a chunk that alone does not fit is summarised in halves)."""
+    replace = msgspec.structs.replace
+    if isinstance(task_input, i.Respond) and task_input.context:
+        return replace(task_input, context=task_input.context[:-1])
+    if isinstance(task_input, (i.SummarizeChunk, i.MergeSummary)) and task_input.all_memories:
+        return replace(task_input, all_memories=task_input.all_memories[1:])
+    if isinstance(task_input, i.SummarizeChunk) and task_input.recent_memories:
+        return replace(task_input, recent_memories=task_input.recent_memories[1:])
+    if isinstance(task_input, i.SummarizeChunk) and task_input.chat_summary:
+        return replace(task_input, chat_summary="")
+    return None
 
 
 class PromptTooLarge(Exception):
