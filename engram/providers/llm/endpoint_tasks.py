@@ -44,6 +44,8 @@ MESSAGE_OVERHEAD_TOKENS = 8
 ESTIMATE_MARGIN = 1.05
 # The least room for an answer a prompt may leave (below it the prompt is too large for the window).
 MIN_ANSWER_TOKENS = 64
+# Tasks over conversation lines whose answer for the whole is the answers for its halves, joined.
+SPLITTABLE = (i.SummarizeChunk, i.Observe, i.ExtractFacts)
 
 
 def provider_of(endpoint: Endpoint) -> str:
@@ -352,9 +354,10 @@ class EndpointTasks(MemoryTasks):
         return OfflineTasks().run(task_input)
 
     def _too_large(self, task_input: i.TaskInput, too_large: "PromptTooLarge", start: float) -> Result:
-        """A prompt that cannot fit: a chunk summary is made of its halves, each within the window (the chunk
-        itself is never cut); anything else is a recorded, non-transient failure naming endpoint and numbers."""
-        if isinstance(task_input, i.SummarizeChunk) and len(task_input.lines) > 1:
+        """A prompt that cannot fit: a chunk summary, observations or facts are made from the halves of the
+        conversation, each within the window (no message is cut); anything else is a recorded, non-transient failure
+        naming the endpoint and the numbers."""
+        if isinstance(task_input, SPLITTABLE) and len(task_input.lines) > 1:
             half = len(task_input.lines) // 2
             parts = [self.run(msgspec.structs.replace(task_input, lines=task_input.lines[:half])),
                      self.run(msgspec.structs.replace(task_input, lines=task_input.lines[half:]))]
@@ -368,8 +371,11 @@ class EndpointTasks(MemoryTasks):
                 cost_usd=round(first.cost_usd + second.cost_usd, 8),
                 latency_ms=round((self.clock() - start) * 1000.0, 3),
                 prompt_hash=digest(first.prompt_hash, second.prompt_hash),
+                repaired=first.repaired or second.repaired,
             )
-            return Result(value="\n\n".join(str(p.value) for p in parts), llm=llm)
+            if isinstance(task_input, i.SummarizeChunk):
+                return Result(value="\n\n".join(str(p.value) for p in parts), llm=llm)
+            return Result(value=tuple(parts[0].value) + tuple(parts[1].value), llm=llm)
         route = self.route(task_input.task, task_input.endpoint_name, task_input.preset)
         llm = LlmCall(provider=provider_of(route.endpoint), model=route.endpoint.model, task=task_input.task,
                       prompt_hash="", endpoint=route.endpoint_name, attempts=0, error=str(too_large),
