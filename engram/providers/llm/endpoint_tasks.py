@@ -114,8 +114,10 @@ class EndpointTasks(MemoryTasks):
         env: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.perf_counter,
+        slots_dir=None,
     ):
         self.config = config
+        self._slots_dir = slots_dir  # <home>/run/llm: concurrency slots shared by the home's processes
         self.templates = PromptTemplates(config.prompts_dir)
         self._env = os.environ if env is None else env
         self._sleep = sleep
@@ -174,7 +176,7 @@ class EndpointTasks(MemoryTasks):
                     from engram.providers.endpoints.client import EndpointClient
 
                     self._clients[endpoint_name] = EndpointClient(endpoint_name, endpoint, env=self._env,
-                                                                  sleep=self._sleep)
+                                                                  sleep=self._sleep, slots_dir=self._slots_dir)
             return self._clients[endpoint_name]
 
     def sampling(self, preset: Preset, front_end: Sampling | None) -> Sampling:
