@@ -56,8 +56,8 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def ingest(mem, path: Path, configs: list[str]) -> dict:
-    from engram.ingest.formats import parse_file
-    from engram.ingest.messages import discussion_write
+    from engram.memory.ingest.formats import parse_file
+    from engram.memory.ingest.messages import discussion_write
 
     convs = parse_file(path, fmt="locomo", now_us=0)
     sessions = 0
@@ -161,14 +161,14 @@ def measure(mem, config: str) -> dict:
 
 def micro(sizes=(1_000, 10_000)) -> dict:
     """One consolidation run over N synthetic traces (no Ray, no I/O): entities, times, a few contradictions."""
-    from engram.background import consolidation
-    from engram.background.traces import TraceFold
-    from engram.cognitive.encoding import encode
-    from engram.cognitive.personality import Pad
+    from engram.memory.background import consolidation
+    from engram.memory.background.traces import TraceFold
+    from engram.memory.cognitive.encoding import encode
+    from engram.memory.cognitive.personality import Pad
     from engram.config.agent import AgentConfig
     from engram.events.cognitive import EdgeAdded
     from engram.events.envelope import Recorded
-    from engram.llm.factory import make_tasks
+    from engram.providers.llm.factory import make_tasks
 
     tasks = make_tasks(None)
     rng = np.random.default_rng(7)
@@ -209,7 +209,7 @@ def compaction(path: Path) -> dict:
 
     convs = conversations(path)
     out = {"context_window_tokens": WINDOW, "how": "the ContextCompactor's rules and compactor message by message "
-           "(engram.context.simulate); details per conversation: bench/compaction.py"}
+           "(engram.memory.context.simulate); details per conversation: bench/compaction.py"}
     for strategy in STRATEGIES:
         r = run(convs, strategy, WINDOW)
         out[strategy] = {k: r[k] for k in ("chain_compression_ratio", "per_compaction_ratio", "context_ratio",
@@ -232,7 +232,7 @@ def main(argv=None) -> int:
             folder = home / "agents" / agent_of(sample, config)
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "agent.config.json").write_text(json.dumps(CONFIGS[config]))
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
 
     mem = Engram.open(home)
     try:

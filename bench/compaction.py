@@ -1,7 +1,7 @@
 """Infinite-context compaction on LoCoMo dev, per strategy (offline provider); prints one JSON object.
 
 Each LoCoMo dev conversation (12–25K tokens, 369–663 turns) goes message by message through the
-ContextCompactor's decisions (`engram.context.simulate`: the policy's rules and compactor, no log) with
+ContextCompactor's decisions (`engram.memory.context.simulate`: the policy's rules and compactor, no log) with
 `contextWindowTokens` = 8,000 — LoCoMo conversations never reach 75% of the default 200,000-token window,
 so the window is lowered to make compaction happen (threshold 6,000 tokens; every other setting is the
 default: sliding/hierarchical/hybrid, 20 preserved turns, maxSummaryChainTokens 2,000, ratio 8).
@@ -30,10 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engram.config.agent import AgentConfig  # noqa: E402
-from engram.context.simulate import simulate  # noqa: E402
-from engram.ingest.formats import parse_file  # noqa: E402
-from engram.llm.offline.provider import OfflineTasks  # noqa: E402
-from engram.llm.types import ChatLine  # noqa: E402
+from engram.memory.context.simulate import simulate  # noqa: E402
+from engram.memory.ingest.formats import parse_file  # noqa: E402
+from engram.providers.llm.offline.provider import OfflineTasks  # noqa: E402
+from engram.providers.llm.types import ChatLine  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 STRATEGIES = ("sliding", "hierarchical", "hybrid")

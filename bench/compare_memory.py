@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.embedded import Engram  # noqa: E402
+from engram.boot.embedded import Engram  # noqa: E402
 
 TABLES = (
     "memory_traces", "trace_edges", "trace_changes",

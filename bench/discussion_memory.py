@@ -33,16 +33,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.embedded import Engram  # noqa: E402
-from engram.discussion import search as vsearch  # noqa: E402
-from engram.discussion.files import MEMORIES_SUFFIX, read_memories  # noqa: E402
-from engram.discussion.memory_files import MemoryFiles  # noqa: E402
+from engram.boot.embedded import Engram  # noqa: E402
+from engram.memory.discussion import search as vsearch  # noqa: E402
+from engram.memory.discussion.files import MEMORIES_SUFFIX, read_memories  # noqa: E402
+from engram.memory.discussion.memory_files import MemoryFiles  # noqa: E402
 from engram.evaluation import locomo  # noqa: E402
-from engram.home import Home, ProjectionPaths  # noqa: E402
-from engram.ingest.formats import parse_file  # noqa: E402
-from engram.ingest.messages import discussion_write  # noqa: E402
-from engram.search.bm25 import BM25  # noqa: E402
-from engram.tokens import estimate_tokens  # noqa: E402
+from engram.config.home import Home, ProjectionPaths  # noqa: E402
+from engram.memory.ingest.formats import parse_file  # noqa: E402
+from engram.memory.ingest.messages import discussion_write  # noqa: E402
+from engram.providers.search.bm25 import BM25  # noqa: E402
+from engram.kernel.tokens import estimate_tokens  # noqa: E402
 
 AGENT = "locomo"
 TARGET_P99_MS = 10.0

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from engram.config.llm import EmbedderConfig
-from engram.embeddings import make_embedder
+from engram.providers.embeddings import make_embedder
 
 DEFAULT_PATH = Path("/work/shared/data/locomo/locomo-dev.json")
 WARMUP_TEXTS = 16

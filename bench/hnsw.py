@@ -1,4 +1,4 @@
-"""HNSW (engram.search.hnsw.HnswIndex) against exact brute force at 10k / 100k / 1M traces of 384 dimensions.
+"""HNSW (engram.providers.search.hnsw.HnswIndex) against exact brute force at 10k / 100k / 1M traces of 384 dimensions.
 
     .venv/bin/python bench/hnsw.py [--sizes 10000,100000,1000000] [--queries 1000] [--build-threads-from 1000000]
 
@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.search.hnsw import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, HnswIndex, brute_force  # noqa: E402
+from engram.providers.search.hnsw import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, HnswIndex, brute_force  # noqa: E402
 
 DIM = 384
 K = 10

@@ -54,21 +54,21 @@ YEAR_US = 365 * DAY_US
 
 
 def conversations(path: Path):
-    from engram.ingest.formats import parse_file
+    from engram.memory.ingest.formats import parse_file
 
     return {c.discussion: c for c in parse_file(path, fmt="locomo", now_us=0)}
 
 
 def writes_in_order(convs: dict, order: tuple[str, ...]):
     """One Write per conversation, in `order`."""
-    from engram.ingest.messages import discussion_write
+    from engram.memory.ingest.messages import discussion_write
 
     return [[discussion_write(AGENT, cid, convs[cid].messages, max_message_chars=100_000)] for cid in order]
 
 
 def writes_interleaved(convs: dict):
     """Every message in event-time order, as runs of one discussion each (one append: the log order is time order)."""
-    from engram.ingest.messages import IncomingMessage, discussion_write
+    from engram.memory.ingest.messages import IncomingMessage, discussion_write
 
     tagged = sorted(
         ((m.ts_us, cid, k, m) for cid, c in convs.items() for k, m in enumerate(c.messages)),
@@ -122,7 +122,7 @@ def evaluate_recall(mem, items, present_us: int) -> dict:
 
 
 def run_order(name: str, batches, home: Path, items, present_us: int, recall: bool) -> tuple[dict, set]:
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
 
     started = time.perf_counter()
     mem = Engram.open(home)
@@ -152,8 +152,8 @@ def run_order(name: str, batches, home: Path, items, present_us: int, recall: bo
 
 def bounded_time(home: Path, last_us: int) -> dict:
     """One message a year after the last session, into a memory that has caught up."""
-    from engram.embedded import Engram
-    from engram.ingest.messages import IncomingMessage, discussion_write
+    from engram.boot.embedded import Engram
+    from engram.memory.ingest.messages import IncomingMessage, discussion_write
 
     mem = Engram.open(home)
     try:

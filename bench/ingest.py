@@ -48,10 +48,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engram.embedded import Engram  # noqa: E402
+from engram.boot.embedded import Engram  # noqa: E402
 from engram.evaluation import locomo  # noqa: E402
-from engram.ingest.formats import parse_file  # noqa: E402
-from engram.ingest.messages import discussion_write  # noqa: E402
+from engram.memory.ingest.formats import parse_file  # noqa: E402
+from engram.memory.ingest.messages import discussion_write  # noqa: E402
 
 AGENT = "locomo"
 # The issue's target: whole-system ingest of at least this many messages per second on 2 cores.
@@ -90,7 +90,7 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 def embedder_own_rate(texts: list[str]) -> dict:
     """The model alone (no cache) on one text per message, with every core it may use (min(2, CPUs) onnxruntime
     threads, whatever the index-time embedder is set to): the fastest it embeds here, the issue's yardstick."""
-    from engram.embeddings.factory import make_embedder
+    from engram.providers.embeddings.factory import make_embedder
 
     embedder = make_embedder()
     embedder.embed(texts[:16])  # warm

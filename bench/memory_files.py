@@ -4,9 +4,9 @@ its `MemoryFileCreated`) and when a memory is added (the whole store is written 
     .venv/bin/python bench/memory_files.py [--discussions 200]
 
 Two measures, each over `--discussions` new discussions:
-- `write_store`: the per-file cost of `engram.discussion.vectors.write_store`, alone (p50/p99/mean ms), for an empty
+- `write_store`: the per-file cost of `engram.memory.discussion.vectors.write_store`, alone (p50/p99/mean ms), for an empty
   store and for a store of one memory;
-- `in_a_shard`: a shard (`engram.shard.ShardHost`, no Ray, no policies) folding, for every discussion, one message
+- `in_a_shard`: a shard (`engram.shard.host.ShardHost`, no Ray, no policies) folding, for every discussion, one message
   and the two `MemoryFileCreated` events the Summarizer records at its first memory check; the seconds each
   projection spent folding and checkpointing, per discussion (the vector-memory projection renders the store).
 
@@ -36,7 +36,7 @@ T0 = 1_767_225_600_000_000
 
 
 def _row(i: int):
-    from engram.discussion.vectors import VectorMemoryRow
+    from engram.memory.discussion.vectors import VectorMemoryRow
 
     rng = np.random.default_rng(i)
     return VectorMemoryRow(
@@ -58,7 +58,7 @@ def _check(path: Path, memories: int) -> None:
 
 
 def write_store_cost(n: int, folder: Path) -> dict:
-    from engram.discussion.vectors import write_store
+    from engram.memory.discussion.vectors import write_store
 
     out = {}
     for label, rows in (("empty", []), ("one_memory", [_row(0)])):
@@ -80,7 +80,7 @@ def in_a_shard(n: int, folder: Path) -> dict:
     from engram.events.discussion import STORE_MEMORIES, STORE_VECTOR, MemoryFileCreated
     from engram.events.envelope import NewEvent, Write
     from engram.events.messages import MessageAppended
-    from engram.shard import ShardHost
+    from engram.shard.host import ShardHost
 
     host = ShardHost(folder / "log.duckdb", folder / "proj", background=False)
     try:

@@ -32,11 +32,11 @@ from pathlib import Path
 
 from engram.config import defaults as d
 from engram.events.envelope import to_us
-from engram.llm.offline.entities import extract
-from engram.llm.offline.provider import OfflineTasks
-from engram.llm.offline.text import content_words, stem
-from engram.llm.types import ChatLine
-from engram.tokens import estimate_tokens
+from engram.kernel.tokens import estimate_tokens
+from engram.providers.llm.offline.entities import extract
+from engram.providers.llm.offline.provider import OfflineTasks
+from engram.providers.llm.offline.text import content_words, stem
+from engram.providers.llm.types import ChatLine
 
 DEFAULT_PATH = Path("/work/shared/data/locomo/locomo-dev.json")
 SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -13,8 +13,8 @@ Two runs, each on its own copy of the memory as ingest left it: similarity "hybr
 embedding cosine fused with a BM25 match over the traces' index text) and "embedding" (the issue's literal
 definition: the cosine alone), chosen per call (`similarity=`).
 Baselines over the same raw turns ("Speaker: text", photo captions included, as ingested), measured in the
-same run: BM25 (engram.search.bm25) and exact dense retrieval with the same MiniLM embedder.
-Ablations (pure core, `engram.cognitive.retrieval.recall` over the same traces as folded from the log,
+same run: BM25 (engram.providers.search.bm25) and exact dense retrieval with the same MiniLM embedder.
+Ablations (pure core, `engram.memory.cognitive.retrieval.recall` over the same traces as folded from the log,
 each question scored against the memory as it was right after ingest, i.e. without earlier questions'
 reinforcement), for each similarity: the default weights, similarity alone, without HyDE, without dormant
 (decay-pruned) traces, and each factor removed in turn. The gap between "default weights" here and the run above is what reinforcement by the
@@ -55,7 +55,7 @@ def agent_of(sample_id: str) -> str:
 
 def raw_turns(path: Path) -> dict[str, list[tuple[str, str, int]]]:
     """Per conversation: (dialog id, "Speaker: text", ts) as engram ingests them."""
-    from engram.ingest.formats import parse_file
+    from engram.memory.ingest.formats import parse_file
 
     out = {}
     for conv in parse_file(path, fmt="locomo", now_us=0):
@@ -64,8 +64,8 @@ def raw_turns(path: Path) -> dict[str, list[tuple[str, str, int]]]:
 
 
 def baselines(items_by_conv, turns, embedder) -> dict:
-    from engram.search.bm25 import BM25
-    from engram.search.hnsw import brute_force
+    from engram.providers.search.bm25 import BM25
+    from engram.providers.search.hnsw import brute_force
 
     bm25_index, dense_index = {}, {}
     for conv, rows in turns.items():
@@ -92,9 +92,9 @@ def baselines(items_by_conv, turns, embedder) -> dict:
 
 def ingest(path: Path, home: Path, runtime: str = "ray") -> tuple[float, dict]:
     """Every conversation through engram (its own agent), until the memory has caught up; then closed."""
-    from engram.embedded import Engram
-    from engram.ingest.formats import parse_file
-    from engram.ingest.messages import discussion_write
+    from engram.boot.embedded import Engram
+    from engram.memory.ingest.formats import parse_file
+    from engram.memory.ingest.messages import discussion_write
 
     started = time.perf_counter()
     mem = Engram.open(home, runtime=runtime)
@@ -120,7 +120,7 @@ def ingest(path: Path, home: Path, runtime: str = "ray") -> tuple[float, dict]:
 def run_engram(home: Path, items_by_conv, turns, similarity: str, runtime: str = "ray") -> tuple[dict, dict]:
     """All questions in order through `engram recall` (the Python API) with `similarity`; each recall reinforces."""
     from engram.api.types import RecallRequest
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.events.envelope import from_us
 
     mem = Engram.open(home, runtime=runtime)
@@ -170,13 +170,13 @@ def evidence_coverage(data, home: Path) -> dict:
 
 def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     """The composite's factors one by one, on the memory right after ingest (pure core, no Ray), for each similarity."""
-    from engram.cognitive.memory import AgentMemory
-    from engram.cognitive.personality import Pad
-    from engram.cognitive.retrieval import DormantSettings, FeedbackSettings, RecallSettings, recall
-    from engram.cognitive.scoring import FACTORS, Factors
+    from engram.memory.cognitive.memory import AgentMemory
+    from engram.memory.cognitive.personality import Pad
+    from engram.memory.cognitive.retrieval import DormantSettings, FeedbackSettings, RecallSettings, recall
+    from engram.memory.cognitive.scoring import FACTORS, Factors
     from engram.config.agent import AgentConfig
     from engram.events.store import EventStore
-    from engram.llm.factory import make_tasks
+    from engram.providers.llm.factory import make_tasks
 
     store = EventStore(home / "log" / "shard-000.duckdb", read_only=True)
     try:
@@ -244,9 +244,9 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
 
 def spacing() -> dict:
     """Stability after 10 recalls of one trace 1 s apart against 10 recalls a day apart (pure core: the fold that
-    every reader of the log uses, `engram.cognitive.book.TraceBook`), starting from a default encoding."""
-    from engram.cognitive.book import TraceBook
-    from engram.cognitive.encoding import encode
+    every reader of the log uses, `engram.memory.cognitive.book.TraceBook`), starting from a default encoding."""
+    from engram.memory.cognitive.book import TraceBook
+    from engram.memory.cognitive.encoding import encode
     from engram.config.agent import AgentConfig
     from engram.events.cognitive import TraceRetrieved
     from engram.events.envelope import Recorded
@@ -284,7 +284,7 @@ def main(argv=None) -> int:
     items_by_conv = {s["sample_id"]: locomo.qa_items(s) for s in data}
     turns = raw_turns(path)
 
-    from engram.embeddings import make_embedder
+    from engram.providers.embeddings import make_embedder
 
     embedder = make_embedder()
     out = {

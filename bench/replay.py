@@ -26,7 +26,7 @@ import duckdb  # noqa: E402
 from engram.events.envelope import NewEvent, Write  # noqa: E402
 from engram.events.messages import MessageAppended  # noqa: E402
 from engram.projections.registry import PROJECTIONS  # noqa: E402
-from engram.shard import ShardHost  # noqa: E402
+from engram.shard.host import ShardHost  # noqa: E402
 
 T0 = 1_700_000_000_000_000
 LINES = [

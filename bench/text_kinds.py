@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import duckdb  # noqa: E402
 
-from engram.cognitive.indexing import vector_text  # noqa: E402
-from engram.embeddings.cache import CACHE_RELATIVE_PATH, text_key  # noqa: E402
+from engram.memory.cognitive.indexing import vector_text  # noqa: E402
+from engram.providers.embeddings.cache import CACHE_RELATIVE_PATH, text_key  # noqa: E402
 from engram.events.store import EventStore  # noqa: E402
-from engram.discussion.summarizer import embedding_text  # noqa: E402
+from engram.memory.discussion.summarizer import embedding_text  # noqa: E402
 from engram.policies.auto_ingest import _episode_text  # noqa: E402
 
 KINDS = ("message", "fact", "schema", "reply_context", "chunk_memory")
@@ -81,7 +81,7 @@ def token_counts(texts: dict[str, list[str]]) -> dict[str, int]:
     """Model tokens of each kind's texts, as the MiniLM embedder tokenizes them (cut at 256, no padding)."""
     from tokenizers import Tokenizer
 
-    from engram.embeddings.minilm import MAX_SEQ_TOKENS, model_files
+    from engram.providers.embeddings.minilm import MAX_SEQ_TOKENS, model_files
 
     files = model_files()
     if files is None:

@@ -11,7 +11,7 @@ The names are imported on first use, so that `import engram.<anything>` stays ch
 
 __version__ = "0.1.0"
 
-_LAZY = {"Client": "engram.client", "AsyncClient": "engram.client", "Engram": "engram.embedded"}
+_LAZY = {"Client": "engram.client", "AsyncClient": "engram.client", "Engram": "engram.boot.embedded"}
 
 
 def __getattr__(name: str):

@@ -327,7 +327,7 @@ class Client(_Operations):
         """Wait until every projection and policy has handled the whole log and nothing new came
         (`on_progress(done, total, behind)`: in events, as the log grows while memory is created, and the
         projections or policies furthest behind)."""
-        from engram.api.idle import wait_idle
+        from engram.kernel.idle import wait_idle
 
         def look():
             shards = self.status().shards

@@ -43,7 +43,7 @@ def service_config(home_dir):
 @pytest.fixture
 def engram_client(ray_session, service_config):
     """The API embedded in the test process, on real Ray actors, for one test's fresh home."""
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
 
     mem = Engram(RayRuntime(service_config).start())

@@ -7,7 +7,7 @@ run concurrently (`EMBEDDER_CONCURRENCY` threads); the batcher coalesces the req
 while the model is busy into one cache lookup and full model batches across agents and discussions,
 and holds callers back when too many texts wait. The runtime starts it with the policies (named
 `engram-<home>-embedder`); `RemoteEmbedder` is how the other actors of the home reach it through the
-`"embedder"` service (`engram.services`).
+`"embedder"` service (`engram.providers.services`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 import ray
 
 from engram.config.llm import EmbedderConfig
-from engram.embeddings.batcher import EmbedBatcher
-from engram.embeddings.cached import EmbedStats
-from engram.embeddings.factory import open_cached_embedder
+from engram.providers.embeddings.batcher import EmbedBatcher
+from engram.providers.embeddings.cached import EmbedStats
+from engram.providers.embeddings.factory import open_cached_embedder
 
 EMBEDDER_ROLE = "embedder"
 # Calls served at once: requests of every shard and policy actor of the home, waiting to be coalesced

@@ -18,14 +18,14 @@ import time
 
 import ray
 
-from engram.api.runtime import RoutingGate as SharedExclusiveLock
+from engram.actors.services import actor_services
+from engram.config.home import Home
 from engram.config.service import ServiceConfig
 from engram.events.store import decode_rows
-from engram.home import Home
+from engram.kernel.gate import SharedExclusiveLock
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.registry import policy_classes
-from engram.actors.services import actor_services
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ class PolicyActor:
         with self._lock.exclusive():
             return self.host.run_until_caught_up()
 
-    # A forget (engram.forgetting) pauses the loop; it resumes by itself if the forget never comes back.
+    # A forget (engram.shard.forget) pauses the loop; it resumes by itself if the forget never comes back.
     def pause(self, max_seconds: float = 600.0) -> bool:
         self._resume_at = time.monotonic() + max_seconds
         with self._lock.exclusive():  # wait for a pump (or a call) in progress

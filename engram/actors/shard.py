@@ -7,7 +7,7 @@ from typing import Sequence
 import ray
 
 from engram.events.envelope import Appended, Recorded, Write
-from engram.shard import ShardHost
+from engram.shard.host import ShardHost
 
 # Concurrent appends run on the actor's threads, where EventStore's group commit gathers them.
 SHARD_ACTOR_CONCURRENCY = 64

@@ -11,8 +11,8 @@ import msgspec
 
 from engram.api import types as t
 from engram.api.errors import error
-from engram.api.runtime import QueryError
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
+from engram.runtime.base import QueryError
 
 STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
                "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
@@ -196,8 +196,8 @@ class AdminOps:
 
     def replay_discussion(self, agent: str, discussion: str, req: t.DiscussionReplayRequest) -> t.Job:
         """A discussion's three memory files rebuilt from the log (or only compared, `verify`); no LLM call."""
-        from engram.discussion.rebuild import rebuild_discussion
-        from engram.home import ProjectionPaths
+        from engram.projections.discussion_rebuild import rebuild_discussion
+        from engram.config.home import ProjectionPaths
 
         self.discussion_agent(discussion, agent)
         paths = ProjectionPaths(self.home.projections_dir)
@@ -220,7 +220,7 @@ class AdminOps:
     def reshard(self, req: t.ReshardRequest) -> t.Job:
         """Grow the home to `req.shards` shards (a job; progress counts events copied). Checked before it starts:
         only more shards than the home has, and on a cluster, a node for each new shard."""
-        from engram.events.shards import ReshardError
+        from engram.kernel.sharding import ReshardError
 
         have = self.config.shards
         if req.shards <= have:

@@ -1,7 +1,7 @@
 """Regenerating discussion memory through the Message Batches API: one job for a whole home (or one agent, or
 one discussion), at the batch price, resumable after a restart.
 
-The job plans every discussion (`engram.discussion.batch_plan`), then goes in rounds: each round's calls of
+The job plans every discussion (`engram.memory.discussion.batch_plan`), then goes in rounds: each round's calls of
 the whole home go out as Message Batches through `BatchRunner` (one per endpoint, cut at the configured
 maximum of requests per batch), are polled until they end, and their answers are recorded; a discussion
 whose calls are all answered is applied at once, as one write (`GenerationStarted(batch=job)` and the events
@@ -29,12 +29,12 @@ import msgspec
 
 from engram.api.clock import now_us
 from engram.api.errors import error
-from engram.discussion.batch_plan import Target, plan, workflow_problem
-from engram.discussion.regenerate import HISTORY_TYPES
 from engram.events.llm import LlmBatchCollected, LlmBatchPrepared, LlmBatchSubmitted
 from engram.events.provenance import LlmCall
-from engram.llm.batches import fold
-from engram.llm.types import Result, StructuredMemory
+from engram.memory.discussion.batch_plan import Target, plan, workflow_problem
+from engram.memory.discussion.regenerate import HISTORY_TYPES
+from engram.providers.llm.batches import fold
+from engram.providers.llm.types import Result, StructuredMemory
 
 JOURNAL = Path("jobs") / "regenerate-batch.jsonl"
 # Held by the process whose job runs the journal (see `Claim`).
@@ -141,7 +141,7 @@ class Claim:
     def take(cls, home, wait_s: float = 0.0) -> "Claim | None":
         """The claim, or None when another job (of this process or another) holds it. `wait_s`: how long to keep
         trying (`interrupted` holds it for an instant to see whether a job runs)."""
-        from engram.filelock import try_lock
+        from engram.kernel.filelock import try_lock
 
         deadline = time.monotonic() + wait_s
         while (fd := try_lock(home.root / CLAIM)) is None and time.monotonic() < deadline:
@@ -221,7 +221,8 @@ class BatchRegeneration:
         return history if through is None else [r for r in history if r.seq <= through]
 
     def _settings_of(self, agent: str, discussion: str):
-        from engram.settings import SettingsView, agent_stream
+        from engram.memory.settings import SettingsView
+        from engram.kernel.ids import agent_stream
 
         key = (agent, discussion)
         if key not in self._settings:
@@ -235,7 +236,7 @@ class BatchRegeneration:
     # ------------------------------------------------------------------ running
 
     def run(self, job: str, progress) -> dict:
-        from engram.llm.batches import BatchRunner
+        from engram.providers.llm.batches import BatchRunner
 
         plan_entry = self.journal.plan
         targets = [Target(a, d, int(s), int(g)) for a, d, s, g in plan_entry.targets]
@@ -301,7 +302,7 @@ class BatchRegeneration:
                 self.journal.add(Entry("answer", key=key, value=msgspec.to_builtins(result.value), llm=result.llm))
 
     def _apply(self, target: Target, write, job: str) -> None:
-        from engram.discussion.summarizer import embed_pending
+        from engram.memory.discussion.summarizer import embed_pending
         from engram.events.envelope import Write
 
         now = self.api.rt.read(target.agent, stream=target.discussion, types=["GenerationStarted"], limit=None)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from engram.api import types as t
 from engram.api.clock import iso, now_us, to_us
 from engram.api.errors import check_count, error
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
 
 TRACE_COLUMNS = (
     "trace_id, trace_type, category, scope, round(importance, 2) AS importance, round(encoding_strength, 3) AS s0, "
@@ -170,8 +170,8 @@ class CognitiveOps:
             raise error("bad_query", str(exc)) from None
 
     def recalled(self, agent: str, discussion: str, query: str, *, exclude_seqs=()) -> list:
-        """Recall as the context assembler wants it (engram.context.assemble.Recalled)."""
-        from engram.context.assemble import Recalled
+        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled)."""
+        from engram.memory.context.assemble import Recalled
 
         result = self._recall(agent, query, discussion=discussion, fresh=False)
         skip = set(exclude_seqs)
@@ -220,23 +220,22 @@ class CognitiveOps:
 
     def working_memory(self, agent: str) -> t.WorkingMemoryResponse:
         """The slots in focus and `working-memory.md` (slots, the agent's notes, key memories)."""
-        from engram.home import ProjectionPaths
-        from engram.projections.working_memory import FILE_NAME
+        from engram.config.home import ProjectionPaths
 
         self.require_agent(agent)
         names, rows = self.sql_rows(SLOT_COLUMNS, [agent])
-        path = ProjectionPaths(self.home.projections_dir).agent_dir(agent) / FILE_NAME
+        path = ProjectionPaths(self.home.projections_dir).working_memory_file(agent)
         return t.WorkingMemoryResponse(agent=agent, slots=[dict(zip(names, r)) for r in rows], path=str(path),
                                        markdown=path.read_text() if path.exists() else "")
 
     def write_working_memory(self, agent: str, req: t.WorkingMemoryWrite) -> t.WorkingMemoryWritten:
         """Replace the agent's persistent markdown notes (cut to their budget: 5% of the context window)."""
-        from engram.cognitive.working_memory import budget_tokens, fit_notes
+        from engram.memory.cognitive.working_memory import budget_tokens, fit_notes
         from engram.config.agent import AgentConfig
         from engram.config.loader import load_or_default
         from engram.events.cognitive import WorkingMemoryWritten
         from engram.events.envelope import NewEvent, Write
-        from engram.settings import agent_stream
+        from engram.kernel.ids import agent_stream
 
         self.require_agent(agent)
         ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
@@ -254,7 +253,7 @@ class CognitiveOps:
         """Record the agent's mood (PAD, each in [-1, 1])."""
         from engram.events.cognitive import MoodChanged
         from engram.events.envelope import NewEvent, Write
-        from engram.settings import agent_stream
+        from engram.kernel.ids import agent_stream
 
         self.require_agent(agent)
         ts = to_us(req.ts, max_ahead_s=self.config.limits.max_future_seconds)
@@ -283,7 +282,7 @@ class CognitiveOps:
 
     def observation_log(self, agent: str, discussion: str) -> t.ObservationLogResponse:
         """The discussion's observation log as rendered (or the agent's, with Observer scope "agent")."""
-        from engram.home import ProjectionPaths
+        from engram.config.home import ProjectionPaths
 
         self.require_agent(agent)
         validate_discussion(discussion)
@@ -295,7 +294,7 @@ class CognitiveOps:
 
     def recent_observations(self, agent: str, discussion: str, *, limit: int = 10) -> t.RecentObservations:
         """The Observer's latest notes for a discussion (and the agent-wide ones), rendered as the log renders them."""
-        from engram.context.hybrid import render_notes
+        from engram.memory.context.hybrid import render_notes
 
         self.require_agent(agent)
         validate_discussion(discussion)

@@ -4,7 +4,7 @@
   stripped before any model sees it. Without a tag the request is answered without memory and nothing
   is appended.
 - The front-end resends the whole history every turn: only messages the log does not hold yet are
-  appended (`engram.ingest.history`: aligned with the log's tail, so never twice, also when a message is
+  appended (`engram.memory.ingest.history`: aligned with the log's tail, so never twice, also when a message is
   edited or the history is cut). System messages are the front-end's instructions, not conversation:
   they reach the model ({chat_system_prompt}) and are not appended.
 - The configured memory workflow (`proxy.workflow`; the shipped `openai-proxy.workflow.json` by default)
@@ -36,7 +36,7 @@ from pathlib import Path
 from engram.api import types as t
 from engram.api.clock import now_us
 from engram.api.errors import error, llm_failure
-from engram.ids import find_discussion_id, strip_discussion_tags, validate_agent
+from engram.kernel.ids import find_discussion_id, strip_discussion_tags, validate_agent
 
 log = logging.getLogger("engram.proxy")
 
@@ -46,7 +46,7 @@ SOURCE = "openai proxy"
 
 def response_path_reads_only(workflow) -> bool:
     """Whether every node before the workflow's WorkflowLock (all of them, without one) only reads memory."""
-    from engram.discussion.workflow.nodes import WorkflowLock
+    from engram.memory.discussion.workflow.nodes import WorkflowLock
 
     nodes = list(workflow.nodes)
     lock = next((i for i, node in enumerate(nodes) if isinstance(node, WorkflowLock)), len(nodes))
@@ -185,7 +185,7 @@ class CompletionOps:
         and nothing wrote the stream since (no other append through this API, no forget, and no other process can
         append: `Runtime.sole_writer`). Otherwise read from the log (not a projection, which may lag),
         incrementally after the first time."""
-        from engram.ingest.history import message_key
+        from engram.memory.ingest.history import message_key
 
         state = self._proxy_state()
         histories = state["histories"]
@@ -226,8 +226,8 @@ class CompletionOps:
     def proxy_workflow(self):
         """The memory workflow of the proxy: <home>/workflows/<proxy.workflow>.json, else the shipped one
         (parsed once per file version)."""
-        from engram.discussion.workflow import WorkflowError, load, workflow_path
-        from engram.llm.routing import check_routes
+        from engram.memory.discussion.workflow import WorkflowError, load, workflow_path
+        from engram.providers.llm.routing import check_routes
 
         path = workflow_path(self.home.root, self.config.proxy.workflow)
         if not path.exists():
@@ -270,7 +270,7 @@ class CompletionOps:
     def _complete_without_memory(self, agent, system, turns, req, started, on_text=None, timing=None
                                  ) -> t.CompletionResponse:
         from engram.config import defaults as d
-        from engram.llm.types import ChatLine
+        from engram.providers.llm.types import ChatLine
 
         lines = [ChatLine(role=role, content=text, seq=i + 1, ts_us=0, name=name) for i, (role, text, name) in enumerate(turns)]
         timing = timing or Timing()
@@ -292,10 +292,10 @@ class CompletionOps:
         before the WorkflowLock only read (they never look for the new messages in the log): one shard call per
         request. A workflow whose response path creates memories gets the new messages appended first. An LLM
         outage appends the new messages alone: they are in the log whatever the model did."""
-        from engram.cognitive.llm_bridge import record_injected
-        from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
-        from engram.discussion.workflow.engine import NodeFailed
-        from engram.ingest.history import chain_ids, message_key, new_positions
+        from engram.memory.cognitive.llm_bridge import record_injected
+        from engram.memory.discussion.workflow import ChatMessage, Responder, RunContext, run
+        from engram.memory.discussion.workflow.engine import NodeFailed
+        from engram.memory.ingest.history import chain_ids, message_key, new_positions
 
         keys = [message_key(role, text) for role, text, _ in turns]
         ids = chain_ids(discussion, keys)
@@ -339,7 +339,7 @@ class CompletionOps:
                         "Standard node returnToUser")
         responder = f"{llm.provider}/{llm.model}" if llm else "workflow"
         reply_key = message_key("assistant", reply)
-        # What the workflow's memory nodes gave the reply goes with it (`engram.cognitive.llm_bridge.own_words`).
+        # What the workflow's memory nodes gave the reply goes with it (`engram.memory.cognitive.llm_bridge.own_words`).
         injected = [r.output for r in outcome.results if r.id != outcome.response_node and not r.background]
         items = incoming + [(("assistant", reply, None), chain_ids(discussion, keys + [reply_key])[-1],
                              {"responder": responder, **record_injected(injected)})]
@@ -376,7 +376,7 @@ class CompletionOps:
     def _proxy_append(self, agent: str, discussion: str, items, ts: int) -> tuple[list[int | None], object]:
         """Append (turn, id, metadata) items in one write (the k-th at event time `ts` + k): the seq of each item, None
         for one the log held already (a retried request's), and the write's Appended (None when nothing was sent)."""
-        from engram.ingest.messages import IncomingMessage, discussion_write
+        from engram.memory.ingest.messages import IncomingMessage, discussion_write
 
         if not items:
             return [], None

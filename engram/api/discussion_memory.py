@@ -4,20 +4,25 @@ Readers read the discussion's files (`MemoryFiles`); a creator node drains the d
 (on the pool member that owns it) and waits for the projections; a file deleted by hand comes back from
 the log (no LLM call) when a creator node runs. Deleting all three of a discussion's files is the
 guide's way to regenerate: the next creator node starts a new generation from the full history, under
-the settings in force now (`engram.discussion.regenerate`).
+the settings in force now (`engram.memory.discussion.regenerate`).
 """
 
 from __future__ import annotations
 
 from engram.api.clock import now_us
-from engram.api.runtime import Runtime
-from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX
-from engram.discussion.memory_files import (
-    EXPECTED_SQL, MemoryFiles, describe_change, expected_files, request_id, summary_request,
-)
+from engram.config.home import ProjectionPaths
 from engram.events.envelope import NewEvent, Write
-from engram.home import ProjectionPaths
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
+from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX
+from engram.memory.discussion.memory_files import (
+    EXPECTED_SQL,
+    MemoryFiles,
+    describe_change,
+    expected_files,
+    request_id,
+    summary_request,
+)
+from engram.runtime.base import Runtime
 
 
 class RuntimeMemory(MemoryFiles):
@@ -52,7 +57,7 @@ class RuntimeMemory(MemoryFiles):
         return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
 
     def _expected(self, discussion: str) -> dict[str, bool] | None:
-        from engram.api.runtime import MissingTable
+        from engram.runtime.base import MissingTable
 
         try:
             _, rows = self.runtime.sql(EXPECTED_SQL, [discussion])
@@ -63,7 +68,7 @@ class RuntimeMemory(MemoryFiles):
     def regenerate_if_deleted(self, discussion: str) -> str:
         """The guide's way to regenerate: every file of the discussion deleted from Public/ (while engram ran, or
         found so at start) means a new generation from the full history, under the settings in force now."""
-        from engram.discussion.regenerate import DELETED_MARKER, HISTORY_TYPES, Generation, regeneration_wanted
+        from engram.memory.discussion.regenerate import DELETED_MARKER, HISTORY_TYPES, Generation, regeneration_wanted
 
         marker = self.path(discussion, "").with_name(DELETED_MARKER.format(discussion=discussion))
         files = {s: self.path(discussion, s) for s in (MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX)}
@@ -81,7 +86,7 @@ class RuntimeMemory(MemoryFiles):
 
     def heal(self, discussion: str) -> str:
         """Some (not all) files deleted by hand come back from the log (no LLM call) when a creator node runs."""
-        from engram.discussion.rebuild import rebuild_discussion
+        from engram.projections.discussion_rebuild import rebuild_discussion
 
         expected = self._expected(discussion)
         missing = self.missing_files(discussion, expected) if expected else []

@@ -16,7 +16,7 @@ class DiscussionOps:
 
     def search(self, agent: str, discussion: str, req: t.SearchRequest) -> t.SearchResponse:
         """VectorMemorySearch over `<id>_vector_memory.db` (keyword, semantic or hybrid)."""
-        from engram.discussion import search as vsearch
+        from engram.memory.discussion import search as vsearch
 
         self.discussion_agent(discussion, agent)
         files = self.files(agent)
@@ -36,7 +36,7 @@ class DiscussionOps:
 
     def memories(self, agent: str, discussion: str, last: int | None = None) -> t.MemoriesResponse:
         """The chunk memories of `<id>_memories.jsonl`, oldest first (the last `last` of them)."""
-        from engram.discussion.files import MEMORIES_SUFFIX, read_memories
+        from engram.memory.discussion.files import MEMORIES_SUFFIX, read_memories
 
         self.discussion_agent(discussion, agent)
         check_count("last", last, t.MAX_ROWS)
@@ -48,7 +48,7 @@ class DiscussionOps:
 
     def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         """The rolling summary of `<id>_summary.jsonl` (None before the first one)."""
-        from engram.discussion.files import SUMMARY_SUFFIX, read_summary
+        from engram.memory.discussion.files import SUMMARY_SUFFIX, read_summary
 
         self.discussion_agent(discussion, agent)
         path = self.files(agent).path(discussion, SUMMARY_SUFFIX)
@@ -57,7 +57,7 @@ class DiscussionOps:
     def compactions(self, agent: str, discussion: str) -> t.CompactionsResponse:
         """Every compaction of the discussion (as its transparencyLevel kept it) and the chain now, with the
         text of what was dropped (dropped content is never lost: it is in the log)."""
-        from engram.context.history import chain_tree, compaction_history, current_chain
+        from engram.memory.context.history import chain_tree, compaction_history, current_chain
 
         self.discussion_agent(discussion, agent)
         history = compaction_history(self.sql_rows, agent, discussion)
@@ -86,8 +86,8 @@ class DiscussionOps:
     def context(self, agent: str, discussion: str, *, query: str | None = None, recall: bool = True) -> t.ContextResponse:
         """What would be sent to the model for `discussion` now: working memory, rolling summary, the
         compaction chain, recalled memories (for `query`, default the latest user message), recent turns."""
-        from engram.context.history import build_context
-        from engram.home import ProjectionPaths
+        from engram.memory.context.history import build_context
+        from engram.config.home import ProjectionPaths
 
         self.discussion_agent(discussion, agent)
         recaller = (lambda q: self.recalled(agent, discussion, q)) if recall else None

@@ -81,7 +81,7 @@ def check_count(name: str, value: int | None, maximum: int) -> None:
 def translate(exc: BaseException) -> ApiError | None:
     """The ApiError a domain exception means, or None when it is not the caller's doing (a 500)."""
     from engram.config.errors import ConfigError
-    from engram.ids import InvalidIdError
+    from engram.kernel.ids import InvalidIdError
 
     if isinstance(exc, ApiError):
         return exc
@@ -90,7 +90,7 @@ def translate(exc: BaseException) -> ApiError | None:
     if isinstance(exc, ConfigError):
         return error("bad_settings", str(exc))
     try:
-        from engram.ingest.messages import MessageRejected
+        from engram.memory.ingest.messages import MessageRejected
     except ImportError:  # pragma: no cover - always present
         MessageRejected = ()  # type: ignore[assignment]
     if isinstance(exc, MessageRejected):
@@ -99,8 +99,8 @@ def translate(exc: BaseException) -> ApiError | None:
 
     if isinstance(exc, EventIdConflict):
         return error("conflict", str(exc))
-    from engram.api.runtime import RuntimeUnavailable
-    from engram.flow import Backpressure
+    from engram.runtime.base import RuntimeUnavailable
+    from engram.kernel.flow import Backpressure
 
     if isinstance(exc, Backpressure):
         refused = error("backpressure", str(exc))
@@ -117,7 +117,7 @@ def translate(exc: BaseException) -> ApiError | None:
 def llm_error(exc: BaseException) -> ApiError | None:
     """An LLM outage as 503 (unreachable, no key) or 502 (it answered with an error), with its cause."""
     try:
-        from engram.llm.caller import CallFailed
+        from engram.providers.llm.caller import CallFailed
     except ImportError:  # the anthropic SDK is part of the install; without it there is no outage to report
         return None
     if isinstance(exc, CallFailed):
@@ -130,3 +130,16 @@ def llm_failure(cause: str, suffix: str = "") -> ApiError:
     unreachable = any(w in cause.lower() for w in ("connect", "timed out", "timeout", "api key", "unreachable",
                                                    "overloaded", "is not set", "529", "503"))
     return error("llm_unavailable" if unreachable else "llm_error", f"the LLM failed: {cause}{suffix}")
+
+
+def translated_exceptions() -> tuple[type, ...]:
+    """What `engram.api.errors.translate` turns into a refusal (4xx, or 502/503 for an outage)."""
+    from engram.runtime.base import RuntimeUnavailable
+    from engram.config.errors import ConfigError
+    from engram.events.store import EventIdConflict
+    from engram.kernel.flow import Backpressure
+    from engram.kernel.ids import InvalidIdError
+    from engram.memory.ingest.messages import MessageRejected
+    from engram.providers.llm.caller import CallFailed
+
+    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed, EventIdConflict

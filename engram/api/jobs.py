@@ -209,7 +209,7 @@ class Jobs:
         return rec.view()
 
     def get(self, job_id: str) -> t.Job:
-        from engram.ids import InvalidIdError, validate_id
+        from engram.kernel.ids import InvalidIdError, validate_id
 
         try:
             validate_id(job_id, "job id")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from engram.api import types as t
 from engram.api.clock import to_us
 from engram.api.errors import ApiError
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
 
 
 def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = ""):
     """The messages of a request as ingest takes them, their times checked (`to_us`: at most `max_ahead_s` ahead);
     a refusal names the message (after `where`, e.g. its discussion)."""
-    from engram.ingest.messages import IncomingMessage
+    from engram.memory.ingest.messages import IncomingMessage
 
     out = []
     for i, m in enumerate(messages):
@@ -33,7 +33,7 @@ class MessageOps:
 
     def append_conversations(self, agent: str, req: t.AppendConversationsRequest) -> t.AppendResponse:
         """Append the messages of several discussions of one agent: all of them commit, or none."""
-        from engram.ingest.messages import discussion_write
+        from engram.memory.ingest.messages import discussion_write
 
         validate_agent(agent)
         limit, ahead = self.config.limits.max_message_chars, self.config.limits.max_future_seconds

@@ -15,16 +15,16 @@ from __future__ import annotations
 import threading
 
 from engram.api.admin import AdminOps
+from engram.api.clock import now_us
 from engram.api.cognitive import CognitiveOps
 from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
-from engram.api.clock import now_us
 from engram.api.errors import taken_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
 from engram.api.messages import MessageOps
-from engram.api.runtime import MissingTable, Runtime
 from engram.api.work import WorkOps
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
+from engram.runtime.base import MissingTable, Runtime
 
 
 class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps):
@@ -129,14 +129,14 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
     def query_embedder(self):
         """Query-time embedding in this process, one model shared by every reader (loaded on first use)."""
         if self._query_embedder is None:
-            from engram.services import query_embedder
+            from engram.providers.services import query_embedder
 
             self._query_embedder = query_embedder(self.config)
         return self._query_embedder
 
     def files(self, agent: str):
-        from engram.discussion.memory_files import MemoryFiles
-        from engram.home import ProjectionPaths
+        from engram.memory.discussion.memory_files import MemoryFiles
+        from engram.config.home import ProjectionPaths
 
         files = self._files.get(agent)
         if files is None:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-# The id rules of engram.ids (letters, digits, '_', '-', '.'; 1–128 characters; no leading dot).
+# The id rules of engram.kernel.ids (letters, digits, '_', '-', '.'; 1–128 characters; no leading dot).
 Id = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$",
                          description="an agent or discussion id: letters, digits, '_', '-' and '.'")]
 Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
@@ -249,7 +249,7 @@ class CompactionsResponse(Model, kw_only=True):
 class ContextResponse(Model, kw_only=True):
     discussion: str
     agent: str
-    context: dict[str, Any]  # engram.context.assemble's JSON form: blocks, budgets, turns
+    context: dict[str, Any]  # engram.memory.context.assemble's JSON form: blocks, budgets, turns
     rendered: str
 
 

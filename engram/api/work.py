@@ -9,7 +9,7 @@ from engram.api import types as t
 from engram.api.clock import now_us
 from engram.api.errors import error, translate
 from engram.api.messages import incoming
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
 
 CHAT_SYSTEM_PROMPT = (
     "You are {agent}, an assistant with long-term memory (engram). Use the memory below and the memory passages "
@@ -23,7 +23,7 @@ class WorkOps:
     def tasks(self):
         """The memory tasks (LLM) of this server: anthropic with a key, else the labelled offline heuristic."""
         if getattr(self, "_tasks", None) is None:
-            from engram.llm.factory import make_tasks
+            from engram.providers.llm.factory import make_tasks
 
             self._tasks = make_tasks(self.config.llm)
         return self._tasks
@@ -32,7 +32,7 @@ class WorkOps:
 
     def _workflow(self, req: t.WorkflowRequest):
         from engram.config import jsonc
-        from engram.discussion.workflow import WorkflowError, load, parse, workflow_path
+        from engram.memory.discussion.workflow import WorkflowError, load, parse, workflow_path
 
         given = [x for x in (req.nodes, req.text, req.name) if x is not None]
         if len(given) != 1:
@@ -57,10 +57,10 @@ class WorkOps:
         """Run a WilmerAI workflow of memory nodes on a discussion (its messages appended first). Returns when the
         nodes after a WorkflowLock are done too; `response_ms` is when the response existed."""
         from engram.api.discussion_memory import RuntimeMemory
-        from engram.discussion.workflow import ChatMessage, Responder, RunContext, run
-        from engram.discussion.workflow.engine import NodeFailed
-        from engram.ingest.messages import discussion_write
-        from engram.llm.routing import check_routes
+        from engram.memory.discussion.workflow import ChatMessage, Responder, RunContext, run
+        from engram.memory.discussion.workflow.engine import NodeFailed
+        from engram.memory.ingest.messages import discussion_write
+        from engram.providers.llm.routing import check_routes
 
         validate_agent(agent)
         workflow = self._workflow(req)
@@ -112,9 +112,10 @@ class WorkOps:
         from engram.api.discussion_memory import RuntimeMemory
         from engram.config.discussion import DiscussionSettings
         from engram.config.loader import parse
-        from engram.discussion.regenerate import HISTORY_TYPES, Generation, NothingToRegenerate
-        from engram.llm.routing import check_discussion_settings
-        from engram.settings import SCOPE_DISCUSSION, settings_event
+        from engram.memory.discussion.regenerate import HISTORY_TYPES, Generation, NothingToRegenerate
+        from engram.providers.llm.routing import check_discussion_settings
+        from engram.config.recorded import SCOPE_DISCUSSION
+        from engram.memory.settings import settings_event
 
         agent = self.discussion_agent(discussion, agent)
         settings = None
@@ -217,10 +218,10 @@ class WorkOps:
         """One chat turn: the user's message is appended, the reply comes from the `respond` memory task given the
         context engram would send now, and is appended too. Memory creation runs behind it, never in its path.
         If the LLM fails, the user's message stays in the log and the error says why (502/503)."""
-        from engram.cognitive.llm_bridge import record_injected
-        from engram.context.history import build_context
-        from engram.home import ProjectionPaths
-        from engram.llm.types import ChatLine
+        from engram.memory.cognitive.llm_bridge import record_injected
+        from engram.memory.context.history import build_context
+        from engram.config.home import ProjectionPaths
+        from engram.providers.llm.types import ChatLine
 
         info = self.chat_info(agent, discussion)
         user_seq = self._chat_append(agent, discussion, "user", req.message)
@@ -242,7 +243,7 @@ class WorkOps:
         reply = result.value.strip()
         responder = f"{result.llm.provider}/{result.llm.model}"
         # What memory injected for this turn goes with the reply: auto-ingest, the Observer and the Reflector take
-        # none of the reply's sentences that repeat it as new (`engram.cognitive.llm_bridge.own_words`).
+        # none of the reply's sentences that repeat it as new (`engram.memory.cognitive.llm_bridge.own_words`).
         injected = (ctx.memory_passages() if req.memory else []) + ([memory_block] if memory_block else [])
         reply_seq = self._chat_append(agent, discussion, "assistant", reply, responder=responder,
                                       **record_injected(injected))
@@ -250,7 +251,7 @@ class WorkOps:
                               user_seq=user_seq, reply_seq=reply_seq)
 
     def _chat_append(self, agent: str, discussion: str, role: str, content: str, **metadata: str) -> int | None:
-        from engram.ingest.messages import IncomingMessage, discussion_write
+        from engram.memory.ingest.messages import IncomingMessage, discussion_write
 
         msg = IncomingMessage(role=role, content=content, ts_us=now_us(), message_id=f"chat-{uuid.uuid4().hex[:20]}",
                               metadata={"source": "engram chat", **metadata})

@@ -18,7 +18,7 @@ import sys
 import time
 
 from engram.cli.common import client
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
 
 PROMPT = "you> "
 REPLY = "agent> "

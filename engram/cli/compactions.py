@@ -6,7 +6,7 @@ import io
 import json
 
 from engram.cli.common import client, discussion_agent, print_rows
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
 
 
 def register(sub) -> None:

@@ -1,6 +1,6 @@
 """`engram context --discussion D`: the context that would be sent to the model now.
 
-Blocks in order (engram.context.assemble): working memory, rolling summary, compaction chain, recalled
+Blocks in order (engram.memory.context.assemble): working memory, rolling summary, compaction chain, recalled
 memories (for the latest user message, or --query), then the recent raw turns; each with its tokens and
 budget.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from engram.cli.common import client, discussion_agent
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
 
 
 def register(sub) -> None:

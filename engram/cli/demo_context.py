@@ -53,9 +53,9 @@ def _compare_strategies(demo, discussion) -> None:
     """The same turns through sliding, hierarchical and hybrid (pure core, offline provider, nothing logged)."""
     from engram.cli.common import print_rows
     from engram.config.agent import AgentConfig
-    from engram.context.simulate import simulate
-    from engram.llm.offline.provider import OfflineTasks
-    from engram.llm.types import ChatLine
+    from engram.memory.context.simulate import simulate
+    from engram.providers.llm.offline.provider import OfflineTasks
+    from engram.providers.llm.types import ChatLine
 
     _, rows = demo.query("SELECT seq, role, name, content, epoch_us(ts), message_id FROM messages WHERE discussion_id = ? "
                          "ORDER BY seq", [discussion])

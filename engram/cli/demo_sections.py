@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Mapping
+
+from engram.config.llm import LlmConfig
+from engram.providers.llm.factory import make_tasks
+from engram.providers.llm.offline.provider import OfflineTasks
+from engram.providers.llm.routing import select_provider
 
 
 def providers(demo) -> None:
     from engram.config.service import load_service_config
-    from engram.llm.factory import describe_providers
 
     demo.heading("What runs")
     health = demo.mem.server_info()
@@ -63,3 +68,19 @@ def replay(demo) -> None:
     print("live and replayed projections are identical (files byte for byte, tables row for row)"
           if result["identical"] else "DIFFERENCES:\n  " + "\n  ".join(result["differences"]))
     print(f"(verified in {time.perf_counter() - started:.1f}s)")
+
+
+def describe_providers(service_config, env: Mapping[str, str] | None = None) -> str:
+    """Two lines for `engram demo`: which LLM provider/model and which embedder are in use."""
+    from engram.providers.embeddings.factory import describe_embedder
+
+    config: LlmConfig = service_config.llm
+    provider = select_provider(config, env)
+    if provider == "anthropic":
+        llm = make_tasks(config, env).describe()
+    else:
+        llm = OfflineTasks().describe()
+        default = config.endpoints["default"]
+        if config.provider == "auto" and default.provider == "anthropic":
+            llm += f"; set {default.api_key_env} to use {default.model}"
+    return f"LLM: {llm}\nEmbedder: {describe_embedder(service_config.embedder)}"

@@ -17,8 +17,8 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from engram.config.service import load_service_config
-    from engram.embeddings import make_embedder
-    from engram.embeddings.factory import FALLBACK_WARNING
+    from engram.providers.embeddings import make_embedder
+    from engram.providers.embeddings.factory import FALLBACK_WARNING
 
     config = load_service_config(args.home)
     embedder = make_embedder(config.embedder)

@@ -27,8 +27,8 @@ def prepare(args) -> list[tuple[str, list]]:
     """(file, [Conversation]) for every file, parsed and validated before anything is appended."""
     from engram.api.types import Conversation, Message
     from engram.events.envelope import from_us
-    from engram.ids import validate_agent
-    from engram.ingest.formats import IngestError, parse_file
+    from engram.kernel.ids import validate_agent
+    from engram.memory.ingest.formats import IngestError, parse_file
 
     validate_agent(args.agent)
     now = int(time.time() * 1_000_000)

@@ -11,7 +11,7 @@ import json
 
 from engram.cli.common import home_of
 from engram.cli.errors import UsageError
-from engram.ids import validate_agent
+from engram.kernel.ids import validate_agent
 
 HEADER = """\
 // engram agent configuration for {agent!r} (written by `engram init`; JSON with comments).
@@ -43,7 +43,7 @@ def default_config_text(agent: str) -> str:
 def run(args) -> int:
     from engram.config.agent import AGENT_CONFIG_FILE_NAME
 
-    from engram.private import private_dirs, private_home, write_private
+    from engram.kernel.private import private_dirs, private_home, write_private
 
     agent = validate_agent(args.agent)
     home = home_of(args)

@@ -3,11 +3,32 @@ without `--out`, the URL of the same page served by the home's server (`/inspect
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from engram.cli.common import home_of, validate_settings
 from engram.cli.errors import UsageError
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
+
+
+@contextlib.contextmanager
+def open_reader(args, config, *, recall: bool):
+    """The reader a command uses: the home's server when one runs or recall is wanted (a command starts it, as
+    every command does), else the home's files (nothing is started)."""
+    from engram.cli.common import client
+    from engram.config.home import Home
+    from engram.inspect.adapter import EngramReader, HomeFilesReader
+    from engram.server.instance import live_server
+
+    if recall or live_server(Home(config.home, config.shards).root) is not None:
+        with client(args) as mem:
+            yield EngramReader(mem, config)
+    else:
+        reader = HomeFilesReader(config)
+        try:
+            yield reader
+        finally:
+            reader.close()
 
 
 def register(sub) -> None:
@@ -30,7 +51,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engram.inspect.adapter import open_reader
     from engram.inspect.api import InspectError, Inspector, NotFound
     from engram.inspect.page import report_html
     from engram.inspect.recall import default_queries
@@ -48,7 +68,7 @@ def run(args) -> int:
         raise UsageError(f"--out {out} is a directory")
     if not out.parent.exists():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
-    from engram.home import Home
+    from engram.config.home import Home
 
     config = validate_settings(home_of(args))
     if not Home(config.home, config.shards).existing_log_paths():

@@ -72,7 +72,7 @@ def one_line(text) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from engram.api.errors import ApiError
-    from engram.ids import InvalidIdError
+    from engram.kernel.ids import InvalidIdError
 
     parser = build_parser()
     args = parser.parse_args(argv)

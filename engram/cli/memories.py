@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engram.cli.common import client, discussion_agent
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
 
 
 def register(sub) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engram.cli.common import client, print_table
 from engram.cli.errors import UsageError
-from engram.ids import validate_agent
+from engram.kernel.ids import validate_agent
 
 
 def register(sub) -> None:

@@ -10,7 +10,7 @@ as rendered (`Date:` headings, bullet notes with nested details), or with `--not
 from __future__ import annotations
 
 from engram.cli.common import client, print_rows, print_table
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import validate_agent, validate_discussion
 
 
 def register(sub) -> None:

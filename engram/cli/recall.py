@@ -71,7 +71,7 @@ def parse_at(text: str | None) -> datetime | None:
 
 
 def run(args) -> int:
-    from engram.ids import validate_agent, validate_discussion
+    from engram.kernel.ids import validate_agent, validate_discussion
 
     validate_agent(args.agent)
     if args.discussion:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from engram.cli.common import client, discussion_agent, wait_job
 from engram.cli.errors import UsageError
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
 
 
 def register(sub) -> None:
@@ -75,7 +75,7 @@ def run(args) -> int:
 
 def run_batch(args) -> int:
     """`--all --batch`, `--agent A --batch`, `--discussion D --batch`, `--resume`."""
-    from engram.ids import validate_agent
+    from engram.kernel.ids import validate_agent
 
     if args.settings:
         raise UsageError("--settings applies to one live regeneration: it cannot be combined with --batch or --resume")

@@ -24,7 +24,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engram.ids import validate_agent, validate_discussion
+    from engram.kernel.ids import validate_agent, validate_discussion
 
     if args.agent:
         validate_agent(args.agent)

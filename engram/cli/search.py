@@ -7,7 +7,7 @@ import sys
 
 from engram.cli.common import client, discussion_agent
 from engram.cli.errors import UsageError
-from engram.ids import validate_discussion
+from engram.kernel.ids import validate_discussion
 
 MODES = ("keyword", "semantic", "hybrid")
 DEFAULT_LIMIT = 5  # engram.config.defaults.VECTOR_SEARCH_LIMIT (the server checks the range)

@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    """Become the server process (the composition root `engram.boot`): the CLI itself never loads Ray."""
+    """Become the server process (the composition root `engram.boot.serve`): the CLI itself never loads Ray."""
     import sys
 
     from engram.server.instance import server_command

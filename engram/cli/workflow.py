@@ -34,8 +34,8 @@ def parse_messages(args):
     """(agent, discussion, [Message]) from --messages / --discussion, validated before anything runs."""
     from engram.api.types import Message
     from engram.events.envelope import from_us
-    from engram.ids import DEFAULT_AGENT, validate_agent, validate_discussion
-    from engram.ingest.formats import IngestError, parse_file
+    from engram.kernel.ids import DEFAULT_AGENT, validate_agent, validate_discussion
+    from engram.memory.ingest.formats import IngestError, parse_file
 
     agent = validate_agent(args.agent or DEFAULT_AGENT)
     if not args.messages:
@@ -61,7 +61,7 @@ def workflow_source(name: str) -> dict:
             return {"text": path.read_text(encoding="utf-8"), "source": str(path)}
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: cannot read: {exc}") from None
-    from engram.ids import InvalidIdError, validate_id
+    from engram.kernel.ids import InvalidIdError, validate_id
 
     try:
         validate_id(name, "workflow name")

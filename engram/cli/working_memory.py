@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engram.cli.common import client, print_rows
 from engram.cli.errors import UsageError
-from engram.ids import validate_agent
+from engram.kernel.ids import validate_agent
 
 SHOWN = ("rank", "tag", "activation", "content", "entered_turn", "rehearsals", "turn", "capacity", "trace_id")
 

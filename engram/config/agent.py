@@ -72,7 +72,7 @@ class ConsolidationSettings(ConfigModel):
 
 
 class RetrievalWeights(ConfigModel):
-    """Weights of the six-factor composite (engram.cognitive.scoring); a recall may override any of them."""
+    """Weights of the six-factor composite (engram.memory.cognitive.scoring); a recall may override any of them."""
 
     strength: float = Field(d.RETRIEVAL_WEIGHT_STRENGTH, ge=0.0)
     similarity: float = Field(d.RETRIEVAL_WEIGHT_SIMILARITY, ge=0.0)
@@ -94,7 +94,7 @@ class SpreadingActivation(ConfigModel):
 class RetrievalSettings(ConfigModel):
     weights: RetrievalWeights = RetrievalWeights()
     # The similarity factor: "hybrid" fuses the embedding cosine with a BM25 keyword match (engram's
-    # default, see engram.cognitive.lexical for why); "embedding" is the cosine alone.
+    # default, see engram.memory.cognitive.lexical for why); "embedding" is the cosine alone.
     similarity: Literal["hybrid", "embedding"] = "hybrid"
     default_limit: int = Field(d.RECALL_DEFAULT_LIMIT, gt=0)
     candidate_pool: int = Field(d.RECALL_CANDIDATE_POOL, gt=0)

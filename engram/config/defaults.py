@@ -3,6 +3,8 @@
 Wunderland guide, "Key Thresholds":
 """
 
+# The policy groups (`ray.pools` in engram.json sizes them; `engram.policies.registry.GROUPS` says what runs in each).
+POLICY_GROUPS = ("summarizer", "auto-ingest", "working-memory", "traces", "context", "observer", "consolidation")
 # Observer activation: unobserved conversation tokens before notes are extracted.
 OBSERVER_ACTIVATION_TOKENS = 30_000
 # Reflector activation: observation-note tokens before they are condensed into traces.
@@ -65,12 +67,12 @@ VECTOR_SEARCH_LIMIT = 5
 FIRST_MEMORY_CHECK_MESSAGES = 3
 
 # ---------------------------------------------------------------------------------------------
-# Cognitive memory (Wunderland/AgentOS): the formulas of engram.cognitive and their constants.
+# Cognitive memory (Wunderland/AgentOS): the formulas of engram.memory.cognitive and their constants.
 # Numbers the guide states are above (FLASHBULB_*, BASE_ENCODING_STRENGTH, INITIAL_STABILITY_S,
 # INITIAL_REINFORCEMENT_INTERVAL_S, PRUNE_STRENGTH, RECENCY_HALF_LIFE_HOURS, WORKING_MEMORY_*,
 # AUTO_INGEST_*, DEDUP_SIMILARITY, HIGH_TRAIT, HYDE_*); the ones below are engram's choices.
 
-# Encoding (engram.cognitive.encoding):
+# Encoding (engram.memory.cognitive.encoding):
 #   strength  = BASE_ENCODING_STRENGTH · attention · mood_congruence · (FLASHBULB_STRENGTH_MULTIPLIER if flashbulb)
 #   stability = INITIAL_STABILITY_S · (FLASHBULB_STABILITY_MULTIPLIER if flashbulb)
 #   attention = 1 + Σ_trait ATTENTION_GAIN · (trait − TRAIT_NEUTRAL) · relevance(trait, content)
@@ -81,17 +83,17 @@ MOOD_CONGRUENT_ENCODING_GAIN = 0.3
 #   the trace's PAD snapshot = CONTENT_EMOTION_WEIGHT · content PAD + (1 − CONTENT_EMOTION_WEIGHT) · mood PAD
 CONTENT_EMOTION_WEIGHT = 0.7
 
-# Reinforcement on retrieval (engram.cognitive.decay.reinforce), "desirable difficulty":
+# Reinforcement on retrieval (engram.memory.cognitive.decay.reinforce), "desirable difficulty":
 #   stability' = stability · (1 + gain · spacing),  spacing = min(1, time since last access / interval),  gain = (STABILITY_GAIN_BASE + STABILITY_GAIN_DIFFICULTY · difficulty)
 #                                               · (1 + EMOTIONAL_CONSOLIDATION · intensity)
 #                                               / (1 + STABILITY_GAIN_DIMINISH · retrievals so far)
 #   difficulty = max(MIN_DIFFICULTY, 1 − min(1, S(t)))   (a weaker memory gains more)
 #   S0' = max(S0, min(REINFORCED_STRENGTH_CAP, S(t) + boost)),  last access = t,
 #         boost = REINFORCEMENT_STRENGTH_BOOST when the review was due (t >= next due), else 0 (the spacing effect:
-#         massed retrievals earn no strength; see engram.cognitive.decay)
+#         massed retrievals earn no strength; see engram.memory.cognitive.decay)
 #   interval' = min(MAX_REINFORCEMENT_INTERVAL_S, interval · (1 + (REINFORCEMENT_INTERVAL_GROWTH − 1) · spacing)),
 #   next due = t + interval' (the spacing effect: a retrieval before the trace is due strengthens it less; see
-#   engram.cognitive.decay for the rule, its bound and its sources)
+#   engram.memory.cognitive.decay for the rule, its bound and its sources)
 STABILITY_GAIN_BASE = 0.5
 STABILITY_GAIN_DIFFICULTY = 2.0
 MIN_DIFFICULTY = 0.1
@@ -105,12 +107,12 @@ MAX_REINFORCEMENT_INTERVAL_S = 365 * 86_400.0
 # The decay sweep soft-deletes at most this many traces per run (the Consolidator's bound).
 DECAY_SWEEP_MAX_TRACES = 10_000
 
-# Retrieval: the six-factor composite (engram.cognitive.scoring), score = Σ weight · factor, each factor in [0, 1]:
+# Retrieval: the six-factor composite (engram.memory.cognitive.scoring), score = Σ weight · factor, each factor in [0, 1]:
 #   strength   = min(1, S0 · exp(−Δt / stability))          Δt since last access, event time
 #   similarity = max(0, cosine(query, trace))               via the agent's HNSW index ("embedding"), or, by default
 #                ("hybrid", memory.retrieval.similarity):
 #                (1 − SIMILARITY_LEXICAL_SHARE) · that cosine + SIMILARITY_LEXICAL_SHARE · lexical match,
-#                lexical match = min(1, BM25(query, trace) / Σ idf(query terms))   (engram.cognitive.lexical)
+#                lexical match = min(1, BM25(query, trace) / Σ idf(query terms))   (engram.memory.cognitive.lexical)
 #   recency    = 0.5 ** (age / RECENCY_HALF_LIFE_HOURS)      age since the trace was encoded
 #   emotional  = max(0, mood.valence · trace.valence)        mood-congruent recall
 #   activation = spreading activation from the top seeds     (below)
@@ -136,10 +138,10 @@ RETRIEVAL_WEIGHT_EMOTIONAL = 0.05
 RETRIEVAL_WEIGHT_ACTIVATION = 0.15
 RETRIEVAL_WEIGHT_IMPORTANCE = 0.05
 RECALL_DEFAULT_LIMIT = 10
-# Query focus (engram.cognitive.lexical.focus): the query's embedding leaves out the words more than this share of
+# Query focus (engram.memory.cognitive.lexical.focus): the query's embedding leaves out the words more than this share of
 # the agent's traces hold (its interlocutors' names, everyday words): they say nothing about which memory is meant.
 QUERY_FOCUS_COMMON_SHARE = 0.1
-# Pseudo-relevance feedback (engram.cognitive.retrieval, step 3; Rocchio): the FEEDBACK_TRACES best first-stage
+# Pseudo-relevance feedback (engram.memory.cognitive.retrieval, step 3; Rocchio): the FEEDBACK_TRACES best first-stage
 # candidates are taken as relevant; the feedback query is the query vector + FEEDBACK_VECTOR_WEIGHT · their mean
 # stored vector, and the query's terms (weight 1) + their FEEDBACK_TERMS most characteristic other terms (weight
 # FEEDBACK_TERM_WEIGHT). Its best keyword matches join the candidates (its vector is not searched), and similarity becomes
@@ -152,7 +154,7 @@ FEEDBACK_VECTOR_WEIGHT = 1.0
 FEEDBACK_SHARE = 0.5
 # Candidates scored per query: this many nearest traces by cosine (at least 4 · limit), plus what spreading reaches.
 RECALL_CANDIDATE_POOL = 50
-# Dormant traces (engram.cognitive.retrieval, step 8): the DORMANT_POOL best decay-pruned traces for a query (by cosine
+# Dormant traces (engram.memory.cognitive.retrieval, step 8): the DORMANT_POOL best decay-pruned traces for a query (by cosine
 # and by keywords) are scored as active candidates are, and their composite is multiplied by DORMANT_WEIGHT (< 1: a
 # pruned trace ranks below an active trace of equal match). DORMANT_POOL = 0 turns the stage off.
 DORMANT_POOL = 10
@@ -160,7 +162,7 @@ DORMANT_WEIGHT = 0.85
 # Traces that take focus in working memory from one retrieval (its best results).
 WORKING_MEMORY_FOCUS_PER_RETRIEVAL = 3
 
-# Spreading activation (engram.cognitive.graph.spread): breadth-first from the SPREAD_SEEDS best candidates,
+# Spreading activation (engram.memory.cognitive.graph.spread): breadth-first from the SPREAD_SEEDS best candidates,
 # seed activation = their similarity; a neighbour receives activation · edge weight · SPREAD_HOP_DECAY / fan per hop,
 # fan = the sum of the sender's edge weights, at least 1 (ACT-R's fan effect: a hub's activation is spread thin);
 # contributions below SPREAD_FLOOR are skipped; received activation is summed and capped at SPREAD_CAP;
@@ -177,7 +179,7 @@ SPREAD_MAX_RESULTS = 20
 #   w' = w + HEBBIAN_RATE · (1 − w)   (a new co_activated edge starts at HEBBIAN_RATE)
 HEBBIAN_RATE = 0.1
 HEBBIAN_TOP = 5
-# Edges made when a trace is encoded (engram.cognitive.linking):
+# Edges made when a trace is encoded (engram.memory.cognitive.linking):
 #   temporal_sequence to the previous trace of the same discussion within TEMPORAL_EDGE_WINDOW_S,
 #   same_topic to up to SAME_TOPIC_MAX_EDGES traces with cosine >= SAME_TOPIC_SIMILARITY (weight = cosine),
 #   shared_entity to the SHARED_ENTITY_MAX_EDGES most recent traces naming one of its entities.
@@ -188,7 +190,7 @@ SAME_TOPIC_MAX_EDGES = 3
 SHARED_ENTITY_WEIGHT = 0.4
 SHARED_ENTITY_MAX_EDGES = 3
 
-# Working memory (Baddeley; engram.cognitive.working_memory): a focused trace enters at WM_INITIAL_ACTIVATION
+# Working memory (Baddeley; engram.memory.cognitive.working_memory): a focused trace enters at WM_INITIAL_ACTIVATION
 # (a trace already in focus gains WM_REFOCUS_BOOST, up to 1); every turn each slot loses WM_DECAY_PER_TURN;
 # a slot below WM_EVICTION_FLOOR is evicted, and at capacity the weakest makes room.
 # Prompt tags: activation > WM_ACTIVE_ABOVE "[ACTIVE]", > WM_FADING_ABOVE "[fading]", else "[weak]".
@@ -199,7 +201,7 @@ WM_EVICTION_FLOOR = 0.15
 WM_ACTIVE_ABOVE = 0.7
 WM_FADING_ABOVE = 0.4
 
-# Auto-ingest under HEXACO (the guide's table; engram.cognitive.personality.ingest_rules):
+# Auto-ingest under HEXACO (the guide's table; engram.memory.cognitive.personality.ingest_rules):
 # honesty > HIGH_TRAIT lowers the deduplication threshold by HONESTY_DEDUP_DROP;
 # agreeableness > HIGH_TRAIT adds AGREEABLENESS_EXTRA_RESULTS to the default number of retrieval results.
 HONESTY_DEDUP_DROP = 0.05
@@ -209,14 +211,14 @@ AGREEABLENESS_EXTRA_RESULTS = 2
 MOOD_CONTAGION = 0.2
 MOOD_TRACKING_MIN_INTENSITY = 0.3
 
-# HyDE (engram.cognitive.hyde): start at HYDE_INITIAL_THRESHOLD, lower by HYDE_THRESHOLD_STEP per round
+# HyDE (engram.memory.cognitive.hyde): start at HYDE_INITIAL_THRESHOLD, lower by HYDE_THRESHOLD_STEP per round
 # until a result clears it or HYDE_MIN_THRESHOLD is reached.
 HYDE_THRESHOLD_STEP = 0.1
 # Episodic traces of user messages (engram.policies.auto_ingest): importance is the highest importance of the
 # facts the message yielded (kept or not), else EPISODE_BASE_IMPORTANCE; content is cut at EPISODE_MAX_CHARS.
 EPISODE_BASE_IMPORTANCE = 0.3
 EPISODE_MAX_CHARS = 2_000
-# What a trace is indexed by (engram.cognitive.indexing): a reply's traces carry the question it answers,
+# What a trace is indexed by (engram.memory.cognitive.indexing): a reply's traces carry the question it answers,
 # cut to this many characters (a question; not a second message).
 REPLY_CONTEXT_MAX_CHARS = 400
 # Auto-ingest asks the memory tasks for every fact of a turn (up to this many) and applies its rules itself,
@@ -229,7 +231,7 @@ AGENT_INFERENCE_CONFIDENCE = 0.6
 TOOL_RESULT_CONFIDENCE = 0.9
 
 # ---------------------------------------------------------------------------------------------
-# Background processes (engram.background): the Observer, the Reflector and the Consolidator.
+# Background processes (engram.memory.background): the Observer, the Reflector and the Consolidator.
 # The guide's numbers are above (OBSERVER_ACTIVATION_TOKENS, REFLECTOR_ACTIVATION_TOKENS,
 # CONSOLIDATION_INTERVAL_HOURS, PRUNE_STRENGTH, HIGH_TRAIT); the ones below are engram's choices.
 
@@ -244,7 +246,7 @@ REFLECTOR_EXISTING_TRACES = 64
 # least this much (Jaccard) restates it (typically auto-ingest's fact of the same message): that trace is
 # verified instead of a second copy being stored.
 REFLECTION_RESTATES_OVERLAP = 0.9
-# A reflection trace's edges (engram.cognitive.linking): shared-entity and temporal-sequence links; a
+# A reflection trace's edges (engram.memory.cognitive.linking): shared-entity and temporal-sequence links; a
 # contradiction adds `contradicts` (newer -> older) and, when one side loses, `supersedes` (winner -> loser).
 CONTRADICTION_EDGE_WEIGHT = 1.0
 SUPERSEDES_EDGE_WEIGHT = 1.0
@@ -273,7 +275,7 @@ SCHEMA_INSTANCE_WEIGHT = 0.6
 # storing (0.4). Everything else (small talk, messages that said nothing notable) is left to the Ebbinghaus
 # curve and the decay sweep.
 REVIEW_MIN_IMPORTANCE = AUTO_INGEST_IMPORTANCE
-# Clock ticks (engram.background.clock). Event time: an agent's traces passing one or more interval boundaries
+# Clock ticks (engram.memory.background.clock). Event time: an agent's traces passing one or more interval boundaries
 # bring one tick, at the latest (consolidation does what fell due in between, each at its own boundary).
 # Wall clock: the actor shell ticks agents whose last message is within LIVE_AGENT_WINDOW_S of now.
 LIVE_AGENT_WINDOW_S = 86_400

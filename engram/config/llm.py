@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from engram.config.base import ConfigModel
 
-# Every memory task of engram.llm, by the name that routes, prompt files and `LlmCall.task` use.
+# Every memory task of engram.providers.llm, by the name that routes, prompt files and `LlmCall.task` use.
 MEMORY_TASKS = (
     "summarize_chunk",
     "merge_summary",

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from engram.config import defaults as d
 from engram.config.base import ConfigModel
 from engram.config.llm import EmbedderConfig, LlmConfig
 from engram.config.loader import load
@@ -42,11 +42,9 @@ class RaySettings(ConfigModel):
     @field_validator("pools")
     @classmethod
     def _known_groups(cls, pools: dict[str, int]) -> dict[str, int]:
-        from engram.policies.registry import GROUPS
-
-        unknown = sorted(set(pools) - set(GROUPS))
+        unknown = sorted(set(pools) - set(d.POLICY_GROUPS))
         if unknown:
-            raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(GROUPS)}")
+            raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(d.POLICY_GROUPS)}")
         return pools
 
 
@@ -54,7 +52,7 @@ class Limits(ConfigModel):
     max_message_chars: int = Field(100_000, gt=0)
     max_payload_bytes: int = Field(1 << 20, gt=0)
     max_batch_events: int = Field(20_000, gt=0)
-    # Flow control (engram.flow): appends in flight per shard; how long an append past that waits for a slot
+    # Flow control (engram.kernel.flow): appends in flight per shard; how long an append past that waits for a slot
     # before it is refused (429 backpressure, Retry-After); and how far a shard's projections may fall behind its
     # log before it refuses appends (0: no limit).
     max_inflight_appends: int = Field(256, gt=0)
@@ -117,7 +115,7 @@ class ClusterSettings(ConfigModel):
     @field_validator("nodes")
     @classmethod
     def _each_shard_once(cls, nodes: dict[str, list[int]]) -> dict[str, list[int]]:
-        from engram.ids import validate_id
+        from engram.kernel.ids import validate_id
 
         seen: dict[int, str] = {}
         for name, shards in nodes.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from engram.tokens import estimate_tokens
+from engram.kernel.tokens import estimate_tokens
 
 DEFAULT_PATH = Path("/work/shared/data/locomo/locomo-dev.json")
 KS = (5, 10, 25)

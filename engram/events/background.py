@@ -124,7 +124,7 @@ class ContextCompacted(Event, tag="ContextCompacted"):
     alone: replay rebuilds it without an LLM call. `first_seq..last_seq` and `first_turn..last_turn`
     are the messages the node stands for (its whole subtree); `covered_tokens` their raw tokens.
 
-    Transparency (`memory.infiniteContext.transparencyLevel`, engram.context.transparency): the chain
+    Transparency (`memory.infiniteContext.transparencyLevel`, engram.memory.context.transparency): the chain
     fields are always recorded; `full` also keeps `dropped` (ids of the messages or nodes whose content
     the summary does not carry), `preserved_entities`, `traces_created`, `duration_ms` and the LLM calls;
     `summary` keeps the counts, figures, entities and traces but not the dropped ids; `none` keeps the

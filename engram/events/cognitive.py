@@ -1,7 +1,7 @@
 """Cognitive-memory events (Wunderland/AgentOS): traces, their graph, working memory, mood.
 
 Every change to a MemoryTrace is one of these events; the `memory_traces` table is their fold
-(`engram.cognitive.book.TraceBook`). Streams: a trace derived from a discussion lives in that
+(`engram.memory.cognitive.book.TraceBook`). Streams: a trace derived from a discussion lives in that
 discussion's stream (so forgetting the discussion forgets it); agent-wide events (mood, working
 memory, retrievals without a discussion) go to `agent:<agent>`.
 """
@@ -26,7 +26,7 @@ class Link(msgspec.Struct, frozen=True, array_like=True):
 class TraceEncoded(Event, tag="TraceEncoded"):
     """A new MemoryTrace with its full initial state; its event time is its encoding time.
 
-    `links`: the edges it gets as it is encoded (`engram.cognitive.linking`: temporal_sequence,
+    `links`: the edges it gets as it is encoded (`engram.memory.cognitive.linking`: temporal_sequence,
     same_topic, shared_entity; a schema's schema_instance edges from its members), each from another
     trace to this one. They fold exactly as `EdgeAdded` events right after this one would (logs written
     before this field hold them as such), but cost no event each.
@@ -55,7 +55,7 @@ class TraceEncoded(Event, tag="TraceEncoded"):
     flashbulb: bool = False
     llm: LlmCall | None = None
     # What the trace is understood in, indexed with it but not part of it: for a reply, the question it
-    # answers (engram.cognitive.indexing).
+    # answers (engram.memory.cognitive.indexing).
     context: str = ""
     # The message(s) `context` was taken from (its provenance: recall shows the context with the memory).
     context_message_ids: tuple[str, ...] = ()

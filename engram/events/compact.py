@@ -3,7 +3,7 @@
 A policy that decides many small changes at once (a consolidation boundary's co-activation edges and
 spaced-repetition reviews, a schema and its members' edges) would otherwise append one event each,
 and every event is encoded, committed, read back and folded by every consumer of trace events.
-`compact` merges, without changing what any fold makes of them (`engram.cognitive.book.TraceBook`
+`compact` merges, without changing what any fold makes of them (`engram.memory.cognitive.book.TraceBook`
 folds each merged shape exactly as the run of events it replaces, in the same order):
 
 - a `TraceEncoded` followed by `EdgeAdded` events into that trace → the trace with them as `links`;
@@ -25,7 +25,14 @@ import msgspec
 
 from engram.events.base import Event
 from engram.events.cognitive import (
-    EdgeAdded, EdgesAdded, Link, NewEdge, Reinforcement, TraceEncoded, TraceReinforced, TracesReinforced,
+    EdgeAdded,
+    EdgesAdded,
+    Link,
+    NewEdge,
+    Reinforcement,
+    TraceEncoded,
+    TraceReinforced,
+    TracesReinforced,
 )
 
 # (group, event id, event): the group is whatever must be equal for two events to merge.

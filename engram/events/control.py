@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engram.config.recorded import SCOPE_DISCUSSION, check_recorded_settings
 from engram.events.base import Event
 
 
@@ -19,8 +20,6 @@ class SettingsChanged(Event, tag="SettingsChanged"):
 
     def check(self) -> None:
         # Every fold parses `settings` with the model of its scope: what it cannot parse is refused now.
-        from engram.settings import check_recorded_settings
-
         check_recorded_settings(self.scope, self.name, self.settings)
 
 
@@ -44,13 +43,11 @@ class GenerationStarted(Event, tag="GenerationStarted"):
     settings: dict | None = None
     # Set by a regeneration through the Message Batches API (its job's id): the generation's memory events were
     # computed by the job and follow this event in the same write, so the Summarizer adopts them instead of
-    # deciding the generation again (see `engram.discussion.batch_plan`).
+    # deciding the generation again (see `engram.memory.discussion.batch_plan`).
     batch: str | None = None
 
     def check(self) -> None:
         if self.settings is not None:
-            from engram.settings import SCOPE_DISCUSSION, check_recorded_settings
-
             check_recorded_settings(SCOPE_DISCUSSION, "GenerationStarted.settings", self.settings)
 
 
@@ -77,3 +74,7 @@ class Unreadable(Event, tag="Unreadable"):
 
     original_type: str
     error: str
+
+
+# Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
+FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")

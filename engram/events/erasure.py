@@ -9,11 +9,11 @@ finds forgets whose erasure did not happen (a crash between the marker and the e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence, TYPE_CHECKING
 
 import msgspec
 
-from engram.events.store import FORGET_MARKERS
+from engram.events.control import FORGET_MARKERS
 
 if TYPE_CHECKING:
     from engram.events.store import EventStore
@@ -127,3 +127,15 @@ def unfinished(store: "EventStore") -> list[tuple[int, list[str]]]:
         if left:
             out.append((seq, streams))
     return out
+
+
+def search_terms(texts: Sequence[str], min_chars: int = 12) -> list[bytes]:
+    """What to look for in other state: the forgotten texts, and their long words (a code, an address, a
+    name with digits), which a derived piece of state (an entity, a key phrase) can hold on its own."""
+    terms = set(texts)
+    for text in texts:
+        for word in text.split():
+            word = word.strip(".,;:!?()[]{}\"'«»“”")
+            if len(word) >= min_chars:
+                terms.add(word)
+    return sorted(t.encode("utf-8") for t in terms)

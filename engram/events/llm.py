@@ -17,7 +17,7 @@ class BatchRequestRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One request of a batch: its custom_id and the task input it was rendered from."""
 
     custom_id: str
-    task_input: str  # the msgspec JSON of an engram.llm.inputs task input
+    task_input: str  # the msgspec JSON of an engram.providers.llm.inputs task input
     prompt_hash: str
     model: str
 

@@ -6,6 +6,11 @@ from typing import ClassVar
 
 from engram.events.base import Event
 
+# The roles a message may have, and those of the conversation itself (what the Observer watches and auto-ingest
+# reads; a system prompt is neither).
+ROLES = frozenset({"user", "assistant", "system", "tool"})
+CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
+
 
 class MessageAppended(Event, tag="MessageAppended"):
     """A chat message of a discussion (stream = discussion id). Content is stored tag-free."""

@@ -10,7 +10,6 @@ append commits at once.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from contextlib import contextmanager
@@ -23,8 +22,9 @@ import pyarrow as pa
 
 from engram.events import codec
 from engram.events.base import Event
-from engram.events.control import Unreadable
+from engram.events.control import FORGET_MARKERS, Unreadable
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
+from engram.events.erasure import plan
 from engram.events.validation import InvalidEvent, check_event, check_events, check_write
 
 SCHEMA = """
@@ -55,8 +55,6 @@ _SELECT = (
 )
 
 
-# Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
-FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")
 # How long a commit leader waits for other writers when appends are contended. A DuckDB
 # commit costs milliseconds, so a sub-millisecond wait that fills the batch pays for itself.
 GROUP_COMMIT_LINGER_S = 0.0005
@@ -740,8 +738,6 @@ class EventStore:
 
     def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:
         """Erase `streams` and what derives from them (`erasure.plan`); returns the number of events erased."""
-        from engram.events.erasure import plan
-
         return self.erase(plan(self, streams, before_seq=before_seq).seqs)
 
     def checkpoint(self) -> None:
@@ -787,24 +783,3 @@ def _decoded_or_unreadable(row: tuple, shard: int) -> Recorded:
     return Recorded(seq, stream, version, agent, ts_us, event, causation, event_id, shard)
 
 
-def compact_database(path: str | Path) -> None:
-    """Rewrite a closed DuckDB file table by table, so freed blocks (e.g. purged payloads)
-    are not carried over. The file is replaced atomically."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".compact")
-    tmp.unlink(missing_ok=True)
-    con = duckdb.connect()
-    try:
-        con.execute(f"ATTACH '{_quote(path)}' AS old (READ_ONLY)")
-        con.execute(f"ATTACH '{_quote(tmp)}' AS fresh")
-        con.execute("COPY FROM DATABASE old TO fresh")
-        con.execute("DETACH old")
-        con.execute("DETACH fresh")
-    finally:
-        con.close()
-    os.replace(tmp, path)
-    Path(str(path) + ".wal").unlink(missing_ok=True)
-
-
-def _quote(path: Path) -> str:
-    return str(path).replace("'", "''")

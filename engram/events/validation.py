@@ -23,7 +23,7 @@ import msgspec
 
 from engram.events.base import Event
 from engram.events.envelope import Write, iso, to_us
-from engram.ids import InvalidIdError, validate_agent, validate_id
+from engram.kernel.ids import InvalidIdError, validate_agent, validate_id
 
 # Event times engram accepts: from 1900 (imported history) to 2200. Folds compute dates and add
 # decay intervals and clock periods to event times; far outside this range Python's datetime

@@ -13,19 +13,18 @@ moving the inspector onto another API is a change of this file.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import duckdb
 
 from engram.config.agent import AgentConfig
+from engram.config.home import Home, ProjectionPaths
 from engram.config.loader import load_or_default
 from engram.config.service import ServiceConfig
-from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX, read_memories, read_summary
-from engram.home import Home, ProjectionPaths
-from engram.ids import validate_agent, validate_discussion
 from engram.inspect.source import DiscussionFiles, RecallUnavailable
+from engram.kernel.ids import validate_agent, validate_discussion
+from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX, read_memories, read_summary
 
 # Columns of `<id>_vector_memory.db`'s `memories` table the page shows (embeddings stay in the file).
 _VECTOR_COLUMNS = (
@@ -55,9 +54,8 @@ class _HomeFiles:
         )
 
     def working_memory_file(self, agent: str) -> str:
-        from engram.projections.working_memory import FILE_NAME
 
-        path = self.paths.agent_dir(agent) / FILE_NAME
+        path = self.paths.working_memory_file(agent)
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
     def agent_config(self, agent: str) -> AgentConfig:
@@ -65,7 +63,7 @@ class _HomeFiles:
 
     def _context(self, agent: str, discussion: str, recall) -> dict:
         """`build_context` over this reader's SQL (each reader defines `sql`)."""
-        from engram.context.history import build_context
+        from engram.memory.context.history import build_context
 
         return build_context(
             lambda q, params: self.sql(q, params), self.home, self.paths, validate_agent(agent),
@@ -125,7 +123,7 @@ class EngramReader(_HomeFiles):
         return out
 
     def context(self, agent: str, discussion: str) -> dict:
-        from engram.context.assemble import Recalled
+        from engram.memory.context.assemble import Recalled
 
         def recall(query: str) -> list[Recalled]:
             hits = self.recall(agent, query, discussion=discussion)["hits"]
@@ -139,7 +137,7 @@ class HomeFilesReader(_HomeFiles):
 
     def __init__(self, config: ServiceConfig):
         super().__init__(config)
-        from engram import sqlviews
+        from engram.sql import views as sqlviews
 
         self.con = sqlviews.open_readonly({s: self.home.log_path(s) for s in range(config.shards)}, self.paths)
 
@@ -156,21 +154,3 @@ class HomeFilesReader(_HomeFiles):
 
     def close(self) -> None:
         self.con.close()
-
-
-@contextlib.contextmanager
-def open_reader(args, config: ServiceConfig, *, recall: bool) -> Iterator[_HomeFiles]:
-    """The reader a command uses: the home's server when one runs or recall is wanted (a command starts it, as
-    every command does), else the home's files (nothing is started)."""
-    from engram.cli.common import client
-    from engram.server.instance import live_server
-
-    if recall or live_server(Home(config.home, config.shards).root) is not None:
-        with client(args) as mem:
-            yield EngramReader(mem, config)
-    else:
-        reader = HomeFilesReader(config)
-        try:
-            yield reader
-        finally:
-            reader.close()

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 from urllib.parse import quote
 
-from engram.ids import InvalidIdError, validate_agent, validate_discussion
 from engram.inspect import curves, discussion, graph, recall, timeline, working
 from engram.inspect.source import MemoryReader
+from engram.kernel.ids import InvalidIdError, validate_agent, validate_discussion
 
 # What a report file holds at most (the served page asks for anything): lineage of timeline items, curves
 # of listed traces, pages of the trace list.

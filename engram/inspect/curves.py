@@ -3,16 +3,16 @@ spaced-repetition review marked and the prune threshold drawn; small multiples o
 and weakest traces; the agent's traces, a page at a time.
 
 The curve is computed here from the trace's recorded life (`trace_changes`) with the same formula the
-memory uses (`engram.cognitive.decay.ebbinghaus`): between two events that reset the decay clock
+memory uses (`engram.memory.cognitive.decay.ebbinghaus`): between two events that reset the decay clock
 (encoding, retrieval, review) strength falls as S0·exp(−Δt/stability); at each of them it jumps to the
 new S0. "Now" is the agent's latest event time, as in the `trace_strength` view.
 """
 
 from __future__ import annotations
 
-from engram.cognitive.decay import ebbinghaus
 from engram.events.envelope import iso
 from engram.inspect.source import MemoryReader
+from engram.memory.cognitive.decay import ebbinghaus
 
 US = 1_000_000
 RESETS = frozenset({"encoded", "retrieved", "reinforced"})  # changes after which S(t) starts again from S0

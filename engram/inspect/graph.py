@@ -8,8 +8,8 @@ every schema cluster among them kept whole where the cut allows; the counts say 
 
 from __future__ import annotations
 
-from engram.cognitive.model import EDGE_KINDS
 from engram.inspect.source import MemoryReader
+from engram.memory.cognitive.model import EDGE_KINDS
 
 MAX_NODES = 400
 LAYOUT_SEED = 7

@@ -2,7 +2,7 @@
 factor's weighted contribution, stacked), how each became a candidate, and the steps of HyDE.
 
 HyDE searches near a hypothetical memory (averaged with the query) with a threshold lowered step by step
-until something clears it (`engram.cognitive.hyde`): every threshold tried before the last found nothing, the last found
+until something clears it (`engram.memory.cognitive.hyde`): every threshold tried before the last found nothing, the last found
 `hits`. The recall is a look: the reader does not record it, so it reinforces nothing.
 """
 

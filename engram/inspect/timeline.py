@@ -13,7 +13,7 @@ from typing import Callable
 
 from engram.events.envelope import iso
 from engram.inspect.source import MemoryReader
-from engram.settings import agent_stream
+from engram.kernel.ids import agent_stream
 
 LANE_LIMIT = 2_000
 LINEAGE_MESSAGES = 200  # source messages listed per item (the count is always given)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import parse_qsl, quote, urlencode
 
-from engram.ids import InvalidIdError
 from engram.inspect.api import BadId, InspectError, Inspector, NotFound
 from engram.inspect.page import plotly_bytes, plotly_version, served_html
 from engram.inspect.source import MemoryReader
+from engram.kernel.ids import InvalidIdError
 
 MOUNT = "/inspect"
 

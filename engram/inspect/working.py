@@ -58,7 +58,7 @@ def context_window(reader: MemoryReader, agent: str, discussion: str) -> dict:
 
 
 def _tokens(text: str) -> int:
-    from engram.tokens import estimate_tokens
+    from engram.kernel.tokens import estimate_tokens
 
     return estimate_tokens(text)
 

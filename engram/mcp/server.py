@@ -9,13 +9,12 @@ the request's API key (`McpEndpoint`). A refusal is a tool error carrying the AP
 """
 
 
-import asyncio
 from typing import Annotated, Any, Callable, Literal
 
 import anyio
 import msgspec
 
-from engram.api.errors import ApiError, translate
+from engram.api.errors import translate
 
 INSTRUCTIONS = (
     "engram is long-term memory. `remember` appends a message to a discussion of an agent; `recall` returns what "
@@ -42,7 +41,7 @@ def build(backend_for: Callable):
 
     from engram import __version__
 
-    from engram.logs import keep_root_handlers
+    from engram.kernel.logs import keep_root_handlers
 
     with keep_root_handlers():  # MCPServer() puts a Rich handler on the root logger (logging.basicConfig)
         server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
@@ -106,66 +105,3 @@ def build(backend_for: Callable):
     return server
 
 
-class McpEndpoint:
-    """`/mcp` in the engram app: MCP's streamable HTTP (stateless, JSON responses), each call scoped by the API key
-    of its request. Pure ASGI; the SDK's session manager starts at the first request, on the serving loop.
-
-    Host, Origin and the peer are checked before, for every route (`engram.server.frontdoor`)."""
-
-    def __init__(self, app_state):
-        self.state = app_state
-        self._manager = None
-        self._asgi = None
-        self._lock: asyncio.Lock | None = None
-        self._stop: asyncio.Event | None = None
-
-    def _backend_for(self, ctx):
-        from engram.mcp.backends import ApiBackend
-        from engram.server.auth import principal_for
-
-        return ApiBackend(self.state.api, principal_for(self.state, ctx.headers or {}))
-
-    async def _start(self) -> None:
-        if self._asgi is not None:
-            return
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._asgi is not None:
-                return
-            from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-            from mcp.server.transport_security import TransportSecuritySettings
-
-            server = build(self._backend_for)
-            manager = StreamableHTTPSessionManager(
-                app=server._lowlevel_server, json_response=True, stateless=True,
-                security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-            ready, self._stop = asyncio.Event(), asyncio.Event()
-
-            async def run() -> None:
-                async with manager.run():
-                    ready.set()
-                    await self._stop.wait()
-
-            self._task = asyncio.get_running_loop().create_task(run())
-            await ready.wait()
-            self._manager, self._asgi = manager, StreamableHTTPASGIApp(manager)
-
-    async def __call__(self, scope, receive, send) -> None:
-        from engram.server.app import error_response
-        from engram.server.auth import authenticate_headers
-
-        state = self.state
-        if state.api is None:
-            from starlette.concurrency import run_in_threadpool
-
-            from engram.server.app import ensure_state
-
-            await run_in_threadpool(ensure_state, state)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or ()}
-        try:
-            authenticate_headers(state, headers)
-        except ApiError as exc:
-            return await error_response(exc)(scope, receive, send)
-        await self._start()
-        await self._asgi(scope, receive, send)

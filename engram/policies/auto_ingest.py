@@ -3,31 +3,31 @@
 A turn is one message. Two kinds of traces come from it:
 
 - **facts** (Wunderland's auto-ingest, any role): the memory tasks extract the turn's categorised facts
-  under the agent's personality; `engram.cognitive.ingest.select` applies the guide's rules
+  under the agent's personality; `engram.memory.cognitive.ingest.select` applies the guide's rules
   (importance >= 0.4, at most 3 per turn, near-duplicates at cosine >= 0.85 skipped and counted as
   verifications, HEXACO adjustments); each kept fact becomes a semantic/prospective/episodic trace;
 - **the episode** (AgentOS encodes every user input, `memory.encoding.encodeMessages`): a user
   message becomes an episodic trace of what was said, unless it is a near-duplicate of a trace
   (e.g. of a fact just kept from it, which then stands for it).
 
-Provenance: facts come from the speaker's own words (`engram.cognitive.llm_bridge.own_words`): the offline
+Provenance: facts come from the speaker's own words (`engram.memory.cognitive.llm_bridge.own_words`): the offline
 responder's labelled quotes of memory make no trace, and an assistant's fact that restates an existing memory
 is skipped as "quoted" (no trace, no verification). Deduplication compares with the traces that were alive
 when the message was said (encoded before it and not yet decayed away on their own timelines,
-`engram.background.schedule.alive_at`), so what is kept does not depend on the order conversations are
+`engram.memory.background.schedule.alive_at`), so what is kept does not depend on the order conversations are
 imported in, nor on how far consolidation has got.
 
 Corrections at the turn: each new trace is checked against the active traces naming its entities
-(`engram.cognitive.corrections.contradiction`, older and newer by event time whichever arrived first); a
+(`engram.memory.cognitive.corrections.contradiction`, older and newer by event time whichever arrived first); a
 contradiction is recorded at once — `EdgeAdded(contradicts)` newer -> older — and resolved by the
-personality rules (`engram.background.conflicts.resolve`): `EdgeAdded(supersedes)` + `ConflictResolved`
+personality rules (`engram.memory.background.conflicts.resolve`): `EdgeAdded(supersedes)` + `ConflictResolved`
 (the loser is soft-deleted), or `ConflictResolved(keep_both)`.
 
 Every trace carries provenance to its message (seq and message id, e.g. LoCoMo's "D1:3"), is encoded
-by `engram.cognitive.encoding.encode` (personality, mood, flashbulb) and linked to what it follows,
+by `engram.memory.cognitive.encoding.encode` (personality, mood, flashbulb) and linked to what it follows,
 resembles, or names. The traces of a reply carry the question it answers as their `context` (the
 previous message of the discussion by another speaker, its question sentences;
-`engram.cognitive.indexing`): indexed with them, not part of them. Deduplication and same-topic
+`engram.memory.cognitive.indexing`): indexed with them, not part of them. Deduplication and same-topic
 links compare what memories say, so this policy's memories embed content alone (`content_vectors`).
 Appended to the message's discussion stream with the message's event time: `FactsIngested` (what
 was kept and skipped, and why, with the LLM provenance), then the `TraceEncoded` events (each carrying the edges it gets, `links`).
@@ -40,27 +40,25 @@ from typing import Callable
 import msgspec
 import numpy as np
 
-from engram.background import schedule
-from engram.background.conflicts import Side, resolve
-from engram.background.consolidation import interval_us
-from engram.cognitive import corrections, ingest, linking, llm_bridge
-from engram.cognitive.encoding import encode, trace_id
-from engram.cognitive.indexing import reply_context
-from engram.cognitive.personality import ingest_rules
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
-from engram.cognitive.decay import strength_at
 from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact, TraceEncoded, TracePruned
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.events.messages import MessageAppended
+from engram.events.messages import CONVERSATION_ROLES, MessageAppended
+from engram.memory.background import schedule
+from engram.memory.background.conflicts import Side, resolve
+from engram.memory.background.consolidation import interval_us
+from engram.memory.cognitive import corrections, ingest, linking, llm_bridge
+from engram.memory.cognitive.decay import strength_at
+from engram.memory.cognitive.encoding import encode, trace_id
+from engram.memory.cognitive.indexing import reply_context
+from engram.memory.cognitive.ingest import ingest_rules
 from engram.policies.cognitive_base import CognitivePolicy
-
-INGESTED_ROLES = frozenset({"user", "assistant", "tool"})
 
 
 def ingests(cfg: AgentConfig, role: str) -> bool:
     """Whether auto-ingest handles a message of `role` for an agent configured `cfg` (one FactsIngested each)."""
-    if role not in INGESTED_ROLES:
+    if role not in CONVERSATION_ROLES:
         return False
     return cfg.storage.auto_ingest.enabled or (role == "user" and cfg.memory.encoding.encode_messages)
 EPISODE_CATEGORY = "message"
@@ -127,7 +125,7 @@ class AutoIngest(CognitivePolicy):
         if pending:
             self.fold(pending)
         # The questions the replies' traces answer (their index vectors combine the question's embedding with the
-        # content's, `engram.cognitive.indexing`): the home's embedder computes them while the log takes the traces,
+        # content's, `engram.memory.cognitive.indexing`): the home's embedder computes them while the log takes the traces,
         # before the trace index and the reader ask for them.
         self.prefetch([n.event.context.strip() for w in writes for n in w.events
                        if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
@@ -144,7 +142,7 @@ class AutoIngest(CognitivePolicy):
         """The question each message of the batch answers (by seq), in log order; remembers each stream's last message."""
         out = {}
         for rec in batch:
-            if rec.type != "MessageAppended" or rec.event.role not in INGESTED_ROLES or not self.owns(rec.agent):
+            if rec.type != "MessageAppended" or rec.event.role not in CONVERSATION_ROLES or not self.owns(rec.agent):
                 continue
             speaker = _speaker(rec.event)
             before = self.previous.get(rec.stream)

@@ -6,10 +6,11 @@ log (parsed once per recorded version, not once per event), and the memory tasks
 
 from __future__ import annotations
 
-from engram.placement import owner
 from engram.config.agent import AgentConfig
+from engram.config.recorded import SCOPE_AGENT
+from engram.kernel.placement import owner
+from engram.memory.settings import SettingsView
 from engram.policies.base import Policy, PolicyContext
-from engram.settings import SCOPE_AGENT, SettingsView
 
 
 class BackgroundPolicy(Policy):

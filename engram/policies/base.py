@@ -29,8 +29,8 @@ from typing import Any, Callable, ClassVar
 
 import msgspec
 
+from engram.config.home import Home
 from engram.events.envelope import Appended, Recorded, Write
-from engram.home import Home
 
 SNAPSHOT_MAGIC = b"engram-policy-snapshot\n"
 
@@ -62,9 +62,44 @@ _SAFE_GLOBALS = {("collections", "deque"), ("collections", "defaultdict"), ("col
 _NUMPY_NAMES = frozenset({"_reconstruct", "dtype", "ndarray", "_frombuffer", "scalar"})
 
 
+# Where engram's modules went when they moved into layers (issue 26), relative to `engram.`: a snapshot written
+# before names the old paths, and restores through this table instead of being rebuilt from the log (a rebuild asks
+# the LLM again for every message whose facts were extracted). Longest prefix first; a path that still imports is
+# never looked up here. Written without the `engram.` prefix so that the script that rewrites module paths in
+# branches merged after the move (`restructure.py --rewrite-only`) leaves it alone.
+MOVED_MODULES = {
+    "ids": "kernel.ids", "tokens": "kernel.tokens", "timing": "kernel.timing", "filelock": "kernel.filelock",
+    "flow": "kernel.flow", "placement": "kernel.placement", "gate": "kernel.gate", "events.shards": "kernel.sharding",
+    "api.idle": "kernel.idle", "logs": "kernel.logs", "private": "kernel.private", "home": "config.home",
+    "llm": "providers.llm", "embeddings": "providers.embeddings", "search": "providers.search",
+    "services": "providers.services",
+    "cognitive": "memory.cognitive", "discussion.rebuild": "projections.discussion_rebuild",
+    "discussion": "memory.discussion", "background": "memory.background", "context": "memory.context",
+    "ingest": "memory.ingest", "settings": "memory.settings",
+    "shard": "shard.host", "forgetting": "shard.forget", "sqlviews": "sql.views", "gathered_sql": "sql.gathered",
+    "api.runtime": "runtime.base", "boot": "boot.serve", "embedded": "boot.embedded", "runtime.serve": "boot.ray_serve",
+}
+# Classes that moved out of their module (old module, name) -> the module they live in now.
+MOVED_NAMES = {("cognitive.personality", "IngestRules"): "memory.cognitive.ingest"}
+
+
+def moved_module(module: str, name: str) -> str | None:
+    """Where `module.name` of a snapshot written before the move lives now (None: it did not move)."""
+    rel = module.removeprefix("engram.")
+    if (rel, name) in MOVED_NAMES:
+        return "engram." + MOVED_NAMES[(rel, name)]
+    parts = rel.split(".")
+    for i in range(len(parts), 0, -1):
+        new = MOVED_MODULES.get(".".join(parts[:i]))
+        if new is not None:
+            return "engram." + ".".join([new, *parts[i:]])
+    return None
+
+
 class _StateUnpickler(pickle.Unpickler):
     """Builds engram's classes, numpy arrays and plain containers; any other global (a function a
-    damaged or foreign pickle would call) is refused."""
+    damaged or foreign pickle would call) is refused. A class of a module that moved is found where it went
+    (`MOVED_MODULES`)."""
 
     def find_class(self, module: str, name: str):
         if module == "builtins" and name in _SAFE_BUILTINS:
@@ -73,15 +108,21 @@ class _StateUnpickler(pickle.Unpickler):
         if (module, name) in _SAFE_GLOBALS or (top == "numpy" and name in _NUMPY_NAMES):
             return super().find_class(module, name)
         if top == "engram":
-            found = super().find_class(module, name)
+            try:
+                found = super().find_class(module, name)
+            except (ImportError, AttributeError):
+                moved = moved_module(module, name)
+                if moved is None:
+                    raise
+                module, found = moved, super().find_class(moved, name)
             if isinstance(found, type) or _is_factory(found, module):
                 return found
         raise pickle.UnpicklingError(f"a policy state does not contain {module}.{name}")
 
 
 # Domain packages whose argument-less functions (a defaultdict's factory, say) a state may refer to.
-_FACTORY_PACKAGES = ("engram.cognitive", "engram.background", "engram.discussion", "engram.context",
-                     "engram.policies", "engram.search", "engram.events")
+_FACTORY_PACKAGES = ("engram.memory.cognitive", "engram.memory.background", "engram.memory.discussion", "engram.memory.context",
+                     "engram.policies", "engram.providers.search", "engram.events")
 
 
 def _is_factory(fn, module: str) -> bool:
@@ -118,7 +159,7 @@ class PolicyContext:
         LLM outage; the policy's batch fails, and is handled again once the endpoint answers."""
         tasks = self.services.get("tasks")
         if tasks is None:
-            from engram.llm.factory import make_tasks
+            from engram.providers.llm.factory import make_tasks
 
             config = self.services.get("config")
             tasks = self.services["tasks"] = make_tasks(config.llm if config is not None else None)

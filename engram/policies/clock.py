@@ -1,4 +1,4 @@
-"""The ClockTicker: records the `ClockTick` events that drive consolidation (`engram.background.clock`).
+"""The ClockTicker: records the `ClockTick` events that drive consolidation (`engram.memory.background.clock`).
 
 In event time, from the traces made from the conversation as they reach the log (one tick per advance of the
 agent's time past an interval boundary, at the latest boundary passed: consolidation then does what fell due
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.background import clock
 from engram.config import defaults as d
 from engram.events.control import AgentForgotten, ClockTick
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.kernel.ids import agent_stream
+from engram.memory.background import clock
 from engram.policies.background_base import BackgroundPolicy
 from engram.policies.base import PolicyContext
-from engram.settings import agent_stream
 
 EVENT_TIME, WALL_CLOCK = "event-time", "wall-clock"
 # Traces made from the conversation as it is recorded (auto-ingest, tool-failure lessons), and the Reflector's.

@@ -12,49 +12,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engram.placement import owner
-from engram.cognitive.memory import VECTOR_TEXT, AgentMemory
-from engram.cognitive.personality import Pad
 from engram.config.agent import AgentConfig
 from engram.events.envelope import Recorded
+from engram.kernel.placement import owner
+from engram.memory.cognitive.memory import AgentMemory, VECTOR_TEXT
+from engram.memory.cognitive.personality import Pad
+from engram.memory.settings import SettingsView
 from engram.policies.base import Policy, PolicyContext
-from engram.settings import SettingsView
-
-_lock = threading.Lock()
-_local_embedders: dict[str, Any] = {}
-# One onnxruntime thread per process that embeds in-process: on the 2-core target, Ray actors run
-# beside us and a second intra-op thread makes short queries wait (the discussion layer measured
-# query p99 13–16 ms with one thread against 135–158 ms with two). A configured count is kept.
-EMBEDDER_THREADS = 1
-
-
-def embedder_of(services: dict[str, Any]):
-    """The embedder service; without one (no cache actor in this build), the configured model in-process.
-
-    Loaded once per process and shared by every policy and projection of the process.
-    """
-    if services.get("embedder") is not None:
-        return services["embedder"]
-    from engram.embeddings import make_embedder
-
-    from engram.config.llm import EmbedderConfig
-
-    config = services.get("config")
-    wanted = config.embedder if config is not None else EmbedderConfig()
-    if wanted.threads is None:
-        wanted = wanted.model_copy(update={"threads": EMBEDDER_THREADS})
-    key = wanted.model_dump_json()
-    with _lock:
-        found = _local_embedders.get(key)
-        if found is None:
-            found = _local_embedders[key] = make_embedder(wanted)
-    return found
+from engram.providers.services import embedder_of
 
 
 # Agents whose cognitive memory one policy process keeps (`ray.residentAgents`): past this, the least recently
 # used are evicted, and rebuilt from the log (the events folded so far) when they are needed again. A rebuild
 # costs a read of the agent's events and a cache lookup of their vectors, so the default keeps every agent of
-# a home of a few thousand (their memories are small: no vector graph below 64 traces, see engram.search.hnsw)
+# a home of a few thousand (their memories are small: no vector graph below 64 traces, see engram.providers.search.hnsw)
 # and bounds larger ones.
 DEFAULT_RESIDENT_AGENTS = 4096
 # A memory is evicted only after this many batches without use (see `CognitivePolicy.after_batch`).

@@ -1,7 +1,7 @@
 """The Consolidator: at every `ClockTick`, everything due for that agent through the tick, each at its own boundary.
 
 It folds each owned agent's traces and graph (no embeddings kept: it embeds only the episodic
-traces it clusters, once each) and keeps the agenda of `engram.background.consolidation`: at a tick
+traces it clusters, once each) and keeps the agenda of `engram.memory.background.consolidation`: at a tick
 it runs what fell due since the previous tick, boundary by boundary (idle boundaries cost nothing and
 are not recorded one by one). Each decision goes to the stream of the trace it concerns (forgetting a
 discussion forgets them), at the event time of its boundary, with deterministic ids (a boundary's edges
@@ -34,21 +34,21 @@ from typing import Any
 
 import numpy as np
 
-from engram.background import consolidation
-from engram.background.traces import TraceFold
-from engram.cognitive import corrections
-from engram.cognitive.book import INTERESTS as TRACE_EVENTS
-from engram.cognitive.personality import Pad
 from engram.events.background import ConsolidationRan
-from engram.events.compact import compact
 from engram.events.cognitive import TraceEncoded
+from engram.events.compact import compact
 from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.kernel.ids import agent_stream
+from engram.memory.background import consolidation
+from engram.memory.background.traces import TraceFold
+from engram.memory.cognitive import corrections
+from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.memory.cognitive.personality import Pad
 from engram.policies.auto_ingest import ingests
 from engram.policies.background_base import BackgroundPolicy
 from engram.policies.base import PolicyContext
-from engram.policies.cognitive_base import embedder_of
-from engram.settings import agent_stream
+from engram.providers.services import embedder_of
 
 # The shape of `ConsolidationState` in snapshots: 2 = the agenda (each trace on its own timeline).
 AGENDA_VERSION = 2

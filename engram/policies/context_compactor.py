@@ -2,9 +2,9 @@
 
 A logical actor per discussion, placed on the `context` pool by consistent hashing (one mailbox per
 discussion, so its compactions are serial). After every message — and when the agent's recorded
-settings change — it folds the discussion's context (`engram.context.chain`) and, when the context
-passes `compactionThreshold` of `contextWindowTokens` (`engram.context.rules`), compacts the turns
-due with the recorded strategy (`engram.context.compactor`). Decisions depend only on the log: event
+settings change — it folds the discussion's context (`engram.memory.context.chain`) and, when the context
+passes `compactionThreshold` of `contextWindowTokens` (`engram.memory.context.rules`), compacts the turns
+due with the recorded strategy (`engram.memory.context.compactor`). Decisions depend only on the log: event
 time, recorded settings, and the messages and Observer notes the log holds before the trigger.
 
 Appended to the discussion's stream, with the trigger's event time and `causation` = its seq: the
@@ -19,19 +19,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engram.placement import owner
-from engram.cognitive import llm_bridge
-from engram.cognitive.personality import Pad
-from engram.context import hybrid, rules
-from engram.context.chain import DiscussionContext
-from engram.context.compactor import Compactor
+from engram.config.recorded import SCOPE_AGENT
 from engram.events.background import ContextCompacted
 from engram.events.cognitive import MoodChanged
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
+from engram.kernel.placement import owner
+from engram.memory.cognitive import llm_bridge
+from engram.memory.cognitive.personality import Pad
+from engram.memory.context import hybrid, rules
+from engram.memory.context.chain import DiscussionContext
+from engram.memory.context.compactor import Compactor
+from engram.memory.settings import SettingsView
 from engram.policies.base import Policy, PolicyContext
-from engram.settings import SCOPE_AGENT, SettingsView
 
 GROUP = "context"
 

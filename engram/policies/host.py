@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
+from engram.kernel.files import atomic_write
+from engram.kernel.timing import StageTimings
 from engram.policies.base import IncompatibleSnapshot, LlmUnavailable, Policy
-from engram.projections.base import atomic_write
-from engram.timing import StageTimings
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ class PolicyHost:
         self.save_pending()
         return total
 
-    # ------------------------------------------------------------------ forgetting (engram.forgetting)
+    # ------------------------------------------------------------------ forgetting (engram.shard.forget)
 
     def pause(self) -> None:
         """Nothing to pause here: this host runs only when called (an actor pauses its loop)."""
@@ -294,7 +294,7 @@ class PolicyHost:
     def scrub(self, texts: list[str]) -> list[str]:
         """Rebuild from the log every policy whose state still holds one of the forgotten `texts` (its own forget
         handling missed it), then write the snapshots again. Returns the names of the policies rebuilt."""
-        from engram.forgetting import search_terms
+        from engram.events.erasure import search_terms
 
         terms = search_terms(texts)
         reset = []

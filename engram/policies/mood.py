@@ -8,13 +8,14 @@ on `agent:<agent>`. `engram mood set` records explicit moods the same way.
 
 from __future__ import annotations
 
-from engram.cognitive import llm_bridge
-from engram.cognitive.personality import Pad, ingest_rules
 from engram.config import defaults as d
 from engram.events.cognitive import MoodChanged
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.kernel.ids import agent_stream
+from engram.memory.cognitive import llm_bridge
+from engram.memory.cognitive.ingest import ingest_rules
+from engram.memory.cognitive.personality import Pad
 from engram.policies.cognitive_base import CognitivePolicy
-from engram.settings import agent_stream
 
 
 def _clamp(x: float) -> float:

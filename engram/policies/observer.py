@@ -2,7 +2,7 @@
 
 One logical actor per observation log (per discussion by default, or per agent with
 `memory.observer.scope: "agent"`), placed on the pool by agent. Every observed message goes into
-its log's buffer (`engram.background.observer`):
+its log's buffer (`engram.memory.background.observer`):
 
 - every `bufferTokens` (6,000) unobserved tokens, the `observe` memory task (personality-focused:
   the agent's HEXACO traits come from its settings) turns them into notes, recorded at once as
@@ -21,16 +21,18 @@ from typing import Any
 
 import msgspec
 
-from engram.background import observer as core
-from engram.background.observation_log import LogKey, note_tokens
-from engram.cognitive.llm_bridge import chat_line
 from engram.config.agent import AgentConfig
+from engram.config.recorded import SCOPE_AGENT
 from engram.events.background import ObservationsActivated, ObservationsRecorded
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import CONVERSATION_ROLES
+from engram.kernel.ids import agent_stream
+from engram.memory.background import observer as core
+from engram.memory.background.observation_log import LogKey, note_tokens
+from engram.memory.cognitive.llm_bridge import chat_line
 from engram.policies.background_base import BackgroundPolicy
 from engram.policies.base import PolicyContext
-from engram.settings import SCOPE_AGENT, agent_stream
 
 
 class Observer(BackgroundPolicy):
@@ -77,7 +79,7 @@ class Observer(BackgroundPolicy):
 
     def _message(self, rec: Recorded) -> None:
         msg = rec.event
-        if msg.role not in core.OBSERVED_ROLES or not msg.content.strip():
+        if msg.role not in CONVERSATION_ROLES or not msg.content.strip():
             return
         cfg = self.config_of(rec.agent)
         if not cfg.memory.observer.enabled:

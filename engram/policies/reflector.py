@@ -1,10 +1,10 @@
 """The Reflector: condenses an observation log once its active notes exceed 40,000 tokens.
 
-It folds the observation logs (`engram.background.observation_log`) and the agent's traces
-(`engram.background.traces`); when an activation (or notes recorded without buffering) takes a log's
+It folds the observation logs (`engram.memory.background.observation_log`) and the agent's traces
+(`engram.memory.background.traces`); when an activation (or notes recorded without buffering) takes a log's
 active notes past `memory.reflector.activationTokens`, it asks the `reflect` memory task to merge them,
 shows it the existing traces they may contradict, and records the outcome
-(`engram.background.reflector.reflection_events`): `Reflected`, the new traces and their edges, and the
+(`engram.memory.background.reflector.reflection_events`): `Reflected`, the new traces and their edges, and the
 contradictions resolved by personality. In an agent-wide log, each discussion's notes are reflected
 separately so that every trace derives from one discussion (forgetting it forgets them).
 
@@ -21,19 +21,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.background import observation_log as obs
-from engram.background.reflector import due, existing_briefs, reflection_events
-from engram.background.traces import TraceFold
-from engram.cognitive.book import INTERESTS as TRACE_EVENTS
-from engram.cognitive.personality import Pad
+from engram.config.recorded import SCOPE_AGENT
 from engram.events.background import ObservationsActivated, ObservationsRecorded
 from engram.events.cognitive import FactsIngested
 from engram.events.control import AgentForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.policies.background_base import BackgroundPolicy
+from engram.memory.background import observation_log as obs
+from engram.memory.background.reflector import due, existing_briefs, reflection_events
+from engram.memory.background.traces import TraceFold
+from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.memory.cognitive.personality import Pad
 from engram.policies.auto_ingest import ingests
+from engram.policies.background_base import BackgroundPolicy
 from engram.policies.base import PolicyContext
-from engram.settings import SCOPE_AGENT
 
 
 class Reflector(BackgroundPolicy):

@@ -2,7 +2,7 @@
 
 Each group is hosted by `members` actors per shard; with several members, a policy hosts
 the logical actors (e.g. one Summarizer per discussion) that consistent hashing places on
-its member (`engram.placement.owner`). Add a policy by adding it to a group here.
+its member (`engram.kernel.placement.owner`). Add a policy by adding it to a group here.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the configuration checks group names here: importing the policies would be circular
+from engram.config import defaults as d
+
+if TYPE_CHECKING:
     from engram.policies.base import Policy
 
 # group name -> (default members per shard, ["module:Class", ...]); `ray.pools` in engram.json overrides the size
@@ -44,6 +46,8 @@ GROUPS: dict[str, tuple[int, list[str]]] = {
         ],
     ),
 }
+
+assert tuple(GROUPS) == d.POLICY_GROUPS, "engram.config.defaults.POLICY_GROUPS names the groups of GROUPS, in order"
 
 
 def members(group: str, pools: dict[str, int]) -> int:

@@ -1,7 +1,7 @@
 """The Summarizer policy: hosts the per-discussion Summarizers placed on this pool member.
 
 Registered in `policies.registry.GROUPS["summarizer"]`: each shard has a pool of PolicyActors
-for it, and `engram.placement.owner(discussion, members)` places every discussion on one member, so
+for it, and `engram.kernel.placement.owner(discussion, members)` places every discussion on one member, so
 a discussion's memory work is serial (one logical actor, one mailbox) while discussions spread
 over the pool. Every member folds the settings (`SettingsChanged`); only the owner of a
 discussion handles its events.
@@ -10,7 +10,7 @@ Events are appended as work goes (`PolicyContext.append`): after each rolling-su
 ("save after each"), before the log is read back, when a batch of work took long, and at the
 end of each handled batch. Their ids are deterministic, so a batch handled again after a
 restart appends nothing twice. Just before an append, the vector memories in it get their
-embeddings from the `"embedder"` service (`engram.services`: the home's EmbedderActor under Ray,
+embeddings from the `"embedder"` service (`engram.providers.services`: the home's EmbedderActor under Ray,
 a local cached embedder without it) in one batch.
 """
 
@@ -21,17 +21,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from engram.placement import owner
-from engram.discussion.chunking import Msg
-from engram.discussion.memory_workflows import MemoryWorkflowLibrary
-from engram.discussion.state import HISTORY_TYPES, DiscussionState, state_from_log
-from engram.discussion.summarizer import DiscussionSummarizer, EmbeddingJob, to_msg
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
+from engram.kernel.placement import owner
+from engram.memory.discussion.chunking import Msg
+from engram.memory.discussion.memory_workflows import MemoryWorkflowLibrary
+from engram.memory.discussion.state import DiscussionState, HISTORY_TYPES, state_from_log
+from engram.memory.discussion.summarizer import DiscussionSummarizer, EmbeddingJob, to_msg
+from engram.memory.settings import SettingsView
 from engram.policies.base import Policy, PolicyContext
-from engram.settings import SettingsView
 
 # Append what was decided at least this often while a long batch is being worked through, so
 # that a slow LLM's finished memories are durable (and visible) before the whole batch is done.
@@ -111,7 +111,7 @@ class Summarizer(Policy):
         if self._embedder is None:
             self._embedder = self.ctx.services.get("embedder")
             if self._embedder is None:
-                from engram.embeddings.factory import make_embedder, single_threaded
+                from engram.providers.embeddings.factory import make_embedder, single_threaded
 
                 config = self.ctx.services.get("config")
                 self._embedder = make_embedder(single_threaded(config.embedder if config is not None else None))

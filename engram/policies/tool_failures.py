@@ -7,12 +7,12 @@ Appended to the failure's stream: `LessonLearned` and the lesson's `TraceEncoded
 
 from __future__ import annotations
 
-from engram.cognitive import tool_failures
-from engram.cognitive.encoding import encode, trace_id
 from engram.config import defaults as d
 from engram.events.cognitive import LessonLearned
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import ToolCallFailed
+from engram.memory.cognitive import tool_failures
+from engram.memory.cognitive.encoding import encode, trace_id
 from engram.policies.cognitive_base import CognitivePolicy
 
 # A lesson matters: it should surface before small talk does.
@@ -57,7 +57,7 @@ class ToolFailureLearner(CognitivePolicy):
         tid = trace_id(agent, "lesson", *key)
         cfg = self.config_of(agent)
         mood = self.moods.get(agent)
-        from engram.cognitive.personality import Pad
+        from engram.memory.cognitive.personality import Pad
 
         trace = encode(
             trace_id=tid,

@@ -13,14 +13,14 @@ from __future__ import annotations
 import threading
 import uuid
 
-from engram.cognitive.book import INTERESTS as TRACE_EVENTS
-from engram.cognitive.personality import Pad, ingest_rules
-from engram.cognitive.retrieval import RecallResult, RecallSettings, limit_for, override_weights, recall
 from engram.events.cognitive import TraceRetrieved
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.ids import validate_agent, validate_discussion
+from engram.kernel.ids import agent_stream, validate_agent, validate_discussion
+from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.memory.cognitive.ingest import ingest_rules
+from engram.memory.cognitive.personality import Pad
+from engram.memory.cognitive.retrieval import RecallResult, RecallSettings, limit_for, override_weights, recall
 from engram.policies.cognitive_base import CognitivePolicy
-from engram.settings import agent_stream
 
 
 class TraceReader(CognitivePolicy):
@@ -28,7 +28,7 @@ class TraceReader(CognitivePolicy):
     interests = frozenset({"SettingsChanged"}) | TRACE_EVENTS
     # Read-only questions: the host runs them alongside each other (never alongside the fold of new events).
     concurrent_reads = frozenset({"recall", "agents"})
-    dormant = True  # recall's dormant stage searches the decay-pruned traces (engram.cognitive.retrieval, step 8)
+    dormant = True  # recall's dormant stage searches the decay-pruned traces (engram.memory.cognitive.retrieval, step 8)
 
     def __init__(self, ctx):
         super().__init__(ctx)

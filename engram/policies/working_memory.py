@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import bisect
 
-from engram.cognitive.personality import working_memory_capacity
-from engram.cognitive.working_memory import WorkingMemory
 from engram.config import defaults as d
 from engram.events import cognitive as ev
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
+from engram.kernel.ids import agent_stream
+from engram.memory.cognitive.personality import working_memory_capacity
+from engram.memory.cognitive.working_memory import WorkingMemory
 from engram.policies.cognitive_base import CognitivePolicy
-from engram.settings import agent_stream
 
 
 class _AgentWm:

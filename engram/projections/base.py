@@ -16,16 +16,15 @@ the events (and, for embeddings, in the content-addressed cache).
 from __future__ import annotations
 
 import json
-import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
 import duckdb
 
+from engram.config.home import ProjectionPaths
 from engram.events.envelope import Recorded
-from engram.home import ProjectionPaths
+from engram.kernel.files import atomic_write
 
 
 @dataclass
@@ -144,17 +143,6 @@ class TableProjection(Projection):
         except Exception:
             db.execute("ROLLBACK")
             raise
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class FileProjection(Projection):

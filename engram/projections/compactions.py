@@ -13,10 +13,10 @@ from typing import ClassVar
 import duckdb
 import pyarrow as pa
 
-from engram.context.rules import ratio
 from engram.events.background import ContextCompacted
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
+from engram.memory.context.rules import ratio
 from engram.projections.base import TableProjection
 
 TABLE = "context_compactions"

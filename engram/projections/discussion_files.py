@@ -17,10 +17,10 @@ from typing import ClassVar
 
 import duckdb
 
-from engram.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
-from engram.events.discussion import STORE_MEMORIES, ChunkSummarized, RollingSummaryUpdated
+from engram.events.discussion import ChunkSummarized, RollingSummaryUpdated, STORE_MEMORIES
 from engram.events.envelope import Recorded
-from engram.projections.base import atomic_write
+from engram.kernel.files import atomic_write
+from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
 from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
 
 

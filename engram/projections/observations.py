@@ -1,4 +1,4 @@
-"""Observation logs in SQL and on disk (the fold of `engram.background.observation_log`).
+"""Observation logs in SQL and on disk (the fold of `engram.memory.background.observation_log`).
 
 Tables:
 - `observation_notes`: every note ever recorded, with its status (buffered, active, reflected,
@@ -21,14 +21,22 @@ from typing import ClassVar
 import duckdb
 import pyarrow as pa
 
-from engram.background.observation_log import PROGRESS_INTERESTS, LogKey, LogState, NoteEntry, ObservationLog, ReflectionEntry
-from engram.background.render import ReflectionLine, render_log, restated_lines
+from engram.config.home import ProjectionPaths
 from engram.events.background import ObservationNote, Reflected
 from engram.events.cognitive import TraceEncoded
 from engram.events.envelope import Recorded
 from engram.events.messages import MessageAppended
-from engram.home import ProjectionPaths
-from engram.projections.base import TableProjection, atomic_write
+from engram.kernel.files import atomic_write
+from engram.memory.background.observation_log import (
+    LogKey,
+    LogState,
+    NoteEntry,
+    ObservationLog,
+    PROGRESS_INTERESTS,
+    ReflectionEntry,
+)
+from engram.memory.background.render import ReflectionLine, render_log, restated_lines
+from engram.projections.base import TableProjection
 
 FILE_SUFFIX = "_observations.md"
 AGENT_FILE = "observations.md"
@@ -51,7 +59,7 @@ LOG_SCHEMA = pa.schema([
     ("buffered_notes", pa.int64()), ("reflected_notes", pa.int64()), ("activations", pa.int64()),
     ("reflections", pa.int64()), ("reflection_input_tokens", pa.int64()), ("reflection_output_tokens", pa.int64()),
     ("reflection_compression", pa.float64()), ("last_seq", pa.int64()), ("file", pa.string()),
-    # How far the log is from activation (engram.background.observation_log.Progress).
+    # How far the log is from activation (engram.memory.background.observation_log.Progress).
     ("unobserved_tokens", pa.int64()), ("observer_threshold", pa.int64()), ("tokens_to_observer", pa.int64()),
     ("reflector_threshold", pa.int64()), ("tokens_to_reflector", pa.int64()),
     ("conversation_tokens", pa.int64()), ("joined_tokens", pa.int64()),

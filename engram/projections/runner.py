@@ -16,8 +16,8 @@ import msgspec
 
 from engram.events.control import Unreadable
 from engram.events.envelope import Recorded
+from engram.kernel.timing import StageTimings
 from engram.projections.base import Projection
-from engram.timing import StageTimings
 
 log = logging.getLogger(__name__)
 

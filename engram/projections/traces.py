@@ -1,6 +1,6 @@
 """MemoryTraces in SQL, and each agent's HNSW trace index on disk.
 
-Tables (the fold of the cognitive events, `engram.cognitive.book.TraceBook`):
+Tables (the fold of the cognitive events, `engram.memory.cognitive.book.TraceBook`):
 - `memory_traces`: one row per trace with its content, provenance, emotional context, decay and
   spaced-repetition state, graph links, active / soft-deleted, and `context` (what it is indexed
   with besides its content: for a reply, the question it answers);
@@ -11,7 +11,7 @@ View `trace_strength`: every trace's Ebbinghaus strength as of its agent's lates
 
 Files: `agents/<agent>/traces.hnsw` (hnswlib, items added single-threaded in log order, so replay
 writes the same bytes) and `traces.hnsw.json` (label order, deleted ids, model, the seq it reflects, and
-`text`: what the vectors embed, `engram.cognitive.memory.VECTOR_TEXT`).
+`text`: what the vectors embed, `engram.memory.cognitive.memory.VECTOR_TEXT`).
 
 Memory is bounded by agents in use, not agents known. The fold keeps an agent's memory (its book, links,
 keyword and vector index) only while it is among the `ray.shardResidentAgents` most recently folded agents.
@@ -33,14 +33,15 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from engram.cognitive.book import INTERESTS
-from engram.cognitive.graph import Edge
-from engram.cognitive.memory import AgentMemory
-from engram.cognitive.model import MemoryTrace
 from engram.events.envelope import Recorded
-from engram.policies.cognitive_base import embedder_of
-from engram.projections.base import TableProjection, atomic_write
-from engram.search.hnsw import HnswIndex
+from engram.kernel.files import atomic_write
+from engram.memory.cognitive.book import INTERESTS
+from engram.memory.cognitive.graph import Edge
+from engram.memory.cognitive.memory import AgentMemory
+from engram.memory.cognitive.model import MemoryTrace
+from engram.projections.base import TableProjection
+from engram.providers.search.hnsw import HnswIndex
+from engram.providers.services import embedder_of
 
 INDEX_FILE = "traces.hnsw"
 INDEX_META = "traces.hnsw.json"
@@ -118,9 +119,9 @@ def trace_row(t: MemoryTrace) -> tuple:
 
 class TraceProjection(TableProjection):
     name = "traces"
-    # 2: the index vectors embed the question and the content, not the day (`engram.cognitive.indexing`).
-    # 3: the spacing effect changes how a retrieval reinforces (engram.cognitive.decay.reinforce).
-    # 4: a reply's index vector combines the embeddings of its content and of its question (engram.cognitive.indexing).
+    # 2: the index vectors embed the question and the content, not the day (`engram.memory.cognitive.indexing`).
+    # 3: the spacing effect changes how a retrieval reinforces (engram.memory.cognitive.decay.reinforce).
+    # 4: a reply's index vector combines the embeddings of its content and of its question (engram.memory.cognitive.indexing).
     # A home folded by an older version folds again.
     version = 4
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
@@ -308,7 +309,7 @@ class TraceProjection(TableProjection):
             mem.book.traces[t.trace_id] = t
             if t.active:
                 for name in t.entities:
-                    from engram.cognitive.memory import entity_key
+                    from engram.memory.cognitive.memory import entity_key
 
                     mem.by_entity[entity_key(name)].append(t.trace_id)
                 mem.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)

@@ -4,7 +4,7 @@ Table (for `engram sql`, across discussions):
     vector_memories         one row per structured memory of the current generation, with its embedding
     vector_memory_stores    per discussion: generation, whether the store exists, count
 
-The per-discussion `.db` file (see `engram.discussion.vectors`) is rendered from these rows,
+The per-discussion `.db` file (see `engram.memory.discussion.vectors`) is rendered from these rows,
 HNSW index included: built single-threaded, in event order, with a fixed seed, so a replay
 writes the same index bytes.
 """
@@ -18,10 +18,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from engram.discussion.files import VECTOR_SUFFIX
-from engram.discussion.vectors import VectorMemoryRow, decode_vector, write_store
 from engram.events.discussion import STORE_VECTOR, VectorMemoryStored
 from engram.events.envelope import Recorded
+from engram.memory.discussion.files import VECTOR_SUFFIX
+from engram.memory.discussion.vectors import VectorMemoryRow, decode_vector, write_store
 from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
 
 _ROW_SCHEMA = pa.schema(

@@ -16,19 +16,19 @@ from typing import ClassVar
 import duckdb
 import pyarrow as pa
 
-from engram.cognitive.book import INTERESTS as TRACE_EVENTS
-from engram.cognitive.book import TraceBook
-from engram.cognitive.model import MemoryTrace
-from engram.cognitive.ingest import NAME_TAG
-from engram.cognitive.working_memory import DEFAULT_NOTES, budget_tokens, render_file, tag, with_profile_name
 from engram.config.agent import AgentConfig
+from engram.config.recorded import SCOPE_AGENT
 from engram.events import cognitive as ev
 from engram.events.control import AgentForgotten, SettingsChanged
 from engram.events.envelope import Recorded, iso
-from engram.projections.base import TableProjection, atomic_write
-from engram.settings import SCOPE_AGENT, SettingsView
+from engram.kernel.files import atomic_write
+from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS, TraceBook
+from engram.memory.cognitive.ingest import NAME_TAG
+from engram.memory.cognitive.model import MemoryTrace
+from engram.memory.cognitive.working_memory import DEFAULT_NOTES, budget_tokens, render_file, tag, with_profile_name
+from engram.memory.settings import SettingsView
+from engram.projections.base import TableProjection
 
-FILE_NAME = "working-memory.md"
 # Categories of the traces listed under "Key Memories": what holds beyond one conversation.
 KEY_CATEGORIES = frozenset({"user_preference", "goal", "knowledge", "correction", "lesson"})
 KEY_MEMORIES = 20
@@ -84,7 +84,7 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: 
 
 class WorkingMemoryProjection(TableProjection):
     name = "working-memory"
-    # 2: its key traces fold reinforcement with the spacing effect (engram.cognitive.decay.reinforce), and the
+    # 2: its key traces fold reinforcement with the spacing effect (engram.memory.cognitive.decay.reinforce), and the
     # profile's Name comes from the user's stated name: refold.
     version = 2
     tables: ClassVar[tuple[str, ...]] = ("working_memory", "working_memory_state", "working_memory_keys")
@@ -202,11 +202,11 @@ class WorkingMemoryProjection(TableProjection):
                 if t is not None:
                     keys.append((agent, tid, t.stream, t.category, t.content, t.importance, t.retrieval_count,
                                  t.encoded_us, t.active))
-            atomic_write(self.ctx.paths.agent_dir(agent) / FILE_NAME, self.render(agent).encode())
+            atomic_write(self.ctx.paths.working_memory_file(agent), self.render(agent).encode())
         _insert(db, "working_memory_state", _STATE, states)
         _insert(db, "working_memory_keys", _KEYS, keys)
         for agent in sorted(self._forgotten):
-            path = self.ctx.paths.agent_dir(agent) / FILE_NAME
+            path = self.ctx.paths.working_memory_file(agent)
             if path.exists():
                 path.unlink()
         self._dirty_slots.clear()

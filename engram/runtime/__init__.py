@@ -1,4 +1,4 @@
-"""The runtimes that implement `engram.api.runtime.Runtime`: Ray (`ray_runtime`) and in-process (`inprocess`).
+"""The runtimes that implement `engram.runtime.base.Runtime`: Ray (`ray_runtime`) and in-process (`inprocess`).
 
 Only this package (and `engram.actors`, which it drives) imports Ray. `open_runtime` picks one by name.
 """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import duckdb
 
-from engram.api.runtime import MissingTable, QueryError
 from engram.events.store import AppendError
-from engram.flow import Backpressure
+from engram.kernel.flow import Backpressure
+from engram.runtime.base import MissingTable, QueryError
 
 # Exceptions that mean "the caller asked for something wrong" (or "slow down"), passed through as they are: an
 # append the log refused (e.g. a message id recorded with other words) among them.

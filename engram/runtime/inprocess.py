@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from engram.api.runtime import Runtime, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
-from engram.placement import owner
-from engram.runtime.errors import query_error
+from engram.kernel.placement import owner
 from engram.policies.registry import GROUPS, members as pool_size
+from engram.runtime.base import Runtime, merge_results, seq_ranges
+from engram.runtime.errors import query_error
 
 SUMMARIZER_GROUP = "summarizer"
 READER_GROUP = "traces"
@@ -46,7 +46,7 @@ class InProcessRuntime(Runtime):
         `snapshots`: keep policy snapshots under `<home>/state/` (False: policies refold the log);
         `auto_settle`: every append returns after the policies and projections have handled it (memory
         is created synchronously); False: only `settle()` / `wait_idle()` run them."""
-        from engram.services import build_services
+        from engram.providers.services import build_services
 
         self.config = config = self._open_home(config)
         unknown = sorted(set(groups or ()) - set(GROUPS))
@@ -67,7 +67,7 @@ class InProcessRuntime(Runtime):
         return "in-process (no Ray)"
 
     def start(self) -> "InProcessRuntime":
-        from engram.shard import ShardHost
+        from engram.shard.host import ShardHost
 
         limits = self.config.limits
         for s in self.all_shards():
@@ -159,17 +159,15 @@ class InProcessRuntime(Runtime):
 
     def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
         """One shard: confined there. Several: the statement runs once, confined, over every shard's relations
-        (`engram.gathered_sql`), so aggregates, ORDER BY/LIMIT and joins across shards are exact."""
-        from engram.api.runtime import merge_results
-
+        (`engram.sql.gathered`), so aggregates, ORDER BY/LIMIT and joins across shards are exact."""
         for s in self.all_shards():
             self.shard_host(s).catch_up()
         if self.config.shards == 1:
             host = self.shard_host(0)
             return merge_results([host.sql(query, params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)],
                                  max_rows)
-        from engram.gathered_sql import GatheredShards, referenced
-        from engram.home import ProjectionPaths
+        from engram.sql.gathered import GatheredShards, referenced
+        from engram.config.home import ProjectionPaths
         from engram.sql import run_readonly
 
         names = referenced(query)
@@ -263,9 +261,9 @@ class InProcessRuntime(Runtime):
             self.policy_hosts.clear()
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
-        """`engram.forgetting.forget` over the shard host and the shard's policy hosts (their state and snapshots
+        """`engram.shard.forget.forget` over the shard host and the shard's policy hosts (their state and snapshots
         lose the forgotten text too)."""
-        from engram.forgetting import forget
+        from engram.shard.forget import forget
 
         index = self.shard_of(agent)
         try:

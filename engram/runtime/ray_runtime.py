@@ -9,7 +9,7 @@
   runtime.
 
 Logical actors (a Summarizer per discussion, a trace reader per agent) are placed on their pool
-member by consistent hashing (`engram.placement.owner`).
+member by consistent hashing (`engram.kernel.placement.owner`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Callable, Sequence
 import ray
 
 from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
-from engram.api.runtime import Runtime, RuntimeUnavailable, seq_ranges
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
-from engram.placement import owner
+from engram.kernel.placement import owner
 from engram.policies.registry import members as pool_size
+from engram.runtime.base import Runtime, RuntimeUnavailable, merge_results, seq_ranges
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
 
@@ -170,7 +170,7 @@ class RayRuntime(Runtime):
         before them, so that this runtime owns it; its model loads when the policies start)."""
         if self._embedder is None:
             from engram.actors.embedder import EMBEDDER_ROLE, EmbedderActor
-            from engram.embeddings.factory import index_time
+            from engram.providers.embeddings.factory import index_time
 
             self._embedder = EmbedderActor.options(**self._options(EMBEDDER_ROLE)).remote(
                 str(self.home.root), index_time(self.config.embedder).model_dump(mode="json")
@@ -315,14 +315,12 @@ class RayRuntime(Runtime):
 
     def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
         """One shard: confined there. Several: each shard sends the relations the query reads (only `agents`' rows
-        when given) and the statement runs once, confined, over all of them (`engram.gathered_sql`): aggregates,
+        when given) and the statement runs once, confined, over all of them (`engram.sql.gathered`): aggregates,
         ORDER BY/LIMIT and joins across shards are exact."""
-        from engram.api.runtime import merge_results
-
         if self.config.shards == 1:
             return merge_results(get([self.shard(0).sql.remote(query, params, agents, timeout_s, max_rows)]), max_rows)
-        from engram.gathered_sql import GatheredShards, referenced
-        from engram.home import ProjectionPaths
+        from engram.sql.gathered import GatheredShards, referenced
+        from engram.config.home import ProjectionPaths
         from engram.sql import run_readonly
 
         names = referenced(query)
@@ -422,10 +420,10 @@ class RayRuntime(Runtime):
                 time.sleep(0.1)
 
     def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
-        """`engram.forgetting.forget` over the shard actor and the shard's policy actors: the policies pause (their
+        """`engram.shard.forget.forget` over the shard actor and the shard's policy actors: the policies pause (their
         loops stop reading the log), drop their snapshots, drain to the marker, and after the shard has erased its
         log and rebuilt its projections, every policy whose state still holds forgotten text rebuilds from the log."""
-        from engram.forgetting import forget
+        from engram.shard.forget import forget
 
         index = self.shard_of(agent)
         hosts = [_Remote(h) for (_, s, _), h in sorted(self.policies().items()) if s == index]
@@ -499,7 +497,7 @@ class RayRuntime(Runtime):
 
 
 class _Remote:
-    """An actor's methods called as plain ones (one `get` each): what `engram.forgetting` drives."""
+    """An actor's methods called as plain ones (one `get` each): what `engram.shard.forget` drives."""
 
     def __init__(self, handle):
         self._handle = handle

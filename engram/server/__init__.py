@@ -6,5 +6,5 @@
 - `endpoint`: how an API operation becomes a route (msgspec bodies, JSON errors, OpenAPI schemas);
 - `auth`: the per-request hook that says which agents a request may touch.
 
-The server never imports Ray: the composition root `engram.boot` gives it an `Api` over a runtime.
+The server never imports Ray: the composition root `engram.boot.serve` gives it an `Api` over a runtime.
 """

@@ -1,14 +1,13 @@
 """The engram HTTP app: REST over `engram.api`, its OpenAPI document, JSON errors, a body limit.
 
-`create_app(api, identity, shutdown=…)` is all a host needs (uvicorn in `engram.boot`, or a Ray Serve
-deployment in `engram.runtime.serve`). Every refusal is `{"error": {"code", "message"}}` with its
+`create_app(api, identity, shutdown=…)` is all a host needs (uvicorn in `engram.boot.serve`, or a Ray Serve
+deployment in `engram.boot.ray_serve`). Every refusal is `{"error": {"code", "message"}}` with its
 4xx; a request refused for its body never reaches an operation, so nothing is appended.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -19,36 +18,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from engram.api.errors import ApiError, error, translate
-from engram.logs import describe
-from engram.server.endpoint import SCHEMA_TYPES, json_response
+from engram.api.errors import ApiError, error, translate, translated_exceptions
+from engram.kernel.logs import describe
+from engram.server.endpoint import SCHEMA_TYPES, error_response
 from engram.server.frontdoor import FrontDoor
 from engram.server.keys import KeyRing
+from engram.server.mcp_http import McpEndpoint
 from engram.server.routes import ROUTERS
 
 log = logging.getLogger("engram.server")
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
-
-
-# OpenAI's error `type` by status: what the `openai` SDK and front-ends built for it expect beside code and message.
-OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error",
-                415: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error"}
-
-
-def error_body(exc: ApiError) -> dict:
-    """`{"error": {"code", "message", "type"}}`: engram's stable code and what to fix, with OpenAI's error type so
-    that OpenAI clients read it as they read OpenAI's own errors."""
-    kind = OPENAI_TYPES.get(exc.status, "server_error" if exc.status >= 500 else "invalid_request_error")
-    return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
-
-
-def error_response(exc: ApiError):
-    response = json_response(error_body(exc), exc.status)
-    if exc.retry_after is not None:
-        response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
-    return response
 
 
 class BodyLimit:
@@ -143,19 +123,6 @@ class Activity:
         return 0.0 if self.in_flight else time.monotonic() - self.last
 
 
-_STATE_LOCK = threading.Lock()
-
-
-def ensure_state(state) -> None:
-    """Build the app's api, identity and shutdown on first use when a `factory` was given instead (a Ray Serve
-    replica: the app travels to the replica by value, so its state is made there)."""
-    if state.api is None and state.factory is not None:
-        with _STATE_LOCK:
-            if state.api is None:
-                state.api, state.identity, state.shutdown = state.factory()
-                state.keys = KeyRing(Path(state.identity.home))
-
-
 def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                activity: Activity | None = None, factory: Callable | None = None, host: str | None = None,
                allowed_hosts: tuple[str, ...] | None = None) -> FastAPI:
@@ -200,7 +167,7 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
     # The domain exceptions that are the caller's doing, answered by Starlette's exception middleware: the handler of
     # `Exception` below answers too, but the server then also re-raises, logs a traceback and drops the
     # connection, which breaks the client's next request on it (the openai SDK keeps connections alive).
-    for kind in _translated_exceptions():
+    for kind in translated_exceptions():
         app.add_exception_handler(kind, translated)
 
     @app.exception_handler(ClientDisconnect)
@@ -240,8 +207,6 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
     app.openapi = openapi
     from starlette.routing import Route
 
-    from engram.mcp.server import McpEndpoint
-
     # MCP's streamable HTTP (not in the OpenAPI document: its own protocol); scoped by the request's key.
     app.router.routes.append(Route("/mcp", endpoint=McpEndpoint(app.state), methods=["GET", "POST", "DELETE"]))
     app.add_middleware(Tracked)
@@ -251,19 +216,6 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
                        allowed_hosts=allowed_hosts if allowed_hosts is not None else
                        tuple(server.allowed_hosts if server else ()))  # outermost: before anything reads the body
     return app
-
-
-def _translated_exceptions() -> tuple[type, ...]:
-    """What `engram.api.errors.translate` turns into a refusal (4xx, or 502/503 for an outage)."""
-    from engram.api.runtime import RuntimeUnavailable
-    from engram.config.errors import ConfigError
-    from engram.events.store import EventIdConflict
-    from engram.flow import Backpressure
-    from engram.ids import InvalidIdError
-    from engram.ingest.messages import MessageRejected
-    from engram.llm.caller import CallFailed
-
-    return InvalidIdError, ConfigError, MessageRejected, Backpressure, RuntimeUnavailable, CallFailed, EventIdConflict
 
 
 def _fastapi_422(op: dict) -> bool:

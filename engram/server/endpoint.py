@@ -21,6 +21,8 @@ health probe, and nothing that grants access). So a new route is scoped by defau
 from __future__ import annotations
 
 import inspect
+import threading
+from pathlib import Path
 from typing import Any, Callable
 
 import msgspec
@@ -28,8 +30,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from engram.api.errors import CODES, error, translate
+from engram.api.errors import ApiError, CODES, error, translate
 from engram.server.auth import authenticate
+from engram.server.keys import KeyRing
 
 ACCESS = ("agent", "home", "key", "open")
 
@@ -91,7 +94,6 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
         async def endpoint(request: Request, **kwargs):
             state = request.app.state
             if state.api is None:
-                from engram.server.app import ensure_state
 
                 await run_in_threadpool(ensure_state, state)
             principal = None if access == "open" else authenticate(request)
@@ -134,3 +136,36 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
         return handler
 
     return register
+
+
+# OpenAI's error `type` by status: what the `openai` SDK and front-ends built for it expect beside code and message.
+OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                404: "not_found_error", 409: "invalid_request_error", 413: "invalid_request_error",
+                415: "invalid_request_error", 422: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def error_body(exc: ApiError) -> dict:
+    """`{"error": {"code", "message", "type"}}`: engram's stable code and what to fix, with OpenAI's error type so
+    that OpenAI clients read it as they read OpenAI's own errors."""
+    kind = OPENAI_TYPES.get(exc.status, "server_error" if exc.status >= 500 else "invalid_request_error")
+    return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
+
+
+def error_response(exc: ApiError):
+    response = json_response(error_body(exc), exc.status)
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+    return response
+
+
+_STATE_LOCK = threading.Lock()
+
+
+def ensure_state(state) -> None:
+    """Build the app's api, identity and shutdown on first use when a `factory` was given instead (a Ray Serve
+    replica: the app travels to the replica by value, so its state is made there)."""
+    if state.api is None and state.factory is not None:
+        with _STATE_LOCK:
+            if state.api is None:
+                state.api, state.identity, state.shutdown = state.factory()
+                state.keys = KeyRing(Path(state.identity.home))

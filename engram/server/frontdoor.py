@@ -82,7 +82,7 @@ class FrontDoor:
         try:
             await self._check(scope)
         except ApiError as exc:
-            from engram.server.app import error_response
+            from engram.server.endpoint import error_response
 
             return await error_response(exc)(scope, receive, send)
         return await self.app(scope, receive, send)
@@ -127,7 +127,7 @@ class FrontDoor:
         if getattr(state, "keys", None) is None and getattr(state, "factory", None) is not None:
             from starlette.concurrency import run_in_threadpool
 
-            from engram.server.app import ensure_state
+            from engram.server.endpoint import ensure_state
 
             await run_in_threadpool(ensure_state, state)
         ring = getattr(state, "keys", None)

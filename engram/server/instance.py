@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from engram.private import open_private, private_dirs, private_home, write_private
+from engram.kernel.private import open_private, private_dirs, private_home, write_private
 
 INSTANCE_FILE = "instance.json"
 LOCK_FILE = "instance.lock"
@@ -159,7 +159,7 @@ class StartLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "StartLock":
-        from engram.filelock import try_lock
+        from engram.kernel.filelock import try_lock
 
         deadline = time.monotonic() + self.timeout
         while (fd := try_lock(self.path)) is None:

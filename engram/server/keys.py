@@ -75,7 +75,7 @@ def load_keys(home: Path) -> list[StoredKey]:
 
 
 def save_keys(home: Path, keys: list[StoredKey]) -> None:
-    from engram.private import private_home
+    from engram.kernel.private import private_home
 
     path = keys_path(home)
     private_home(path.parent)
@@ -87,7 +87,7 @@ def save_keys(home: Path, keys: list[StoredKey]) -> None:
 
 
 def parse_agents(text: str) -> tuple[str, ...]:
-    from engram.ids import InvalidIdError, validate_agent
+    from engram.kernel.ids import InvalidIdError, validate_agent
 
     agents = [a.strip() for a in text.split(",") if a.strip()]
     if not agents:

@@ -42,7 +42,7 @@ from starlette.concurrency import run_in_threadpool
 from engram.api import types as t
 from engram.api.errors import ApiError, error, translate
 from engram.server.auth import authenticate
-from engram.server.endpoint import error_responses, json_response
+from engram.server.endpoint import ensure_state, error_body, error_responses, json_response
 
 log = logging.getLogger("engram.proxy")
 router = APIRouter(tags=["openai"])
@@ -121,7 +121,7 @@ def completion_request(req: OaiRequest) -> t.CompletionRequest:
 
 
 def choose_agent(request: Request, model: str, principal, default_agent: str) -> str:
-    from engram.ids import validate_agent
+    from engram.kernel.ids import validate_agent
 
     named = request.headers.get("x-engram-agent")
     if not named and model.startswith(MODEL_PREFIX) and len(model) > len(MODEL_PREFIX):
@@ -184,8 +184,6 @@ async def chat_completions(request: Request):
     the reply is appended, memory creation runs after the response. Without a tag: no memory, nothing appended."""
     state = request.app.state
     if state.api is None:
-        from engram.server.app import ensure_state
-
         await run_in_threadpool(ensure_state, state)
     principal = authenticate(request)
     req = parse_request(await request.body())
@@ -238,7 +236,7 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
     """Server-sent events of the reply as the model produces it (see the module docstring). The completion runs in a
     worker thread; its text reaches this event loop through a queue."""
     from engram.api.completions import ReplyAbandoned, Timing
-    from engram.ids import find_discussion_id
+    from engram.kernel.ids import find_discussion_id
 
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
@@ -302,8 +300,6 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
                     finished = True
                     return
                 else:
-                    from engram.server.app import error_body
-
                     refused = _refusal(value_)
                     if not isinstance(refused, ApiError):
                         log.error("a streamed chat completion failed", exc_info=refused)
@@ -332,8 +328,6 @@ async def models(request: Request):
     a front-end picks the agent by picking the model."""
     state = request.app.state
     if state.api is None:
-        from engram.server.app import ensure_state
-
         await run_in_threadpool(ensure_state, state)
     principal = authenticate(request)
     visible = sorted(await run_in_threadpool(state.api.scoped(principal).known_agents))

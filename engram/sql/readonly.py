@@ -38,8 +38,8 @@ import duckdb
 import msgspec
 import pyarrow as pa
 
-from engram import sqlviews
-from engram.home import ProjectionPaths
+from engram.config.home import ProjectionPaths
+from engram.sql import views as sqlviews
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_ROWS = 10_000

@@ -10,13 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from engram.actors.policy import HostedCalls
-from engram.api.runtime import RuntimeUnavailable
+from engram.config.home import Home
 from engram.events.cognitive import MoodChanged
 from engram.events.envelope import NewEvent, Write
-from engram.home import Home
 from engram.policies.base import Policy, PolicyContext
 from engram.policies.host import PolicyHost
-from engram.shard import ShardHost
+from engram.shard.host import ShardHost
 
 AGENT = "ada"
 T0 = 1_767_225_600_000_000
@@ -63,7 +62,7 @@ class Moods(Policy):
         try:
             with self.gate.shared(timeout=0):
                 return False
-        except RuntimeUnavailable:
+        except TimeoutError:
             return True
 
 

@@ -1,11 +1,11 @@
 """The EventStore as a real Ray actor: appends, reads, SQL and errors cross the process boundary."""
 
 import pytest
+from tests.events.helpers import T0, write
 
-from engram.events.store import ConcurrencyConflict
 from engram.api.types import AppendRequest, Message
 from engram.events.envelope import from_us
-from tests.events.helpers import T0, write
+from engram.events.store import ConcurrencyConflict
 
 pytestmark = pytest.mark.ray
 
@@ -43,7 +43,7 @@ def test_messages_through_the_api_are_idempotent_and_record_settings(engram_clie
 
 
 def test_agents_map_to_shards_by_a_stable_hash():
-    from engram.events.shards import shard_of
+    from engram.kernel.sharding import shard_of
 
     assert [shard_of(a, 4) for a in ("ada", "bob", "cy", "dee")] == [shard_of(a, 4) for a in ("ada", "bob", "cy", "dee")]
     assert shard_of("ada", 4) == 3  # pinned: changing the hash would move every agent's data

@@ -26,7 +26,7 @@ DISCUSSION = "trip"
 
 def open_home(home, **limits):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
 
     if limits:

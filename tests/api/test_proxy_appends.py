@@ -24,7 +24,7 @@ USER = ["I'm planning a trip to Lisbon in May with my sister Ines.", "We want a 
 @pytest.fixture
 def mem(tmp_path, monkeypatch):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -107,7 +107,7 @@ def test_an_append_through_another_path_makes_the_proxy_read_the_log_again(mem, 
 
 
 def test_a_stale_tail_record_never_makes_the_proxy_append_a_message_twice(mem):
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
 
     history = [{"role": "user", "content": USER[0]}]
     turn(mem, history)

@@ -17,7 +17,7 @@ MESSAGES = ["I'm planning a trip to Lisbon in May with my sister Ines.", "We wan
 @pytest.fixture
 def mem(tmp_path, monkeypatch):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

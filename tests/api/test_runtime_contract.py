@@ -4,10 +4,10 @@ Ray actors (the sample conversation ingested through the API, then read back eve
 from __future__ import annotations
 
 import pytest
+from tests.server.test_rest import AGENT, DISCUSSION, sample_conversations
 
 from engram.api import types as t
 from engram.api.errors import ApiError
-from tests.server.test_rest import AGENT, DISCUSSION, sample_conversations
 
 
 class RuntimeContract:
@@ -17,7 +17,7 @@ class RuntimeContract:
     @classmethod
     def mem(cls, request, tmp_path_factory):
         from engram.config.service import load_service_config
-        from engram.embedded import Engram
+        from engram.boot.embedded import Engram
 
         if cls.kind == "ray":
             request.getfixturevalue("ray_session")

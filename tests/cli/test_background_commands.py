@@ -8,11 +8,11 @@ import json
 import re
 
 import pytest
+from tests.memory.context.helpers import conversation
+from tests.server.helpers import served_home
 
 from engram.cli.main import main
-from engram.ingest.messages import discussion_write
-from tests.context.helpers import conversation
-from tests.server.helpers import served_home
+from engram.memory.ingest.messages import discussion_write
 
 pytestmark = pytest.mark.server
 

@@ -6,10 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.cli.helpers import SAMPLE, engram
-
 from tests.cli.conftest import serve_inprocess
+from tests.cli.helpers import SAMPLE, engram
 
 pytestmark = pytest.mark.server
 
@@ -136,7 +134,7 @@ def test_progress_into_a_pipe_is_plain_lines_and_on_a_terminal_one_redrawn_bar()
 
 def test_the_memory_progress_line_names_the_projections_or_policies_it_waits_for(capsys, monkeypatch):
     """`engram ingest` waits for memory with a line that moves with the consumer furthest behind and names it."""
-    from engram.api.idle import wait_idle
+    from engram.kernel.idle import wait_idle
     from engram.cli import common
     from engram.cli.ingest import wait_for_memory
 

@@ -2,7 +2,7 @@
 
 The home is 0700 and every file engram writes in it 0600: instance.json (the instance token), keys.json, the
 DuckDB log and projections, the JSONL files, logs/server.log, job journals. The server process runs with umask
-077 (engram.boot), and the commands write the files they make before it runs with explicit modes. Servers here
+077 (engram.boot.serve), and the commands write the files they make before it runs with explicit modes. Servers here
 run on the in-process runtime (no Ray); the Ray temp dir and Ray's listeners are in test_ray_processes.py.
 """
 
@@ -14,7 +14,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from tests.cli.helpers import SAMPLE, engram
 
 pytestmark = pytest.mark.server
@@ -71,7 +70,7 @@ def test_a_home_an_older_engram_made_open_is_made_private_when_its_server_starts
 
 
 def test_files_written_before_any_server_are_private():
-    from engram.private import private_home, write_private
+    from engram.kernel.private import private_home, write_private
 
     import tempfile
 

@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from tests.cli.helpers import SAMPLE, engram
 
 pytestmark = [pytest.mark.ray, pytest.mark.server]
@@ -89,7 +88,7 @@ def test_engram_serve_runs_in_the_foreground_and_stops_cleanly(home_dir):
 
 def test_a_server_started_from_a_directory_holding_an_engram_folder_runs_engrams_own_code(home_dir, tmp_path,
                                                                                          monkeypatch):
-    """Issue 22: `python -m engram.boot` put the working directory first on the import path, so the parent of a
+    """Issue 22: `python -m engram.boot.serve` put the working directory first on the import path, so the parent of a
     clone (which holds `engram/`) made every command fail; Ray also puts the driver's working directory on every
     worker's import path. The server here starts from such a directory, on Ray, with RAY_TMPDIR set: it must run
     engram's own modules in the server and in every actor, and keep its Ray files under RAY_TMPDIR."""

@@ -16,7 +16,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from tests.cli.helpers import SAMPLE, engram
 
 pytestmark = pytest.mark.server

@@ -12,7 +12,7 @@ def populated_template(tmp_path_factory):
     """A closed home (in-process runtime) after `populate`: nine agents, memory caught up. Nothing in a home's files
     names its own path, so a copy is that home, reopened."""
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.cluster.test_reshard import populate
 

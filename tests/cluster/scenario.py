@@ -47,7 +47,7 @@ def main(root: Path) -> dict:
     from ray.cluster_utils import Cluster
 
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
     from engram.runtime.startup import private_ray_temp
     from tests.events.helpers import write

@@ -6,14 +6,14 @@ import json
 
 import duckdb
 import pytest
+from tests.cluster.test_reshard import AGENTS
 
 from engram.cli.main import main
-from tests.cluster.test_reshard import AGENTS
 
 
 def serve_home(home):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 

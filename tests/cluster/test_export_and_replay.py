@@ -7,16 +7,16 @@ import json
 
 import duckdb
 import pytest
+from tests.cluster.test_reshard import AGENTS, populate
 
 from engram.api import types as t
 from engram.api.errors import ApiError
-from tests.cluster.test_reshard import AGENTS, populate
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 

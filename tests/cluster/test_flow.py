@@ -8,11 +8,11 @@ import threading
 import time
 
 import pytest
+from tests.events.helpers import write
 
 from engram.api import types as t
 from engram.api.errors import ApiError
-from engram.flow import Backpressure, InFlight
-from tests.events.helpers import write
+from engram.kernel.flow import Backpressure, InFlight
 
 
 def test_a_producer_past_the_in_flight_bound_waits_for_a_slot_and_then_goes_through():
@@ -37,7 +37,7 @@ def test_a_producer_that_waited_its_bounded_time_is_refused_with_a_retry_after()
 @pytest.fixture
 def served(tmp_path):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 
@@ -64,7 +64,7 @@ def test_the_api_answers_a_burst_past_the_bound_with_429_backpressure_and_retry_
 
 
 def test_a_shard_whose_projections_lag_too_far_refuses_appends_until_they_catch_up(tmp_path):
-    from engram.shard import ShardHost
+    from engram.shard.host import ShardHost
 
     host = ShardHost(tmp_path / "log.duckdb", tmp_path / "projections", max_projection_lag=5)
     try:

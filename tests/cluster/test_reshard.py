@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.server.test_rest import sample_conversations
 
 from engram.api import types as t
 from engram.api.errors import ApiError
-from tests.server.test_rest import sample_conversations
 
 AGENTS = [f"agent-{i}" for i in range(9)]
 
@@ -56,7 +56,7 @@ def populated(populated_copy):
 
 def open_homes(home):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
 
     home.mkdir(exist_ok=True)
@@ -114,7 +114,7 @@ def test_resharding_to_fewer_or_the_same_shards_is_refused_before_anything_moves
 @pytest.mark.ray
 def test_resharding_one_to_three_on_ray_keeps_every_stream_and_replay_equals_live(ray_session, tmp_path):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
 
     home = tmp_path / "home"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from tests.server.test_rest import AGENT, sample_conversations
 
 from engram.api import types as t
-from tests.server.test_rest import AGENT, sample_conversations
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
@@ -31,7 +31,7 @@ def open_home(tmp_path, settings: dict, agent_config: dict | None = None, agents
     import json
 
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
 
     home = tmp_path / "home"

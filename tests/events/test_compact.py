@@ -6,18 +6,25 @@ from __future__ import annotations
 import dataclasses
 
 import msgspec
+from tests.memory.cognitive.helpers import HOUR_US, T0, rec
 
-from engram.cognitive.book import TraceBook
+from engram.config.home import ProjectionPaths
 from engram.events import codec
 from engram.events.cognitive import (
-    EdgeAdded, EdgesAdded, Link, NewEdge, Reinforcement, TraceEncoded, TraceReinforced, TracesReinforced,
+    EdgeAdded,
+    EdgesAdded,
+    Link,
+    NewEdge,
+    Reinforcement,
+    TraceEncoded,
+    TraceReinforced,
+    TracesReinforced,
 )
 from engram.events.compact import compact, merged_id
 from engram.events.envelope import NewEvent, Write
-from engram.home import ProjectionPaths
-from engram.shard import ShardHost
+from engram.memory.cognitive.book import TraceBook
+from engram.shard.host import ShardHost
 from engram.sql import HomeFiles, run_readonly
-from tests.cognitive.helpers import HOUR_US, T0, rec
 
 
 def encoded(tid: str) -> TraceEncoded:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from engram.events.shards import MODULO, RENDEZVOUS, ReshardError, ShardMap, shard_of
-from engram.home import Home, HomeLayoutError
+from engram.config.home import Home, HomeLayoutError
+from engram.kernel.sharding import MODULO, RENDEZVOUS, ReshardError, ShardMap, shard_of
 
 AGENTS = [f"agent-{i}" for i in range(600)]
 

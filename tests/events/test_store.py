@@ -3,17 +3,11 @@
 import threading
 
 import pytest
+from tests.events.helpers import T0, msg, write
 
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import MessageAppended
-from engram.events.store import (
-    AppendError,
-    ConcurrencyConflict,
-    EventStore,
-    PayloadTooLarge,
-    StreamOwnershipError,
-)
-from tests.events.helpers import T0, msg, write
+from engram.events.store import AppendError, ConcurrencyConflict, EventStore, PayloadTooLarge, StreamOwnershipError
 
 
 @pytest.fixture
@@ -220,7 +214,7 @@ def test_purge_erases_a_stream_and_what_it_caused_but_keeps_positions(tmp_path):
     from engram.events.control import DiscussionForgotten
     from engram.events.envelope import NewEvent
     from engram.events.messages import ToolCallFailed
-    from engram.events.store import compact_database
+    from engram.kernel.files import compact_database
 
     path = tmp_path / "log.duckdb"
     store = EventStore(path)

@@ -1,5 +1,5 @@
 """A home with a known memory, made without Ray: events appended to a real log and folded by the real
-projections (`engram.shard.ShardHost`), with the hashing embedder (what is tested here is not the embedder).
+projections (`engram.shard.host.ShardHost`), with the hashing embedder (what is tested here is not the embedder).
 
 `small_home` holds one of everything the views show, at known times; `large_home` holds `traces` traces
 with edges between neighbours, one schema cluster per 50 traces and retrievals of neighbours and schemas
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram.embeddings.hashing import HashingEmbedder
 from engram.events.background import ConsolidationRan, Reflected
 from engram.events.cognitive import EdgeAdded, MoodChanged, TraceEncoded, TracePruned, TraceReinforced, TraceRetrieved
 from engram.events.discussion import ChunkSummarized, MemoryFileCreated
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import MessageAppended
 from engram.events.provenance import LlmCall
-from engram.shard import ShardHost
+from engram.providers.embeddings.hashing import HashingEmbedder
+from engram.shard.host import ShardHost
 
 AGENT = "inspected"
 DISCUSSION = "d1"

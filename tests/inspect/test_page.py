@@ -35,7 +35,7 @@ def demo(ray_session, tmp_path_factory):
 
     from engram.cli.demo import SAMPLE, SECTIONS, Demo
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.ray_runtime import RayRuntime
     from importlib import resources
 

@@ -7,14 +7,14 @@ import math
 from pathlib import Path
 
 import pytest
+from tests.inspect.synthetic import AGENT, DISCUSSION, HOUR, MINUTE, T0, large_home, small_home
 
-from engram.cognitive.decay import ebbinghaus
 from engram.config.service import load_service_config
 from engram.events.envelope import iso
 from engram.inspect.adapter import HomeFilesReader
 from engram.inspect.api import InspectError, Inspector, NotFound, request_key
 from engram.inspect.graph import hull
-from tests.inspect.synthetic import AGENT, DISCUSSION, HOUR, MINUTE, T0, large_home, small_home
+from engram.memory.cognitive.decay import ebbinghaus
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import msgspec
 
+from engram.config.home import Home
 from engram.config.service import ServiceConfig
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import MessageAppended
-from engram.home import Home
 from engram.policies.auto_ingest import AutoIngest
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.trace_reader import TraceReader
-from engram.shard import ShardHost
+from engram.shard.host import ShardHost
 
 T0 = 1_767_225_600_000_000
 SAID = {
@@ -67,8 +67,8 @@ def run(tmp_path, services, resident: int | None):
 
 
 def test_an_agent_evicted_while_idle_decides_and_remembers_as_if_it_had_never_left(tmp_path):
-    from engram.embeddings import make_embedder
-    from engram.llm.factory import make_tasks
+    from engram.providers.embeddings import make_embedder
+    from engram.providers.llm.factory import make_tasks
 
     config = ServiceConfig()
     services = {"tasks": make_tasks(config.llm), "embedder": make_embedder(config.embedder)}

@@ -3,13 +3,14 @@
 import json
 import time
 
+from tests.events.helpers import write
+
+from engram.config.home import Home
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import ToolCallFailed
-from engram.home import Home
 from engram.policies.base import Policy, PolicyContext
 from engram.policies.host import PolicyHost
-from engram.shard import ShardHost
-from tests.events.helpers import write
+from engram.shard.host import ShardHost
 
 
 class EveryThirdMessage(Policy):
@@ -111,7 +112,7 @@ def test_a_long_import_is_decided_in_parts_and_the_progress_shows_each_part_hand
     """A policy with `handle_batch` decides a long import part by part: each part's decisions are in the log, and its
     position past the part, before the next part is decided, so waiting for memory sees the import move (it sat at
     the head before the import until the whole import was decided) and names this policy as the one behind."""
-    from engram.api.idle import furthest_behind
+    from engram.kernel.idle import furthest_behind
 
     home = Home(tmp_path)
     shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)

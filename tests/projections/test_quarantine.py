@@ -2,12 +2,13 @@
 
 import duckdb
 import pytest
+from tests.events.helpers import T0, write
 
 from engram.events.store import EventStore
+from engram.kernel.files import atomic_write
 from engram.projections import registry
-from engram.projections.base import FileProjection, atomic_write, jsonl
-from engram.shard import ShardHost
-from tests.events.helpers import T0, write
+from engram.projections.base import FileProjection, jsonl
+from engram.shard.host import ShardHost
 
 
 def _discussions(host: ShardHost) -> dict[str, int]:

@@ -5,14 +5,14 @@ from typing import ClassVar
 
 import duckdb
 import pytest
+from tests.events.helpers import T0, write
 
 from engram.events.envelope import iso
 from engram.events.messages import MessageAppended
 from engram.projections import registry
 from engram.projections.base import FileProjection, jsonl
 from engram.projections.compare import differences
-from engram.shard import ShardHost
-from tests.events.helpers import T0, write
+from engram.shard.host import ShardHost
 
 
 class Transcript(FileProjection):
@@ -31,7 +31,7 @@ class Transcript(FileProjection):
         self.dirty.add(key)
 
     def write_files(self):
-        from engram.projections.base import atomic_write
+        from engram.kernel.files import atomic_write
 
         for agent, stream in sorted(self.dirty):
             path = self.ctx.paths.agent_dir(agent) / f"{stream}.transcript.jsonl"
@@ -190,7 +190,7 @@ def test_status_counts_every_event_by_type_as_the_log_grows(tmp_path):
 def test_a_reader_waiting_for_projections_gets_them_durable_without_waiting_for_the_checkpoint_interval(tmp_path, monkeypatch):
     import time
 
-    from engram import shard as shard_module
+    from engram.shard import host as shard_module
 
     monkeypatch.setattr(shard_module, "PROJECTION_CHECKPOINT_S", 3600.0)
     host = ShardHost(tmp_path / "log.duckdb", tmp_path / "live")  # with its fold thread

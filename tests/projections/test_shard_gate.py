@@ -4,10 +4,10 @@ import threading
 import time
 
 import pytest
-
-from engram.gate import Gate
-from engram.shard import ShardHost
 from tests.events.helpers import write
+
+from engram.kernel.gate import Gate
+from engram.shard.host import ShardHost
 
 
 def test_a_forget_racing_appends_reads_sql_and_status_on_its_shard_fails_none_of_them(tmp_path):

@@ -1,9 +1,10 @@
 """SQL over the log: the events view decodes payload fields, plus per-type views and messages."""
 
-from engram.shard import ShardHost
-from engram import sqlviews
-from engram.home import ProjectionPaths
 from tests.events.helpers import write
+
+from engram.config.home import ProjectionPaths
+from engram.shard.host import ShardHost
+from engram.sql import views as sqlviews
 
 
 def test_events_view_has_typed_payload_columns_and_messages_view_reads_the_conversation(tmp_path):

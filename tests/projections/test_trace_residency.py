@@ -8,16 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.policies.test_eviction import SAID, T0, turn
 
+from engram.config.home import Home
 from engram.config.service import ServiceConfig
-from engram.home import Home
 from engram.policies.auto_ingest import AutoIngest
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.trace_reader import TraceReader
 from engram.projections.compare import differences
-from engram.shard import ShardHost
-from tests.policies.test_eviction import SAID, T0, turn
+from engram.shard.host import ShardHost
 
 TABLES = {
     "memory_traces": "SELECT * FROM memory_traces ORDER BY trace_id",
@@ -33,8 +33,8 @@ SCRIPT = [("ann", 0), ("ann", 1), ("bob", 0), ("cid", 0), ("bob", 1), ("cid", 1)
 
 @pytest.fixture(scope="module")
 def services():
-    from engram.embeddings import make_embedder
-    from engram.llm.factory import make_tasks
+    from engram.providers.embeddings import make_embedder
+    from engram.providers.llm.factory import make_tasks
 
     config = ServiceConfig()
     return {"tasks": make_tasks(config.llm), "embedder": make_embedder(config.embedder)}

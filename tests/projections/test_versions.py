@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import duckdb
 
+from engram.config.home import ProjectionPaths
 from engram.events.envelope import Recorded
 from engram.events.messages import MessageAppended
-from engram.home import ProjectionPaths
 from engram.projections.base import ProjectionContext, TableProjection
 
 

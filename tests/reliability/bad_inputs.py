@@ -47,8 +47,8 @@ def _ingest(name: str, content: bytes | str, *, discussion: str | None = "d", fm
     """What `engram ingest` does before anything is appended: parse the file, prepare every write."""
 
     def run(tmp: Path) -> str:
-        from engram.ingest.formats import IngestError, parse_file
-        from engram.ingest.messages import MessageRejected, discussion_write
+        from engram.memory.ingest.formats import IngestError, parse_file
+        from engram.memory.ingest.messages import MessageRejected, discussion_write
 
         path = tmp / name
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))
@@ -66,7 +66,7 @@ def _message(**fields):
     """A message given through the Python API (`Engram.append_messages`)."""
 
     def run(tmp: Path) -> str:
-        from engram.ingest.messages import IncomingMessage, MessageRejected, discussion_write
+        from engram.memory.ingest.messages import IncomingMessage, MessageRejected, discussion_write
 
         values = {"role": "user", "content": "hello", "ts_us": NOW, **fields}
         return _error(lambda: discussion_write(AGENT_OK, "d", [IncomingMessage(**values)], max_message_chars=100),
@@ -77,7 +77,7 @@ def _message(**fields):
 
 def _id(kind: str, value):
     def run(tmp: Path) -> str:
-        from engram.ids import InvalidIdError, validate_agent, validate_discussion
+        from engram.kernel.ids import InvalidIdError, validate_agent, validate_discussion
 
         return _error(lambda: (validate_agent if kind == "agent" else validate_discussion)(value), InvalidIdError)
 
@@ -143,7 +143,7 @@ def _event(make, *, stream="d", agent="a", ts_us=NOW, event_id=None, max_payload
 
 def _workflow(content: bytes | str):
     def run(tmp: Path) -> str:
-        from engram.discussion.workflow.parse import WorkflowError, load
+        from engram.memory.discussion.workflow.parse import WorkflowError, load
 
         path = tmp / "flow.json"
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -154,7 +154,7 @@ def _workflow(content: bytes | str):
 
 def _search(text: str, **kw):
     def run(tmp: Path) -> str:
-        from engram.discussion import search as vsearch
+        from engram.memory.discussion import search as vsearch
 
         return _error(lambda: vsearch.search(None, text, discussion="d", **kw), vsearch.SearchError)
 
@@ -163,7 +163,7 @@ def _search(text: str, **kw):
 
 def _sql(query: str):
     def run(tmp: Path) -> str:
-        from engram.home import ProjectionPaths
+        from engram.config.home import ProjectionPaths
         from engram.sql import HomeFiles, SqlError, run_readonly
 
         from engram.events.store import EventStore

@@ -24,7 +24,7 @@ def context():
     global _ctx
     if _ctx is None:
         _ctx = multiprocessing.get_context("forkserver")
-        _ctx.set_forkserver_preload(["engram.shard", "engram.events.store", "tests.reliability.crash"])
+        _ctx.set_forkserver_preload(["engram.shard.host", "engram.events.store", "tests.reliability.crash"])
     return _ctx
 
 
@@ -38,7 +38,7 @@ def _append_child(root: str, seed: int, with_projections: bool, writers: int) ->
     from engram.events.envelope import NewEvent, Write
     from engram.events.messages import MessageAppended
     from engram.events.store import EventStore
-    from engram.shard import ShardHost
+    from engram.shard.host import ShardHost
 
     root_path = Path(root)
     if with_projections:
@@ -102,7 +102,7 @@ def kill_during_appends(root: Path, seed: int, *, with_projections: bool = False
 
 def check_log(root: Path, *, with_projections: bool) -> TrialResult:
     from engram.events.store import EventStore
-    from engram.shard import ShardHost
+    from engram.shard.host import ShardHost
 
     result = TrialResult()
     acked = []
@@ -148,7 +148,7 @@ def check_log(root: Path, *, with_projections: bool) -> TrialResult:
 
 FORGET_STAGES = {
     # the log's payloads are erased (committed), the file not rewritten yet
-    "erased": ("engram.shard", "compact_database", None),
+    "erased": ("engram.shard.forget", "compact_database", None),
     # the projections are half swapped: the old ones deleted, the first rebuilt one being moved in
     "swapping": ("os", "replace", ".projections.rebuild-"),
     # the shard is done; the policies' snapshots are deleted and not written again yet
@@ -202,8 +202,8 @@ def llm_home_config(url: str, timeout_s: float) -> dict:
 
 
 def _llm_child(home: str, count: int) -> None:
-    from tests.discussion.engine import LocalEngine
-    from tests.discussion.conftest import ingest, messages
+    from tests.memory.discussion.engine import LocalEngine
+    from tests.memory.discussion.conftest import ingest, messages
 
     os.environ["ANTHROPIC_API_KEY"] = "test-key"
     with LocalEngine(home) as engine:
@@ -235,7 +235,7 @@ def _fill_child(root: str, home: str, file_limit: int | None) -> None:
     from engram.events.envelope import NewEvent, Write
     from engram.events.messages import MessageAppended
     from engram.events.store import AppendError
-    from engram.shard import ShardHost
+    from engram.shard.host import ShardHost
 
     if file_limit is not None:  # no room past this size in any file; EFBIG instead of a signal
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

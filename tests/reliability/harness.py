@@ -9,16 +9,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from engram.config.home import Home
 from engram.config.service import ServiceConfig, load_service_config
 from engram.events.envelope import Write
-from engram.home import Home
-from engram.ingest.messages import IncomingMessage, discussion_write
+from engram.kernel.ids import agent_stream
+from engram.memory.ingest.messages import IncomingMessage, discussion_write
+from engram.memory.settings import SettingsView, sync_writes
 from engram.policies.base import PolicyContext
 from engram.policies.host import PolicyHost
 from engram.policies.registry import GROUPS, policy_classes
-from engram.services import build_services
-from engram.settings import SettingsView, agent_stream, sync_writes
-from engram.shard import ShardHost
+from engram.providers.services import build_services
+from engram.shard.host import ShardHost
 
 READER_GROUP, READER = "traces", "trace-reader"
 
@@ -85,7 +86,7 @@ class LocalHome:
         return result
 
     def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
-        from engram.forgetting import forget
+        from engram.shard.forget import forget
 
         return forget(self.shard, list(self.hosts.values()), agent, discussion, reason=reason)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from engram.ingest.messages import IncomingMessage, discussion_write
+from engram.memory.ingest.messages import IncomingMessage, discussion_write
 from engram.projections.compare import differences
 
 T0 = 1_714_557_600_000_000

@@ -1,7 +1,6 @@
 """Crash safety, proven by killing: kill -9 during group commits, during a forget, during an LLM call."""
 
 import pytest
-
 from tests.reliability.crash import kill_during_appends
 
 KILLS = 50  # bench/soak.py runs more
@@ -46,7 +45,7 @@ def planted_home(tmp_path_factory):
 def test_a_forget_killed_half_way_is_completed_at_the_next_start(planted_home, tmp_path, stage):
     import shutil
 
-    from engram.shard import unfinished_forgets_in
+    from engram.shard.forget import unfinished_forgets_in
     from tests.reliability.harness import LocalHome
 
     home = tmp_path / "home"
@@ -69,9 +68,9 @@ def test_a_forget_killed_half_way_is_completed_at_the_next_start(planted_home, t
 def test_a_policy_killed_mid_llm_call_resumes_and_records_each_memory_once(tmp_path, monkeypatch):
     import json
 
-    from tests.discussion.engine import LocalEngine
-    from tests.discussion.conftest import events
-    from tests.llm.fake_messages_api import FakeMessagesApi
+    from tests.memory.discussion.engine import LocalEngine
+    from tests.memory.discussion.conftest import events
+    from tests.providers.llm.fake_messages_api import FakeMessagesApi
     from tests.reliability.crash import kill_during_llm_call, llm_home_config
     from tests.reliability.test_llm_outage import _assert_nothing_twice, _pump_until_idle, answer
 

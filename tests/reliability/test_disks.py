@@ -7,10 +7,10 @@ import subprocess
 
 import msgspec
 import pytest
+from tests.reliability.crash import Ack, fill_the_disk
 
 from engram.events.store import EventStore
-from engram.shard import HomeNotWritable, ShardHost
-from tests.reliability.crash import Ack, fill_the_disk
+from engram.shard.host import HomeNotWritable, ShardHost
 
 
 def _mount_tmpfs(path, size: str) -> bool:
@@ -76,7 +76,7 @@ def _read_only(path) -> bool:
 
 
 def test_a_read_only_home_is_refused_with_one_clear_line_and_can_still_be_read(tmp_path):
-    from engram.home import ProjectionPaths
+    from engram.config.home import ProjectionPaths
     from engram.sql import HomeFiles, run_readonly
     from tests.events.helpers import write
 

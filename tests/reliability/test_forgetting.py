@@ -4,9 +4,9 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from engram.ingest.messages import IncomingMessage
 from tests.reliability.harness import LocalHome
+
+from engram.memory.ingest.messages import IncomingMessage
 
 SECRET = "ZEBRA-7731-QUARTZ"
 T0 = 1_714_557_600_000_000  # 2024-05-01T10:00:00Z

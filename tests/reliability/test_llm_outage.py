@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from tests.memory.discussion.conftest import events, ingest, messages
+from tests.memory.discussion.engine import LocalEngine
+from tests.memory.discussion.test_llm_routing import answer as routed_answer
+from tests.providers.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
 
 from engram.config.llm import Endpoint, LlmConfig, Preset
-from tests.discussion.engine import LocalEngine
-from tests.discussion.conftest import events, ingest, messages
-from tests.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
-
-from tests.discussion.test_llm_routing import answer as routed_answer
 
 
 def answer(body: dict) -> str:

@@ -4,9 +4,9 @@ import json
 import shutil
 
 import pytest
-
-from engram.ingest.formats import parse_file
 from tests.reliability.harness import LocalHome
+
+from engram.memory.ingest.formats import parse_file
 
 AGENT = "ana"
 

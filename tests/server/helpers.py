@@ -78,7 +78,7 @@ class served_home:
 
     def __enter__(self):
         from engram.config.service import load_service_config
-        from engram.embedded import Engram
+        from engram.boot.embedded import Engram
         from engram.runtime.inprocess import InProcessRuntime
 
         self.mem = Engram(InProcessRuntime(load_service_config(self.home), **self.options).start())

@@ -147,8 +147,8 @@ def test_the_inspector_answers_bobs_discussion_to_alices_key_as_one_that_does_no
 
 
 def test_the_context_of_a_discussion_is_read_for_its_own_agent_only(keyed):
-    from engram.context.history import build_context
-    from engram.home import ProjectionPaths
+    from engram.memory.context.history import build_context
+    from engram.config.home import ProjectionPaths
 
     mem = keyed["mem"]
     ctx = build_context(mem.sql_rows, mem.home, ProjectionPaths(mem.home.projections_dir), ALICE, BOB_TALK)
@@ -341,7 +341,7 @@ def test_revoking_the_last_key_stops_serving_remote_clients(tmp_path):
 
     from engram import __version__
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from engram.server.app import create_app
     from engram.server.instance import Identity

@@ -210,7 +210,7 @@ def test_revoking_a_key_locks_it_out(keyed):
 
 
 def test_without_keys_the_server_refuses_a_non_loopback_host_and_says_why(tmp_path, capsys):
-    from engram.boot import check_exposure, main
+    from engram.boot.serve import check_exposure, main
 
     home = tmp_path / "home"
     home.mkdir()

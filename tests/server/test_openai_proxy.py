@@ -11,8 +11,7 @@ import itertools
 import json
 
 import pytest
-
-from tests.llm.fake_messages_api import FakeMessagesApi
+from tests.providers.llm.fake_messages_api import FakeMessagesApi
 
 AGENT = "ada"
 DISCUSSION = "trip-planning"
@@ -43,7 +42,7 @@ def proxy_requests(fake: FakeMessagesApi) -> list[dict]:
 @pytest.fixture
 def proxy(tmp_path, monkeypatch):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 
@@ -378,7 +377,7 @@ def test_a_client_that_disconnects_mid_stream_stops_the_model_and_its_cut_reply_
 def test_with_two_server_replicas_a_history_resent_after_a_forget_through_the_other_is_logged_exactly_once(
         proxy, tmp_path, monkeypatch):
     """Two servers over one log, as Ray Serve replicas are: each keeps its own view of the discussion's tail."""
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from tests.server.helpers import Served
 
     server, mem, _ = proxy

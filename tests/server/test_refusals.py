@@ -25,7 +25,7 @@ MAX_BODY = 256 * 1024
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 

@@ -13,10 +13,10 @@ import json
 from urllib.parse import urlsplit
 
 import pytest
+from tests.cli.helpers import SAMPLE
 
 from engram.api import types as t
 from engram.api.errors import ApiError
-from tests.cli.helpers import SAMPLE
 
 AGENT = "priya"
 DISCUSSION = "acme-dashboard"
@@ -25,7 +25,7 @@ MAX_BODY = 256 * 1024
 
 def sample_conversations():
     from engram.events.envelope import from_us
-    from engram.ingest.formats import parse_file
+    from engram.memory.ingest.formats import parse_file
 
     return [t.Conversation(discussion=c.discussion, messages=[
         t.Message(role=m.role, content=m.content, ts=from_us(m.ts_us), name=m.name, message_id=m.message_id)
@@ -35,7 +35,7 @@ def sample_conversations():
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 
@@ -192,7 +192,7 @@ def test_replay_and_verify_are_jobs_with_progress(served, tmp_path):
 
 def test_an_llm_outage_answers_503_with_the_cause_and_keeps_the_users_message(tmp_path, monkeypatch):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-
 from tests.server.test_rest import AGENT, sample_conversations
 
 pytestmark = pytest.mark.server
 
 # Left out: /v1/shutdown stops the server under test; /v1/replay and /v1/export write into any directory a generated
 # `out` names; /v1/reshard grows the home under test (tests/cluster covers it).
-# /v1/regenerate needs Claude's Message Batches API (tests/discussion/test_batch_regeneration.py covers it).
+# /v1/regenerate needs Claude's Message Batches API (tests/memory/discussion/test_batch_regeneration.py covers it).
 EXCLUDED = ("/v1/shutdown", "/v1/replay", "/v1/export", "/v1/reshard", "/v1/regenerate")
 EXAMPLES = 4  # per operation: about 150 requests in all
 
@@ -21,7 +20,7 @@ EXAMPLES = 4  # per operation: about 150 requests in all
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 

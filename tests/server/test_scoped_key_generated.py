@@ -13,9 +13,7 @@ import json
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
+from hypothesis import HealthCheck, given, settings, strategies as st
 from tests.server.test_front_door import ALICE, ALICE_TALK, BOB, BOB_TALK, SECRET_WORD, cli, seed
 
 pytestmark = pytest.mark.server
@@ -31,7 +29,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     from engram.config.service import load_service_config
-    from engram.embedded import Engram
+    from engram.boot.embedded import Engram
     from engram.runtime.inprocess import InProcessRuntime
     from tests.server.helpers import Served
 

@@ -4,11 +4,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from engram.home import ProjectionPaths
-from engram.shard import ShardHost
-from engram.sql import HomeFiles, SqlFailed, SqlRefused, SqlTimeout, run_readonly
 from tests.events.helpers import write
+
+from engram.config.home import ProjectionPaths
+from engram.shard.host import ShardHost
+from engram.sql import HomeFiles, SqlFailed, SqlRefused, SqlTimeout, run_readonly
 
 
 @pytest.fixture

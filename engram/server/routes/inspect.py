@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from engram.api.errors import error
 from engram.server import auth
+from engram.server.endpoint import ensure_state, error_response
 from engram.server.sessions import COOKIE, OWNER_ID, SESSION_SECONDS, Session, Sessions, same_origin
 
 router = APIRouter(tags=["inspector"])
@@ -49,8 +50,6 @@ def _answer(api, path: str, query: str, principal: auth.Principal):
 async def _ready(request: Request):
     state = request.app.state
     if state.api is None:
-        from engram.server.app import ensure_state
-
         await run_in_threadpool(ensure_state, state)
     return state
 
@@ -150,8 +149,6 @@ def _login_page(next_url: str, message: str = "", status: int = 200) -> Response
 
 
 def _cross_site() -> Response:
-    from engram.server.app import error_response
-
     return error_response(error("forbidden", "this form is accepted from the inspector's own pages only "
                                 "(Origin/Referer of another site, or none)"))
 

@@ -1,0 +1,605 @@
+"""Recall: candidates by embedding (HNSW) and by keywords (BM25), spreading activation, the six-factor composite.
+
+1. Candidates: the `pool` nearest active traces in scope by cosine (HNSW, filtered by scope), plus —
+   with hybrid similarity — the `pool` best lexical matches (`engram.memory.cognitive.lexical`), plus — with
+   HyDE — the traces near the HyDE vector above the adaptive threshold. The HyDE vector is the mean of
+   the query's embedding and the hypothetical memory's (both unit, renormalised), as HyDE defines it
+   (Gao et al. 2022, "Precise Zero-Shot Dense Retrieval without Relevance Labels", §3.2: the query's
+   own embedding is averaged with the hypothetical documents'): the hypothetical memory is a guess, and
+   averaging keeps the question in it. Searched alone, a hypothetical memory that restates the question
+   with its names (the offline heuristic's, "Caroline's identity") is nearest to the short memories that
+   say little but the name ("Makes Caroline feel connected."): on LoCoMo dev (bench/recall.py, in-process),
+   the mean instead of the hypothesis alone took recall@10 from 81.9 to 83.8 and multi-hop from 55.0 to
+   56.9 — all/multi-hop on conv-26, where it was chosen, 81.5/46.9 → 83.4/49.2; held out, conv-30
+   77.8/56.2 → 82.7/57.7 and conv-41 84.5/62.9 → 84.7/64.5 — no category lower. (Leaving HyDE out
+   instead gave conv-26 more multi-hop, 53.4, but lost on conv-41, 60.5, and on open-domain, 52.6 → 39.5.)
+2. Similarity of each candidate (`memory.retrieval.similarity`):
+   - "embedding": the cosine to the query (the issue's literal definition; with HyDE, the better of
+     the cosines to the query and to the HyDE vector);
+   - "hybrid" (default): (1 − SIMILARITY_LEXICAL_SHARE) · that cosine + SIMILARITY_LEXICAL_SHARE ·
+     the lexical match. The embedding hears paraphrase, the keywords hear the rare words a question
+     shares with its answer (names, places, objects); on conversational memory each alone misses what
+     the other finds (see `engram.memory.cognitive.lexical` for the numbers and the normalisation). Both
+     parts are absolute scales in [0, 1], so the fused value is too. When the query has no word the
+     index knows, there is no lexical evidence and similarity is the cosine. The keywords' share is 0.3,
+     not an equal half: the cosine is of the focused query (below) and, with HyDE, of the hypothesis too,
+     so it already hears the rare words; at equal say they counted twice and a memory that merely named
+     them outranked one that said the thing (LoCoMo dev, chosen on conv-26 only: all/multi-hop 84.3/54.9
+     → 84.4/60.4; held out conv-30 83.2/62.3 → 82.7/66.8, conv-41 84.9/65.6 → 86.1/66.9; recall@10 84.3
+     → 84.7, multi-hop 60.5 → 64.1, the same with the questions in reverse order; the other settings
+     tried are in `engram.config.defaults`).
+   The query vector the caller supplies is the embedding of the *focused* query
+   (`LexicalIndex.focus`: the words most of the agent's memories hold left out); `focus` records that text.
+3. Pseudo-relevance feedback ("feedback", `FeedbackSettings`): the best `traces` candidates so far are taken
+   as relevant. The feedback query is the query vector plus the mean of their stored vectors (Rocchio: no
+   second embedding), and the query's terms plus their most characteristic other terms at half weight
+   (RM3-style expansion). Its best keyword matches join the candidates ("feedback"); its vector is compared
+   with the candidates' stored vectors, never searched (a second vector search cost more than the rest of the
+   recall and found nothing the keywords and the first search did not: same recall@10 on LoCoMo dev). Each
+   candidate's similarity becomes (1 − share) · its similarity to the query + share · its similarity to the
+   feedback query.
+   What a question is about is often said in words the question does not use ("What does X do to
+   relax?" — pottery, running); the first hits name them, and the feedback query finds the other
+   memories that share them. Both parts stay in [0, 1], and every hit shows them (`feedback`).
+4. Spreading activation from the best `SPREAD_SEEDS` candidates by similarity along the trace graph;
+   what it reaches joins the candidates (their cosine and lexical match are computed exactly).
+5. A candidate that an active trace contradicts (a correction kept beside it, `keep_both`) brings that
+   correction in as a candidate too ("correction"), and is never ranked above it: it moves to just after
+   its correction, whatever its composite (what was corrected must not be what a question finds first).
+6. Each candidate gets its six factors and the weighted composite; the best `limit` are returned
+   with the breakdown. Per-call weights replace the configured ones for the whole retrieval.
+7. One memory per source: a candidate made from the same message(s) as a better one already returned
+   (a fact and the episode of the message it came from; two facts of one message) says nothing the
+   answer does not already have, so it gives its place to the next memory from other messages. Each
+   hit carries the question it answers (`context`, a reply's only) with that question's message, so
+   what it returns reads on its own — and so that message counts as already returned too: a memory
+   made from the question a better hit answers gives its place as well. On LoCoMo dev, with step 1's
+   HyDE vector: recall@10 83.8 → 84.3, multi-hop 56.9 → 60.5 (all/multi-hop: conv-26 83.4/49.2 →
+   84.3/54.9; conv-30 82.7/57.7 → 83.2/62.3; conv-41 84.7/64.5 → 84.9/65.6); with the previous HyDE it
+   gained less (81.9 → 82.1, multi-hop 55.0 → 55.4; conv-26 and conv-30 unchanged, conv-41 +1.1).
+8. Dormant traces (`DormantSettings`): a trace the decay sweep pruned (the guide's rule: strength below
+   0.05 → soft-delete) is no longer active memory: no search above finds it, nothing reinforces it, it
+   seeds neither feedback nor spreading. But soft deletion is not erasure: the log keeps the message it
+   was made from, and a cue specific enough can still bring it back — forgetting is mostly a failure to
+   retrieve, not a loss of what was stored (Tulving & Pearlstone 1966: items not recalled freely were
+   recalled with the right cue). So the reader keeps pruned traces in indexes of their own
+   (`AgentMemory.dormant_index`, `dormant_lexical`); the `pool` best of them for the query (cosine and
+   keywords, as in step 1) are scored exactly as an active candidate would be (similarity with feedback,
+   the six factors; their strength is what decay left, below the prune threshold), then their composite
+   is multiplied by `DormantSettings.weight` (< 1): a dormant trace ranks below an active trace of equal
+   match, and enters the results only where the active memory has nothing as good. Such a hit says where
+   it came from (`via` "dormant", `pruned_us`) and maps back to its source messages like any other; its
+   retrieval reinforces nothing (the fold reinforces active traces only), so it stays pruned.
+
+Pure: the caller supplies vectors, the indexes, event time and mood; it records `TraceRetrieved`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol
+
+import numpy as np
+
+from engram.config import defaults as d
+from engram.memory.cognitive.book import TraceBook
+from engram.memory.cognitive.decay import strength_at
+from engram.memory.cognitive.graph import spread
+from engram.memory.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
+from engram.memory.cognitive.lexical import LexicalIndex
+from engram.memory.cognitive.model import MemoryTrace
+from engram.memory.cognitive.personality import Pad
+from engram.memory.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors, weights_with
+
+
+SIMILARITY_MODES = ("hybrid", "embedding")
+
+
+class VectorIndex(Protocol):
+    def search(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]: ...
+
+    def vectors(self, keys: list[str]) -> np.ndarray: ...
+
+    def __contains__(self, key: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SpreadSettings:
+    seeds: int = d.SPREAD_SEEDS
+    hop_decay: float = d.SPREAD_HOP_DECAY
+    floor: float = d.SPREAD_FLOOR
+    cap: float = d.SPREAD_CAP
+    max_depth: int = d.SPREAD_MAX_DEPTH
+    max_results: int = d.SPREAD_MAX_RESULTS
+
+
+@dataclass(frozen=True)
+class FeedbackSettings:
+    traces: int = d.FEEDBACK_TRACES  # 0: no feedback stage
+    terms: int = d.FEEDBACK_TERMS
+    term_weight: float = d.FEEDBACK_TERM_WEIGHT
+    vector_weight: float = d.FEEDBACK_VECTOR_WEIGHT
+    share: float = d.FEEDBACK_SHARE
+
+
+@dataclass(frozen=True)
+class DormantSettings:
+    """Step 8: how many dormant (decay-pruned) traces are considered, and the factor on their composite."""
+
+    pool: int = d.DORMANT_POOL  # 0: no dormant stage
+    weight: float = d.DORMANT_WEIGHT
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One result: the trace as it was at retrieval, its composite score and the score by factor."""
+
+    rank: int
+    trace_id: str
+    content: str
+    score: float
+    factors: Factors  # raw factor values in [0, 1]
+    contributions: Factors  # weight · factor; they sum to `score`
+    trace_type: str
+    category: str
+    scope: str
+    scope_id: str
+    source_type: str
+    source_seqs: tuple[int, ...]
+    source_message_ids: tuple[str, ...]
+    entities: tuple[str, ...]
+    importance: float
+    strength: float  # current (Ebbinghaus) strength, in [0, 1]
+    retrieval_count: int
+    encoded_us: int
+    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "activation" | "correction" | "dormant": how it became a candidate
+    cosine: float = 0.0  # the embedding part of similarity (to the query, or to the HyDE vector when better)
+    lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
+    feedback: float = 0.0  # similarity to the feedback query (step 3; 0 without feedback)
+    context: str = ""  # for a reply, the question it answers (shown with it)
+    context_message_ids: tuple[str, ...] = ()  # where the context comes from
+    pruned_us: int | None = None  # a dormant trace's pruning time (step 8); None for an active trace
+    dormant_weight: float = 1.0  # the factor on a dormant trace's composite (its contributions include it)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    agent: str
+    discussion: str | None
+    now_us: int
+    weights: Factors
+    hits: tuple[RecallHit, ...]
+    candidates: int
+    mood: Pad
+    hyde: HydeOutcome | None = None
+    spread: dict[str, float] = field(default_factory=dict)
+    similarity: str = "embedding"  # how similarity was computed: "hybrid" or "embedding"
+    keyword_share: float = 0.0  # the keyword match's share of similarity (0: the embedding alone)
+    focus: str = ""  # the focused query whose embedding was searched (step 2), when the caller says
+    feedback_traces: tuple[str, ...] = ()  # the traces the feedback query was made of (step 3)
+    feedback_terms: tuple[str, ...] = ()  # the terms it added to the query's
+    feedback_share: float = 0.0  # the feedback query's share of similarity (0: no feedback stage)
+    dormant_candidates: int = 0  # dormant traces scored (step 8)
+
+
+def recall(
+    book: TraceBook,
+    index: VectorIndex,
+    query_vector: np.ndarray,
+    *,
+    query: str,
+    now_us: int,
+    limit: int = d.RECALL_DEFAULT_LIMIT,
+    discussion: str | None = None,
+    weights: Factors = DEFAULT_WEIGHTS,
+    mood: Pad,
+    pool: int = d.RECALL_CANDIDATE_POOL,
+    spreading: SpreadSettings = SpreadSettings(),
+    half_life_hours: float = d.RECENCY_HALF_LIFE_HOURS,
+    hyde_vector: np.ndarray | None = None,
+    hyde_text: str = "",
+    hyde_settings: HydeSettings = HydeSettings(),
+    lexical: LexicalIndex | None = None,
+    similarity: str = "hybrid",
+    lexical_share: float = d.SIMILARITY_LEXICAL_SHARE,
+    feedback: FeedbackSettings = FeedbackSettings(),
+    focus: str = "",
+    dormant_index: VectorIndex | None = None,
+    dormant_lexical: LexicalIndex | None = None,
+    dormant: DormantSettings = DormantSettings(),
+) -> RecallResult:
+    """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
+    `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used).
+    `dormant_index`, `dormant_lexical`: the agent's decay-pruned traces (step 8; None: no dormant stage)."""
+    if similarity not in SIMILARITY_MODES:
+        raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
+    traces = book.traces
+    hybrid = similarity == "hybrid" and lexical is not None
+
+    verdicts: dict[str, bool] = {}  # asked once per trace and recall: every search filters by it
+
+    def allowed(tid: str) -> bool:
+        ok = verdicts.get(tid)
+        if ok is None:
+            t = traces.get(tid)
+            ok = verdicts[tid] = t is not None and t.active and t.in_scope(discussion)
+        return ok
+
+    q = _unit(query_vector)
+    vectors = _Vectors(index)
+    pool = max(pool, 4 * limit)
+    cos: dict[str, float] = dict(index.search(q, pool, allowed)) if limit > 0 else {}
+    via = {tid: "similarity" for tid in cos}
+    terms = lexical.terms(query) if hybrid else []
+    # The query's information includes its words that only dormant traces hold (step 8): an active trace's keyword
+    # match is its share of all of it, as a dormant trace's is (both on one scale).
+    known = lexical.information(terms) if hybrid else 0.0
+    dormant_only = (sum(dormant_lexical.bm25.joint_idf(t, lexical.bm25) for t in sorted(set(terms))
+                        if lexical.bm25.idf(t) == 0)
+                    if hybrid and dormant_lexical is not None and dormant.pool > 0 and dormant.weight > 0 else 0.0)
+    scale = known / (known + dormant_only) if known + dormant_only > 0 else 1.0
+    lex: dict[str, float] = {}
+    if hybrid and limit > 0:
+        lex = {tid: scale * m for tid, m in lexical.search(terms, pool, allowed)}
+        for tid in lex:
+            via.setdefault(tid, "keywords")
+    outcome = None
+    if hyde_vector is not None and limit > 0:
+        h = _unit(q + _unit(hyde_vector))  # step 1: HyDE's vector is the mean of the query's and the hypothesis'
+        hs = hyde_settings
+        outcome = adaptive_search(index, h, pool, allowed, hs.initial, hs.minimum, hs.step, adaptive=hs.adaptive, text=hyde_text)
+        for tid, c in outcome.hits:
+            via.setdefault(tid, "hyde")
+            cos[tid] = max(cos.get(tid, -1.0), c)
+    _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
+    lexical_evidence = hybrid and known + dormant_only > 0
+    share = lexical_share if lexical_evidence else 0.0
+    sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), share) for tid in via}
+    fb = _Feedback.of(sims, vectors, q, lexical if hybrid else None, terms, feedback, pool, allowed, via, share)
+    if fb is not None:
+        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
+        fb.prepare(via, vectors)
+        sims = {tid: fb.blend(_fuse(cos[tid], lex.get(tid, 0.0), share), tid) for tid in via}
+    seeds = dict(sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: spreading.seeds])
+    activation = spread(
+        book.graph,
+        {k: max(0.0, v) for k, v in seeds.items()},
+        hop_decay=spreading.hop_decay,
+        floor=spreading.floor,
+        cap=spreading.cap,
+        max_depth=spreading.max_depth,
+        max_results=spreading.max_results,
+        active=allowed,
+    ) if spreading.max_depth > 0 and spreading.seeds > 0 else {}
+    reached = sorted(tid for tid in activation if tid not in via and tid in vectors)
+    correcting = sorted({c for tid in list(via) + reached for c in traces[tid].contradicted_by
+                         if c not in via and c not in reached and allowed(c) and c in vectors})
+    for tid in correcting:
+        via[tid] = "correction"
+    reached += correcting
+    if reached:
+        for tid in reached:
+            via[tid] = "activation"
+        _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
+        if fb is not None:
+            fb.prepare(reached, vectors)
+        for tid in reached:
+            base = _fuse(cos[tid], lex.get(tid, 0.0), share)
+            sims[tid] = fb.blend(base, tid) if fb is not None else base
+    scored = []
+    for tid, sim in sims.items():
+        t = traces[tid]
+        f = factors(t, similarity=sim, activation=activation.get(tid, 0.0), mood=mood, now_us=now_us,
+                    half_life_hours=half_life_hours)
+        c = f.times(weights)
+        scored.append((c.total(), tid, f, c))
+    asleep = _Dormant.of(traces, dormant_index, dormant_lexical if hybrid else None, lexical, dormant, discussion, q, terms,
+                         share, fb, limit)
+    if asleep is not None:
+        for tid, sim in asleep.sims.items():
+            via[tid] = "dormant"
+            cos[tid], lex[tid] = asleep.cos[tid], asleep.lex.get(tid, 0.0)
+            f = factors(traces[tid], similarity=sim, activation=0.0, mood=mood, now_us=now_us, half_life_hours=half_life_hours)
+            c = f.times(weights).times(_uniform(dormant.weight))
+            scored.append((c.total(), tid, f, c))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    considered = len(scored)
+    scored = _one_per_source(_corrections_first(scored, traces), traces, limit)
+    hits = tuple(
+        _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0),
+             (asleep.feedback.get(tid, 0.0) if asleep is not None and via[tid] == "dormant"
+              else fb.similarity.get(tid, 0.0) if fb is not None else 0.0),
+             dormant.weight if via[tid] == "dormant" else 1.0)
+        for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
+    )
+    return RecallResult(
+        query=query,
+        agent=book.agent,
+        discussion=discussion,
+        now_us=now_us,
+        weights=weights,
+        hits=hits,
+        candidates=considered,
+        mood=mood,
+        hyde=outcome,
+        spread=activation,
+        similarity="hybrid" if hybrid else "embedding",
+        keyword_share=share,
+        focus=focus,
+        feedback_traces=fb.traces if fb is not None else (),
+        feedback_terms=fb.terms if fb is not None else (),
+        feedback_share=feedback.share if fb is not None else 0.0,
+        dormant_candidates=len(asleep.sims) if asleep is not None else 0,
+    )
+
+
+def _uniform(x: float) -> Factors:
+    return Factors(**{name: x for name in Factors.__dataclass_fields__})
+
+
+@dataclass
+class _Dormant:
+    """Step 8: the dormant candidates of one recall and their similarity, computed as for active ones."""
+
+    sims: dict[str, float]
+    cos: dict[str, float]
+    lex: dict[str, float]
+    feedback: dict[str, float]
+
+    @classmethod
+    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit):
+        if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
+            return None
+
+        def allowed(tid: str) -> bool:
+            t = traces.get(tid)
+            return t is not None and not t.active and t.in_scope(discussion)
+
+        found = index.search(q, settings.pool)  # usually all in scope: a filtered search only when not
+        if not all(allowed(tid) for tid, _ in found):
+            found = index.search(q, settings.pool, allowed)
+        cos = dict(found)
+        lex = dict(lexical.search(terms, settings.pool, allowed)) if lexical is not None and share > 0 else {}
+        ids = sorted(set(cos) | set(lex))
+        if not ids:
+            return None
+        vectors = np.asarray(index.vectors(ids), dtype=np.float32)
+        cos = dict(zip(ids, (vectors @ q).tolist()))
+        if lexical is not None and share > 0:  # on the scale of the active traces' matches: one collection's statistics
+            lex = lexical.match(terms, ids, joint=active_lexical)
+        sims = {tid: _fuse(cos[tid], lex.get(tid, 0.0), share) for tid in ids}
+        feedback: dict[str, float] = {}
+        if fb is not None:
+            fcos = dict(zip(ids, (vectors @ fb.vector).tolist()))
+            fkeys = lexical.match_weighted(fb.weights, ids, joint=active_lexical) if lexical is not None and fb.weights else {}
+            for tid in ids:
+                feedback[tid] = _fuse(fcos[tid], fkeys.get(tid, 0.0), fb.lexical_share)
+                sims[tid] = (1.0 - fb.share) * sims[tid] + fb.share * feedback[tid]
+        return cls(sims, cos, lex, feedback)
+
+
+@dataclass
+class _Feedback:
+    """The feedback query of step 3 and each candidate's similarity to it.
+
+    Cheap by construction: the feedback vector is made of the stored vectors of the best hits (no second
+    embedding) and is only compared with the candidates' stored vectors (no second vector search); the expanded
+    terms go to the keyword index alone, which is where new candidates come from."""
+
+    traces: tuple[str, ...]
+    terms: tuple[str, ...]
+    vector: np.ndarray
+    weights: dict[str, float]
+    lexical: LexicalIndex | None
+    share: float  # the feedback query's share of similarity
+    lexical_share: float  # its keywords' share, as for the query
+    keywords: dict[str, float]
+    cosine: dict[str, float] = field(default_factory=dict)
+    similarity: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, sims, vectors: "_Vectors", q, lexical, terms, settings: FeedbackSettings, pool, allowed, via, lexical_share):
+        """The feedback query from the best candidates of `sims`; its keyword matches join `via`. None when
+        the stage is off or there is nothing to learn from."""
+        if settings.traces <= 0 or settings.share <= 0 or not sims:
+            return None
+        top = tuple(tid for tid, _ in sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.traces]
+                    if tid in vectors)
+        if not top:
+            return None
+        vector = _unit(q + settings.vector_weight * vectors.of(list(top)).mean(axis=0))
+        weights: dict[str, float] = {}
+        keywords: dict[str, float] = {}
+        added: list[str] = []
+        if lexical is not None and lexical_share > 0:
+            added = lexical.expansion(list(top), terms, settings.terms)
+            weights = {t: 1.0 for t in terms}
+            weights.update({t: settings.term_weight for t in added})
+            keywords = dict(lexical.search_weighted(weights, pool, allowed))
+            for tid in keywords:
+                via.setdefault(tid, "feedback")
+        return cls(top, tuple(added), vector, weights, lexical, settings.share, lexical_share, keywords)
+
+    def prepare(self, tids, vectors: "_Vectors") -> None:
+        """Each of `tids`' similarity to the feedback query (exact cosine and keyword match, in batches)."""
+        todo = sorted(tid for tid in tids if tid not in self.similarity)
+        vec = [tid for tid in todo if tid in vectors]
+        if vec:
+            self.cosine.update(zip(vec, (vectors.of(vec) @ self.vector).tolist()))
+        if self.weights:
+            unknown = [tid for tid in todo if tid not in self.keywords]
+            if unknown:
+                self.keywords.update(self.lexical.match_weighted(self.weights, unknown))
+        for tid in todo:
+            self.similarity[tid] = _fuse(self.cosine.get(tid, 0.0), self.keywords.get(tid, 0.0), self.lexical_share)
+
+    def blend(self, base: float, tid: str) -> float:
+        """(1 − share) · `base` (similarity to the query) + share · similarity to the feedback query."""
+        return (1.0 - self.share) * base + self.share * self.similarity[tid]
+
+
+class _Vectors:
+    """The stored vectors of the candidates of one recall, read from the index once each, in batches."""
+
+    def __init__(self, index: VectorIndex):
+        self.index = index
+        self._rows: dict[str, np.ndarray] = {}
+
+    def __contains__(self, tid: str) -> bool:
+        return tid in self._rows or tid in self.index
+
+    def of(self, tids: list[str]) -> np.ndarray:
+        """The vectors of `tids` (all in the index), one row each."""
+        missing = [tid for tid in dict.fromkeys(tids) if tid not in self._rows]
+        if missing:
+            self._rows.update(zip(missing, np.asarray(self.index.vectors(missing), dtype=np.float32)))
+        return np.stack([self._rows[tid] for tid in tids]) if tids else np.zeros((0, 0), dtype=np.float32)
+
+
+def _one_per_source(scored: list, traces, limit: int) -> list:
+    """The best `limit` of `scored` whose source messages are not all covered by better ones: their sources, and
+    the messages of the questions they answer, which they show (step 7)."""
+    out, covered = [], set()
+    for x in scored:
+        t = traces[x[1]]
+        source = set(t.source_message_ids) or {f"seq:{s}" for s in t.source_seqs}
+        if source and source <= covered:
+            continue
+        covered |= source | set(t.context_message_ids)
+        out.append(x)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _corrections_first(scored: list, traces) -> list:
+    """`scored` (best first) with every trace that a listed active trace contradicts moved to just after the
+    last of its contradictors, so a superseded memory never outranks its correction."""
+    out = list(scored)
+    for _ in range(len(out)):
+        ids = [x[1] for x in out]
+        moved = False
+        for i, x in enumerate(out):
+            by = [ids.index(c) for c in traces[x[1]].contradicted_by if c in ids and traces[c].active]
+            if by and max(by) > i:
+                j = max(by)
+                out.insert(j, out.pop(i))
+                moved = True
+                break
+        if not moved:
+            break
+    return out
+
+
+def _fuse(cosine: float, lexical: float, share: float) -> float:
+    """Hybrid similarity: (1 − share) · cosine + share · lexical match, in [0, 1]."""
+    return (1.0 - share) * max(0.0, min(1.0, cosine)) + share * lexical
+
+
+def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: LexicalIndex | None, terms, q,
+              scale: float = 1.0) -> None:
+    """Exact cosine and lexical match for every candidate that one side found and the other did not."""
+    missing = sorted(tid for tid in via if tid not in cos)
+    if missing:
+        have = [tid for tid in missing if tid in vectors]
+        exact = vectors.of(have) @ q if have else []
+        cos.update({tid: float(c) for tid, c in zip(have, exact)})
+        for tid in missing:
+            cos.setdefault(tid, 0.0)
+    if lexical is not None:
+        unknown = sorted(tid for tid in via if tid not in lex)
+        if unknown:
+            lex.update({tid: scale * m for tid, m in lexical.match(terms, unknown).items()})
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32).reshape(-1)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def _hit(
+    rank: int, t: MemoryTrace, score: float, f: Factors, c: Factors, via: str, now_us: int, cosine: float, lexical: float,
+    feedback: float = 0.0, dormant_weight: float = 1.0,
+) -> RecallHit:
+    return RecallHit(
+        rank=rank,
+        trace_id=t.trace_id,
+        content=t.content,
+        score=score,
+        factors=f,
+        contributions=c,
+        trace_type=t.trace_type,
+        category=t.category,
+        scope=t.scope,
+        scope_id=t.scope_id,
+        source_type=t.source_type,
+        source_seqs=t.source_seqs,
+        source_message_ids=t.source_message_ids,
+        entities=t.entities,
+        importance=t.importance,
+        strength=strength_at(t, now_us),
+        retrieval_count=t.retrieval_count,
+        encoded_us=t.encoded_us,
+        via=via,
+        cosine=cosine,
+        lexical=lexical,
+        feedback=feedback,
+        context=t.context,
+        context_message_ids=t.context_message_ids,
+        pruned_us=t.deleted_us if not t.active else None,
+        dormant_weight=dormant_weight,
+    )
+
+
+def limit_for(requested: int | None, default_limit: int, extra_results: int) -> int:
+    """The number of results: the caller's, else the configured default plus personality's extra (+2 agreeable)."""
+    return requested if requested is not None else default_limit + extra_results
+
+
+def override_weights(base: Factors, overrides: Mapping[str, float] | None) -> Factors:
+    """The configured weights with a call's overrides (any factor name or its config alias)."""
+    return weights_with(base, overrides)
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """What an agent's configuration says about recall (memory.retrieval, decay, rag.hyde)."""
+
+    weights: Factors
+    default_limit: int
+    pool: int
+    spreading: SpreadSettings
+    half_life_hours: float
+    hyde: HydeSettings
+    hyde_enabled: bool
+    similarity: str = "hybrid"
+    feedback: FeedbackSettings = FeedbackSettings()
+    focus_common_share: float = d.QUERY_FOCUS_COMMON_SHARE
+    dormant: DormantSettings = DormantSettings()
+
+    @classmethod
+    def of(cls, config) -> "RecallSettings":
+        r = config.memory.retrieval
+        w, s = r.weights, r.spreading_activation
+        return cls(
+            weights=Factors(
+                strength=w.strength,
+                similarity=w.similarity,
+                recency=w.recency,
+                emotional=w.emotional_congruence,
+                activation=w.graph_activation,
+                importance=w.importance,
+            ),
+            default_limit=r.default_limit,
+            pool=r.candidate_pool,
+            spreading=SpreadSettings(
+                seeds=s.seeds, hop_decay=s.hop_decay, floor=s.floor, cap=s.cap, max_depth=s.max_depth,
+                max_results=s.max_results,
+            ),
+            half_life_hours=config.memory.decay.recency_half_life_hours,
+            hyde=HydeSettings.of(config.rag.hyde),
+            hyde_enabled=config.rag.hyde.enabled,
+            similarity=r.similarity,
+        )

@@ -1,0 +1,371 @@
+"""The Summarizer of one discussion: a logical actor that turns message events into memory events.
+
+It holds the discussion's small state (generation, per-store progress, the rolling summary it has
+written) and reacts to the discussion's events in log order:
+
+- `MessageAppended`: a memory check of the chunk-memory store and, when `useVectorForQualityMemory`
+  is true, of the vector-memory store (each with its own thresholds; see `chunking`).
+- `GenerationStarted` (regeneration): everything starts over without a store (consolidation mode),
+  from the full history, and the check runs at once.
+- `SummaryUpdateRequested` (chatSummarySummarizer, FullChatSummary): the merge loop (see `rolling`).
+
+Its decisions only depend on the events it has seen and the settings in force (folded from
+`SettingsChanged` by the host). Every event it emits has a deterministic id, so handling the
+same events again after a restart appends nothing twice. LLM work goes through `MemoryTasks`;
+its output and provenance travel inside the emitted event, so replay never calls an LLM.
+
+A vector memory is emitted without its embedding: the host fills in the embeddings of all the
+memories it is about to append with one call to the embedder service (`embed_pending`), so
+embedding goes in batches, and the recorded vector is what search and replay use.
+
+No Ray, no I/O of its own, no clock: the host gives it the log reader, the memory tasks, the
+memory-workflow runner and a sink for its events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
+
+import msgspec
+
+from engram.config import defaults as d
+from engram.config.discussion import DEFAULT_PROMPT, DEFAULT_SYSTEM_PROMPT, DiscussionSettings
+from engram.events.control import GenerationStarted
+from engram.events.discussion import (
+    ChunkSummarized,
+    MemoryFileCreated,
+    RollingSummaryUpdated,
+    STORE_MEMORIES,
+    STORE_VECTOR,
+    SummaryUpdateRequested,
+    VectorMemoryStored,
+)
+from engram.events.envelope import NewEvent, Recorded
+from engram.events.messages import MessageAppended
+from engram.memory.discussion.chunking import Chunk, Msg, Thresholds, memory_check
+from engram.memory.discussion.files import chunk_memory_id
+from engram.memory.discussion.rolling import MergePolicy, plan_merges
+from engram.memory.discussion.state import DiscussionState, StoreState, SummaryState
+from engram.memory.discussion.vectors import encode_vector
+from engram.providers.llm.types import ChatLine, StructuredMemory
+
+
+class MemoryLog(Protocol):
+    """What the Summarizer reads back from the log (through its host)."""
+
+    def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]: ...
+
+    def chunk_memories(self, discussion: str, after_seq: int) -> list[Recorded]: ...
+
+    def history(self, discussion: str, to_seq: int) -> list[Recorded]:
+        """The discussion's own events up to `to_seq` (messages, generations, memory events)."""
+        ...
+
+
+class MemoryWorkflows(Protocol):
+    """Runs the workflow a setting names (`fileMemoryWorkflowName`, `vectorMemoryWorkflowName`);
+    its Standard nodes that name no endpoint/preset use `endpoint_name`/`preset`."""
+
+    def run(self, name: str, inputs: dict[str, str], *, endpoint_name: str | None = None,
+            preset: str | None = None) -> "WorkflowOutcome": ...
+
+
+@dataclass(frozen=True)
+class WorkflowOutcome:
+    text: str | None  # the workflow's final output; None if it could not be used
+    tag: str | None  # "<name>@<content hash>" of the workflow that ran
+    error: str | None  # why the workflow's output was not used
+    llm: object | None = None  # the LlmCall of its last LLM node
+
+
+def to_msg(rec: Recorded) -> Msg:
+    ev = rec.event
+    assert isinstance(ev, MessageAppended)
+    return Msg(rec.seq, ev.message_id, ev.role, ev.content, ev.token_estimate, rec.ts_us, ev.name)
+
+
+def chat_lines(messages: Sequence[Msg]) -> list[ChatLine]:
+    return [ChatLine(role=m.role, content=m.content, seq=m.seq, ts_us=m.ts_us, message_id=m.message_id, name=m.name)
+            for m in messages]
+
+
+def transcript(messages: Sequence[Msg]) -> str:
+    """A chunk as text for a memory workflow's `[TextChunk]` / `{chunk}`."""
+    return "\n".join(f"{m.name or m.role.capitalize()}: {m.content}" for m in messages)
+
+
+Emit = Callable[[NewEvent], None]
+
+
+class DiscussionSummarizer:
+    """The logical actor of one discussion (serial: its host never runs two of its calls at once)."""
+
+    def __init__(self, state: DiscussionState, *, tasks, log: MemoryLog, workflows: MemoryWorkflows | None = None):
+        self.state = state
+        self.tasks = tasks
+        self.log = log
+        self.workflows = workflows
+
+    # ------------------------------------------------------------------ events
+
+    def on_message(self, rec: Recorded, settings: DiscussionSettings, emit: Emit) -> None:
+        if rec.seq <= self.state.decided_through:
+            return
+        st = self.state
+        msg = to_msg(rec)
+        st.message_count += 1
+        self._check(STORE_MEMORIES, rec, settings, emit, new=msg)
+        if settings.use_vector_for_quality_memory:
+            self._check(STORE_VECTOR, rec, settings, emit, new=msg)
+        else:
+            st.vectors.pending = None  # not kept while unused; reloaded from the log if turned on
+
+    def on_generation(self, rec: Recorded, settings: DiscussionSettings, emit: Emit) -> None:
+        ev = rec.event
+        assert isinstance(ev, GenerationStarted)
+        st = self.state
+        if ev.generation <= st.generation or rec.seq <= st.decided_through:
+            return
+        if ev.batch is not None:
+            self._adopt_batch(rec)
+            return
+        st.generation = ev.generation
+        st.memories, st.vectors, st.summary, st.recent = StoreState(pending=None), StoreState(pending=None), SummaryState(), []
+        self._check(STORE_MEMORIES, rec, settings, emit)
+        if settings.use_vector_for_quality_memory:
+            self._check(STORE_VECTOR, rec, settings, emit)
+
+    def _adopt_batch(self, rec: Recorded) -> None:
+        """A generation regenerated through the Message Batches API: its memory events were appended with
+        `GenerationStarted` (one write, no causation), decided already. The state becomes what the log shows
+        after that write; every later message is handled as usual (its check reads what came in meanwhile)."""
+        from engram.memory.discussion.state import OWN_TYPES, recover_state
+
+        generation = rec.event.generation
+        history = self.log.history(self.state.discussion)
+        written = [r for r in history if r.seq > rec.seq and r.type in OWN_TYPES and r.causation is None
+                   and getattr(r.event, "generation", None) == generation]
+        adopted = recover_state(self.state.agent, self.state.discussion,
+                                [r for r in history if r.seq <= rec.seq] + written)
+        adopted.decided_through = max([rec.seq] + [r.seq for r in written])
+        for name, value in vars(adopted).items():
+            setattr(self.state, name, value)
+
+    def on_summary_request(self, rec: Recorded, settings: DiscussionSettings, emit: Emit,
+                           flush: Callable[[], None]) -> None:
+        ev = rec.event
+        assert isinstance(ev, SummaryUpdateRequested)
+        st = self.state
+        if rec.seq <= st.decided_through:
+            return
+        waiting = [
+            r for r in self.log.chunk_memories(st.discussion, st.summary.cursor)
+            if r.event.generation == st.generation
+            and st.summary.absorbed_through_seq < r.event.last_seq < rec.seq
+        ]
+        policy = MergePolicy(ev.min_memories_per_summary, ev.loop_if_memories_exceed)
+        max_tokens = ev.max_response_size_in_tokens or settings.max_response_size_in_tokens
+        for size in plan_merges(len(waiting), policy):
+            batch, waiting = waiting[:size], waiting[size:]
+            result = self.tasks.merge_summary(
+                st.summary.text, [r.event.summary for r in batch], max_tokens=max_tokens,
+                system_prompt=ev.system_prompt, prompt=ev.prompt,
+                endpoint_name=ev.endpoint_name or settings.endpoint_name, preset=ev.preset or settings.preset,
+            )
+            last = batch[-1].event
+            last_id = chunk_memory_id(last)
+            st.summary.absorbed += len(batch)
+            event = RollingSummaryUpdated(
+                generation=st.generation, summary=result.value, absorbed_through=last_id,
+                absorbed_through_seq=last.last_seq, memories_merged=len(batch),
+                memories_absorbed=st.summary.absorbed, merged_memory_ids=tuple(chunk_memory_id(r.event) for r in batch),
+                llm=result.llm, node=ev.node,
+            )
+            emit(NewEvent(event, rec.ts_us, f"summary:g{st.generation}:{last_id}", rec.seq))
+            st.summary.text = result.value
+            st.summary.absorbed_through, st.summary.absorbed_through_seq = last_id, last.last_seq
+            st.summary.cursor = batch[-1].seq
+            flush()  # save after each batch
+
+    def adopt_summary(self, rec: Recorded) -> None:
+        """Our own RollingSummaryUpdated came back from the log: the logged text is the truth
+        (after a restart it may differ from a re-run that the log refused as a duplicate)."""
+        ev = rec.event
+        s = self.state.summary
+        if ev.generation == self.state.generation and ev.absorbed_through == s.absorbed_through:
+            s.text = ev.summary
+
+    # ------------------------------------------------------------------ checks
+
+    def _check(self, store: str, rec: Recorded, settings: DiscussionSettings, emit: Emit, new: Msg | None = None) -> None:
+        st = self.state
+        ss = st.memories if store == STORE_MEMORIES else st.vectors
+        if ss.pending is None:
+            ss.pending = self.log.messages(st.discussion, ss.marker, rec.seq)
+        elif new is not None:
+            ss.pending.append(new)
+        th = Thresholds.file_memories(settings) if store == STORE_MEMORIES else Thresholds.vector_memories(settings)
+        check = memory_check(store_exists=ss.created, message_count=st.message_count, pending=ss.pending, th=th)
+        if not check.ran:
+            return
+        if check.create_store:
+            created = MemoryFileCreated(generation=st.generation, store=store, message_count=st.message_count)
+            emit(NewEvent(created, rec.ts_us, f"created:{store}:g{st.generation}", rec.seq))
+            ss.created = True
+        for chunk in check.chunks:
+            if store == STORE_MEMORIES:
+                self._summarize(chunk, check.mode, rec, settings, emit)
+            else:
+                self._extract(chunk, check.mode, rec, settings, emit)
+            ss.marker = chunk.last_seq
+            ss.chunks += 1
+        if check.chunks:
+            ss.pending = [m for m in ss.pending if m.seq > ss.marker]
+
+    def _summarize(self, chunk: Chunk, mode: str, rec: Recorded, s: DiscussionSettings, emit: Emit) -> None:
+        st = self.state
+        memory_id = f"g{st.generation}-m{chunk.first_seq}-{chunk.last_seq}"
+        outcome = None
+        if s.file_memory_workflow_name and self.workflows is not None:
+            everything = [r.event.summary for r in self.log.chunk_memories(st.discussion, 0)
+                          if r.event.generation == st.generation]
+            outcome = self.workflows.run(s.file_memory_workflow_name, {
+                "TextChunk": transcript(chunk.messages),
+                "Memory_file": "\n".join(st.recent),
+                "Full_Memory_file": "\n".join(everything),
+                "Chat_Summary": st.summary.text,
+            }, endpoint_name=s.endpoint_name, preset=s.preset)
+        if outcome is not None and outcome.text is not None and outcome.llm is not None:
+            summary, llm = outcome.text, outcome.llm
+        else:
+            result = self.tasks.summarize_chunk(
+                chat_lines(chunk.messages), max_tokens=s.max_response_size_in_tokens,
+                recent_memories=st.recent, chat_summary=st.summary.text,
+                # The settings' own prompts when the user wrote some; engram's template otherwise.
+                system_prompt=None if s.system_prompt == DEFAULT_SYSTEM_PROMPT else s.system_prompt,
+                prompt=None if s.prompt == DEFAULT_PROMPT else s.prompt,
+                endpoint_name=s.endpoint_name, preset=s.preset,
+            )
+            summary, llm = result.value, result.llm
+        event = ChunkSummarized(
+            generation=st.generation, memory_id=memory_id, first_seq=chunk.first_seq, last_seq=chunk.last_seq,
+            message_ids=tuple(m.message_id for m in chunk.messages), token_count=chunk.tokens,
+            first_ts_us=chunk.messages[0].ts_us, last_ts_us=chunk.messages[-1].ts_us, summary=summary,
+            mode=mode, trigger=chunk.trigger, llm=llm,
+            workflow=outcome.tag if outcome else None, workflow_error=outcome.error if outcome else None,
+        )
+        emit(NewEvent(event, rec.ts_us, f"chunk:{memory_id}", rec.seq))
+        st.recent = (st.recent + [summary])[-d.MAX_SUMMARY_CHUNKS_FROM_FILE:]
+
+    def _extract(self, chunk: Chunk, mode: str, rec: Recorded, s: DiscussionSettings, emit: Emit) -> None:
+        st = self.state
+        base = f"g{st.generation}-v{chunk.first_seq}-{chunk.last_seq}"
+        memories: list[StructuredMemory] = []
+        outcome = None
+        # Vector memories have their own endpoint and preset, falling back to the general ones.
+        endpoint_name = s.vector_memory_endpoint_name or s.endpoint_name
+        preset = s.vector_memory_preset or s.preset
+        if s.vector_memory_workflow_name and self.workflows is not None:
+            outcome = self.workflows.run(s.vector_memory_workflow_name, {"TextChunk": transcript(chunk.messages)},
+                                         endpoint_name=endpoint_name, preset=preset)
+            if outcome.text is not None:
+                memories, error = parse_structured(outcome.text)
+                if error:
+                    outcome = WorkflowOutcome(None, outcome.tag, error, outcome.llm)
+        if outcome is not None and outcome.text is not None and memories and outcome.llm is not None:
+            llm = outcome.llm
+        else:
+            result = self.tasks.extract_memory(chat_lines(chunk.messages),
+                                               max_tokens=s.vector_memory_max_response_size_in_tokens,
+                                               endpoint_name=endpoint_name, preset=preset)
+            memories, llm = [result.value], result.llm
+        for n, mem in enumerate(memories):
+            memory_id = f"{base}.{n}"
+            event = VectorMemoryStored(
+                generation=st.generation, memory_id=memory_id, title=mem.title, summary=mem.summary,
+                entities=tuple(mem.entities), key_phrases=tuple(mem.key_phrases), first_seq=chunk.first_seq,
+                last_seq=chunk.last_seq, message_ids=tuple(m.message_id for m in chunk.messages),
+                token_count=chunk.tokens, first_ts_us=chunk.messages[0].ts_us, last_ts_us=chunk.messages[-1].ts_us,
+                mode=mode, trigger=chunk.trigger, embedding=PENDING, embedding_model=PENDING,  # see embed_pending
+                llm=llm, sentiment=mem.sentiment, topics=tuple(mem.topics),
+                workflow=outcome.tag if outcome else None, workflow_error=outcome.error if outcome else None,
+            )
+            emit(NewEvent(event, rec.ts_us, f"vector:{memory_id}", rec.seq))
+
+
+def embedding_text(m: StructuredMemory | VectorMemoryStored) -> str:
+    """What a vector memory's embedding is computed from: its title, summary and key phrases."""
+    parts = [m.title, m.summary]
+    if m.key_phrases:
+        parts.append("; ".join(m.key_phrases))
+    return "\n".join(p for p in parts if p)
+
+
+# The embedding of a vector memory that `embed_pending` has not filled in yet.
+PENDING = ""
+
+
+class EmbeddingJob:
+    """The PENDING vector memories among `events`, being embedded in one call of `embedder`.
+
+    An embedder with `embed_async` (the home's EmbedderActor) computes while the caller goes on;
+    `events()` waits for the vectors and returns `events` with them filled in.
+    """
+
+    def __init__(self, events: Sequence[NewEvent], embedder):
+        self._events = list(events)
+        self._pending = [k for k, e in enumerate(self._events)
+                         if isinstance(e.event, VectorMemoryStored) and e.event.embedding == PENDING]
+        self._embedder = embedder
+        self._vectors: Callable[[], Sequence] | None = None
+        if self._pending:
+            texts = [embedding_text(self._events[k].event) for k in self._pending]
+            start = getattr(embedder, "embed_async", None)
+            if start is not None:
+                self._vectors = start(texts)
+            else:
+                vectors = embedder.embed(texts)
+                self._vectors = lambda: vectors
+
+    def events(self) -> list[NewEvent]:
+        if self._vectors is None:
+            return self._events
+        vectors, model = self._vectors(), self._embedder.name
+        out = list(self._events)
+        for k, vector in zip(self._pending, vectors):
+            event = msgspec.structs.replace(out[k].event, embedding=encode_vector(vector), embedding_model=model)
+            out[k] = msgspec.structs.replace(out[k], event=event)
+        return out
+
+
+def embed_pending(events: Sequence[NewEvent], embedder) -> list[NewEvent]:
+    """`events` with the embedding of every vector memory still PENDING, all computed in one call."""
+    return EmbeddingJob(events, embedder).events()
+
+
+def parse_structured(text: str) -> tuple[list[StructuredMemory], str | None]:
+    """Structured memories from a vector-memory workflow's output: a JSON object or an array of them."""
+    import json
+
+    import msgspec
+
+    from engram.providers.llm.jsonparse import AnswerNotJson, parse_json
+
+    try:
+        data = parse_json(text)
+    except AnswerNotJson as exc:
+        return [], f"the workflow's output is not JSON: {exc}"
+    items = data if isinstance(data, list) else [data]
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return [], f"item {i} of the workflow's output is {type(item).__name__}, not an object"
+        item = {k: v for k, v in item.items() if k in ("title", "summary", "entities", "key_phrases", "sentiment", "topics")}
+        try:
+            out.append(msgspec.convert(item, StructuredMemory))
+        except msgspec.ValidationError as exc:
+            return [], f"item {i} of the workflow's output: {exc} (got {json.dumps(item)[:200]})"
+    if not out:
+        return [], "the workflow's output holds no memory"
+    return out, None

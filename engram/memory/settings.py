@@ -1,0 +1,125 @@
+"""Settings as recorded events: policies use the settings the log says were in force.
+
+A settings file on disk is read by the shell (CLI, API) and, when its content differs from
+what the log last recorded, appended as `SettingsChanged`. Policies fold those events with
+`SettingsView`, so replay and regeneration see exactly the settings that were used.
+
+Streams: agent-wide settings go to `agent:<agent>`; a discussion's own settings (e.g.
+`engram regenerate --settings FILE`) go to the discussion's stream and override them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engram.config.agent import AgentConfig
+from engram.config.discussion import DiscussionSettings
+from engram.config.home import Home
+from engram.config.loader import load, parse
+from engram.config.recorded import SCOPE_AGENT, SCOPE_DISCUSSION, content_hash
+from engram.events.control import SettingsChanged
+from engram.events.envelope import NewEvent, Recorded, Write
+from engram.kernel.ids import agent_stream
+from engram.providers.llm.routing import check_discussion_settings
+
+
+def settings_event(scope: str, name: str, model) -> SettingsChanged:
+    data = model.to_json_dict()
+    return SettingsChanged(scope=scope, name=name, settings=data, content_hash=content_hash(data))
+
+
+def current_files(home: Home, agent: str, llm=None) -> dict[str, SettingsChanged]:
+    """The settings files in force for `agent` now (defaults where a file is absent), validated;
+    with `llm` (the LlmConfig in use), the endpoints and presets they name are checked too."""
+    out = {}
+    disc_path = home.settings_path
+    disc = load(DiscussionSettings, disc_path) if disc_path.exists() else DiscussionSettings()
+    if llm is not None:
+        check_discussion_settings(disc, llm, str(disc_path))
+    out[SCOPE_DISCUSSION] = settings_event(SCOPE_DISCUSSION, disc_path.name, disc)
+    agent_path = home.agent_config_path(agent)
+    cfg = load(AgentConfig, agent_path) if agent_path.exists() else AgentConfig()
+    out[SCOPE_AGENT] = settings_event(SCOPE_AGENT, agent_path.name, cfg)
+    return out
+
+
+def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int, llm=None) -> list[Write]:
+    """SettingsChanged writes for each scope whose file content differs from `recorded` (scope -> hash).
+    `llm`: check the endpoints and presets the files name against it (see `current_files`)."""
+    events = [
+        NewEvent(event=ev, ts_us=ts_us, event_id=f"settings:{scope}:{ev.content_hash}:{recorded.get(scope, '-')}")
+        for scope, ev in current_files(home, agent, llm).items()
+        if recorded.get(scope) != ev.content_hash
+    ]
+    return [Write(stream=agent_stream(agent), agent=agent, events=tuple(events))] if events else []
+
+
+def discussion_settings_event(path: str | Path, llm=None) -> SettingsChanged:
+    """A settings file given explicitly (e.g. for regeneration), validated (its routes against `llm`)."""
+    path = Path(path)
+    settings = load(DiscussionSettings, path)
+    if llm is not None:
+        check_discussion_settings(settings, llm, str(path))
+    return settings_event(SCOPE_DISCUSSION, path.name, settings)
+
+
+_DEFAULTS: dict[type, object] = {}
+
+
+def _default(model: type):
+    """The defaults of a (frozen) settings model, built once per process."""
+    found = _DEFAULTS.get(model)
+    if found is None:
+        found = _DEFAULTS[model] = model()
+    return found
+
+
+class SettingsView:
+    """Fold of SettingsChanged events: the settings in force for each agent and discussion."""
+
+    interests = frozenset({"SettingsChanged"})
+
+    def __init__(self):
+        self._agent: dict[tuple[str, str], SettingsChanged] = {}
+        self._discussion: dict[tuple[str, str], SettingsChanged] = {}
+        self._parsed: dict[tuple[type, int], tuple[SettingsChanged, object]] = {}
+
+    def _parse(self, model: type, ev: SettingsChanged):
+        """`ev`'s settings as `model`, validated once per content: policies ask for the settings in force at
+        every message, and validating a whole AgentConfig each time cost more than deciding on the message.
+        The models are frozen, so one parsed value serves every caller. Keyed by the event itself (kept
+        alive beside its value, so its id is never another event's)."""
+        cache = self.__dict__.setdefault("_parsed", {})  # a view unpickled from before the cache has none
+        key = (model, id(ev))
+        found = cache.get(key)
+        if found is None or found[0] is not ev:
+            found = cache[key] = (ev, parse(model, ev.settings, ev.name))
+        return found[1]
+
+    def apply(self, rec: Recorded) -> None:
+        ev = rec.event
+        if not isinstance(ev, SettingsChanged):
+            return
+        if rec.stream.startswith("agent:"):
+            self._agent[(rec.agent, ev.scope)] = ev
+        else:
+            self._discussion[(rec.stream, ev.scope)] = ev
+
+    def recorded_hashes(self, agent: str) -> dict[str, str]:
+        return {scope: ev.content_hash for (a, scope), ev in self._agent.items() if a == agent}
+
+    def discussion_settings(self, agent: str, discussion: str | None = None) -> DiscussionSettings:
+        ev = (discussion and self._discussion.get((discussion, SCOPE_DISCUSSION))) or self._agent.get(
+            (agent, SCOPE_DISCUSSION)
+        )
+        return self._parse(DiscussionSettings, ev) if ev else _default(DiscussionSettings)
+
+    def agent_config(self, agent: str) -> AgentConfig:
+        ev = self._agent.get((agent, SCOPE_AGENT))
+        return self._parse(AgentConfig, ev) if ev else _default(AgentConfig)
+
+    def state(self) -> tuple[dict, dict]:
+        return self._agent, self._discussion
+
+    def restore(self, state: tuple[dict, dict]) -> None:
+        self._agent, self._discussion = state

@@ -1,0 +1,367 @@
+"""The one interface the API needs from a runtime: the port every runtime implements.
+
+Two runtimes implement it and pass one contract suite (tests/api/test_runtime_contract.py):
+
+- `engram.runtime.ray_runtime.RayRuntime`: shard, policy and embedder actors on Ray (the
+  embedded default inside `engram serve`, or a cluster);
+- `engram.runtime.inprocess.InProcessRuntime`: the same parts (shard hosts, policy hosts) in this
+  process, synchronous, without Ray: for tests and for embedding engram in one process.
+
+Ray handles, placement, pools and `ray.get` live only behind this interface: the API imports this
+module and nothing else of the runtime layer (no implementation, no actor, no Ray; an import contract
+says so), and the composition roots (`engram.boot.serve`, `engram.boot.embedded`) pick an implementation.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Callable, Sequence
+
+from engram.events.envelope import Appended, Recorded, Write
+from engram.kernel.gate import SharedExclusiveLock
+from engram.kernel.ids import validate_agent
+from engram.kernel.sharding import ShardMap
+
+# How often `wait_idle` looks at the consumers' positions.
+IDLE_POLL_S = 0.1
+
+
+class QueryError(ValueError):
+    """SQL that failed (the message is the database's)."""
+
+
+class MissingTable(QueryError):
+    """SQL over a table or view that does not exist yet (e.g. no projection has written it)."""
+
+
+class RuntimeUnavailable(RuntimeError):
+    """The runtime cannot serve (an actor died and is restarting, Ray is down); the message says what."""
+
+
+def _resharding() -> RuntimeUnavailable:
+    return RuntimeUnavailable("the home is being re-sharded; retry the append in a moment")
+
+
+class Runtime(ABC):
+    """Where the shards, projections and policies of one engram home run."""
+
+    config = None  # the ServiceConfig (its `shards`: the home's count, from its layout)
+    home = None  # the engram.config.home.Home
+    layout: ShardMap | None = None  # agent -> shard routing, from <home>/layout.json
+
+    def _open_home(self, config):
+        """The home of `config`, its layout read (created or upgraded), the cluster placement checked against its
+        shard count, before anything starts. Returns `config` with the home's shard count."""
+        from engram.config.home import Home, HomeLayoutError
+
+        self.home = Home(config.home, config.shards)
+        self.layout = self.home.layout_check()
+        try:
+            config.cluster.check(self.layout.shards)
+        except ValueError as exc:
+            raise HomeLayoutError(f"{config.home}: {exc}") from None
+        return config.model_copy(update={"shards": self.layout.shards})
+
+    # ------------------------------------------------------------------ life cycle
+
+    @abstractmethod
+    def start(self) -> "Runtime":
+        """Start (or join) what runs the home; idempotent."""
+
+    @abstractmethod
+    def start_policies(self) -> None:
+        """Make sure the policies (memory creation in the background) run; idempotent."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop cleanly: projections checkpointed, DuckDB files closed."""
+
+    @property
+    def sole_writer(self) -> bool:
+        """Whether every append to the home goes through this runtime object (one process: `engram serve`, or an
+        embedded engram). The API may then trust what it remembers of its own appends (the proxy's tail record);
+        several processes sharing the actors (Ray Serve replicas, a joined cluster) must read the log instead."""
+        return True
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """One line for `engram status`: what runs the home (e.g. "Ray (local instance)")."""
+
+    # ------------------------------------------------------------------ the log
+
+    def shard_of(self, agent: str) -> int:
+        return self.layout.shard_of(validate_agent(agent))
+
+    @abstractmethod
+    def append(self, writes: Sequence[Write]) -> list[Appended]:
+        """Append writes; those of one shard commit together, all or nothing."""
+
+    @abstractmethod
+    def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
+        """Events of `agent`'s shard after `after` (filters: stream, types, limit, to_seq, agent)."""
+
+    @abstractmethod
+    def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
+        """The events of `agent`'s shard at positions `seqs` (point reads, all at once), in seq order."""
+
+    @abstractmethod
+    def heads(self) -> dict[int, int]:
+        """The last seq of every shard."""
+
+    @abstractmethod
+    def streams(self) -> dict[str, str]:
+        """Every stream of the home -> the agent it belongs to."""
+
+    # ------------------------------------------------------------------ reading
+
+    @abstractmethod
+    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        """engram's own SQL (read models) over the log and the projections, shard by shard, rows concatenated;
+        confined like a user's (`ShardHost.query`), without a row limit. Raises MissingTable or QueryError."""
+
+    @abstractmethod
+    def user_sql(self, query: str, params: list | None = None, *, agents: Sequence[str] | None = None,
+                 timeout_s: float | None = None, max_rows: int | None = None):
+        """A user's SQL: one read-only statement, confined (`engram.sql.run_readonly` on every shard: no file,
+        network or extension access, locked configuration), stopped after `timeout_s`, at most `max_rows` rows,
+        only `agents`' rows when given. Returns an `engram.sql.QueryResult`; raises `engram.sql.SqlError`."""
+
+    @abstractmethod
+    def shard_status(self) -> list[dict]:
+        """Per shard: head, projection positions and lag, consumer positions, errors, event counts."""
+
+    def progress(self) -> list[dict]:
+        """Per shard: the head, the projections' positions and the consumers' (`consumers` reads them). What
+        `wait_idle` looks at ten times a second: a runtime answers it without the queries of `shard_status`."""
+        return self.shard_status()
+
+    @abstractmethod
+    def wait_projections(self, timeout: float = 120.0) -> bool:
+        """Wait until every shard's projections have folded everything appended so far."""
+
+    @abstractmethod
+    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
+        """The trace reader's recall (engram.memory.cognitive.retrieval.RecallResult) for `agent`; it
+        first folds the log up to `min_position` (read-your-writes) and records a TraceRetrieved after."""
+
+    @abstractmethod
+    def drain_summarizer(self, agent: str, discussion: str) -> str:
+        """The Summarizer owning `discussion` has handled the whole log and the projections show it.
+        Returns the Summarizer's failure (empty when it succeeded)."""
+
+    # ------------------------------------------------------------------ whole-shard work
+
+    @abstractmethod
+    def replay_into(self, shards: Sequence[int], out_dir: str, to_seq: int | None, until_us: int | None,
+                    on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+        """Rebuild the projections of `shards` from the log into `out_dir`; no LLM call."""
+
+    @abstractmethod
+    def rebuild(self, shards: Sequence[int], on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+        """Rebuild the live projections of `shards` from the log."""
+
+    @abstractmethod
+    def verify_replay(self, shards: Sequence[int], on_shard: Callable[[list[str]], None] | None = None) -> list[str]:
+        """Replay into scratch space and compare with the live projections; the differences."""
+
+    def shard_nodes(self) -> dict[int, str]:
+        """Shard -> the node its actor runs on (for reports)."""
+        import socket
+
+        return {s: socket.gethostname() for s in self.all_shards()}
+
+    def export_parquet(self, shards: Sequence[int], out_dir: str,
+                       on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+        """Each shard writes its log and projections as Parquet into `out_dir` (on the node that holds it)."""
+        reports = []
+        for shard in shards:
+            reports.append(self.shard_call(shard, "export_parquet", out_dir))
+            if on_shard:
+                on_shard(reports[-1])
+        return reports
+
+    @abstractmethod
+    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+        """Erase a discussion (or the whole agent) from the log file and the projections."""
+
+    # ------------------------------------------------------------------ re-sharding
+
+    @abstractmethod
+    def shard_call(self, shard: int, method: str, *args):
+        """Call `method` of shard `shard`'s host (`engram.shard.host.ShardHost`), wherever it runs; its result."""
+
+    @abstractmethod
+    def stop_policies(self) -> None:
+        """Stop every policy (snapshots saved); `start_policies` starts them again."""
+
+    def window(self, shard: int):
+        """The appends in flight to `shard` (`engram.kernel.flow.InFlight`): bounded by `limits.maxInflightAppends`;
+        past the bound a producer waits up to `limits.backpressureWaitSeconds`, then gets Backpressure (429)."""
+        from engram.kernel.flow import InFlight
+
+        windows = self.__dict__.setdefault("_windows", {})
+        w = windows.get(shard)
+        if w is None:
+            limits = self.config.limits
+            w = windows.setdefault(shard, InFlight(f"shard {shard}", limits.max_inflight_appends,
+                                                   limits.backpressure_wait_seconds))
+        return w
+
+    @property
+    def routing_gate(self) -> SharedExclusiveLock:
+        gate = self.__dict__.get("_routing_gate")
+        if gate is None:
+            gate = self.__dict__.setdefault("_routing_gate", SharedExclusiveLock(on_timeout=_resharding))
+        return gate
+
+    def reshard(self, new_count: int, on_progress: Callable[[int, int], None] | None = None) -> dict:
+        """Grow the home to `new_count` shards, moving only the agents the new layout places elsewhere.
+
+        Appends wait meanwhile (the routing gate). The policies stop; each moving agent's events are copied,
+        in seq order and at their own positions, from its shard to the new shard split off it; the layout is
+        switched (one atomic file write: from here on the new shards answer for them); the old shards drop the
+        moved events and rebuild their projections; the policies of the shards involved refold their logs from
+        the start (their snapshots described the old split; the ids of what they append again make the log
+        refuse the repeats). `on_progress(events_copied, events_to_copy)`.
+        """
+        from engram.kernel.sharding import ReshardError
+
+        try:
+            self.config.cluster.check(new_count)
+        except ValueError as exc:
+            raise ReshardError(f"place the new shards in engram.json first: {exc}") from None
+        started = time.perf_counter()
+        with self.routing_gate.exclusive():
+            self.wait_projections()
+            agents = sorted(set(self.streams().values()))
+            moves = self.layout.plan(new_count, agents)
+            grown = self.layout.grown(new_count, agents)
+            pairs: dict[tuple[int, int], list[str]] = {}
+            for agent, pair in moves.items():
+                pairs.setdefault(pair, []).append(agent)
+            counts = {pair: self._count_events(pair[0], movers) for pair, movers in pairs.items()}
+            total = sum(counts.values())
+            self.stop_policies()
+            old_count = self.config.shards
+            self.config = self.config.model_copy(update={"shards": new_count})
+            copied = 0
+            try:
+                for (parent, child), movers in sorted(pairs.items()):
+                    if self.shard_call(child, "head") != 0:
+                        raise ReshardError(f"shard {child} already has events: re-sharding writes only into new shards")
+                    after = 0
+                    while True:
+                        table = self.shard_call(parent, "export_agents", movers, after)
+                        if table.num_rows == 0:
+                            break
+                        copied += self.shard_call(child, "import_rows", table)
+                        after = table.column("seq")[-1].as_py()
+                        if on_progress:
+                            on_progress(copied, total)
+                    have = self._count_events(child, movers)
+                    if have != counts[(parent, child)]:
+                        raise ReshardError(f"shard {child} received {have} events of the moving agents, "
+                                           f"shard {parent} has {counts[(parent, child)]}: nothing was switched")
+            except BaseException:
+                self.config = self.config.model_copy(update={"shards": old_count})
+                self.start_policies()
+                raise
+            self.home.write_layout(grown)  # the switch
+            self.layout = grown
+            self.home.shards = new_count
+            removed = [self.shard_call(parent, "remove_agents", sorted({a for (p, _), m in pairs.items() if p == parent
+                                                                          for a in m}))
+                       for parent in sorted({p for p, _ in pairs})]
+            touched = sorted({s for pair in pairs for s in pair})
+            self.forget_policy_state(touched)
+            self.start_policies()
+        return {"shards": {"before": old_count, "after": new_count}, "agents": len(agents), "agents_moved": len(moves),
+                "moves": {a: list(pair) for a, pair in sorted(moves.items())}, "events_moved": copied,
+                "removed": removed, "seconds": round(time.perf_counter() - started, 3)}
+
+    def _count_events(self, shard: int, agents: Sequence[str]) -> int:
+        return self.shard_call(shard, "count_events", list(agents))
+
+    def forget_policy_state(self, shards: Sequence[int]) -> None:
+        """Drop the policy snapshots of `shards`: their policies refold those shards' logs from the start."""
+        state = self.home.root / "state"
+        for shard in shards:
+            for path in state.glob(f"*.shard-{shard:03d}.*"):
+                path.unlink()
+
+    # ------------------------------------------------------------------ shared behaviour
+
+    def all_shards(self) -> list[int]:
+        return list(range(self.config.shards))
+
+    def wait_idle(self, timeout: float = 600.0, on_progress: Callable[[int, int, tuple[str, ...]], None] | None = None) -> bool:
+        """Wait until every projection and policy has handled the whole log, and nothing new came
+        (`on_progress(done, total, behind)`: see `engram.kernel.idle.wait_idle`).
+
+        Policies append events (summaries, observations…), so the log may grow while waiting;
+        idle means two consecutive looks with the same heads and every consumer at its head.
+        """
+        from engram.kernel.idle import wait_idle
+
+        def look():
+            self.settle()
+            progress = self.progress()
+            return [st["head"] for st in progress], [consumers(st) for st in progress]
+
+        return wait_idle(look, timeout, on_progress, IDLE_POLL_S)
+
+    def sync_settings(self, agent: str, ts_us: int) -> int:
+        """Record the agent's settings files in the log when they changed since last recorded (event time
+        `ts_us`). Returns the SettingsChanged events appended. The files are only re-read when their
+        size or modification time changed, so the check costs two `stat`s on every request."""
+        from engram.memory.settings import SettingsView, sync_writes
+        from engram.kernel.ids import agent_stream
+
+        cache = self.__dict__.setdefault("_settings_seen", {})
+        paths = (self.home.settings_path, self.home.agent_config_path(agent))
+        signature = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in paths)
+        if cache.get(agent) == signature:
+            return 0
+        view = SettingsView()
+        for rec in self.read(agent, stream=agent_stream(agent), types=["SettingsChanged"], limit=None):
+            view.apply(rec)
+        writes = sync_writes(self.home, agent, view.recorded_hashes(agent), ts_us, self.config.llm)
+        appended = sum(len(r.seqs) - r.duplicates for r in self.append(writes)) if writes else 0
+        cache[agent] = signature
+        return appended
+
+    def settle(self) -> None:
+        """Run pending work now (the in-process runtime, which has no background threads); a no-op
+        where the work runs by itself."""
+
+
+# Positions closer than this are read as one range (one query) rather than one by one.
+SEQ_RANGE_GAP = 256
+
+
+def seq_ranges(seqs: Sequence[int], gap: int = SEQ_RANGE_GAP) -> list[tuple[int, int]]:
+    """`seqs` as few (first, last) ranges: neighbours within `gap` share a range (one read instead of many)."""
+    out: list[list[int]] = []
+    for s in sorted(set(seqs)):
+        if out and s - out[-1][1] <= gap:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return [(a, b) for a, b in out]
+
+
+def merge_results(results: Sequence, max_rows: int | None):
+    """Per-shard `QueryResult`s as one: rows concatenated (aggregates stay per shard), cut at `max_rows`."""
+    from engram.sql import QueryResult
+
+    rows = [row for r in results for row in r.rows]
+    truncated = any(r.truncated for r in results) or (max_rows is not None and len(rows) > max_rows)
+    return QueryResult(columns=results[0].columns if results else [],
+                       rows=rows[:max_rows] if max_rows is not None else rows, truncated=truncated)
+
+
+def consumers(status: dict) -> dict[str, int]:
+    """Each projection's and policy's position in one shard's status."""
+    return {**status["projections"], **status.get("consumers", {})}

@@ -1,0 +1,194 @@
+"""Forgetting across every process that holds a shard's data.
+
+A forget touches three kinds of holder:
+
+- the shard (`ShardHost`): the log (payloads erased, file rewritten), the projections (rebuilt from the
+  erased log) and, through its embedder service, the embedding cache (cut down to what the rebuilt
+  projections use);
+- the policy hosts of the shard (`PolicyHost`, in Ray a `PolicyActor` each): their in-memory state and
+  their snapshots under `state/`;
+- nothing else keeps message text (the server's logs never contain any).
+
+`forget` runs them in an order that leaves nothing behind whatever point a crash interrupts it at:
+policies paused; the marker appended (the durable record: a start completes whatever was not done);
+the policies' snapshots deleted (a restart rebuilds them from the erased log); the policies drain up to
+the marker (their own forget handling, in memory); the shard erases and rebuilds; every policy whose state
+still holds a forgotten text is reset and rebuilt from the erased log; snapshots written; policies resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from engram.events.control import AgentForgotten, DiscussionForgotten, FORGET_MARKERS
+from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
+from engram.events.store import EventStore
+from engram.kernel.files import atomic_write, compact_database
+from engram.kernel.gate import alone, shared
+from engram.kernel.ids import agent_stream
+from engram.providers.embeddings.cache import text_key
+
+
+class ShardForgetting(Protocol):
+    def begin_forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> tuple[int, list[str]]: ...
+
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]: ...
+
+
+class PolicyForgetting(Protocol):
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def discard_snapshots(self) -> None: ...
+
+    def drain(self) -> int: ...
+
+    def scrub(self, texts: list[str]) -> list[str]: ...
+
+
+def forget(shard: ShardForgetting, hosts: Sequence[PolicyForgetting], agent: str, discussion: str | None = None,
+           *, reason: str = "") -> dict:
+    """Forget a discussion (or a whole agent) everywhere; returns the report (`policies_rebuilt`: policies whose
+    state still held forgotten text after their own forget handling, and were rebuilt from the log)."""
+    for host in hosts:
+        host.pause()
+    try:
+        marker_seq, streams = shard.begin_forget(agent, discussion, reason=reason)
+        for host in hosts:
+            host.discard_snapshots()
+        for host in hosts:
+            host.drain()
+        report, texts = shard.complete_forget(marker_seq, streams)
+        report["policies_rebuilt"] = sorted({name for host in hosts for name in host.scrub(texts)})
+    finally:
+        for host in hosts:
+            host.resume()
+    report["forgotten"] = discussion or agent
+    report["streams"] = streams
+    return report
+
+
+class RecordingEmbedder:
+    """An embedder that notes the keys of the texts it is asked for, so that the cache can keep only those."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.inner.is_fallback
+
+    def embed(self, texts):
+        with self._lock:
+            self.keys.update(text_key(t) for t in texts)
+        return self.inner.embed(texts)
+
+    def retain(self) -> int:
+        """Cut the cache down to the recorded texts (for the inner embedder's model); entries removed."""
+        retain = getattr(self.inner, "retain", None)
+        return retain(self.inner.name, set(self.keys)) if retain is not None else 0
+
+
+def forget_journal(log_path: Path) -> Path:
+    """Written while a forget erases (ids only): its presence at start means it did not finish."""
+    return log_path.with_name(log_path.stem + ".forgetting.json")
+
+
+def unfinished_forgets(store: EventStore, journal: Path) -> list[dict]:
+    """Forgets whose erasure did not finish: markers with content left before them, or a journal left behind."""
+    pending = [{"marker_seq": seq, "streams": streams} for seq, streams in unfinished_erasures(store)]
+    if journal.exists() and not pending:
+        try:
+            pending = [json.loads(journal.read_text())]
+        except (OSError, ValueError):
+            pending = [{"marker_seq": store.head(), "streams": []}]
+    return pending
+
+
+def unfinished_forgets_in(log_path: Path) -> list[dict]:
+    """`unfinished_forgets` of a shard whose files no process holds (`engram status` without a server)."""
+    store = EventStore(log_path, read_only=True)
+    try:
+        return unfinished_forgets(store, forget_journal(log_path))
+    finally:
+        store.close()
+
+
+class ShardForget:
+    """Forgetting in this shard: the marker, the erasure, the journal that makes it resumable (a part of `ShardHost`)."""
+
+    @shared
+    def begin_forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> tuple[int, list[str]]:
+        """Record that a discussion (or a whole agent) is forgotten: the marker, durable before anything is
+        erased, so that a forget interrupted at any point is completed at the next start. Returns
+        (marker seq, the streams it forgets)."""
+        owned = {s for s, (_, a) in self.store.streams().items() if a == agent}
+        if discussion is not None:
+            if discussion not in owned:
+                raise KeyError(f"agent {agent!r} has no discussion {discussion!r}")
+            marker, streams = DiscussionForgotten(discussion_id=discussion, reason=reason), [discussion]
+        else:
+            if not owned:
+                raise KeyError(f"no agent {agent!r} in this shard's log")
+            marker, streams = AgentForgotten(agent_id=agent, reason=reason), sorted(owned)
+        self._journal.parent.mkdir(parents=True, exist_ok=True)
+        appended = self.store.append(agent_stream(agent), [marker], agent=agent)
+        return appended.seqs[-1], streams
+
+    @alone
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
+        """Erase what `begin_forget` recorded: the payloads in the log (and the log file rewritten, WAL
+        included), every projection rebuilt from the erased log, and the embedding cache cut down to what
+        the rebuilt projections use. Returns the report and the forgotten texts (in memory only: for
+        checking other state, e.g. policy snapshots)."""
+        atomic_write(self._journal, json.dumps({"marker_seq": marker_seq, "streams": streams}).encode())
+        self.wait_projections(marker_seq)
+        erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
+        erased = self.store.erase(erasure.seqs)
+        self._recount()
+        self._close_projections()
+        self.store.close()
+        compact_database(self.log_path)
+        self.store = EventStore(self.log_path, **self._store_options)
+        self._open_projections()
+        self.rebuild(retain_cache=True)
+        self._journal.unlink(missing_ok=True)
+        report = {"forgotten": streams, "events_erased": erased, "marker_seq": marker_seq}
+        return report, erasure.texts
+
+    @alone
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
+        """Forget a discussion (or a whole agent) in this shard: record it, erase its content and what derives
+        from it from the log file, and rebuild the projections so nothing of it is left in them either.
+        (Policies hold state too: `engram.shard.forget.forget` coordinates them with this.)"""
+        marker_seq, streams = self.begin_forget(agent, discussion, reason=reason)
+        report, _ = self.complete_forget(marker_seq, streams)
+        report["forgotten"] = discussion or agent
+        report["streams"] = streams
+        return report
+
+    @property
+    def _journal(self) -> Path:
+        return forget_journal(self.log_path)
+
+    @shared
+    def unfinished_forgets(self) -> list[dict]:
+        """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
+        counts = self.events_by_type()
+        if not any(marker in counts for marker in FORGET_MARKERS) and not self._journal.exists():
+            return []  # no forget was ever recorded (the counts are kept as the log grows): no query of the log
+        return unfinished_forgets(self.store, self._journal)

@@ -1,0 +1,101 @@
+"""SQL over the shard's log and projections, and its status (a part of `ShardHost`)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import msgspec
+
+from engram.kernel.gate import shared
+from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, QueryResult, run_readonly
+from engram.sql.gathered import shard_relations
+
+
+class ShardQueries:
+    """SQL over the shard's log and projections, and its status (a part of `ShardHost`)."""
+
+    @shared
+    def sql(
+        self,
+        sql: str,
+        params: Sequence | None = None,
+        *,
+        agents: Sequence[str] | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+    ) -> QueryResult:
+        """Run one read-only statement over this shard's log and projections, confined (`engram.sql`):
+        never on the writer's connection; with `agents`, over those agents' rows only."""
+        return run_readonly(sql, self._sql_source(), params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
+
+    def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
+        """`sql` without a row limit, as (column names, rows)."""
+        result = self.sql(sql, params, max_rows=None)
+        return result.columns, result.rows
+
+    def _sql_source(self) -> LiveShard:
+        catalog = self.store.query("SELECT current_database()")[1][0][0]
+        return LiveShard(shard=self.shard, cursor=self.store.cursor, log_table=f'"{catalog}".main.events',
+                         projection_catalog="proj", projections=self.paths)
+
+    @shared
+    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
+        """The relations a query over every shard reads, from this shard (`engram.sql.gathered`); `agents`: only
+        their rows."""
+        return shard_relations(self.store.cursor, None if names is None else set(names), agents=agents)
+
+    @shared
+    def events_by_type(self) -> dict[str, int]:
+        """How many events of each type the log holds (up to its head)."""
+        with self._counts_lock:
+            head = self.store.head()
+            if head > self._counted_through:
+                _, rows = self.store.query(
+                    "SELECT type, count(*) FROM events WHERE seq > ? AND seq <= ? GROUP BY type", [self._counted_through, head])
+                for type_, n in rows:
+                    self._counts[type_] = self._counts.get(type_, 0) + n
+                self._counted_through = head
+            return dict(sorted(self._counts.items()))
+
+    def _recount(self) -> None:
+        """The log's past changed (a purge retyped events): count from the start at the next look."""
+        with self._counts_lock:
+            self._counts, self._counted_through = {}, 0
+
+    def progress(self) -> dict:
+        """What waiting for idle looks at, many times a second: the head and the projections' checkpointed
+        positions, read from memory (`status` also queries the log and the projection database)."""
+        return {"shard": self.shard, "head": self.store.head(), "projections": dict(self.runner.checkpointed)}
+
+    @shared
+    def status(self) -> dict:
+        return {
+            "shard": self.shard,
+            "head": self.store.head(),
+            "streams": len(self.store.streams()),
+            "projections": dict(self.runner.checkpointed),
+            "projection_lag": self.store.head() - self.runner.durable_position,
+            "projection_error": None if self._error is None else repr(self._error),
+            "projection_timings": self.runner.timings.report(),
+            "events_by_type": self.events_by_type(),
+            # Events a projection could not fold, left out of it (FoldFailed records; SQL: fold_failed).
+            "fold_failed": self._fold_failures(),
+            "unfinished_forgets": self.unfinished_forgets(),
+            "recovered": list(self.recovered),
+            "resident_agents": self.resident_agents(),
+        }
+
+    def resident_agents(self) -> int | None:
+        """Agents whose cognitive memory the traces projection holds now (None: no traces projection)."""
+        traces = next((p for p in self.runner.projections if p.name == "traces"), None)
+        return None if traces is None else len(traces.memories)
+
+    def _fold_failures(self) -> list[dict]:
+        if not self.runner.any_failed:
+            return []
+        cur = self.store.cursor()
+        try:
+            cur.execute("USE proj")
+            return [msgspec.to_builtins(f) for f in self.runner.failures(cur)]
+        finally:
+            cur.close()

@@ -1,0 +1,248 @@
+"""The SQL face of engram: views over the log and the projections, for `engram sql`.
+
+User SQL runs through `engram.sql.run_readonly` (read-only, confined); this module only defines
+the views, over whatever relations a session is given.
+
+- `events`: every event of every shard, its envelope plus one column per payload field of
+  the catalogue (typed where the field has one type across the catalogue, JSON otherwise).
+- `ev_<type>`: one view per event type, with just that type's fields (e.g. `ev_message_appended`).
+  `ev_edge_added` and `ev_trace_reinforced` also list the edges and reinforcements recorded in the
+  compact shapes (`TraceEncoded.links`, `EdgesAdded`, `TracesReinforced`; `engram.events.compact`),
+  one row each, with the envelope of the event that carries them.
+- `messages`: the conversation, one row per MessageAppended.
+- every projection table (union over shards) and every projection file view.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import msgspec
+
+from engram.config.home import ProjectionPaths
+from engram.events.base import registry
+
+_ENVELOPE = ("seq", "stream", "stream_version", "type", "schema_version", "ts", "agent", "causation", "event_id", "recorded_at", "payload")
+
+
+def _sql_type(t: msgspec.inspect.Type) -> str:
+    if isinstance(t, msgspec.inspect.UnionType):
+        inner = [x for x in t.types if not isinstance(x, msgspec.inspect.NoneType)]
+        return _sql_type(inner[0]) if len(inner) == 1 else "JSON"
+    if isinstance(t, msgspec.inspect.StrType):
+        return "VARCHAR"
+    if isinstance(t, msgspec.inspect.BoolType):
+        return "BOOLEAN"
+    if isinstance(t, msgspec.inspect.IntType):
+        return "BIGINT"
+    if isinstance(t, msgspec.inspect.FloatType):
+        return "DOUBLE"
+    return "JSON"
+
+
+def _field_types(cls) -> dict[str, str]:
+    info = msgspec.inspect.type_info(cls)
+    return {f.encode_name: _sql_type(f.type) for f in info.fields}
+
+
+def _column(name: str, sql_type: str) -> str:
+    path = f"'$.{name}'"
+    if sql_type == "VARCHAR":
+        return f"payload->>{path} AS \"{name}\""
+    if sql_type == "JSON":
+        return f"payload->{path} AS \"{name}\""
+    return f"TRY_CAST(payload->>{path} AS {sql_type}) AS \"{name}\""
+
+
+def snake(tag: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", tag).lower()
+
+
+def payload_columns() -> dict[str, str]:
+    """Every payload field name across the catalogue with its SQL type (JSON where types differ)."""
+    merged: dict[str, str] = {}
+    for cls in registry().values():
+        for name, sql_type in _field_types(cls).items():
+            if name in _ENVELOPE or name == "shard":
+                continue
+            merged[name] = sql_type if merged.get(name, sql_type) == sql_type else "JSON"
+    return dict(sorted(merged.items()))
+
+
+_EMPTY_LOG = (
+    "SELECT * FROM (SELECT NULL::INTEGER AS shard, NULL::BIGINT AS seq, NULL::VARCHAR AS stream, NULL::BIGINT AS "
+    "stream_version, NULL::VARCHAR AS type, NULL::INTEGER AS schema_version, NULL::TIMESTAMPTZ AS ts, NULL::VARCHAR AS "
+    "agent, NULL::BIGINT AS causation, NULL::VARCHAR AS event_id, NULL::TIMESTAMPTZ AS recorded_at, NULL::JSON AS payload) "
+    "WHERE false"
+)
+_log_views_cache: tuple[int, dict[str, str]] = (-1, {})
+
+
+_ENV = "shard, seq, stream, stream_version, ts, agent, causation, event_id"
+
+
+def _items(event_type: str, field: str) -> str:
+    """The rows of `event_type`, one per element `x` of its JSON array `field` (in order)."""
+    return (f"(SELECT {_ENV}, payload, unnest(CAST(payload->'$.{field}' AS JSON[])) AS x FROM events_raw "
+            f"WHERE type = '{event_type}' AND json_array_length(payload->'$.{field}') > 0)")
+
+
+# Views of one event type that also show the same facts recorded in a compact shape.
+_COMPACT_VIEWS = {
+    "ev_edge_added": (
+        f"SELECT {_ENV}, payload->>'$.src' AS src, payload->>'$.dst' AS dst, payload->>'$.kind' AS kind, "
+        f"TRY_CAST(payload->>'$.weight' AS DOUBLE) AS weight FROM events_raw WHERE type = 'EdgeAdded' "
+        f"UNION ALL SELECT {_ENV}, x->>0, payload->>'$.trace_id', x->>1, TRY_CAST(x->>2 AS DOUBLE) "
+        f"FROM {_items('TraceEncoded', 'links')} "
+        f"UNION ALL SELECT {_ENV}, x->>0, x->>1, x->>2, TRY_CAST(x->>3 AS DOUBLE) FROM {_items('EdgesAdded', 'edges')}"
+    ),
+    "ev_trace_reinforced": (
+        f"SELECT {_ENV}, payload->>'$.trace_id' AS trace_id, payload->>'$.reason' AS reason FROM events_raw "
+        f"WHERE type = 'TraceReinforced' "
+        f"UNION ALL SELECT {_ENV}, x->>0, x->>1 FROM {_items('TracesReinforced', 'items')}"
+    ),
+}
+_COMPACT_VIEW_TYPES = {
+    "ev_edge_added": frozenset({"EdgeAdded", "TraceEncoded", "EdgesAdded"}),
+    "ev_trace_reinforced": frozenset({"TraceReinforced", "TracesReinforced"}),
+}
+
+
+def log_view_sql() -> dict[str, str]:
+    """The SQL of every view over `events_raw` by view name (built once per catalogue: inspecting it is slow)."""
+    global _log_views_cache
+    reg = registry()
+    if _log_views_cache[0] == len(reg):
+        return _log_views_cache[1]
+    views = {"events": f"SELECT *, {', '.join(_column(n, t) for n, t in payload_columns().items())} FROM events_raw"}
+    for tag, cls in sorted(reg.items()):
+        fields = ", ".join(_column(n, t) for n, t in _field_types(cls).items() if n != "type")
+        views[f"ev_{snake(tag)}"] = (
+            f"SELECT shard, seq, stream, stream_version, ts, agent, causation, event_id{', ' + fields if fields else ''} "
+            f"FROM events_raw WHERE type = '{tag}'"
+        )
+    views.update(_COMPACT_VIEWS)
+    views["messages"] = (
+        "SELECT shard, seq, stream AS discussion_id, agent, ts, payload->>'$.role' AS role, payload->>'$.name' AS name, "
+        "payload->>'$.content' AS content, payload->>'$.message_id' AS message_id, "
+        "TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate FROM events_raw WHERE type = 'MessageAppended'"
+    )
+    _log_views_cache = (len(reg), views)
+    return views
+
+
+def create_log_views(con: duckdb.DuckDBPyConnection, logs: dict[int, str], only: set[str] | None = None) -> None:
+    """Views over the event tables `logs` = {shard: "catalog.events"-qualified table name}; `only`: just these views
+    (and `events_raw`), else every one."""
+    if not logs:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW events_raw AS {_EMPTY_LOG}")
+    else:
+        union = " UNION ALL ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {table}" for shard, table in sorted(logs.items()))
+        con.execute(f"CREATE OR REPLACE TEMP VIEW events_raw AS {union}")
+    for name, sql in log_view_sql().items():
+        if only is None or name in only:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+
+
+# Tables the projection runner keeps beside the projections' own (see engram.projections.runner).
+RUNNER_TABLES = ("fold_failed",)
+
+
+def log_view_types() -> dict[str, frozenset[str] | None]:
+    """Each view over the log and the event types it reads (None: every type)."""
+    views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended"})}
+    views.update({f"ev_{snake(tag)}": frozenset({tag}) for tag in registry()})
+    views.update(_COMPACT_VIEW_TYPES)
+    return views
+
+
+def projection_table_names() -> list[str]:
+    from engram.projections.registry import projection_classes
+
+    return [t for cls in projection_classes() for t in getattr(cls, "tables", ())] + list(RUNNER_TABLES)
+
+
+def derived_views(paths: ProjectionPaths) -> dict[str, str]:
+    """Views the projections define over other views (e.g. `trace_strength`), by name."""
+    from engram.projections.registry import projection_classes
+
+    out: dict[str, str] = {}
+    for cls in projection_classes():
+        views = getattr(cls, "sql_views", None)
+        if views is not None:
+            out.update(views(paths))
+    return out
+
+
+def existing_projection_tables(
+    con: duckdb.DuckDBPyConnection, catalogs: dict[int, str], only: set[str] | None = None
+) -> dict[str, list[tuple[int, str]]]:
+    """{table: [(shard, "catalog.table"), ...]} for the projection tables each shard's catalog holds (`only`: of these)."""
+    if not catalogs:
+        return {}
+    present = set(con.execute(
+        "SELECT database_name, table_name FROM duckdb_tables() WHERE database_name IN (SELECT unnest(?::VARCHAR[]))",
+        [list(catalogs.values())],
+    ).fetchall())
+    found: dict[str, list[tuple[int, str]]] = {}
+    for table in projection_table_names():
+        if only is not None and table not in only:
+            continue
+        for shard, cat in sorted(catalogs.items()):
+            if (cat, table) in present:
+                found.setdefault(table, []).append((shard, f"{cat}.{table}"))
+    return found
+
+
+def create_projection_views(con: duckdb.DuckDBPyConnection, catalogs: dict[int, str], paths: ProjectionPaths) -> None:
+    """Views over projection tables (unioned across shard catalogs) and projection files."""
+    create_table_views(con, existing_projection_tables(con, catalogs), paths)
+
+
+def create_table_views(
+    con: duckdb.DuckDBPyConnection, relations: dict[str, list[tuple[int, str]]], paths: ProjectionPaths,
+    only: set[str] | None = None,
+) -> None:
+    """One view per projection table over its `relations` ({table: [(shard, relation)]}), then the derived views
+    (`only`: just these)."""
+    for table, parts in relations.items():
+        union = " UNION ALL BY NAME ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {rel}" for shard, rel in parts)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {union}")
+    for name, sql in derived_views(paths).items():
+        if only is not None and name not in only:
+            continue
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+        except duckdb.Error:
+            # A view over tables that do not exist yet (e.g. no traces): leave it out.
+            continue
+
+
+def attach_readonly(con: duckdb.DuckDBPyConnection, log_paths: dict[int, Path], projections: ProjectionPaths):
+    """Attach every existing log and projection database READ_ONLY; returns ({shard: log table}, {shard: catalog})."""
+    logs, catalogs = {}, {}
+    for shard, path in sorted(log_paths.items()):
+        if Path(path).exists():
+            con.execute(f"ATTACH '{_quote(path)}' AS log_{shard:03d} (READ_ONLY)")
+            logs[shard] = f"log_{shard:03d}.events"
+        proj = projections.shard_db(shard)
+        if proj.exists():
+            con.execute(f"ATTACH '{_quote(proj)}' AS proj_{shard:03d} (READ_ONLY)")
+            catalogs[shard] = f"proj_{shard:03d}"
+    return logs, catalogs
+
+
+def open_readonly(log_paths: dict[int, Path], projections: ProjectionPaths) -> duckdb.DuckDBPyConnection:
+    """An in-memory session of engram's own (not for user SQL: see `engram.sql`) with every log and projection
+    database attached read-only."""
+    con = duckdb.connect()
+    logs, catalogs = attach_readonly(con, log_paths, projections)
+    create_log_views(con, logs)
+    create_projection_views(con, catalogs, projections)
+    return con
+
+
+def _quote(path: Path) -> str:
+    return str(path).replace("'", "''")

@@ -1,0 +1,72 @@
+"""A home written by earlier code opens, replays identically and recalls the same (issue 26).
+
+`tests/fixtures/home-before-layers.tar.gz` was written by `tests/fixtures/make_home_before_layers.py` on the code
+from before engram's modules moved into layers; `home-before-layers.expected.json` is what that code saw in it.
+Policy snapshots pickle classes by module path, and those paths changed: the snapshots must still restore (the
+unpickler knows where each old module went), because rebuilding a policy from the log calls the LLM again for
+every message that had facts extracted (measured on this home: 44 `extract_facts` calls for 45 messages), which
+on a home that uses a paid endpoint costs money and time.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from engram import Engram
+from tests.fixtures.make_home_before_layers import (
+    EXPECTED, TARBALL, log_summary, projection_digest, recall_answers,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+class CountingTasksStandIn:
+    """A stand-in around the home's real memory tasks (here the offline provider): it counts every call of a task
+    (which would be an LLM request on a home with an endpoint) and passes it on unchanged."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        def call(*args, **kwargs):
+            self.calls[name] += 1
+            return attr(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture
+def old_home(tmp_path) -> Path:
+    with tarfile.open(FIXTURES / TARBALL) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path / "home"
+
+
+def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_the_same(old_home, tmp_path):
+    expected = json.loads((FIXTURES / EXPECTED).read_text())
+    with Engram.open(old_home, runtime="inprocess", auto_settle=False) as mem:
+        tasks = mem.rt.services["tasks"] = CountingTasksStandIn(mem.rt.services["tasks"])
+        assert mem.wait_idle(600)
+
+        # Opening appends nothing: every policy restored its snapshot, none went back to the log (and the LLM).
+        assert log_summary(mem) == {"heads": expected["heads"], "events_by_type": expected["events_by_type"]}
+        [shard] = mem.status().shards
+        assert shard.consumers_rebuilt == {}
+        assert dict(tasks.calls) == {}
+
+        assert mem.rt.verify_replay([0]) == []
+        mem.rt.replay_into([0], str(tmp_path / "replayed"), None, None)
+        assert recall_answers(mem) == expected["recalls"]
+
+    assert projection_digest(tmp_path / "replayed") == expected["projections"]
+    assert projection_digest(old_home / "projections") == expected["projections"]
