@@ -371,6 +371,7 @@ class _Ollama(Adapter):
     def common(self, body: dict, request: Request, endpoint: Endpoint, way: str, stream: bool, window: int | None):
         body["model"] = request.model
         body["stream"] = stream  # Ollama streams unless told not to
+        body["truncate"] = False  # an error, never the oldest messages dropped silently (older servers ignore it)
         options = self.options(request, window)
         if options:
             body["options"] = options
