@@ -43,10 +43,9 @@ DAY_US = 86_400 * 1_000_000
 
 
 def hit(h) -> Hit:
-    """A recalled memory as a prompt would show it: its context (for a reply, the question it answers) and its
-    content, mapped to the dialog ids of both (their recorded provenance)."""
-    text = f"{h.context}\n{h.content}" if h.context else h.content
-    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), text)
+    """A recalled memory as a prompt shows it (`shown`: its context, for a reply the question it answers, and its
+    content, shaped by engram.memory.cognitive.shown), mapped to the dialog ids of both (their recorded provenance)."""
+    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), h.shown)
 
 
 def agent_of(sample_id: str) -> str:

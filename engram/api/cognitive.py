@@ -158,6 +158,7 @@ class CognitiveOps:
                 sources=[sources[s] for s in h.source_seqs if s in sources],
                 context=h.context, context_message_ids=list(h.context_message_ids),
                 pruned_at=None if h.pruned_us is None else iso(h.pruned_us), dormant_weight=h.dormant_weight,
+                asks=h.asks, shown=h.shown,
             ) for h in result.hits],
         )
 
@@ -175,7 +176,7 @@ class CognitiveOps:
 
         result = self._recall(agent, query, discussion=discussion, fresh=False)
         skip = set(exclude_seqs)
-        return [Recalled(h.score, h.content, h.trace_id, tuple(h.source_seqs)) for h in result.hits
+        return [Recalled(h.score, " ".join((h.shown or h.content).split("\n")), h.trace_id, tuple(h.source_seqs)) for h in result.hits
                 if not skip.intersection(h.source_seqs)]
 
     def _sources(self, result) -> dict[int, t.SourceMessage]:

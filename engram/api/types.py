@@ -347,6 +347,10 @@ class RecallHit(Model, kw_only=True):
     # when it was pruned and the factor on its composite (its contributions include it).
     pruned_at: str | None = None
     dormant_weight: float = 1.0
+    asks: bool = False  # the memory only asks (a stored question): its composite includes the question weight (0.5)
+    # What a prompt shows of it: the context cut to its last question, the content whole for the best three hits and
+    # as the sentences sharing the query's words for the others, no sentence a better hit shows. `content` stays whole.
+    shown: str = ""
 
 
 class Feedback(Model, kw_only=True):

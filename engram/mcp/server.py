@@ -72,7 +72,7 @@ def build(backend_for: Callable):
     async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: Limit = 5) -> dict:
         result = await call(ctx, "recall", agent, query, discussion, limit)
         return {"query": result["query"], "agent": result["agent"],
-                "hits": [{k: h[k] for k in ("rank", "score", "content", "trace_type", "factors")} for h in result["hits"]]}
+                "hits": [{k: h[k] for k in ("rank", "score", "content", "shown", "trace_type", "factors")} for h in result["hits"]]}
 
     @server.tool(description="Search a discussion's memories (keywords separated by ';'; keyword, semantic or hybrid).")
     async def search(agent: str, discussion: str, keywords: str, ctx: Context,

@@ -113,6 +113,7 @@ class TraceReader(CognitivePolicy):
             dormant_index=mem.dormant_index,
             dormant_lexical=mem.dormant_lexical,
             dormant=settings.dormant,
+            answers_of=mem.answers_of,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)

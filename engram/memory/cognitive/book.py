@@ -26,6 +26,7 @@ from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
 from engram.memory.cognitive.graph import TraceGraph
+from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.model import MemoryTrace, US_PER_S, canonical_edge
 from engram.memory.cognitive.personality import Pad
 
@@ -95,6 +96,9 @@ class TraceBook:
         self.__dict__.update(state)
         if "latest_encoded_us" not in state:  # a book pickled before it was kept
             self.latest_encoded_us = max((t.encoded_us for t in self.traces.values()), default=0)
+        for t in self.traces.values():
+            if "asks" not in t.__dict__:  # a trace pickled before the flag: computed as the fold computes it
+                t.asks = asks(t.content)
 
     # ------------------------------------------------------------------ reading
 
@@ -185,6 +189,7 @@ class TraceBook:
             last_seq=rec.seq,
             context=e.context,
             context_message_ids=tuple(e.context_message_ids),
+            asks=asks(e.content),
         )
         self.traces[t.trace_id] = t
         self.latest_encoded_us = max(self.latest_encoded_us, t.encoded_us)

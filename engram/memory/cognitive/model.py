@@ -70,6 +70,7 @@ class MemoryTrace:
     links: set[str] = field(default_factory=set)
     context: str = ""  # indexed with the content, not part of it: for a reply, the question it answers
     context_message_ids: tuple[str, ...] = ()  # where `context` comes from
+    asks: bool = False  # every sentence of the content is a question (indexing.asks): it states nothing
 
     def in_scope(self, discussion: str | None) -> bool:
         """Visible from `discussion` (None: the whole agent): agent-scoped traces are visible everywhere."""
