@@ -171,13 +171,15 @@ class CognitiveOps:
             raise error("bad_query", str(exc)) from None
 
     def recalled(self, agent: str, discussion: str, query: str, *, exclude_seqs=()) -> list:
-        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled)."""
+        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled): each hit as it is
+        shown (`RecallHit.shown`, on one line: the question a reply answers, then the reply); a hit whose every
+        sentence a better hit already shows is left out."""
         from engram.memory.context.assemble import Recalled
 
         result = self._recall(agent, query, discussion=discussion, fresh=False)
         skip = set(exclude_seqs)
-        return [Recalled(h.score, " ".join((h.shown or h.content).split("\n")), h.trace_id, tuple(h.source_seqs)) for h in result.hits
-                if not skip.intersection(h.source_seqs)]
+        return [Recalled(h.score, " ".join(h.shown.split("\n")), h.trace_id, tuple(h.source_seqs)) for h in result.hits
+                if h.shown.strip() and not skip.intersection(h.source_seqs)]
 
     def _sources(self, result) -> dict[int, t.SourceMessage]:
         """The messages the hits were made from, by seq (from the log)."""
