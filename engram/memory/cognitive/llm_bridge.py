@@ -92,11 +92,11 @@ def own_words(role: str, text: str, memory: Sequence[str] = ()) -> str:
     a record it is kept whole (auto-ingest also drops an assistant's fact that restates an existing memory,
     `engram.memory.cognitive.ingest`). Other roles speak for themselves.
     """
-    from engram.providers.llm.offline.respond import TAG
+    from engram.providers.llm.offline.respond import labelled
 
     if role != "assistant":
         return text
-    if text.lstrip().startswith(TAG):
+    if labelled(role, text):
         return ""
     if not memory:
         return text
