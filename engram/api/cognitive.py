@@ -135,6 +135,7 @@ class CognitiveOps:
                               # one that only looks may ask about any moment
                               at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
                               if req.at is not None else None,
+                              **({} if req.as_of is None else {"as_of_us": to_us(req.as_of)}),
                               **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
@@ -158,7 +159,8 @@ class CognitiveOps:
                 sources=[sources[s] for s in h.source_seqs if s in sources],
                 context=h.context, context_message_ids=list(h.context_message_ids),
                 pruned_at=None if h.pruned_us is None else iso(h.pruned_us), dormant_weight=h.dormant_weight,
-                asks=h.asks, shown=h.shown,
+                asks=h.asks, shown=h.shown, valid_from=iso(h.valid_from_us) if h.valid_from_us else None,
+                valid_to=None if h.valid_to_us is None else iso(h.valid_to_us), superseded_by=h.superseded_by,
             ) for h in result.hits],
         )
 

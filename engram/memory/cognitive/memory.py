@@ -186,8 +186,9 @@ class AgentMemory(EntityLinks):
 
     @staticmethod
     def is_dormant(t: MemoryTrace) -> bool:
-        """Soft-deleted because it faded (the decay sweep), not because something replaced it."""
-        return not t.active and t.deleted_reason == "decay"
+        """Soft-deleted, and still worth finding: because it faded (the decay sweep), or because a newer trace
+        replaced it (superseded: `valid_to_us` set; it answers what was true before, `as_of`)."""
+        return not t.active and (t.deleted_reason == "decay" or t.valid_to_us is not None)
 
     def _to_dormant(self, tid: str) -> None:
         """A trace just pruned for decay: its vector and keyword entry move to the dormant indexes."""

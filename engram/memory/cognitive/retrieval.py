@@ -80,7 +80,13 @@
    `answers_of`), and never ranks above one of them that is listed: it moves to just after it, and one memory
    per source (step 7) then drops it, since the reply shows it as its context. On LoCoMo dev neither changes one
    item's recall (both question orders): a reply is indexed with its question already; the link is a guarantee.
-10. What each hit shows (`RecallHit.shown`, `engram.memory.cognitive.shown`): the best 3 whole, the rest as query
+10. Validity in time (`as_of_us`): a trace is true from the event time of what it was made from (`valid_from_us`)
+   until a newer trace contradicts it (a correction, a later contradicting fact: `valid_to_us`, `superseded_by`; the
+   book derives both from `contradicted_by`). By default recall answers what is true now: a superseded trace that
+   was soft-deleted is not a candidate (one kept beside its correction, `keep_both`, ranks after it and says it
+   was superseded). As of a time, only traces valid then are candidates — those learned later are not, and
+   superseded ones come back from the apart indexes of step 8 (via "superseded"), scored as active ones.
+11. What each hit shows (`RecallHit.shown`, `engram.memory.cognitive.shown`): the best 3 whole, the rest as query
    snippets, contexts cut to their last question, no sentence twice. Content and provenance stay whole.
 
 Pure: the caller supplies vectors, the indexes, event time and mood; it records `TraceRetrieved`.
@@ -165,7 +171,7 @@ class RecallHit:
     strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "answer" | "activation" | "correction" | "dormant": how it became a candidate
+    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "answer" | "activation" | "correction" | "dormant" | "superseded": how it became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to the HyDE vector when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
     feedback: float = 0.0  # similarity to the feedback query (step 3; 0 without feedback)
@@ -174,6 +180,9 @@ class RecallHit:
     pruned_us: int | None = None  # a dormant trace's pruning time (step 8); None for an active trace
     dormant_weight: float = 1.0  # the factor on a dormant trace's composite (its contributions include it)
     asks: bool = False  # the trace only asks (step 9): its composite includes QUESTION_WEIGHT
+    valid_from_us: int = 0  # validity in time (step 10): true from ...
+    valid_to_us: int | None = None  # ... until a newer trace contradicted it (None: still true)
+    superseded_by: str = ""  # the trace that closed it
     shown: str = ""  # what a prompt shows of it (engram.memory.cognitive.shown): context and content, shaped
 
 
@@ -225,12 +234,15 @@ def recall(
     dormant: DormantSettings = DormantSettings(),
     question_weight: float = d.QUESTION_WEIGHT,
     answers_of: Callable[[str], list[str]] | None = None,
+    as_of_us: int | None = None,
 ) -> RecallResult:
     """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
     `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used).
     `dormant_index`, `dormant_lexical`: the agent's decay-pruned traces (step 8; None: no dormant stage).
     `question_weight`: the factor on the composite of a trace that only asks (step 9).
-    `answers_of`: trace id -> the traces made from replies to it (`AgentMemory.answers_of`; None: no answer link)."""
+    `answers_of`: trace id -> the traces made from replies to it (`AgentMemory.answers_of`; None: no answer link).
+    `as_of_us`: answer what was true at that event time (step 10): only traces valid then (learned by then, not yet
+    superseded), superseded ones included; None: what is true now."""
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -242,7 +254,8 @@ def recall(
         ok = verdicts.get(tid)
         if ok is None:
             t = traces.get(tid)
-            ok = verdicts[tid] = t is not None and t.active and t.in_scope(discussion)
+            ok = verdicts[tid] = (t is not None and t.active and t.in_scope(discussion)
+                                  and (as_of_us is None or t.valid_at(as_of_us)))
         return ok
 
     q = _unit(query_vector)
@@ -327,10 +340,10 @@ def recall(
             c = c.times(_uniform(question_weight))
         scored.append((c.total(), tid, f, c))
     asleep = _Dormant.of(traces, dormant_index, dormant_lexical if hybrid else None, lexical, dormant, discussion, q, terms,
-                         share, fb, limit)
+                         share, fb, limit, as_of_us)
     if asleep is not None:
         for tid, sim in asleep.sims.items():
-            via[tid] = "dormant"
+            via[tid] = "superseded" if traces[tid].valid_to_us is not None else "dormant"
             cos[tid], lex[tid] = asleep.cos[tid], asleep.lex.get(tid, 0.0)
             f = factors(traces[tid], similarity=sim, activation=0.0, mood=mood, now_us=now_us, half_life_hours=half_life_hours)
             c = f.times(weights).times(_uniform(dormant.weight * (question_weight if traces[tid].asks else 1.0)))
@@ -344,9 +357,9 @@ def recall(
     shown = shown_texts([(traces[tid].content, traces[tid].context) for _, tid, _, _ in scored[:limit]], query)
     hits = tuple(
         _hit(rank, traces[tid], score, f, c, via[tid], now_us, cos[tid], lex.get(tid, 0.0),
-             (asleep.feedback.get(tid, 0.0) if asleep is not None and via[tid] == "dormant"
+             (asleep.feedback.get(tid, 0.0) if asleep is not None and tid in asleep.sims
               else fb.similarity.get(tid, 0.0) if fb is not None else 0.0),
-             dormant.weight if via[tid] == "dormant" else 1.0, shown[rank - 1])
+             dormant.weight if asleep is not None and tid in asleep.sims else 1.0, shown[rank - 1])
         for rank, (score, tid, f, c) in enumerate(scored[:limit], 1)
     )
     return RecallResult(
@@ -384,13 +397,15 @@ class _Dormant:
     feedback: dict[str, float]
 
     @classmethod
-    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit):
+    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit,
+           as_of_us: int | None = None):
         if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
             return None
 
-        def allowed(tid: str) -> bool:
+        def allowed(tid: str) -> bool:  # now: the faded; as of a time: what was true then, superseded since or not
             t = traces.get(tid)
-            return t is not None and not t.active and t.in_scope(discussion)
+            return (t is not None and not t.active and t.in_scope(discussion)
+                    and (t.valid_to_us is None if as_of_us is None else t.valid_at(as_of_us)))
 
         found = index.search(q, settings.pool)  # usually all in scope: a filtered search only when not
         if not all(allowed(tid) for tid, _ in found):
@@ -602,6 +617,9 @@ def _hit(
         context_message_ids=t.context_message_ids,
         pruned_us=t.deleted_us if not t.active else None,
         asks=t.asks,
+        valid_from_us=t.valid_from_us,
+        valid_to_us=t.valid_to_us,
+        superseded_by=t.superseded_by,
         dormant_weight=dormant_weight,
         shown=shown,
     )
