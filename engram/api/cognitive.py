@@ -135,7 +135,7 @@ class CognitiveOps:
                               # one that only looks may ask about any moment
                               at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
                               if req.at is not None else None,
-                              **({} if req.as_of is None else {"as_of_us": to_us(req.as_of)}),
+                              **({} if req.as_of is None else {"as_of_us": to_us(req.as_of, max_ahead_s=None)}),
                               **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
