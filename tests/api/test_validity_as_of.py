@@ -31,6 +31,8 @@ def mem(tmp_path, monkeypatch):
     try:
         engram.append_messages(AGENT, DISCUSSION, t.AppendRequest(messages=[
             t.Message(role="user", content=text, ts=ts) for ts, text in SAID]))
+        engram.append_messages("bob", "bobs-home", t.AppendRequest(messages=[
+            t.Message(role="user", content="I live in Oslo, my secret address is Storgata 5.", ts=T0)]))
         engram.wait_idle()
         yield engram
     finally:
@@ -67,3 +69,11 @@ def test_the_mcp_recall_and_the_sql_view_answer_as_of_a_time(mem):
                       [AGENT, MOVED - timedelta(hours=1), MOVED - timedelta(hours=1)])
     assert any("near the river" in r[0] and r[1] == MOVED and r[2] and r[3] is False for r in rows)
     assert not any("Porto" in r[0] for r in rows)
+
+
+def test_a_key_scoped_to_one_agent_sees_only_its_own_facts_in_the_validity_view(mem):
+    everyone = mem.run_sql(t.SqlRequest(query="SELECT DISTINCT agent FROM trace_validity ORDER BY agent"))
+    assert everyone.rows == [["ada"], ["bob"]]
+    scoped = mem.run_sql(t.SqlRequest(query="SELECT agent, content FROM trace_validity"), agents=["ada"])
+    assert scoped.rows and {r[0] for r in scoped.rows} == {"ada"}
+    assert not any("Oslo" in r[1] or "Storgata" in r[1] for r in scoped.rows)
