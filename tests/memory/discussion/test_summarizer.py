@@ -265,3 +265,22 @@ def test_the_offline_responders_replies_keep_their_label_in_the_log_but_never_be
     assert "penicillin" in made
     for words in ("offline heuristic", "language model", "memory context", "vector memory store", "assistant's sister"):
         assert words not in made, words
+
+
+def test_a_fact_the_assistant_quotes_back_from_its_memory_stays_the_users_in_discussion_memory(engine):
+    from engram.providers.llm.provenance import record_injected
+
+    fact = "My sister Ines is vegetarian and allergic to penicillin."
+    quote = "Your sister Ines is vegetarian and allergic to penicillin."
+    convo = [IncomingMessage(role="user", content=fact, ts_us=T0, message_id="u0")]
+    for i in range(1, 7):
+        convo.append(IncomingMessage(role="user", content=f"Plan item {i}: we walk along the harbour at noon.",
+                                     ts_us=T0 + 2 * i * 60_000_000, message_id=f"u{i}"))
+        said = f"{quote} I booked the harbour walk for day {i}." if i == 1 else f"Noted plan item {i}."
+        convo.append(IncomingMessage(role="assistant", content=said, ts_us=T0 + (2 * i + 1) * 60_000_000,
+                                     message_id=f"a{i}", metadata=record_injected([f"User: {fact}"]) if i == 1 else {}))
+    ingest(engine, "quotes", convo)
+    summaries = " ".join(m["summary"] for m in memories_of(engine, "quotes")).lower()
+    assert "user's sister ines is vegetarian and allergic to penicillin" in summaries
+    assert summaries.count("allergic to penicillin") == 1  # the user's fact, once: never as the assistant's
+    assert "your sister" not in summaries and "assistant's sister" not in summaries
