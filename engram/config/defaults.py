@@ -222,8 +222,9 @@ WM_FADING_ABOVE = 0.4
 # agreeableness > HIGH_TRAIT adds AGREEABLENESS_EXTRA_RESULTS to the default number of retrieval results.
 HONESTY_DEDUP_DROP = 0.05
 AGREEABLENESS_EXTRA_RESULTS = 2
-# conscientiousness > HIGH_TRAIT compacts CONSCIENTIOUSNESS_COMPACTION_FREQUENCY times as often: the compaction threshold
-# (compactionThreshold of the context window) divided by it, 0.75 -> 0.5 by default (engram.memory.context.rules.effective).
+# conscientiousness > HIGH_TRAIT compacts CONSCIENTIOUSNESS_COMPACTION_FREQUENCY times as often: the compaction
+# threshold (compactionThreshold of the context window) divided by it, 0.75 -> 0.5 by default
+# (engram.memory.context.rules.effective).
 # After a compaction the context holds the chain and the preserved turns; the next compaction waits for the threshold's
 # worth of new turns, so two thirds of the threshold is 1.5 times the frequency.
 CONSCIENTIOUSNESS_COMPACTION_FREQUENCY = 1.5
