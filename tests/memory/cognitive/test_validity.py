@@ -86,3 +86,32 @@ def test_validity_of_a_memory_pickled_before_it_existed_is_derived_as_the_fold_d
     back = pickle.loads(pickle.dumps(mem.book))
     assert (back.traces["lisbon"].valid_to_us, back.traces["lisbon"].superseded_by) == (MOVED, "porto")
     assert back.traces["porto"].valid_from_us == MOVED
+
+
+def test_the_cli_says_when_a_fact_was_superseded_and_refuses_an_as_of_that_is_no_time(embedder):
+    import pytest
+
+    from engram.api import types as t
+    from engram.cli.errors import UsageError
+    from engram.cli.recall import parse_at, render
+
+    h = _ask(_memory(embedder), embedder, as_of_us=MOVED - DAY_US).hits[0]
+    hit = t.RecallHit(
+        rank=h.rank, trace_id=h.trace_id, score=h.score, content=h.content, factors=h.factors.as_dict(),
+        similarity_parts={"cosine": h.cosine, "lexical": h.lexical, "feedback": h.feedback},
+        contributions=h.contributions.as_dict(), trace_type=h.trace_type, category=h.category, scope=h.scope,
+        scope_id=h.scope_id, via=h.via, source_seqs=list(h.source_seqs), source_message_ids=list(h.source_message_ids),
+        pruned_at="2023-11-24T22:13:20Z", valid_from="2023-11-14T23:13:20Z", valid_to="2023-11-24T22:13:20Z",
+        superseded_by=h.superseded_by,
+    )
+    result = t.RecallResponse(
+        query="Where does Ana live?", agent="a", discussion="d", now_us=MOVED, candidates=1, similarity="hybrid",
+        weights={}, focus="", feedback=t.Feedback(share=0.0), mood=t.Mood(valence=0.0, arousal=0.0, dominance=0.0),
+        hyde=None, hits=[hit],
+    )
+    text = render(result, explain=False)
+    assert "via superseded" in text
+    assert "superseded at 2023-11-24T22:13:20Z by porto (true from 2023-11-14T23:13:20Z)" in text
+    assert "pruned by decay" not in text
+    with pytest.raises(UsageError, match="--as-of 'last spring' is not an ISO-8601 time"):
+        parse_at("last spring", "--as-of")
