@@ -41,6 +41,13 @@ def make_embedder(
     config = config or EmbedderConfig()
     if config.name == "hashing":
         return HashingEmbedder()
+    if config.name == "endpoint":
+        from engram.providers.embeddings.endpoint import EndpointEmbedder
+
+        if config.endpoint_settings is None:
+            raise ConfigError(f"embedder endpoint {config.endpoint!r}: its settings were not resolved from "
+                              "llm.endpoints (load the embedder's configuration through ServiceConfig)")
+        return EndpointEmbedder(config.endpoint or "", config.endpoint_settings, batch_size=config.batch_size)
     if files == "installed":
         files = model_files()
     if files is not None:
@@ -65,6 +72,10 @@ def describe_embedder(config: EmbedderConfig | None = None) -> str:
     config = config or EmbedderConfig()
     if config.name == "hashing":
         return "hashing-v1-384 (hashing embedder, chosen in configuration: word overlap, not meaning)"
+    if config.name == "endpoint" and config.endpoint_settings is not None:
+        e = config.endpoint_settings
+        return (f"endpoint {config.endpoint!r} ({e.api_type}{' ' + e.model if e.model else ''} at {e.url}; "
+                "dimension read from the server on first use)")
     if model_files() is not None:
         return f"{MODEL_NAME} (384 dims, onnxruntime, offline)"
     return "hashing-v1-384 (FALLBACK: all-MiniLM-L6-v2 packages not installed; word overlap, not meaning)"
