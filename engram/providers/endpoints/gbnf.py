@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-_BASE = r'''ws ::= [ \t\n]{0,4}
-char ::= [^"\\\x00-\x1f] | "\\" (["\\/bnrt] | "u" [0-9a-fA-F]{4})
+_BASE = r'''ws ::= [ ]?
+char ::= [^"\\\x00-\x1f] | "\\" ["\\/nt]
 integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
 number ::= integer ("." [0-9]{1,6})?
 boolean ::= "true" | "false"'''
@@ -41,8 +41,8 @@ class _Builder:
             return self.add(name, " | ".join(_literal(json.dumps(v)) for v in schema["enum"]))
         kind = schema.get("type")
         if kind == "string":
-            bound = int(schema.get("maxLength", 200))
-            return self.add(f"str{bound}", f'"\\"" char{{0,{bound}}} "\\""')
+            low, bound = int(schema.get("minLength", 0)), int(schema.get("maxLength", 200))
+            return self.add(f"str{low}-{bound}", f'"\\"" char{{{low},{bound}}} "\\""')
         if kind == "integer":
             return "integer"
         if kind == "number":

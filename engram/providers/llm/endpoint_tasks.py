@@ -28,7 +28,7 @@ from engram.events.provenance import LlmCall
 from engram.providers.llm import inputs as i
 from engram.providers.llm.answers import AnswerInvalid, SPECS
 from engram.providers.endpoints.wire import Sampling, Structured
-from engram.providers.llm.answers.schemas import SCHEMAS
+from engram.providers.llm.answers.schemas import SCHEMAS, bounded
 from engram.providers.llm.caller import CallFailed, Completion, MessagesClient, Request, request_for
 from engram.providers.llm.hashing import digest
 from engram.providers.llm.offline.provider import compute as offline_compute
@@ -42,6 +42,8 @@ PROVIDER = "anthropic"  # LlmCall.provider of claudeMessages calls (as before ap
 # Tokens a chat message costs beyond its text (role markers), and the share added to every estimate.
 MESSAGE_OVERHEAD_TOKENS = 8
 ESTIMATE_MARGIN = 1.05
+# The least room for an answer a prompt may leave (below it the prompt is too large for the window).
+MIN_ANSWER_TOKENS = 64
 
 
 def provider_of(endpoint: Endpoint) -> str:
@@ -201,13 +203,16 @@ class EndpointTasks(MemoryTasks):
                       else route.max_response_size_in_tokens or spec.response_tokens(task_input)
                       or route.preset.max_tokens)
         request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
-        structured = Structured(task, SCHEMAS[task]) if spec.expects_json and task in SCHEMAS else None
         request = msgspec.structs.replace(
             request, temperature=sampling.temperature,
             sampling=Sampling(top_p=sampling.top_p, top_k=sampling.top_k, stop=sampling.stop, seed=sampling.seed),
-            structured=structured, prompt=completion_prompt,
+            prompt=completion_prompt,
         )
         request = self.fit(task_input, route, request)
+        if spec.expects_json and task in SCHEMAS:
+            # Bounded to the answer's budget, so that a constrained decoder closes every string and array in time.
+            budget_chars = int(request.max_tokens / route.endpoint.tokens_per_char / ESTIMATE_MARGIN)
+            request = msgspec.structs.replace(request, structured=Structured(task, bounded(SCHEMAS[task], budget_chars)))
         parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
         if request.prompt is not None:
             parts += (request.prompt,)
@@ -255,6 +260,10 @@ class EndpointTasks(MemoryTasks):
                 request = msgspec.structs.replace(request, messages=messages)
             if self.needed_tokens(route.endpoint, request) <= budget:
                 return request
+        # Less room for the answer (the preset's maxTokens is a ceiling, not a need), down to a useful minimum.
+        room = window - self.needed_tokens(route.endpoint, request)
+        if room >= min(MIN_ANSWER_TOKENS, request.max_tokens):
+            return msgspec.structs.replace(request, max_tokens=room)
         raise PromptTooLarge(self.too_large(route, request, window))
 
     def _rerender(self, task_input: i.Respond, route: Route, request: Request) -> Request:
@@ -277,8 +286,18 @@ class EndpointTasks(MemoryTasks):
     def repair_request(self, prepared: Prepared, answer: str, error: str) -> Request:
         template = "repair.prompt.txt" if SPECS[prepared.task].expects_json else "repair_text.prompt.txt"
         repair = render(self.templates.get(template), {"Error": error})
-        messages = prepared.request.messages + (("assistant", answer or "(empty)"), ("user", repair))
-        return msgspec.structs.replace(prepared.request, messages=messages)
+        request = prepared.request
+        endpoint = self.config.endpoints[prepared.endpoint_name]
+        window = self.window(prepared.endpoint_name)
+        shown = answer or "(empty)"
+        if window:  # the failed answer is shown only as far as it fits beside the prompt and the new answer's room
+            base = msgspec.structs.replace(request, messages=request.messages + (("assistant", ""), ("user", repair)))
+            room = window - request.max_tokens - self.needed_tokens(endpoint, base)
+            limit = max(0, int(room / endpoint.tokens_per_char / ESTIMATE_MARGIN))
+            if len(shown) > limit:
+                shown = shown[: max(0, limit - 20)] + " … (cut)" if limit > 40 else "(too long to show)"
+        messages = request.messages + (("assistant", shown), ("user", repair))
+        return msgspec.structs.replace(request, messages=messages)
 
     # ------------------------------------------------------------------ running
 
