@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 from engram.config.errors import ConfigError
 from engram.config.llm import EmbedderConfig
@@ -116,3 +117,20 @@ def open_cached_embedder(home: str | Path, config: EmbedderConfig | None = None,
         log.warning("embeddings: the cache %s is in use by another process (%s); embedding without it",
                     cache_path(home), exc)
         return embedder
+
+
+# Texts embedded per step of a re-embedding (each step reports progress and leaves the cache written).
+REEMBED_STEP = 256
+
+
+def reembed_into(cache: EmbeddingCache, config: EmbedderConfig, texts: list[str],
+                 on_progress: Callable[[int, int], None] | None = None) -> CachedEmbedder:
+    """The embedder `config` asks for, over `cache`, with every one of `texts` embedded into the cache
+    (`on_progress(done, total)` after each step): what `engram reindex` prepares before it switches."""
+    cached = CachedEmbedder(make_embedder(config), cache)
+    for start in range(0, len(texts), REEMBED_STEP):
+        cached.embed(texts[start : start + REEMBED_STEP])
+        cache.flush()
+        if on_progress is not None:
+            on_progress(min(start + REEMBED_STEP, len(texts)), len(texts))
+    return cached
