@@ -154,3 +154,45 @@ def test_reindex_with_nothing_changed_does_nothing(tmp_path, monkeypatch):
         assert done.result["embedder"] == "hashing"
     finally:
         mem.close()
+
+
+@pytest.mark.ray
+def test_on_ray_the_embedder_actor_prepares_the_new_vectors_and_the_home_switches(
+        tmp_path, monkeypatch, ray_session, embed_server):
+    """The same change on Ray actors: the home's embedder actor (the cache's only writer) embeds with the new
+    embedder beside its own, then the shard and embedder actors restart with it."""
+    from engram.boot.embedded import Engram
+    from engram.config.service import load_service_config
+    from engram.runtime.ray_runtime import RayRuntime
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    write_config(home, {"name": "hashing"})
+    mem = Engram(RayRuntime(load_service_config(home)).start())
+    try:
+        mem.append_messages(AGENT, DISCUSSION, t.AppendRequest(messages=[
+            t.Message(role="user", content=text) for text in MESSAGES[:4]]))
+        assert mem.wait_idle(timeout=300)
+    finally:
+        mem.close()
+    assert index_models(home) == {"hashing-v1-384"}
+
+    write_config(home, {"name": "endpoint", "endpoint": "embed"}, embed_server.url)
+    mem = Engram(RayRuntime(load_service_config(home)).start())
+    try:
+        status = mem.status()
+        assert status.embedder.serving == "hashing" and status.embedder.reindex_needed
+        assert status.embedder.to_reembed[AGENT].traces > 0
+        done = mem.jobs.wait(mem.reindex().id, timeout=600)
+        assert done.state == "succeeded", done.error
+        name = f"openAIEmbeddings:tiny-embed@{embed_server.url}/64d"
+        assert done.result["name"] == name
+        assert not mem.status().embedder.reindex_needed
+        assert mem.wait_idle(timeout=300)
+        assert index_models(home) == {name}
+        assert mem.recall(AGENT, t.RecallRequest(query="Where is the hotel?", record=False)).hits
+        verify = mem.jobs.wait(mem.replay(t.ReplayRequest(verify=True)).id, timeout=600)
+        assert verify.state == "succeeded" and verify.result == {"identical": True, "differences": []}
+    finally:
+        mem.close()
