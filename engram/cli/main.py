@@ -52,6 +52,7 @@ COMMANDS = [
     "observations",
     "consolidations",
     "inspect",
+    "llm",
 ]
 
 
