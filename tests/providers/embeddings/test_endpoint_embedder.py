@@ -123,3 +123,46 @@ def test_the_embedders_settings_travel_to_another_process_with_the_endpoint(embe
 
     shipped = EmbedderConfig.model_validate(config_for(embed_server.url).embedder.model_dump(mode="json"))
     assert make_embedder(shipped).embed(["hello"]).shape == (1, 64)
+
+
+# ---------------------------------------------------------------------------------------------- Ollama's /api/embed
+# No Ollama server can be installed here: OllamaStandIn (tests/providers/endpoints/standins.py) is a labelled
+# stand-in, strict about Ollama's wire format (a model it does not have is a 404, an empty input a 400).
+
+
+@pytest.fixture
+def ollama_standin():
+    from tests.providers.endpoints.standins import OllamaStandIn
+
+    standin = OllamaStandIn(models={"nomic-embed-text:latest": 2048}).start()
+    yield standin
+    standin.stop()
+
+
+def ollama_config(url: str, model: str = "nomic-embed-text", **embedder) -> ServiceConfig:
+    return ServiceConfig.model_validate({
+        "llm": {"endpoints": {"default": {"apiType": "offline"},
+                              "embed": {"apiType": "ollamaEmbeddings", "baseUrl": url, "model": model}}},
+        "embedder": {"name": "endpoint", "endpoint": "embed", **embedder},
+    })
+
+
+def test_ollama_stand_in_embeds_in_batches_sent_as_ollama_expects(ollama_standin):
+    embedder = make_embedder(ollama_config(ollama_standin.url, batchSize=2).embedder)
+    vectors = embedder.embed(TEXTS + [""])
+
+    assert embedder.name == f"ollamaEmbeddings:nomic-embed-text@{ollama_standin.url}/3d"
+    assert vectors.shape == (4, 3) and np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-6)
+    assert not vectors[3].any()
+    bodies = ollama_standin.posts("/api/embed")
+    # One probe for the dimension, then the three texts in batches of two; never an empty input; never cut.
+    assert [b["input"] for b in bodies] == [["engram: how many dimensions?"], TEXTS[:2], TEXTS[2:]]
+    assert all(b["model"] == "nomic-embed-text" and b["truncate"] is False for b in bodies)
+
+
+def test_ollama_stand_in_a_model_not_pulled_says_to_pull_it(ollama_standin):
+    embedder = make_embedder(ollama_config(ollama_standin.url, model="mxbai-embed-large").embedder)
+    with pytest.raises(EmbedderUnavailable) as caught:
+        embedder.embed(["hello"])
+    message = str(caught.value)
+    assert "\n" not in message and "'embed'" in message and "ollama pull mxbai-embed-large" in message
