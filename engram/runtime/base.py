@@ -343,7 +343,8 @@ class Runtime(ABC):
         1. While the home keeps serving with its embedder: every text its vectors are made of is embedded with the
            configured one into the embedding cache (`on_progress(texts_done, texts)`), and the discussions' vector
            memories get their new vectors recorded in the log (`VectorMemoryReembedded`, so replay needs no
-           embedder), which their stores take up only once the switch is done.
+           embedder). Their stores take them at once; until the switch a semantic search of such a store falls
+           back to keyword search with its warning (two models' vectors are never compared).
         2. The switch, with appends held (the routing gate): the policies stop, the new embedder is recorded, the
            shards rebuild their projections from the log (the trace indexes: a new generation of index files, every
            vector from the cache), the policies that hold vectors drop their snapshots and refold, and all start.
