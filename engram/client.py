@@ -232,6 +232,10 @@ class _Operations:
     def reshard(self, shards: int):
         return self._call("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
 
+    def reindex(self):
+        """Re-embed the home with the configured embedder and switch to it (a job)."""
+        return self._call("POST", "/v1/reindex", t.Job)
+
     def export(self, out: str):
         return self._call("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
 

@@ -113,6 +113,21 @@ class ShardStatus(Model, kw_only=True):
     projection_timings: dict[str, dict[str, float]] = {}
 
 
+class ReembedCounts(Model, kw_only=True):
+    traces: int = 0
+    discussion_memories: int = 0
+
+
+class EmbedderStatus(Model, kw_only=True):
+    """The embedder the home serves with, and (when engram.json names another) what `engram reindex` re-embeds."""
+
+    serving: str  # the embedder the home's vectors are made by (`engram.config.serving_embedder.embedder_key`)
+    configured: str  # the one engram.json names
+    reindex_needed: bool = False
+    # Per agent, what the configured embedder must re-embed before the home switches to it.
+    to_reembed: dict[str, ReembedCounts] = {}
+
+
 class StatusResponse(Model, kw_only=True):
     home: str
     mode: str
@@ -120,6 +135,7 @@ class StatusResponse(Model, kw_only=True):
     shards: list[ShardStatus]
     jobs_running: int = 0
     interrupted: list[str] = []  # work a restart interrupted, with how to continue it
+    embedder: EmbedderStatus | None = None
 
 
 class SqlRequest(Model, kw_only=True):
@@ -530,7 +546,8 @@ class DiscussionReplayRequest(Model, kw_only=True):
     verify: bool = False  # compare only
 
 
-JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export"]
+JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export",
+                  "reindex"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
 
 

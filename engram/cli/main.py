@@ -28,6 +28,7 @@ COMMANDS = [
     "status",
     "replay",
     "reshard",
+    "reindex",
     "export",
     "serve",
     "down",

@@ -310,9 +310,45 @@ class LlmConfig(ConfigModel):
 
 class EmbedderConfig(ConfigModel):
     # auto: all-MiniLM-L6-v2 (ONNX) when installed, else the hashing fallback (which says so).
-    name: Literal["auto", "minilm", "hashing"] = "auto"
+    # endpoint: the server of `endpoint` (an llm.endpoints entry of apiType openAIEmbeddings or ollamaEmbeddings).
+    name: Literal["auto", "minilm", "hashing", "endpoint"] = "auto"
+    # With name "endpoint": the name of the endpoint under llm.endpoints.
+    endpoint: str | None = None
+    # With name "endpoint": that endpoint's settings, copied from llm.endpoints by ServiceConfig (so that a process
+    # given only the embedder's settings, the home's embedder actor, can call it). Not written by users.
+    endpoint_settings: Endpoint | None = None
     # Texts per model call. Small batches keep the int8 graph's activations in cache: on the 2-core
     # target, 8-32 cost a quarter to a third less CPU per text than 64 (bench/embed.py measures the sweep).
     batch_size: int = Field(16, gt=0)
     # onnxruntime intra-op threads; None: min(2, CPUs), which suits the 2-core target without starving Ray.
     threads: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _endpoint_named(self) -> "EmbedderConfig":
+        if self.name == "endpoint" and not self.endpoint:
+            raise ValueError('embedder "name": "endpoint" needs "endpoint": the name of an llm.endpoints entry of '
+                             f'apiType {" or ".join(EMBEDDING_API_TYPES)}')
+        if self.name != "endpoint" and self.endpoint is not None:
+            raise ValueError(f'embedder "endpoint" is read only with "name": "endpoint" (the name is {self.name!r})')
+        return self
+
+    def resolved(self, endpoints: dict[str, Endpoint]) -> "EmbedderConfig":
+        """This configuration with its endpoint's settings from `endpoints` (llm.endpoints); ValueError naming
+        what to fix when the endpoint is not configured or does not serve embeddings."""
+        if self.name != "endpoint":
+            return self
+        assert self.endpoint is not None
+        found = endpoints.get(self.endpoint)
+        if found is None:
+            close = difflib.get_close_matches(self.endpoint, list(endpoints), n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"embedder endpoint {self.endpoint!r} is not configured ({hint}configured: "
+                             f"{', '.join(sorted(endpoints))}; add it under llm.endpoints with apiType "
+                             f"{' or '.join(EMBEDDING_API_TYPES)})")
+        if found.api_type not in EMBEDDING_API_TYPES:
+            raise ValueError(f"embedder endpoint {self.endpoint!r} has apiType {found.api_type!r}, which does not serve "
+                             f"embeddings: set llm.endpoints.{self.endpoint}.apiType to "
+                             f"{' or '.join(EMBEDDING_API_TYPES)}")
+        if self.endpoint_settings is not None and self.endpoint_settings != found:
+            raise ValueError("embedder endpointSettings is filled from llm.endpoints; do not write it")
+        return self.model_copy(update={"endpoint_settings": found})

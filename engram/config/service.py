@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from engram.config import defaults as d
 from engram.config.base import ConfigModel
@@ -173,6 +173,12 @@ class ServiceConfig(ConfigModel):
     # Checked against the home's shard count (its layout, which re-sharding grows) when a runtime opens it.
     cluster: ClusterSettings = ClusterSettings()
     proxy: ProxySettings = ProxySettings()
+
+    @model_validator(mode="after")
+    def _embedder_endpoint(self) -> "ServiceConfig":
+        # The embedder's endpoint is declared once, under llm.endpoints; the embedder carries a copy of it.
+        object.__setattr__(self, "embedder", self.embedder.resolved(self.llm.endpoints))
+        return self
 
 
 def default_home() -> Path:

@@ -254,6 +254,39 @@ class InProcessRuntime(Runtime):
     def shard_call(self, shard: int, method: str, *args):
         return getattr(self.shard_host(shard), method)(*args)
 
+    # ------------------------------------------------------------------ the embedder (see Runtime.reindex)
+
+    def _cache(self):
+        from engram.providers.embeddings.cache import EmbeddingCache
+        from engram.providers.embeddings.factory import cache_path
+
+        embedder = self.services.get("embedder")
+        cache = getattr(getattr(embedder, "embedder", embedder), "cache", None)
+        return cache if cache is not None else EmbeddingCache(cache_path(self.home.root))
+
+    def prepare_vectors(self, target, texts, on_progress=None) -> str:
+        from engram.providers.embeddings.factory import reembed_into
+
+        self._target = reembed_into(self._cache(), target, texts, on_progress)
+        return self._target.name
+
+    def target_vectors(self, target, texts):
+        return self._target.embed(texts)
+
+    def switch_embedder(self, target) -> None:
+        from engram.providers.services import build_services
+
+        for host in self.hosts.values():
+            host.close()
+        self.hosts.clear()
+        embedder = self.services.get("embedder")
+        if hasattr(embedder, "close"):
+            embedder.close()  # the embedding cache file
+        self._target = None
+        self.config = self.config.model_copy(update={"embedder": target})
+        self.services = build_services(self.config)
+        self.start()
+
     def stop_policies(self) -> None:
         with self._policy_lock:
             for host in self.policy_hosts.values():

@@ -400,6 +400,52 @@ class RayRuntime(Runtime):
     def shard_call(self, shard: int, method: str, *args):
         return get(getattr(self.shard(shard), method).remote(*args))
 
+    # ------------------------------------------------------------------ the embedder (see Runtime.reindex)
+
+    def prepare_vectors(self, target, texts, on_progress=None) -> str:
+        """The home's embedder actor embeds `texts` with `target` into its cache (it is the cache's only writer),
+        a step at a time for the progress, while it goes on serving with its own embedder."""
+        from engram.providers.embeddings.factory import REEMBED_STEP
+
+        payload = target.model_dump(mode="json")
+        name = get(self.embedder().prepare.remote(payload, []))
+        for start in range(0, len(texts), REEMBED_STEP):
+            get(self.embedder().prepare.remote(payload, texts[start : start + REEMBED_STEP]))
+            if on_progress is not None:
+                on_progress(min(start + REEMBED_STEP, len(texts)), len(texts))
+        return name
+
+    def target_vectors(self, target, texts):
+        return get(self.embedder().prepared_embed.remote(list(texts)))
+
+    def switch_embedder(self, target) -> None:
+        """The shard actors and the embedder actor are closed and ended (their names freed); the next call starts
+        them again with `target` (the policies are stopped by the caller)."""
+        names = [self.actor_name(f"shard-{s:03d}") for s in self._shards]
+        for h in self._shards.values():
+            get(h.close.remote())
+            ray.kill(h)
+        self._shards.clear()
+        if self._embedder is not None:
+            from engram.actors.embedder import EMBEDDER_ROLE
+
+            get(self._embedder.close.remote())
+            ray.kill(self._embedder)
+            self._embedder = None
+            names.append(self.actor_name(EMBEDDER_ROLE))
+        self._wait_names_free(names)
+        self.config = self.config.model_copy(update={"embedder": target})
+
+    def _wait_names_free(self, names: list[str]) -> None:
+        deadline = time.monotonic() + 60
+        for name in names:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name)
+                except ValueError:
+                    break
+                time.sleep(0.1)
+
     def stop_policies(self) -> None:
         """Close every policy actor (snapshots saved) and end it; returns once their names are free, so that
         `start_policies` makes new actors rather than finding the dying ones by name."""
