@@ -177,6 +177,8 @@ class AppendResponse(Model, kw_only=True):
     agent: str
     results: list[AppendResult]
     settings_recorded: int = 0  # SettingsChanged events appended because the settings files changed
+    # Where the write is in the log (engram.api.positions): pass it as `after` to a read that must see it.
+    position: str | None = None
 
 
 class SettingsRecorded(Model, kw_only=True):
@@ -195,6 +197,7 @@ class ToolFailureRequest(Model, kw_only=True):
 class EventResponse(Model, kw_only=True):
     seq: int
     duplicate: bool = False
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 # --------------------------------------------------------------------------- discussion memory
@@ -411,6 +414,7 @@ class WorkingMemoryWritten(Model, kw_only=True):
     characters: int
     truncated: bool
     budget_tokens: int
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 class MoodRequest(Model, kw_only=True):
