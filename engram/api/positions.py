@@ -73,6 +73,8 @@ READS: dict[str, tuple[str, ...]] = {
     "working_memory": ("auto-ingest", "working-memory", PROJECTIONS),
     "observations": ("observer", PROJECTIONS),
     "mood": ("auto-ingest", PROJECTIONS),
+    # an agent's memories of every kind (engram.api.listing): traces, chunk and vector memories, observations
+    "memories": ("auto-ingest", "summarizer", "observer", PROJECTIONS),
 }
 
 

@@ -549,6 +549,67 @@ class JobList(Model, kw_only=True):
     jobs: list[Job]
 
 
+# --------------------------------------------------------------------------- listing and paging (engram.api.listing)
+
+MAX_PAGE = 1000  # rows a page holds at most
+MemoryKind = Literal["traces", "chunks", "vectors", "observations"]
+PageOrder = Literal["oldest", "newest"]
+
+
+class AgentSummary(Model, kw_only=True):
+    agent: str
+    discussions: int
+    messages: int
+    traces: int  # active memory traces
+    first_activity: str | None  # the first message's time (ISO 8601, UTC); None before any message
+    last_activity: str | None  # the last message's time
+
+
+class AgentList(Model, kw_only=True):
+    agents: list[AgentSummary]
+
+
+class DiscussionSummary(Model, kw_only=True):
+    discussion: str
+    messages: int
+    tokens: int
+    first_activity: str | None
+    last_activity: str | None
+    last_seq: int
+
+
+class DiscussionList(Model, kw_only=True):
+    agent: str
+    discussions: list[DiscussionSummary]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: this was the last page
+
+
+class StoredMessage(Model, kw_only=True):
+    seq: int  # its position in the agent's shard
+    message_id: str
+    role: str
+    name: str | None
+    content: str
+    ts: str
+    metadata: dict[str, str] = {}
+
+
+class MessagePage(Model, kw_only=True):
+    agent: str
+    discussion: str
+    order: PageOrder
+    messages: list[StoredMessage]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: no more (now)
+
+
+class MemoryPage(Model, kw_only=True):
+    agent: str
+    kind: MemoryKind
+    discussion: str | None
+    memories: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
 def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")

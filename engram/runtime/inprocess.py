@@ -237,13 +237,17 @@ class InProcessRuntime(Runtime):
                 continue
             if name not in self.groups:  # not hosted here: nothing of it to wait for
                 continue
-            key = discussion if name in DISCUSSION_GROUPS and discussion else agent
-            host = self._member(name, agent, key)
-            with self._policy_lock:
+            if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
+                self.start_policies()
+                hosts = [h for (g, s, _), h in sorted(self.policy_hosts.items()) if g == name and s == shard]
+            else:
+                hosts = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+            for host in hosts:
+                with self._policy_lock:
+                    if host.position < target:
+                        pump(host)
                 if host.position < target:
-                    pump(host)
-            if host.position < target:
-                return Lagging(f"the {name} policies of shard {shard}", shard, host.position)
+                    return Lagging(f"the {name} policies of shard {shard}", shard, host.position)
             target = max(target, self.shard_host(shard).head())
         return None
 

@@ -373,23 +373,28 @@ class RayRuntime(Runtime):
         deadline = time.monotonic() + timeout
         target = seq
         for name in consumers:
-            left = max(0.0, deadline - time.monotonic())
             if name == PROJECTIONS:
+                left = max(0.0, deadline - time.monotonic())
                 # A condition at the shard, woken by each fold (ShardHost.wait_projections): no poll of the log.
                 if not get(self.shard(shard).wait_projections.remote(target, left), left + self.call_timeout_s):
                     position = get(self.shard(shard).projection_position.remote(), self.call_timeout_s)
                     return Lagging(f"the projections of shard {shard}", shard, position)
                 continue
-            key = discussion if name in DISCUSSION_GROUPS and discussion else agent
-            handle = self._member(name, agent, key)
-            try:
-                position, head = get(handle.reach.remote(target), left)
-            except RuntimeUnavailable:  # not within `left`: the call goes on in the actor, the read gives up
-                position = get(handle.positions.remote(), self.call_timeout_s)
-                return Lagging(f"the {name} policies of shard {shard}", shard, min(position.values(), default=0))
-            if position < min(target, head):  # a failing policy (an unreachable LLM) keeps its position until it succeeds
-                return Lagging(f"the {name} policies of shard {shard}", shard, position)
-            target = max(target, head)  # what it appended for the position comes next
+            if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
+                handles = [h for (g, s, _), h in sorted(self.policies().items()) if g == name and s == shard]
+            else:
+                handles = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+            reached = target
+            for handle in handles:
+                try:
+                    position, head = get(handle.reach.remote(target), max(0.0, deadline - time.monotonic()))
+                except RuntimeUnavailable:  # not within the wait: the call goes on in the actor, the read gives up
+                    position = get(handle.positions.remote(), self.call_timeout_s)
+                    return Lagging(f"the {name} policies of shard {shard}", shard, min(position.values(), default=0))
+                if position < min(target, head):  # a failing policy (an unreachable LLM) keeps its position
+                    return Lagging(f"the {name} policies of shard {shard}", shard, position)
+                reached = max(reached, head)
+            target = reached  # what they appended for the position comes next
         return None
 
     def drain_summarizer(self, agent: str, discussion: str) -> str:
