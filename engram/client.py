@@ -145,6 +145,27 @@ class _Operations:
                           t.EventResponse, t.ToolFailureRequest(tool=tool, error=error, arguments=arguments,
                                                                 call_id=call_id, ts=ts))
 
+    # ------------------------------------------------------------------ listing and paging
+
+    def list_agents(self):
+        return self._call("GET", "/v1/agents", t.AgentList)
+
+    def list_discussions(self, agent: str, *, limit: int = 100, cursor: str | None = None):
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions" + _query({"limit": limit, "cursor": cursor}),
+                          t.DiscussionList)
+
+    def list_messages(self, agent: str, discussion: str, *, order: str = "oldest", limit: int = 100,
+                      cursor: str | None = None):
+        """A page of a discussion's messages (`cursor`: the seq of the last message you have, or a `next_cursor`)."""
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages"
+                          + _query({"order": order, "limit": limit, "cursor": cursor}), t.MessagePage)
+
+    def list_memories(self, agent: str, kind: str = "traces", *, discussion: str | None = None, limit: int = 100,
+                      cursor: str | None = None):
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/memories"
+                          + _query({"kind": kind, "discussion": discussion, "limit": limit, "cursor": cursor}),
+                          t.MemoryPage)
+
     # ------------------------------------------------------------------ discussion memory
 
     def search(self, agent: str, discussion: str, keywords: str, *, mode: str = "hybrid", limit: int = 5):

@@ -13,6 +13,32 @@ from engram.api import types as t
 from engram.api.errors import error
 
 FORGET_WAIT_S = 600.0
+# Resources `resources/list` names at most (an agent's discussions, each with its summary and chunk memories).
+MAX_LISTED_RESOURCES = 500
+
+
+def listed_resources(backend) -> list[dict]:
+    """What `resources/list` shows a session: for every agent it may see, the list of its discussions, its memory
+    traces, and each discussion's rolling summary and chunk memories (the first MAX_LISTED_RESOURCES)."""
+    out = []
+    for agent in backend.list_agents().agents:
+        base = f"engram://agents/{agent.agent}"
+        out.append({"uri": f"{base}/discussions", "name": f"{agent.agent}: discussions",
+                    "description": f"The discussions of agent {agent.agent} ({agent.discussions})."})
+        out.append({"uri": f"{base}/memories", "name": f"{agent.agent}: memory traces",
+                    "description": f"The memory traces of agent {agent.agent} ({agent.traces}), oldest first."})
+        cursor = None
+        while len(out) < MAX_LISTED_RESOURCES:
+            page = backend.list_discussions(agent.agent, cursor)
+            for d in page.discussions:
+                out.append({"uri": f"{base}/discussions/{d.discussion}/summary", "name": f"{d.discussion}: summary",
+                            "description": f"The rolling summary of discussion {d.discussion} of {agent.agent}."})
+                out.append({"uri": f"{base}/discussions/{d.discussion}/memories", "name": f"{d.discussion}: memories",
+                            "description": f"The chunk memories of discussion {d.discussion} of {agent.agent}."})
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+    return out[:MAX_LISTED_RESOURCES]
 
 
 def request(cls: type, **fields):
@@ -95,6 +121,20 @@ class ApiBackend:
         job = self.api.forget(agent, discussion, t.ForgetRequest(reason=reason))
         return self.api.wait_job(job.id, FORGET_WAIT_S)
 
+    def list_agents(self) -> t.AgentList:
+        return self.api.list_agents()
+
+    def list_discussions(self, agent: str, cursor: str | None = None) -> t.DiscussionList:
+        self._after(agent, "log")
+        return self.api.list_discussions(agent, cursor=cursor)
+
+    def list_memories(self, agent: str, cursor: str | None = None) -> t.MemoryPage:
+        self._after(agent, "memories")
+        return self.api.list_memories(agent, "traces", cursor=cursor)
+
+    def resources(self) -> list[dict]:
+        return listed_resources(self)
+
     def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         self._after(agent, "discussion", discussion)
         return self.api.summary(agent, discussion)
@@ -134,6 +174,18 @@ class ClientBackend:
     def forget(self, agent, discussion, reason):
         job = self.client.forget(agent, discussion, reason=reason)
         return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
+
+    def list_agents(self):
+        return self.client.list_agents()
+
+    def list_discussions(self, agent, cursor=None):
+        return self.client.list_discussions(agent, cursor=cursor)
+
+    def list_memories(self, agent, cursor=None):
+        return self.client.list_memories(agent, "traces", cursor=cursor)
+
+    def resources(self):
+        return listed_resources(self)
 
     def summary(self, agent, discussion):
         return self.client.summary(agent, discussion)
