@@ -37,10 +37,36 @@ def served(ray_session, tmp_path_factory):
         mem.close()
 
 
-def fact(i: int) -> tuple[str, str]:
-    """A fact with a word no other fact has, and the question that names it."""
-    word = f"zq{i:03d}vex"
-    return f"The locker of Ines is labelled {word} and holds her passport.", f"Which locker is labelled {word}?"
+NAMES = ["Ines", "Marco", "Yuki", "Ahmed", "Olga", "Pedro", "Chen", "Fatima", "Lars", "Amara", "Tomasz", "Priya",
+         "Kofi", "Elena", "Raj", "Sofia", "Hiro"]
+THINGS = ["passport", "violin", "bicycle", "telescope", "sourdough starter", "chess set", "kayak", "typewriter",
+          "herb garden", "vinyl records", "drone", "sewing machine", "aquarium", "snowboard", "espresso machine",
+          "oil paintings", "beehive", "rowing boat", "camera"]
+PLACES = ["Lisbon", "Oslo", "Nairobi", "Kyoto", "Lima", "Krakow", "Montreal", "Hanoi", "Dublin", "Tunis", "Perth",
+          "Bergen", "Quito", "Seville", "Tallinn", "Osaka", "Accra", "Porto", "Tbilisi", "Cusco", "Zagreb", "Cork",
+          "Malmo"]
+SHAPES = ["{name} keeps the {thing} in a storage unit in {place}, tagged {word}.",
+          "Last spring {name} sold the {thing} to a collector from {place}; the receipt says {word}.",
+          "The {thing} that {name} repaired came from a flea market in {place} (lot {word}).",
+          "{name} is shipping the {thing} to {place} next month under booking {word}.",
+          "In {place}, {name} borrowed a {thing} from a neighbour, who wrote {word} on it.",
+          "{name}'s insurance for the {thing} lists {place} as its home, policy {word}.",
+          "A friend in {place} gave {name} the {thing} as a wedding gift, engraved {word}.",
+          "{name} rents out the {thing} to tourists in {place}; the listing is {word}.",
+          "The {thing} {name} lost on the train to {place} was found with tag {word}.",
+          "{name} won the {thing} in a raffle in {place}, ticket number {word}.",
+          "Before moving to {place}, {name} stored the {thing} with code {word}.",
+          "{name} and her brother built the {thing} together in {place}; they call it {word}.",
+          "The museum in {place} asked {name} to lend them the {thing}, reference {word}."]
+
+
+def fact(i: int) -> tuple[str, str, str]:
+    """A fact no other fact nearly repeats (any two share at most one of name, thing and place, which a memory
+    would otherwise merge as a near-duplicate), a word only it has, and the question that names them."""
+    word = f"zq{i:04d}vex"
+    name, thing, place = NAMES[i % 17], THINGS[(7 * i) % 19], PLACES[(11 * i) % 23]
+    text = SHAPES[i % 13].format(name=name, thing=thing, place=place, word=word)
+    return text, f"What about {name}'s {thing} and {place}, {word}?", word
 
 
 class Ingest:
@@ -78,12 +104,12 @@ async def rounds(client, offset: int) -> list[int]:
     """The rounds whose first recall did not find the fact just remembered."""
     missed = []
     for i in range(offset, offset + ROUNDS):
-        text, question = fact(i)
+        text, question, word = fact(i)
         remembered = await client.call_tool("remember", {"agent": AGENT, "discussion": f"lockers-{offset}",
                                                          "content": text})
         assert not remembered.is_error, remembered.content
         if not found(await client.call_tool("recall", {"agent": AGENT, "query": question, "limit": 5}),
-                     f"zq{i:03d}vex"):
+                     word):
             missed.append(i)
     return missed
 
@@ -115,7 +141,7 @@ def test_remember_then_recall_over_stdio_finds_it_100_times_in_a_row_under_concu
 
     async def session():
         async with Client(params) as client:
-            return await rounds(client, 1000)
+            return await rounds(client, 100)
 
     with Ingest(mem) as ingest:
         missed = asyncio.run(session())
@@ -129,8 +155,8 @@ def test_a_read_without_a_position_does_not_wait_for_other_writers(served):
 
     mem, server = served
     writer, reader = Client(server.url), Client(server.url)
-    text, question = fact(5000)
+    text, question, word = fact(250)
     written = writer.append_messages(AGENT, "lockers-other", [t.Message(role="user", content=text)])
     assert writer.position == written.position and reader.position == ""
     reader.recall(AGENT, question, record=False)  # answers without `after` (whatever it finds)
-    assert any("zq5000vex" in h.content for h in writer.recall(AGENT, question, record=False).hits)
+    assert any(word in h.content for h in writer.recall(AGENT, question, record=False).hits)
