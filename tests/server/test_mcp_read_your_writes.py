@@ -30,6 +30,10 @@ def served(ray_session, tmp_path_factory):
     home = tmp_path_factory.mktemp("ryw") / "home"
     home.mkdir()
     mem = Engram(RayRuntime(load_service_config(home)).start())
+    # The policy actors start (and load the embedder) at the first write: a read in the first seconds of a new
+    # server may answer 503 lagging while they start. The rounds measure a running server.
+    mem.append_messages(AGENT, "warm-up", t.AppendRequest(messages=[t.Message(role="user", content="Hello.")]))
+    mem.wait_idle()
     try:
         with Served(mem) as served:
             yield mem, served
