@@ -381,6 +381,7 @@ def main() -> None:
         with Client(url) as c:  # warm: the query embedder loads on the first search/recall
             c.recall(AGENT, QUERIES[0], discussion=DISCUSSION)
             c.search(AGENT, DISCUSSION, KEYWORDS[0])
+            c.wait_idle()  # memory of the ingest created: the parts measure a server at rest when they start
         parts = {}
         if not only or "ryw" in only:
             parts["read_your_writes"] = {f"writers_{n}": read_your_writes(url, n, max(2, args.ryw_writes // n))
