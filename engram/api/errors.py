@@ -44,8 +44,8 @@ CODES: dict[str, int] = {
     "llm_error": 502,  # the LLM answered with an error
     "llm_unavailable": 503,  # the LLM could not be reached (or its API key is missing)
     "runtime_unavailable": 503,  # Ray or the shard actors are down
-    "job_lost": 503,
-    "lagging": 503,  # a read `after` a position: what it reads had not handled the position within the bounded wait  # a job's error: the server (replica) running it stopped before it finished
+    "job_lost": 503,  # a job's error: the server (replica) running it stopped before it finished
+    "lagging": 503,  # a read `after` a position: what it reads had not handled it within the bounded wait
     "internal": 500,
 }
 

@@ -81,8 +81,8 @@ class ListOps:
         _, rows = self.sql_rows("SELECT agent, count(*), sum(messages), min(first_ts), max(last_ts) FROM discussions "
                                 "WHERE agent IN (SELECT unnest(?)) GROUP BY agent", [known])
         talk = {r[0]: r[1:] for r in rows}
-        _, rows = self.sql_rows("SELECT agent, count(*) FROM memory_traces WHERE active AND agent IN (SELECT unnest(?)) "
-                                "GROUP BY agent", [known])
+        _, rows = self.sql_rows("SELECT agent, count(*) FROM memory_traces WHERE active "
+                                "AND agent IN (SELECT unnest(?)) GROUP BY agent", [known])
         traces = dict(rows)
         out = []
         for agent in known:

@@ -27,7 +27,8 @@ from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import members as pool_size
-from engram.runtime.base import DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, RuntimeUnavailable, merge_results, seq_ranges
+from engram.runtime.base import (DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, RuntimeUnavailable, merge_results,
+                                 seq_ranges)
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
 

@@ -143,7 +143,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
         extra: dict = {}
         if body is not None:
             extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
-        responses = error_responses(*errors, *(("lagging",) if reads is not None else ()), *(("unknown_agent",) if access == "agent" else ()),
+        responses = error_responses(*errors, *(("lagging",) if reads is not None else ()),
+                                    *(("unknown_agent",) if access == "agent" else ()),
                                     *(("forbidden",) if access == "home" else ()))
         if response is not None:
             responses[status] = {"description": "OK", "content": {"application/json": {"schema": ref(response)}}}

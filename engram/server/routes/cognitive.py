@@ -27,7 +27,8 @@ def traces(api, agent: str, all: bool = False, limit: Rows | None = None):
     return api.traces(agent, include_inactive=all, limit=limit)
 
 
-@route(router, "GET", f"{A}/working-memory", response=t.WorkingMemoryResponse, errors=("invalid_id",), reads="working_memory")
+@route(router, "GET", f"{A}/working-memory", response=t.WorkingMemoryResponse, errors=("invalid_id",),
+       reads="working_memory")
 def working_memory(api, agent: str):
     """The slots in focus and working-memory.md."""
     return api.working_memory(agent)
@@ -65,7 +66,8 @@ def observation_log(api, agent: str, discussion: str):
     return api.observation_log(agent, discussion)
 
 
-@route(router, "GET", f"{A}/discussions/{{discussion}}/observation-notes", response=t.Table, errors=("invalid_id",), reads="observations")
+@route(router, "GET", f"{A}/discussions/{{discussion}}/observation-notes", response=t.Table, errors=("invalid_id",),
+       reads="observations")
 def observation_notes(api, agent: str, discussion: str):
     """Every observation note of a discussion, with its status."""
     return api.observation_notes(agent, discussion)

@@ -14,7 +14,8 @@ D = "/v1/agents/{agent}/discussions/{discussion}"
 READ_ERRORS = ("invalid_id", "unknown_discussion")
 
 
-@route(router, "POST", f"{D}/search", body=t.SearchRequest, response=t.SearchResponse, errors=(*READ_ERRORS, "bad_query"), reads="discussion")
+@route(router, "POST", f"{D}/search", body=t.SearchRequest, response=t.SearchResponse, errors=(*READ_ERRORS, "bad_query"),
+       reads="discussion")
 def search(api, agent: str, discussion: str, body: t.SearchRequest):
     """VectorMemorySearch over the discussion's vector memory: keywords separated by ";" (keyword, semantic, hybrid)."""
     return api.search(agent, discussion, body)
