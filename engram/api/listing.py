@@ -78,12 +78,13 @@ class ListOps:
         known = sorted(self.known_agents() if agents is None else set(agents) & self.known_agents())
         if not known:
             return t.AgentList(agents=[])
-        _, rows = self.sql_rows("SELECT agent, count(*), sum(messages), min(first_ts), max(last_ts) FROM discussions "
-                                "WHERE agent IN (SELECT unnest(?)) GROUP BY agent", [known])
-        talk = {r[0]: r[1:] for r in rows}
-        _, rows = self.sql_rows("SELECT agent, count(*) FROM memory_traces WHERE active "
-                                "AND agent IN (SELECT unnest(?)) GROUP BY agent", [known])
-        traces = dict(rows)
+        # One query (each costs a confined SQL session): the discussions' counts, and the agent's active traces.
+        _, rows = self.sql_rows(
+            "SELECT d.agent, count(*), sum(d.messages), min(d.first_ts), max(d.last_ts), (SELECT count(*) FROM "
+            "memory_traces m WHERE m.agent = d.agent AND m.active) FROM discussions d "
+            "WHERE d.agent IN (SELECT unnest(?)) GROUP BY d.agent", [known])
+        talk = {r[0]: r[1:5] for r in rows}
+        traces = {r[0]: r[5] for r in rows}
         out = []
         for agent in known:
             discussions, messages, first, last = talk.get(agent, (0, 0, None, None))
@@ -115,17 +116,23 @@ class ListOps:
             raise error("invalid_request", f"order: {order!r} is neither 'oldest' nor 'newest'")
         limit = _page_size(limit)
         after = _message_cursor(cursor)
-        where, params = "agent = ? AND stream = ?", [agent, discussion]
-        if after is not None:
-            where += " AND seq > ?" if order == "oldest" else " AND seq < ?"
-            params.append(after)
-        direction = "ASC" if order == "oldest" else "DESC"
-        _, rows = self.sql_rows(
-            f"SELECT seq, message_id, role, name, content, epoch_us(ts), metadata FROM ev_message_appended "
-            f"WHERE {where} ORDER BY seq {direction} LIMIT ?", [*params, limit + 1])
-        page = [t.StoredMessage(seq=int(s), message_id=m, role=r, name=n, content=c, ts=iso(ts),
-                                metadata=json.loads(md) if md else {}) for s, m, r, n, c, ts, md in rows[:limit]]
-        more = len(rows) > limit
+        # The log's own reads (by seq, one stream, one type): a page costs a few ms, where SQL over the log's views
+        # costs a confined session per query. Newest first reads windows of the log back from the cursor (or head).
+        kinds = ["MessageAppended"]
+        if order == "oldest":
+            records = self.rt.read(agent, after or 0, stream=discussion, types=kinds, limit=limit + 1)
+        else:
+            upper = (after - 1) if after is not None else self.rt.heads().get(self.rt.shard_of(agent), 0)
+            records, window = [], (limit + 1) * 4
+            while upper > 0 and len(records) <= limit:  # newest first: windows of the log back from `upper`
+                lower = max(0, upper - window)
+                older = self.rt.read(agent, lower, to_seq=upper, stream=discussion, types=kinds, limit=None)
+                records += older[::-1]
+                upper, window = lower, window * 4
+        page = [t.StoredMessage(seq=r.seq, message_id=r.event.message_id, role=r.event.role, name=r.event.name,
+                                content=r.event.content, ts=iso(r.ts_us), metadata=dict(r.event.metadata))
+                for r in records[:limit]]
+        more = len(records) > limit
         return t.MessagePage(agent=agent, discussion=discussion, order=order, messages=page,
                              next_cursor=str(page[-1].seq) if more else None)
 
