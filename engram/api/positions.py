@@ -78,7 +78,7 @@ READS: dict[str, tuple[str, ...]] = {
 }
 
 
-def lagging_message(after: str, lag) -> str:
+def lagging_message(shard: int, seq: int, lag) -> str:
     """The 503 of a read whose wait ran out: which consumer lags, where it is, and what to do."""
-    return (f"this read waits for position {after} (`after`) and {lag.what} had not handled it in time "
+    return (f"this read waits for position {shard}:{seq} (`after`) and {lag.what} had not handled it in time "
             f"(at {lag.shard}:{lag.position}): retry shortly, or read without `after` to get what is folded now")

@@ -130,13 +130,14 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
         wanted = positions.parse(after)
         if not wanted:
             return
-        seq = wanted.get(self.rt.shard_of(agent), 0)  # a token of writes to agents on other shards: nothing to wait for
+        shard = self.rt.shard_of(agent)
+        seq = wanted.get(shard, 0)  # a token of writes to agents on other shards only: nothing to wait for
         if seq <= 0:
             return
         lag = self.rt.reach(agent, seq, positions.READS[read], discussion=discussion,
                             timeout=self.config.limits.read_after_wait_seconds)
         if lag is not None:
-            raise ApiError(CODES["lagging"], "lagging", positions.lagging_message(after, lag), retry_after=1.0)
+            raise ApiError(CODES["lagging"], "lagging", positions.lagging_message(shard, seq, lag), retry_after=1.0)
 
     # ------------------------------------------------------------------ shared helpers
 
