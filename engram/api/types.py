@@ -459,6 +459,7 @@ class ChatResponse(Model, kw_only=True):
     responder: str  # provider/model; the offline responder says it is not a language model
     user_seq: int | None
     reply_seq: int | None
+    position: str | None = None  # pass as `after` to a read that must see this turn (engram.api.positions)
 
 
 class ChatInfo(Model, kw_only=True):

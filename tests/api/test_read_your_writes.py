@@ -77,3 +77,11 @@ def test_a_malformed_position_is_refused_saying_what_one_looks_like(mem):
 def test_positions_merge_to_the_furthest_of_each_shard():
     assert positions.merge("0:12", "1:5,0:7", None, "") == "0:12,1:5"
     assert positions.parse("0:12,1:5") == {0: 12, 1: 5}
+
+
+def test_a_chat_turn_answers_with_the_position_of_both_its_messages(mem):
+    turn = mem.chat(AGENT, DISCUSSION, t.ChatRequest(message="Remember that Ines is vegetarian.", memory=False))
+    shard = mem.rt.shard_of(AGENT)
+    assert turn.position == f"{shard}:{max(turn.user_seq, turn.reply_seq)}"
+    mem.reach(AGENT, turn.position, "log")
+    assert [m.role for m in mem.list_messages(AGENT, DISCUSSION).messages] == ["user", "assistant"]
