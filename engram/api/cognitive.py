@@ -251,7 +251,8 @@ class CognitiveOps:
         event = WorkingMemoryWritten(markdown=text, truncated=truncated, budget_tokens=budget)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
         self.rt.wait_projections()
-        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], characters=len(text), truncated=truncated,
+        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], position=self.position(agent, appended.seqs),
+                                      characters=len(text), truncated=truncated,
                                       budget_tokens=budget)
 
     def set_mood(self, agent: str, req: t.MoodRequest) -> t.EventResponse:
@@ -265,7 +266,7 @@ class CognitiveOps:
         self.sync_settings(agent, ts)
         event = MoodChanged(valence=req.valence, arousal=req.arousal, dominance=req.dominance, reason=req.reason)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
-        return t.EventResponse(seq=appended.seqs[0])
+        return t.EventResponse(seq=appended.seqs[0], position=self.position(agent, appended.seqs))
 
     def mood_history(self, agent: str) -> t.Table:
         """The MoodChanged history (empty: the agent.config.json baseline applies)."""

@@ -193,6 +193,8 @@ class AppendResponse(Model, kw_only=True):
     agent: str
     results: list[AppendResult]
     settings_recorded: int = 0  # SettingsChanged events appended because the settings files changed
+    # Where the write is in the log (engram.api.positions): pass it as `after` to a read that must see it.
+    position: str | None = None
 
 
 class SettingsRecorded(Model, kw_only=True):
@@ -211,6 +213,7 @@ class ToolFailureRequest(Model, kw_only=True):
 class EventResponse(Model, kw_only=True):
     seq: int
     duplicate: bool = False
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 # --------------------------------------------------------------------------- discussion memory
@@ -437,6 +440,7 @@ class WorkingMemoryWritten(Model, kw_only=True):
     characters: int
     truncated: bool
     budget_tokens: int
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 class MoodRequest(Model, kw_only=True):
@@ -481,6 +485,7 @@ class ChatResponse(Model, kw_only=True):
     responder: str  # provider/model; the offline responder says it is not a language model
     user_seq: int | None
     reply_seq: int | None
+    position: str | None = None  # pass as `after` to a read that must see this turn (engram.api.positions)
 
 
 class ChatInfo(Model, kw_only=True):
@@ -570,6 +575,67 @@ class Job(Model, kw_only=True):
 
 class JobList(Model, kw_only=True):
     jobs: list[Job]
+
+
+# --------------------------------------------------------------------------- listing and paging (engram.api.listing)
+
+MAX_PAGE = 1000  # rows a page holds at most
+MemoryKind = Literal["traces", "chunks", "vectors", "observations"]
+PageOrder = Literal["oldest", "newest"]
+
+
+class AgentSummary(Model, kw_only=True):
+    agent: str
+    discussions: int
+    messages: int
+    traces: int  # active memory traces
+    first_activity: str | None  # the first message's time (ISO 8601, UTC); None before any message
+    last_activity: str | None  # the last message's time
+
+
+class AgentList(Model, kw_only=True):
+    agents: list[AgentSummary]
+
+
+class DiscussionSummary(Model, kw_only=True):
+    discussion: str
+    messages: int
+    tokens: int
+    first_activity: str | None
+    last_activity: str | None
+    last_seq: int
+
+
+class DiscussionList(Model, kw_only=True):
+    agent: str
+    discussions: list[DiscussionSummary]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: this was the last page
+
+
+class StoredMessage(Model, kw_only=True):
+    seq: int  # its position in the agent's shard
+    message_id: str
+    role: str
+    name: str | None
+    content: str
+    ts: str
+    metadata: dict[str, str] = {}
+
+
+class MessagePage(Model, kw_only=True):
+    agent: str
+    discussion: str
+    order: PageOrder
+    messages: list[StoredMessage]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: no more (now)
+
+
+class MemoryPage(Model, kw_only=True):
+    agent: str
+    kind: MemoryKind
+    discussion: str | None
+    memories: list[dict[str, Any]]
+    next_cursor: str | None = None
 
 
 def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:

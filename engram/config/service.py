@@ -62,6 +62,9 @@ class Limits(ConfigModel):
     # may lie; later times are refused (engram.api.clock.to_us states the rule). A day covers clocks that disagree
     # and local times sent as UTC; the past is not bounded (imported history keeps its dates).
     max_future_seconds: float = Field(86_400.0, ge=0)
+    # A read given a write's position (`after`, read-your-writes) waits at most this long for the projections and
+    # policies it reads from to handle it, then answers 503 `lagging` naming what lags (engram.api.positions).
+    read_after_wait_seconds: float = Field(10.0, gt=0, le=600)
 
 
 class ServerSettings(ConfigModel):

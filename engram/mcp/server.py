@@ -43,8 +43,18 @@ def build(backend_for: Callable):
 
     from engram.kernel.logs import keep_root_handlers
 
+    class EngramServer(MCPServer):
+        async def _handle_list_resources(self, ctx, params):
+            """`resources/list`: what the session may read now (its agents' discussions, summaries, memories), not
+            only the fixed resources the SDK knows (engram has none: every resource is an agent's)."""
+            from mcp_types import ListResourcesResult, Resource
+
+            listed = await call(Context(request_context=ctx, mcp_server=self, subscriptions=self._subscriptions),
+                                "resources", resource=True)
+            return ListResourcesResult(resources=[Resource(mime_type="application/json", **r) for r in listed])
+
     with keep_root_handlers():  # MCPServer() puts a Rich handler on the root logger (logging.basicConfig)
-        server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+        server = EngramServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     async def call(ctx, method: str, *args, resource: bool = False):
         """The backend's answer; a refusal as the tool error (or, for a resource, the resource error: not found for
@@ -104,6 +114,16 @@ def build(backend_for: Callable):
                      description="A discussion's chunk memories (<id>_memories.jsonl), oldest first.")
     async def memories(agent: str, discussion: str, ctx: Context) -> str:
         return msgspec.json.encode(await call(ctx, "memories", agent, discussion, resource=True)).decode()
+
+    @server.resource("engram://agents/{agent}/discussions", mime_type="application/json",
+                     description="An agent's discussions (ids, messages, tokens, first and last activity).")
+    async def discussions(agent: str, ctx: Context) -> str:
+        return msgspec.json.encode(await call(ctx, "list_discussions", agent, resource=True)).decode()
+
+    @server.resource("engram://agents/{agent}/memories", mime_type="application/json",
+                     description="An agent's memory traces in the order they were made (the first page).")
+    async def agent_memories(agent: str, ctx: Context) -> str:
+        return msgspec.json.encode(await call(ctx, "list_memories", agent, resource=True)).decode()
 
     return server
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import hashlib
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.gate import SharedExclusiveLock
 from engram.kernel.ids import validate_agent
+from engram.kernel.idle import PROJECTIONS  # noqa: F401 (the runtimes' name for the projections in `reach`)
 from engram.kernel.sharding import ShardMap
 
 # How often `wait_idle` looks at the consumers' positions.
@@ -42,6 +44,19 @@ class RuntimeUnavailable(RuntimeError):
 
 def _resharding() -> RuntimeUnavailable:
     return RuntimeUnavailable("the home is being re-sharded; retry the append in a moment")
+
+
+# Policy groups whose members are placed by discussion rather than by agent (engram.policies.registry.GROUPS).
+DISCUSSION_GROUPS = frozenset({"summarizer", "context"})
+
+
+@dataclass(frozen=True)
+class Lagging:
+    """What a read `after` a position waited for in vain: a consumer (`what`, for a message) and where it is."""
+
+    what: str
+    shard: int
+    position: int
 
 
 class Runtime(ABC):
@@ -152,6 +167,16 @@ class Runtime(ABC):
     def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
         """The trace reader's recall (engram.memory.cognitive.retrieval.RecallResult) for `agent`; it
         first folds the log up to `min_position` (read-your-writes) and records a TraceRetrieved after."""
+
+    @abstractmethod
+    def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
+              timeout: float) -> "Lagging | None":
+        """Read-your-writes: return once every consumer in `consumers` has handled `agent`'s shard up to `seq`, in
+        order: a policy group ("auto-ingest", "summarizer", "traces"…: the member that owns the agent, or the
+        discussion for the groups placed by discussion) handles the log up to the position, and the consumers after
+        it then reach what it appended meanwhile; "projections" is the shard's fold (durable: files and rows
+        written). Waits without polling the log (a condition at the shard, a catch-up call at a policy actor).
+        None when reached; else what lags, after at most `timeout` seconds."""
 
     @abstractmethod
     def drain_summarizer(self, agent: str, discussion: str) -> str:

@@ -19,7 +19,7 @@ from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import GROUPS, members as pool_size
-from engram.runtime.base import Runtime, merge_results, seq_ranges
+from engram.runtime.base import DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, merge_results, seq_ranges
 from engram.runtime.errors import query_error
 
 SUMMARIZER_GROUP = "summarizer"
@@ -223,6 +223,33 @@ class InProcessRuntime(Runtime):
             if writes:
                 host.append(writes)
         return result
+
+    def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
+              timeout: float) -> Lagging | None:
+        """Everything here runs when asked: the policies named handle the log now, then the projections fold it."""
+        shard = self.shard_of(agent)
+        target = min(seq, self.shard_host(shard).head())
+        for name in consumers:
+            if name == PROJECTIONS:
+                host = self.shard_host(shard)
+                if not host.wait_projections(target, timeout):
+                    return Lagging(f"the projections of shard {shard}", shard, host.projection_position())
+                continue
+            if name not in self.groups:  # not hosted here: nothing of it to wait for
+                continue
+            if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
+                self.start_policies()
+                hosts = [h for (g, s, _), h in sorted(self.policy_hosts.items()) if g == name and s == shard]
+            else:
+                hosts = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+            for host in hosts:
+                with self._policy_lock:
+                    if host.position < target:
+                        pump(host)
+                if host.position < target:
+                    return Lagging(f"the {name} policies of shard {shard}", shard, host.position)
+            target = max(target, self.shard_host(shard).head())
+        return None
 
     def drain_summarizer(self, agent: str, discussion: str) -> str:
         host = self._member(SUMMARIZER_GROUP, agent, discussion)

@@ -27,7 +27,8 @@ from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import members as pool_size
-from engram.runtime.base import Runtime, RuntimeUnavailable, merge_results, seq_ranges
+from engram.runtime.base import (DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, RuntimeUnavailable, merge_results,
+                                 seq_ranges)
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
 
@@ -366,6 +367,36 @@ class RayRuntime(Runtime):
         reader = self._member(READER_GROUP, agent, agent)
         return get(reader.call.remote(READER_POLICY, "recall", agent, query, min_position=min_position,
                                           now_us=now_us, **options))
+
+    def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
+              timeout: float) -> Lagging | None:
+        shard = self.shard_of(agent)
+        deadline = time.monotonic() + timeout
+        target = seq
+        for name in consumers:
+            if name == PROJECTIONS:
+                left = max(0.0, deadline - time.monotonic())
+                # A condition at the shard, woken by each fold (ShardHost.wait_projections): no poll of the log.
+                if not get(self.shard(shard).wait_projections.remote(target, left), left + self.call_timeout_s):
+                    position = get(self.shard(shard).projection_position.remote(), self.call_timeout_s)
+                    return Lagging(f"the projections of shard {shard}", shard, position)
+                continue
+            if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
+                handles = [h for (g, s, _), h in sorted(self.policies().items()) if g == name and s == shard]
+            else:
+                handles = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+            reached = target
+            for handle in handles:
+                try:
+                    position, head = get(handle.reach.remote(target), max(0.0, deadline - time.monotonic()))
+                except RuntimeUnavailable:  # not within the wait: the call goes on in the actor, the read gives up
+                    position = get(handle.positions.remote(), self.call_timeout_s)
+                    return Lagging(f"the {name} policies of shard {shard}", shard, min(position.values(), default=0))
+                if position < min(target, head):  # a failing policy (an unreachable LLM) keeps its position
+                    return Lagging(f"the {name} policies of shard {shard}", shard, position)
+                reached = max(reached, head)
+            target = reached  # what they appended for the position comes next
+        return None
 
     def drain_summarizer(self, agent: str, discussion: str) -> str:
         handle = self._member(SUMMARIZER_GROUP, agent, discussion)
