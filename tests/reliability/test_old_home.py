@@ -1,4 +1,4 @@
-"""A home written by earlier code opens, replays identically and recalls the same (issue 26).
+"""A home written by earlier code opens, replays identically and recalls the same memories (issue 26).
 
 `tests/fixtures/home-before-layers.tar.gz` was written by `tests/fixtures/make_home_before_layers.py` on the code
 from before engram's modules moved into layers; `home-before-layers.expected.json` is what that code saw in it.
@@ -66,7 +66,20 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
 
         assert mem.rt.verify_replay([0]) == []
         mem.rt.replay_into([0], str(tmp_path / "replayed"), None, None)
-        assert recall_answers(mem) == expected["recalls"]
+        answers = recall_answers(mem)
+        # The same memories, in the same order. Scores follow today's ranking rules (issue 24 changed the weights of
+        # dormant traces and questions, docs/recall.md), so they are not compared with the old code's.
+        assert [[h["trace_id"] for h in a["hits"]] for a in answers] == [
+            [h["trace_id"] for h in e["hits"]] for e in expected["recalls"]]
+        assert [[h["context_message_ids"] for h in a["hits"]] for a in answers] == [
+            [h["context_message_ids"] for h in e["hits"]] for e in expected["recalls"]]
 
-    assert projection_digest(tmp_path / "replayed") == expected["projections"]
-    assert projection_digest(old_home / "projections") == expected["projections"]
+    # What the old home holds now is what today's code folds from its log: a projection whose version changed since
+    # (the traces, version 5: facts' validity) was refolded on opening, the others restored as they were.
+    now = projection_digest(old_home / "projections")
+    assert now == projection_digest(tmp_path / "replayed")
+    # Everything else is exactly what the old code had written.
+    refolded = {"shard-000.duckdb:memory_traces", "shard-000.duckdb:projection_versions"}
+    assert now["files"] == expected["projections"]["files"]
+    assert {k: v for k, v in now["tables"].items() if k not in refolded} == {
+        k: v for k, v in expected["projections"]["tables"].items() if k not in refolded}
