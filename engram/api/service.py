@@ -21,13 +21,14 @@ from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
 from engram.api.errors import taken_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
+from engram.api.memories import MemoryOps
 from engram.api.messages import MessageOps
 from engram.api.work import WorkOps
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.runtime.base import MissingTable, Runtime
 
 
-class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps):
+class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, CompletionOps, AdminOps):
     def __init__(self, runtime: Runtime):
         self.rt = runtime
         self.config = runtime.config

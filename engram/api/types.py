@@ -497,6 +497,41 @@ class CompletionResponse(Model, kw_only=True):
 
 # --------------------------------------------------------------------------- forgetting and jobs
 
+# --------------------------------------------------------------------------- one memory at a time
+
+# A fact is a trace (auto-ingest keeps facts as traces): "fact" reads and edits the trace of that id.
+MemoryKind = Literal["trace", "fact", "chunk", "vector"]
+Metadata = Annotated[dict[str, Annotated[str, Meta(max_length=16_384)]], Meta(max_length=64)]
+
+
+class MemoryItem(Model, kw_only=True):
+    """One memory as it is now (after every edit): `GET /v1/agents/{agent}/memories/{kind}/{memory_id}`."""
+
+    kind: MemoryKind
+    memory_id: str
+    agent: str
+    discussion: str | None  # the discussion it was made from; None for an agent-wide trace
+    content: str  # its text (a chunk memory's summary, a vector memory's summary, a trace's content)
+    title: str | None = None  # a vector memory's title
+    metadata: dict[str, str] = {}
+    category: str = ""  # a trace's category ("fact" categories of auto-ingest, "lesson", …)
+    created: str  # event time it was made
+    active: bool = True  # a trace still active (not pruned or superseded)
+    seq: int  # the log position of its latest change
+
+
+class MemoryEdit(Model, kw_only=True):
+    """A new form of one memory: its text, its metadata, or both (what is not given stays)."""
+
+    content: Annotated[str, Meta(min_length=1, max_length=100_000)] | None = None
+    metadata: Metadata | None = None
+
+
+class MemoryEdited(Model, kw_only=True):
+    memory: MemoryItem
+    seq: int  # the MemoryEdited event's position
+
+
 class ForgetRequest(Model, kw_only=True):
     reason: Annotated[str, Meta(max_length=10_000)] = ""
 

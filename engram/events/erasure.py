@@ -87,6 +87,52 @@ def plan(store: "EventStore", streams: Sequence[str], *, before_seq: int | None 
     return Erasure(seqs=sorted(kept), texts=sorted(texts))
 
 
+# The event that creates a memory of each kind (`engram.events.memory_edits.MEMORY_KINDS`), and its id field.
+MEMORY_CREATED = {"trace": ("TraceEncoded", "trace_id"), "chunk": ("ChunkSummarized", "memory_id"),
+                  "vector": ("VectorMemoryStored", "memory_id")}
+
+
+def memory_events(store: "EventStore", agent: str, kind: str, memory_id: str, *, before_seq: int | None = None) -> list[int]:
+    """The seqs of the events that make one memory: its creation and its edits (not yet erased)."""
+    created, field = MEMORY_CREATED[kind]
+    limit = before_seq if before_seq is not None else store.head() + 1
+    return [r[0] for r in store.query(
+        f"SELECT seq FROM events WHERE agent = ? AND seq < ? AND ("
+        f"(type = ? AND json_extract_string(payload, '$.{field}') = ?) OR "
+        f"(type = 'MemoryEdited' AND json_extract_string(payload, '$.kind') = ? "
+        f"AND json_extract_string(payload, '$.memory_id') = ?)) ORDER BY seq",
+        [agent, limit, created, memory_id, kind, memory_id])[1]]
+
+
+def plan_memory(store: "EventStore", agent: str, kind: str, memory_id: str, *, before_seq: int | None = None) -> Erasure:
+    """What deleting one memory erases: its creation and every edit of it, what they caused, and the agent-wide
+    events of its agent (working memory, recalls' contexts) that quote one of its texts, with what they caused.
+
+    The messages it was made from stay (they are the conversation, not the memory; forgetting their discussion
+    erases them), and so do other memories of the discussion that say the same words."""
+    doomed = _caused_closure(store, memory_events(store, agent, kind, memory_id, before_seq=before_seq))
+    texts: set[str] = set()
+    for _, payload in _payloads(store, sorted(doomed)):
+        data = msgspec.json.decode(payload)
+        data.pop("metadata", None)  # metadata is the user's labels, not the memory's text
+        texts.update(_quotable(data))
+    quoted = [msgspec.json.encode(t)[1:-1].decode() for t in sorted(texts)]
+    found = [seq for seq, payload in store.query(
+        "SELECT seq, payload FROM events WHERE stream = 'agent:' || ? AND type <> 'Purged' "
+        "AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq", [agent, list(FORGET_MARKERS)])[1]
+        if seq not in doomed and any(q in payload for q in quoted)]
+    doomed |= _caused_closure(store, found)
+    kept = {r[0] for r in store.query(
+        "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged' "
+        "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [sorted(doomed), list(FORGET_MARKERS)])[1]}
+    # A text the log keeps elsewhere (a trace's content is often its message's words) is no forgotten text: policy
+    # state holding it is no sign of a leak.
+    left = {text for text, q in zip(sorted(texts), quoted) if store.query(
+        "SELECT count(*) FROM events WHERE agent = ? AND type <> 'Purged' AND seq NOT IN (SELECT unnest(?::BIGINT[])) "
+        "AND contains(payload, ?)", [agent, sorted(doomed), q])[1][0][0]}
+    return Erasure(seqs=sorted(kept), texts=sorted(texts - left))
+
+
 def _caused_closure(store: "EventStore", seqs: list[int]) -> set[int]:
     if not seqs:
         return set()
@@ -117,6 +163,10 @@ def unfinished(store: "EventStore") -> list[tuple[int, list[str]]]:
         "SELECT seq, type, payload, agent FROM events WHERE type IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
         [list(FORGET_MARKERS)])[1]:
         data = msgspec.json.decode(payload)
+        if type_ == "MemoryDeleted":
+            if memory_events(store, agent, data["kind"], data["memory_id"], before_seq=seq):
+                out.append((seq, [memory_key(data["kind"], data["memory_id"])]))
+            continue
         if type_ == "DiscussionForgotten":
             streams = [data["discussion_id"]]
         else:
@@ -127,6 +177,22 @@ def unfinished(store: "EventStore") -> list[tuple[int, list[str]]]:
         if left:
             out.append((seq, streams))
     return out
+
+
+# A deleted memory travels through the forget machinery as a pseudo-stream "memory:<kind>:<id>" (never a valid
+# stream id: streams hold no colon, except "agent:<id>").
+MEMORY_PREFIX = "memory:"
+
+
+def memory_key(kind: str, memory_id: str) -> str:
+    return f"{MEMORY_PREFIX}{kind}:{memory_id}"
+
+
+def parse_memory_key(key: str) -> tuple[str, str] | None:
+    if not key.startswith(MEMORY_PREFIX):
+        return None
+    kind, _, memory_id = key[len(MEMORY_PREFIX):].partition(":")
+    return kind, memory_id
 
 
 def search_terms(texts: Sequence[str], min_chars: int = 12) -> list[bytes]:

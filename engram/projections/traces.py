@@ -67,6 +67,7 @@ TRACE_SCHEMA = pa.schema(
         ("last_seq", pa.int64()),
         # Last, so that a table made before it gains it with ALTER TABLE and keeps its column order.
         ("context", pa.string()),
+        ("metadata", pa.string()),  # the user's labels, a JSON object (`MemoryEdited`)
     ]
 )
 EDGE_SCHEMA = pa.schema(
@@ -113,7 +114,7 @@ def trace_row(t: MemoryTrace) -> tuple:
         t.confidence, t.verification_count, list(t.contradicted_by), t.valence, t.arousal, t.dominance,
         t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
         t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
-        t.deleted_us, t.deleted_reason, t.last_seq, t.context,
+        t.deleted_us, t.deleted_reason, t.last_seq, t.context, json.dumps(dict(t.metadata), sort_keys=True),
     )
 
 
@@ -130,6 +131,7 @@ class TraceProjection(TableProjection):
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(_ddl("memory_traces", TRACE_SCHEMA, "PRIMARY KEY (trace_id)"))
         db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS context VARCHAR")
+        db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS metadata VARCHAR")
         db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
         db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
         # The resident agents' memories, least recently folded first; the others are in the tables and files.
@@ -283,7 +285,7 @@ class TraceProjection(TableProjection):
                 retrieval_count=r["retrieval_count"], verification_count=r["verification_count"],
                 contradicted_by=tuple(r["contradicted_by"]), active=r["active"], deleted_us=r["deleted_at"],
                 deleted_reason=r["deleted_reason"], last_seq=r["last_seq"], links=set(r["links"]),
-                context=r["context"] or "",
+                context=r["context"] or "", metadata=tuple(sorted(json.loads(r["metadata"] or "{}").items())),
             )
             traces_by_agent.setdefault(t.agent, []).append(t)
         for agent in agents:

@@ -70,6 +70,9 @@ class MemoryTrace:
     links: set[str] = field(default_factory=set)
     context: str = ""  # indexed with the content, not part of it: for a reply, the question it answers
     context_message_ids: tuple[str, ...] = ()  # where `context` comes from
+    # The user's labels (`MemoryEdited`), as sorted (key, value) pairs: a class-level default, so traces pickled
+    # before it have it too.
+    metadata: tuple[tuple[str, str], ...] = ()
 
     def in_scope(self, discussion: str | None) -> bool:
         """Visible from `discussion` (None: the whole agent): agent-scoped traces are visible everywhere."""

@@ -1,0 +1,95 @@
+"""One memory at a time: an edited trace is recalled in its new form and replays identically; a deleted one leaves
+no byte of its text under the home."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram.api import types as t
+from engram.api.errors import ApiError
+
+AGENT = "ada"
+DISCUSSION = "lisbon-trip"
+MESSAGES = ["I'm planning a trip to Lisbon in May with my sister Ines.", "We want a hotel in Alfama near the river.",
+            "Ines is vegetarian, so restaurants matter a lot.", "We land on the 3rd and fly back on the 10th."]
+NEW_FORM = "Ines turned pescatarian in March: grilled sardines QX-4471 are fine for her."
+
+
+def files_holding(root: Path, needle: bytes) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+@pytest.fixture
+def mem(tmp_path, monkeypatch):
+    from engram.boot.embedded import Engram
+    from engram.config.service import load_service_config
+    from engram.runtime.inprocess import InProcessRuntime
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    engram = Engram(InProcessRuntime(load_service_config(tmp_path / "home")).start())
+    try:
+        engram.append_messages(AGENT, DISCUSSION, t.AppendRequest(messages=[
+            t.Message(role="user", content=text) for text in MESSAGES]))
+        engram.wait_idle()
+        yield engram
+    finally:
+        engram.close()
+
+
+def _trace_about(mem, words: str) -> str:
+    hits = mem.recall(AGENT, t.RecallRequest(query=words, record=False, sources=False)).hits
+    assert hits, f"no trace recalled for {words!r}"
+    return hits[0].trace_id
+
+
+def test_an_edited_memory_is_recalled_in_its_new_form_and_replay_is_identical(mem):
+    trace_id = _trace_about(mem, "Ines vegetarian restaurants")
+    edited = mem.edit_memory(AGENT, "trace", trace_id, t.MemoryEdit(content=NEW_FORM, metadata={"source": "user-fix"}))
+    assert edited.memory.content == NEW_FORM and edited.memory.metadata == {"source": "user-fix"}
+    assert mem.memory(AGENT, "fact", trace_id).content == NEW_FORM
+
+    hits = mem.recall(AGENT, t.RecallRequest(query="is grilled sardines fine for Ines?", record=False)).hits
+    assert hits[0].trace_id == trace_id and hits[0].content == NEW_FORM
+    assert all(h.content != MESSAGES[2] for h in hits if h.trace_id == trace_id)
+    mem.wait_idle()
+    job = mem.replay(t.ReplayRequest(verify=True))
+    done = mem.jobs.wait(job.id, timeout=300)
+    assert done.state == "succeeded", done.error
+    assert done.result["differences"] == [], done.result
+
+
+def test_a_deleted_memory_leaves_no_byte_of_its_text_under_the_home(mem):
+    home = mem.home.root
+    trace_id = _trace_about(mem, "Ines vegetarian restaurants")
+    mem.edit_memory(AGENT, "trace", trace_id, t.MemoryEdit(content=NEW_FORM))
+    mem.recall(AGENT, t.RecallRequest(query="grilled sardines for Ines"))  # recorded, reinforcing it
+    mem.wait_idle()
+    assert files_holding(home, b"QX-4471")  # the log, the traces table, snapshots
+
+    job = mem.delete_memory(AGENT, "trace", trace_id, t.ForgetRequest(reason="wrong"))
+    done = mem.jobs.wait(job.id, timeout=300)
+    assert done.state == "succeeded", done.error
+    assert done.result["events_erased"] >= 2  # its encoding and its edit
+    mem.wait_idle()
+    assert files_holding(home, b"QX-4471") == []
+    assert files_holding(home, NEW_FORM.encode()) == []
+    with pytest.raises(ApiError) as refused:
+        mem.memory(AGENT, "trace", trace_id)
+    assert refused.value.code == "not_found"
+    hits = mem.recall(AGENT, t.RecallRequest(query="grilled sardines QX-4471", record=False)).hits
+    assert trace_id not in [h.trace_id for h in hits]
+    # The rest of the discussion's memory is intact, and replay agrees with what is live.
+    assert _trace_about(mem, "hotel in Alfama")
+    job = mem.replay(t.ReplayRequest(verify=True))
+    assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
+
+
+def test_a_memory_of_another_kind_or_id_is_not_found(mem):
+    with pytest.raises(ApiError) as refused:
+        mem.memory(AGENT, "trace", "no-such-trace")
+    assert refused.value.code == "not_found" and "no-such-trace" in refused.value.message
+    with pytest.raises(ApiError) as refused:
+        mem.edit_memory(AGENT, "trace", "no-such-trace", t.MemoryEdit(content="x y z"))
+    assert refused.value.code == "not_found"
