@@ -52,6 +52,9 @@ class ShardActor:
         """`read` undecoded (`engram.events.store.decode_rows`): what consumers in other processes read."""
         return self.host.read_rows(after, **kwargs)
 
+    def read_page(self, after: int, limit: int, to_seq: int | None = None) -> list[tuple]:
+        return self.host.read_page(after, limit, to_seq)
+
     def head(self) -> int:
         return self.host.head()
 

@@ -145,7 +145,19 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, Completio
                                                      self.config.embedder, self.query_embedder())
         return files
 
+    def event_feed(self):
+        """The `/v1/events` fan-out of this process (`engram.api.events.EventFeed`), started on first use."""
+        feed = self.__dict__.get("_event_feed")
+        if feed is None:
+            from engram.api.events import EventFeed
+
+            with self._streams_lock:
+                feed = self.__dict__.setdefault("_event_feed", EventFeed(self.rt))
+        return feed
+
     def close(self) -> None:
         self.wait_proxy_memory(timeout=120)  # memory creation the proxy started after its responses
+        if "_event_feed" in self.__dict__:
+            self._event_feed.close()
         self.jobs.close()
         self.rt.close()

@@ -42,6 +42,7 @@ COMMANDS = [
     "regenerate",
     "recall",
     "traces",
+    "memory",
     "working_memory",
     "mood",
     "init",

@@ -47,6 +47,14 @@ class ApiBackend:
         job = self.api.forget(agent, discussion, t.ForgetRequest(reason=reason))
         return self.api.wait_job(job.id, FORGET_WAIT_S)
 
+    def edit_memory(self, agent: str, kind: str, memory_id: str, content: str | None,
+                    metadata: dict | None) -> t.MemoryEdited:
+        return self.api.edit_memory(agent, kind, memory_id, request(t.MemoryEdit, content=content, metadata=metadata))
+
+    def delete_memory(self, agent: str, kind: str, memory_id: str, reason: str) -> t.Job:
+        job = self.api.delete_memory(agent, kind, memory_id, t.ForgetRequest(reason=reason))
+        return self.api.wait_job(job.id, FORGET_WAIT_S)
+
     def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         return self.api.summary(agent, discussion)
 
@@ -83,6 +91,13 @@ class ClientBackend:
 
     def forget(self, agent, discussion, reason):
         job = self.client.forget(agent, discussion, reason=reason)
+        return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
+
+    def edit_memory(self, agent, kind, memory_id, content, metadata):
+        return self.client.edit_memory(agent, kind, memory_id, content=content, metadata=metadata)
+
+    def delete_memory(self, agent, kind, memory_id, reason):
+        job = self.client.delete_memory(agent, kind, memory_id, reason=reason)
         return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
 
     def summary(self, agent, discussion):
