@@ -91,7 +91,8 @@ def head(mem) -> int:
 
 
 def fill(path: str, job_id: str) -> str:
-    return (path.replace("{agent}", BOB).replace("{discussion}", BOB_TALK).replace("{job_id}", job_id))
+    return (path.replace("{agent}", BOB).replace("{discussion}", BOB_TALK).replace("{job_id}", job_id)
+            .replace("{kind}", "trace").replace("{memory_id}", "t-1"))
 
 
 BODIES = {"/v1/chat/completions": {"model": f"engram/{BOB}", "messages": [
