@@ -12,7 +12,10 @@ ingests the sample conversation, then measures:
   responder, so no model time) with 1, 8 and 32 concurrent clients, each a front-end resending its whole
   history every turn: p50/p99 of the request and of the memory work inside it (`X-Engram-Memory-Ms`),
   target p99 <= 25 ms at 8 clients; and one streaming front-end: time to first byte, the memory work before it
-  (the stream's headers) and the whole request's (its closing SSE comment).
+  (the stream's headers) and the whole request's (its closing SSE comment);
+- `GET /v1/events` delivery lag: a subscriber (Server-Sent Events) of one agent while a writer appends messages one
+  at a time, each timed from the append request leaving the writer to its event reaching the subscriber (p50/p99),
+  and from the append's acknowledgement (`--only events` runs this alone).
 Prints one JSON object. Run it under the shared lock: it starts Ray.
 """
 
@@ -254,6 +257,51 @@ def command_wall(home: Path, *args: str, runs: int) -> dict:
             "median_s": round(statistics.median(walls), 3), "max_s": round(max(walls), 3)}
 
 
+def events_lag(url: str, appends: int) -> dict:
+    """The `/v1/events` subscriber's delivery lag while one writer appends `appends` messages of a fresh agent."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from engram.api import types as t
+    from engram.client import Client
+
+    agent, sent, acked, received = "bench-events", {}, {}, {}
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn.request("GET", f"/v1/events?agent={agent}&type=MessageAppended")
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    resp.readline()  # "retry:" and its blank line: the subscription is open
+    resp.readline()
+    done = threading.Event()
+
+    def subscriber() -> None:
+        while len(received) < appends:
+            line = resp.readline()
+            if not line:
+                return
+            if line.startswith(b"data: "):
+                i = int(json.loads(line[6:])["payload"]["content"].split("#")[1].split()[0])
+                received[i] = time.perf_counter()
+        done.set()
+
+    reader = threading.Thread(target=subscriber, daemon=True)
+    reader.start()
+    with Client(url) as c:
+        for i in range(appends):
+            sent[i] = time.perf_counter()
+            c.append_messages(agent, "bench-events", [t.Message(role="user", content=f"event lag probe #{i} of the bench")])
+            acked[i] = time.perf_counter()
+    done.wait(60)
+    conn.close()
+    lag = [(received[i] - sent[i]) * 1000 for i in received]
+    after_ack = [max(0.0, received[i] - acked[i]) * 1000 for i in received]
+    return {"appends": appends, "delivered": len(received), "in_order": sorted(received) == list(received),
+            "lag_from_send_p50_ms": pct(lag, 0.5), "lag_from_send_p99_ms": pct(lag, 0.99),
+            "lag_after_ack_p50_ms": pct(after_ack, 0.5), "lag_after_ack_p99_ms": pct(after_ack, 0.99),
+            "writer": "one client appending one message at a time"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=8)
@@ -261,6 +309,8 @@ def main() -> None:
     parser.add_argument("--command-runs", type=int, default=10)
     parser.add_argument("--chat-requests", type=int, default=160, help="chat completions per concurrency level")
     parser.add_argument("--seed", type=int, default=7, help="seed of the distinct query texts")
+    parser.add_argument("--events", type=int, default=300, help="appends timed through a /v1/events subscriber")
+    parser.add_argument("--only", choices=("events",), help="run only this measurement")
     args = parser.parse_args()
 
     from engram.client import Client
@@ -278,6 +328,14 @@ def main() -> None:
     url = instance["url"]
     global SERVER_PID
     SERVER_PID = instance.get("pid")
+    if args.only == "events":
+        try:
+            events = events_lag(url, args.events)
+        finally:
+            subprocess.run([str(ROOT / ".venv" / "bin" / "engram"), "down"], capture_output=True, env=env)
+        print(json.dumps({"benchmark": "serve", "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start},
+                          "events_delivery": events}, indent=1))
+        return
     try:
         with Client(url) as c:  # warm: the query embedder loads on the first search/recall
             c.recall(AGENT, QUERIES[0], discussion=DISCUSSION)
@@ -298,6 +356,7 @@ def main() -> None:
             asked = asked[n * turns:]
         streamed = stream_load(url, max(3, args.chat_requests // 4), asked)
         asked = asked[max(3, args.chat_requests // 4):]
+        events = events_lag(url, args.events)
         commands = [command_wall(home, "recall", QUERIES[1], "--agent", AGENT, runs=args.command_runs),
                     command_wall(home, "status", runs=args.command_runs)]
     finally:
@@ -314,6 +373,7 @@ def main() -> None:
         "chat_completions": {**chat, "responder": "offline (labelled heuristic, no model time)",
                              "target_p99_ms_at_8": 25},
         "chat_completions_streamed_one_client": streamed,
+        "events_delivery": events,
     }, indent=1))
 
 

@@ -22,9 +22,9 @@ EDIT_VISIBLE_S = 30.0
 _QUERIES = {
     "trace": ("SELECT trace_id, stream, scope, scope_id, content, NULL, metadata, category, epoch_us(encoded_at), "
               "active, last_seq FROM memory_traces WHERE agent = ? AND trace_id = ?"),
-    "chunk": ("SELECT memory_id, discussion_id, 'discussion', discussion_id, summary, NULL, metadata, '', "
-              "(line::JSON->>'$.ts_us')::BIGINT, true, created_seq "
-              "FROM discussion_memories WHERE agent = ? AND memory_id = ?"),
+    "chunk": ("SELECT memory_id, discussion_id, 'discussion', discussion_id, summary, NULL, "
+              "(line::JSON->'metadata')::VARCHAR, '', epoch_us((line::JSON->>'created_at')::TIMESTAMPTZ), true, "
+              "created_seq FROM discussion_memories WHERE agent = ? AND memory_id = ?"),
     "vector": ("SELECT memory_id, discussion_id, 'discussion', discussion_id, summary, title, metadata, '', "
                "epoch_us(created_ts), true, created_seq FROM vector_memories WHERE agent = ? AND memory_id = ?"),
 }
@@ -102,9 +102,6 @@ class MemoryOps:
     def _memory_kind(kind: str) -> str:
         if kind not in ("trace", "fact", "chunk", "vector"):
             raise error("invalid_request", f"unknown memory kind {kind!r}: use trace, fact, chunk or vector")
-        if kind in ("chunk", "vector"):
-            raise error("invalid_request", f"{kind} memories cannot be read, edited or deleted one at a time yet: "
-                        "forget their discussion, or regenerate it")
         return kind
 
     def _memory_stream(self, agent: str, kind: str, memory_id: str) -> str:

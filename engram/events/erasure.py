@@ -111,6 +111,8 @@ def plan_memory(store: "EventStore", agent: str, kind: str, memory_id: str, *, b
     The messages it was made from stay (they are the conversation, not the memory; forgetting their discussion
     erases them), and so do other memories of the discussion that say the same words."""
     doomed = _caused_closure(store, memory_events(store, agent, kind, memory_id, before_seq=before_seq))
+    if kind == "chunk" and doomed:
+        doomed |= _summaries_since(store, agent, memory_id, min(doomed))
     texts: set[str] = set()
     for _, payload in _payloads(store, sorted(doomed)):
         data = msgspec.json.decode(payload)
@@ -131,6 +133,21 @@ def plan_memory(store: "EventStore", agent: str, kind: str, memory_id: str, *, b
         "SELECT count(*) FROM events WHERE agent = ? AND type <> 'Purged' AND seq NOT IN (SELECT unnest(?::BIGINT[])) "
         "AND contains(payload, ?)", [agent, sorted(doomed), q])[1][0][0]}
     return Erasure(seqs=sorted(kept), texts=sorted(texts - left))
+
+
+def _summaries_since(store: "EventStore", agent: str, memory_id: str, created: int) -> set[int]:
+    """The rolling summaries a chunk memory went into: the first update that merged it and every later update of its
+    discussion's generation (each is made from the one before). The Summarizer merges what is left again."""
+    rows = store.query(
+        "SELECT seq, stream, json_extract(payload, '$.generation')::INTEGER FROM events WHERE agent = ? "
+        "AND type = 'RollingSummaryUpdated' AND seq > ? AND contains(payload, ?) ORDER BY seq LIMIT 1",
+        [agent, created, msgspec.json.encode(memory_id).decode()])[1]
+    if not rows:
+        return set()
+    first, stream, generation = rows[0]
+    return {r[0] for r in store.query(
+        "SELECT seq FROM events WHERE stream = ? AND type = 'RollingSummaryUpdated' AND seq >= ? "
+        "AND json_extract(payload, '$.generation')::INTEGER = ?", [stream, first, generation])[1]}
 
 
 def _caused_closure(store: "EventStore", seqs: list[int]) -> set[int]:

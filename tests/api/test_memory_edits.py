@@ -3,7 +3,9 @@ no byte of its text under the home."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
 
 import pytest
 
@@ -93,3 +95,65 @@ def test_a_memory_of_another_kind_or_id_is_not_found(mem):
     with pytest.raises(ApiError) as refused:
         mem.edit_memory(AGENT, "trace", "no-such-trace", t.MemoryEdit(content="x y z"))
     assert refused.value.code == "not_found"
+
+
+CHUNK_SETTINGS = {"chunkEstimatedTokenSize": 40, "maxMessagesBetweenChunks": 4, "lookbackStartTurn": 0,
+                  "useVectorForQualityMemory": True}
+TALK = [f"Day {i} of the Lisbon trip: we walk from Alfama to Belem and eat pasteis de nata number {i}."
+        for i in range(12)]
+
+
+@pytest.fixture
+def chunked(tmp_path, monkeypatch):
+    import json
+
+    from engram.boot.embedded import Engram
+    from engram.config.service import load_service_config
+    from engram.runtime.inprocess import InProcessRuntime
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "engram.json").write_text(json.dumps({"embedder": {"name": "hashing"}}))
+    (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(CHUNK_SETTINGS))
+    engram = Engram(InProcessRuntime(load_service_config(home)).start())
+    try:
+        engram.append_messages(AGENT, DISCUSSION, t.AppendRequest(messages=[
+            t.Message(role="user" if i % 2 == 0 else "assistant", content=text) for i, text in enumerate(TALK)]))
+        engram.wait_idle()
+        yield engram
+    finally:
+        engram.close()
+
+
+@pytest.mark.parametrize("kind", ["chunk", "vector"])
+def test_an_edited_chunk_or_vector_memory_shows_its_new_form_and_a_deleted_one_leaves_no_byte(chunked, kind):
+    mem = chunked
+    home = mem.home.root
+    table = "discussion_memories" if kind == "chunk" else "vector_memories"
+    _, rows = mem.sql_rows(f"SELECT memory_id FROM {table} WHERE discussion_id = ? ORDER BY ordinal", [DISCUSSION])
+    assert rows, rows
+    memory_id = rows[0][0]
+    assert mem.memory(AGENT, kind, memory_id).discussion == DISCUSSION
+
+    edited = mem.edit_memory(AGENT, kind, memory_id, t.MemoryEdit(content=NEW_FORM, metadata={"checked": "yes"}))
+    assert edited.memory.content == NEW_FORM and edited.memory.metadata == {"checked": "yes"}
+    if kind == "chunk":
+        lines = [m["summary"] for m in mem.memories(AGENT, DISCUSSION).memories]
+        assert lines[0] == NEW_FORM
+    else:
+        found = mem.search(AGENT, DISCUSSION, t.SearchRequest(keywords="grilled sardines pescatarian", mode="keyword"))
+        assert NEW_FORM in json.dumps(found.hits)
+    mem.wait_idle()
+    job = mem.replay(t.ReplayRequest(verify=True))
+    assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
+
+    job = mem.delete_memory(AGENT, kind, memory_id, t.ForgetRequest())
+    done = mem.jobs.wait(job.id, timeout=300)
+    assert done.state == "succeeded", done.error
+    mem.wait_idle()
+    assert files_holding(home, b"QX-4471") == []
+    _, left = mem.sql_rows(f"SELECT memory_id FROM {table} WHERE discussion_id = ?", [DISCUSSION])
+    assert memory_id not in [r[0] for r in left] and len(left) == len(rows) - 1
+    job = mem.replay(t.ReplayRequest(verify=True))
+    assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
