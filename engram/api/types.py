@@ -28,6 +28,9 @@ Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
 MAX_RESULTS = 1000
 MAX_ROWS = 1_000_000
 Role = Literal["user", "assistant", "system", "tool"]
+# A user's labels on a memory: a flat object of text, at most 64 keys.
+Metadata = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=256)], Annotated[str, Meta(max_length=16_384)]],
+                     Meta(max_length=64)]
 Factor = Literal["strength", "similarity", "recency", "emotional", "activation", "importance"]
 
 
@@ -313,6 +316,13 @@ class RecallRequest(Model, kw_only=True):
     mood: tuple[Unit, Unit, Unit] | None = None
     sources: bool = True  # include the source messages of every hit
     record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
+    # Filters every candidate passes (inside the search, not a cut of its top): a trace's type (episodic, semantic,
+    # procedural, prospective, relational) or category (a fact's, "lesson", "observation", …); encoded at or after
+    # `since` and before `until`; each metadata pair equal in the trace's metadata (`PATCH …/memories/trace/{id}`).
+    kinds: Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]], Meta(max_length=32)] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Metadata | None = None
 
 
 class SourceMessage(Model, kw_only=True):
@@ -501,7 +511,6 @@ class CompletionResponse(Model, kw_only=True):
 
 # A fact is a trace (auto-ingest keeps facts as traces): "fact" reads and edits the trace of that id.
 MemoryKind = Literal["trace", "fact", "chunk", "vector"]
-Metadata = Annotated[dict[str, Annotated[str, Meta(max_length=16_384)]], Meta(max_length=64)]
 
 
 class MemoryItem(Model, kw_only=True):

@@ -17,6 +17,7 @@ from engram.events.cognitive import TraceRetrieved
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.kernel.ids import agent_stream, validate_agent, validate_discussion
 from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.ingest import ingest_rules
 from engram.memory.cognitive.personality import Pad
 from engram.memory.cognitive.retrieval import RecallResult, RecallSettings, limit_for, override_weights, recall
@@ -65,12 +66,14 @@ class TraceReader(CognitivePolicy):
         mood: tuple[float, float, float] | None = None,
         record: bool = True,
         similarity: str | None = None,
+        only: TraceFilter | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
 
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
         `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
-        overrides `memory.retrieval.similarity` ("hybrid" or "embedding").
+        overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `only` filters the candidates (kind, time
+        range, metadata).
         """
         validate_agent(agent)
         if discussion is not None:
@@ -113,6 +116,7 @@ class TraceReader(CognitivePolicy):
             dormant_index=mem.dormant_index,
             dormant_lexical=mem.dormant_lexical,
             dormant=settings.dormant,
+            only=only,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)

@@ -88,6 +88,29 @@ def test_a_deleted_memory_leaves_no_byte_of_its_text_under_the_home(mem):
     assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
 
 
+def test_recall_filters_by_metadata_kind_and_time_inside_the_search(mem):
+    hotel = _trace_about(mem, "hotel in Alfama near the river")
+    mem.edit_memory(AGENT, "trace", hotel, t.MemoryEdit(metadata={"topic": "lodging"}))
+    ask = dict(query="Ines vegetarian restaurants", record=False, sources=False)
+    everything = mem.recall(AGENT, t.RecallRequest(**ask)).hits
+    assert everything[0].trace_id != hotel  # unfiltered, the restaurant memory ranks first
+    tagged = mem.recall(AGENT, t.RecallRequest(**ask, metadata={"topic": "lodging"})).hits
+    assert [h.trace_id for h in tagged] == [hotel]
+    assert mem.recall(AGENT, t.RecallRequest(**ask, metadata={"topic": "food"})).hits == []
+    kind = everything[0].trace_type
+    assert {h.trace_type for h in mem.recall(AGENT, t.RecallRequest(**ask, kinds=[kind])).hits} == {kind}
+    assert mem.recall(AGENT, t.RecallRequest(**ask, kinds=["no-such-kind"])).hits == []
+    encoded = mem.memory(AGENT, "trace", hotel).created
+    from datetime import datetime, timedelta
+
+    at = datetime.fromisoformat(encoded.replace("Z", "+00:00"))
+    assert mem.recall(AGENT, t.RecallRequest(**ask, until=at - timedelta(days=1))).hits == []
+    assert mem.recall(AGENT, t.RecallRequest(**ask, since=at - timedelta(days=1))).hits
+    with pytest.raises(ApiError) as refused:
+        mem.recall(AGENT, t.RecallRequest(**ask, since=at, until=at))
+    assert refused.value.code == "invalid_request"
+
+
 def test_a_memory_of_another_kind_or_id_is_not_found(mem):
     with pytest.raises(ApiError) as refused:
         mem.memory(AGENT, "trace", "no-such-trace")

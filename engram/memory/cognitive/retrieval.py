@@ -84,6 +84,7 @@ import numpy as np
 from engram.config import defaults as d
 from engram.memory.cognitive.book import TraceBook
 from engram.memory.cognitive.decay import strength_at
+from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.graph import spread
 from engram.memory.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
 from engram.memory.cognitive.lexical import LexicalIndex
@@ -208,10 +209,12 @@ def recall(
     dormant_index: VectorIndex | None = None,
     dormant_lexical: LexicalIndex | None = None,
     dormant: DormantSettings = DormantSettings(),
+    only: TraceFilter | None = None,
 ) -> RecallResult:
     """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
     `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used).
-    `dormant_index`, `dormant_lexical`: the agent's decay-pruned traces (step 8; None: no dormant stage)."""
+    `dormant_index`, `dormant_lexical`: the agent's decay-pruned traces (step 8; None: no dormant stage).
+    `only`: a user's filter every candidate passes (`engram.memory.cognitive.filters`)."""
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -223,7 +226,7 @@ def recall(
         ok = verdicts.get(tid)
         if ok is None:
             t = traces.get(tid)
-            ok = verdicts[tid] = t is not None and t.active and t.in_scope(discussion)
+            ok = verdicts[tid] = t is not None and t.active and t.in_scope(discussion) and (only is None or only.admits(t))
         return ok
 
     q = _unit(query_vector)
@@ -295,7 +298,7 @@ def recall(
         c = f.times(weights)
         scored.append((c.total(), tid, f, c))
     asleep = _Dormant.of(traces, dormant_index, dormant_lexical if hybrid else None, lexical, dormant, discussion, q, terms,
-                         share, fb, limit)
+                         share, fb, limit, only)
     if asleep is not None:
         for tid, sim in asleep.sims.items():
             via[tid] = "dormant"
@@ -348,13 +351,14 @@ class _Dormant:
     feedback: dict[str, float]
 
     @classmethod
-    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit):
+    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit,
+           only: TraceFilter | None = None):
         if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
             return None
 
         def allowed(tid: str) -> bool:
             t = traces.get(tid)
-            return t is not None and not t.active and t.in_scope(discussion)
+            return t is not None and not t.active and t.in_scope(discussion) and (only is None or only.admits(t))
 
         found = index.search(q, settings.pool)  # usually all in scope: a filtered search only when not
         if not all(allowed(tid) for tid, _ in found):
