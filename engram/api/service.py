@@ -155,8 +155,22 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, Completio
                 feed = self.__dict__.setdefault("_event_feed", EventFeed(self.rt))
         return feed
 
+    def start_webhooks(self, post=None):
+        """Start delivering memory changes to the webhooks of engram.json (`webhooks`); None when it names none.
+        (`post(url, body, headers, timeout) -> status`: a stand-in transport for tests.)"""
+        if not self.config.webhooks:
+            return None
+        from engram.api.webhooks import WebhookDispatcher
+
+        dispatcher = self.__dict__.get("_webhooks")
+        if dispatcher is None:
+            dispatcher = self.__dict__["_webhooks"] = WebhookDispatcher(self.event_feed(), self.config.webhooks, post)
+        return dispatcher
+
     def close(self) -> None:
         self.wait_proxy_memory(timeout=120)  # memory creation the proxy started after its responses
+        if "_webhooks" in self.__dict__:
+            self._webhooks.close()
         if "_event_feed" in self.__dict__:
             self._event_feed.close()
         self.jobs.close()

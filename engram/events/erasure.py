@@ -104,9 +104,14 @@ def memory_events(store: "EventStore", agent: str, kind: str, memory_id: str, *,
         [agent, limit, created, memory_id, kind, memory_id])[1]]
 
 
+# What deleting one memory leaves even when it says the same words: the conversation, and the other memories.
+KEPT_WHEN_QUOTING = ("MessageAppended", "TraceEncoded", "ChunkSummarized", "VectorMemoryStored", "MemoryEdited")
+
+
 def plan_memory(store: "EventStore", agent: str, kind: str, memory_id: str, *, before_seq: int | None = None) -> Erasure:
-    """What deleting one memory erases: its creation and every edit of it, what they caused, and the agent-wide
-    events of its agent (working memory, recalls' contexts) that quote one of its texts, with what they caused.
+    """What deleting one memory erases: its creation and every edit of it, what they caused, and the events of its
+    stream and of its agent's own stream that record something about one of its texts (working memory slots, a fact
+    auto-ingest skipped as its duplicate, an observation), with what they caused.
 
     The messages it was made from stay (they are the conversation, not the memory; forgetting their discussion
     erases them), and so do other memories of the discussion that say the same words."""
@@ -119,9 +124,11 @@ def plan_memory(store: "EventStore", agent: str, kind: str, memory_id: str, *, b
         data.pop("metadata", None)  # metadata is the user's labels, not the memory's text
         texts.update(_quotable(data))
     quoted = [msgspec.json.encode(t)[1:-1].decode() for t in sorted(texts)]
+    streams = [f"agent:{agent}", *{r[0] for r in store.query(
+        "SELECT DISTINCT stream FROM events WHERE seq IN (SELECT unnest(?::BIGINT[]))", [sorted(doomed)])[1]}]
     found = [seq for seq, payload in store.query(
-        "SELECT seq, payload FROM events WHERE stream = 'agent:' || ? AND type <> 'Purged' "
-        "AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq", [agent, list(FORGET_MARKERS)])[1]
+        "SELECT seq, payload FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND type <> 'Purged' "
+        "AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq", [streams, [*FORGET_MARKERS, *KEPT_WHEN_QUOTING]])[1]
         if seq not in doomed and any(q in payload for q in quoted)]
     doomed |= _caused_closure(store, found)
     kept = {r[0] for r in store.query(

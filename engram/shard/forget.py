@@ -182,7 +182,7 @@ class ShardForget:
             erasure = plan_memory(self.store, agent, *memory, before_seq=marker_seq)
         else:
             erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
-        erased = self.store.erase(erasure.seqs)
+        erased = self.store.erase(erasure.seqs, keep_ids=memory is not None)
         self._recount()
         self._close_projections()
         self.store.close()

@@ -88,6 +88,22 @@ def test_a_deleted_memory_leaves_no_byte_of_its_text_under_the_home(mem):
     assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
 
 
+def test_a_deleted_fact_does_not_come_back_when_the_policies_refold_the_messages_it_came_from(mem):
+    _, rows = mem.sql_rows("SELECT trace_id, content FROM memory_traces WHERE agent = ? AND category <> '' "
+                           "ORDER BY trace_id", [AGENT])
+    assert rows, "auto-ingest kept no fact"
+    fact, text = rows[0]
+    job = mem.delete_memory(AGENT, "fact", fact, t.ForgetRequest())
+    done = mem.jobs.wait(job.id, timeout=300)
+    assert done.state == "succeeded", done.error
+    mem.append_messages(AGENT, DISCUSSION, t.AppendRequest(messages=[t.Message(role="user", content="Thanks!")]))
+    mem.wait_idle()  # every policy rebuilt from the erased log has read the messages again
+    _, after = mem.sql_rows("SELECT trace_id FROM memory_traces WHERE agent = ? AND content = ?", [AGENT, text])
+    assert after == []
+    if text not in MESSAGES:  # a fact in its own words (not a message's) is nowhere under the home
+        assert files_holding(mem.home.root, text.encode()) == []
+
+
 def test_recall_filters_by_metadata_kind_and_time_inside_the_search(mem):
     hotel = _trace_about(mem, "hotel in Alfama near the river")
     mem.edit_memory(AGENT, "trace", hotel, t.MemoryEdit(metadata={"topic": "lodging"}))
