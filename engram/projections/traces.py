@@ -114,7 +114,8 @@ def trace_row(t: MemoryTrace) -> tuple:
         t.confidence, t.verification_count, list(t.contradicted_by), t.valence, t.arousal, t.dominance,
         t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
         t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
-        t.deleted_us, t.deleted_reason, t.last_seq, t.context, json.dumps(dict(t.metadata), sort_keys=True),
+        t.deleted_us, t.deleted_reason, t.last_seq, t.context,
+        json.dumps(dict(t.metadata), sort_keys=True) if t.metadata else None,
     )
 
 
