@@ -206,6 +206,11 @@ class SearchRequest(Model, kw_only=True):
     keywords: Annotated[str, Meta(max_length=10_000)]  # separated by ";" (OR logic)
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
     limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] = 5
+    # Filters (ranked among the memories that pass): the time its messages were said overlaps [since, until); each
+    # metadata pair equal in the memory's metadata (`PATCH …/memories/vector/{id}`).
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Metadata | None = None
 
 
 class SearchResponse(Model, kw_only=True):

@@ -183,6 +183,16 @@ def test_an_edited_chunk_or_vector_memory_shows_its_new_form_and_a_deleted_one_l
     else:
         found = mem.search(AGENT, DISCUSSION, t.SearchRequest(keywords="grilled sardines pescatarian", mode="keyword"))
         assert NEW_FORM in json.dumps(found.hits)
+        ask = dict(keywords="Lisbon trip;Alfama;pasteis", mode="keyword", limit=10)
+        labelled = mem.search(AGENT, DISCUSSION, t.SearchRequest(**ask, metadata={"checked": "yes"})).hits
+        assert [h["memory_id"] for h in labelled] == [memory_id]
+        assert mem.search(AGENT, DISCUSSION, t.SearchRequest(**ask, metadata={"checked": "no"})).hits == []
+        from datetime import datetime, timedelta
+
+        everything = mem.search(AGENT, DISCUSSION, t.SearchRequest(**ask)).hits
+        said = min(datetime.fromisoformat(h["first_ts"].replace("Z", "+00:00")) for h in everything)
+        assert mem.search(AGENT, DISCUSSION, t.SearchRequest(**ask, until=said)).hits == []
+        assert mem.search(AGENT, DISCUSSION, t.SearchRequest(**ask, since=said - timedelta(days=1))).hits
     mem.wait_idle()
     job = mem.replay(t.ReplayRequest(verify=True))
     assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
