@@ -67,13 +67,15 @@ class TraceReader(CognitivePolicy):
         record: bool = True,
         similarity: str | None = None,
         only: TraceFilter | None = None,
+        as_of_us: int | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
 
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
         `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
-        overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `only` filters the candidates (kind, time
-        range, metadata).
+        overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `as_of_us` answers what was true at that
+        event time (superseded facts included, later ones left out; default: what is true now); `only`
+        filters the candidates (kind, time range, metadata).
         """
         validate_agent(agent)
         if discussion is not None:
@@ -117,6 +119,8 @@ class TraceReader(CognitivePolicy):
             dormant_lexical=mem.dormant_lexical,
             dormant=settings.dormant,
             only=only,
+            answers_of=mem.answers_of,
+            as_of_us=as_of_us,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)
