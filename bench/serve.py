@@ -17,8 +17,11 @@ ingests the sample conversation, then measures:
   (`engram.Client` passes the write's position as `after`): the latency from the append to the first read that
   sees it, p50/p99 at 1 and 8 writers, and how many first reads missed it (must be 0);
 - list/page throughput: a discussion's messages paged oldest first (50 a page) by 1 and 8 clients, the agents and
-  discussions listed, and the agent's memory traces paged.
-`--only ryw,listing` runs just those parts (after the ingest).
+  discussions listed, and the agent's memory traces paged;
+- `GET /v1/events` delivery lag: a subscriber (Server-Sent Events) of one agent while a writer appends messages one
+  at a time, each timed from the append request leaving the writer to its event reaching the subscriber (p50/p99),
+  and from the append's acknowledgement.
+`--only ryw,listing,events` runs just those parts (after the ingest).
 Prints one JSON object. Run it under the shared lock: it starts Ray.
 """
 
@@ -380,6 +383,51 @@ def command_wall(home: Path, *args: str, runs: int) -> dict:
             "median_s": round(statistics.median(walls), 3), "max_s": round(max(walls), 3)}
 
 
+def events_lag(url: str, appends: int) -> dict:
+    """The `/v1/events` subscriber's delivery lag while one writer appends `appends` messages of a fresh agent."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from engram.api import types as t
+    from engram.client import Client
+
+    agent, sent, acked, received = "bench-events", {}, {}, {}
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn.request("GET", f"/v1/events?agent={agent}&type=MessageAppended")
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    resp.readline()  # "retry:" and its blank line: the subscription is open
+    resp.readline()
+    done = threading.Event()
+
+    def subscriber() -> None:
+        while len(received) < appends:
+            line = resp.readline()
+            if not line:
+                return
+            if line.startswith(b"data: "):
+                i = int(json.loads(line[6:])["payload"]["content"].split("#")[1].split()[0])
+                received[i] = time.perf_counter()
+        done.set()
+
+    reader = threading.Thread(target=subscriber, daemon=True)
+    reader.start()
+    with Client(url) as c:
+        for i in range(appends):
+            sent[i] = time.perf_counter()
+            c.append_messages(agent, "bench-events", [t.Message(role="user", content=f"event lag probe #{i} of the bench")])
+            acked[i] = time.perf_counter()
+    done.wait(60)
+    conn.close()
+    lag = [(received[i] - sent[i]) * 1000 for i in received]
+    after_ack = [max(0.0, received[i] - acked[i]) * 1000 for i in received]
+    return {"appends": appends, "delivered": len(received), "in_order": sorted(received) == list(received),
+            "lag_from_send_p50_ms": pct(lag, 0.5), "lag_from_send_p99_ms": pct(lag, 0.99),
+            "lag_after_ack_p50_ms": pct(after_ack, 0.5), "lag_after_ack_p99_ms": pct(after_ack, 0.99),
+            "writer": "one client appending one message at a time"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=8)
@@ -390,7 +438,8 @@ def main() -> None:
     parser.add_argument("--ryw-writes", type=int, default=80,
                         help="writes in each read-your-writes level (8 writers share them); at most 160")
     parser.add_argument("--listing-runs", type=int, default=40, help="pagings of the discussion per listing level")
-    parser.add_argument("--only", default="", help="comma-separated parts to run: ryw, listing (default: all)")
+    parser.add_argument("--events", type=int, default=300, help="appends timed through a /v1/events subscriber")
+    parser.add_argument("--only", default="", help="comma-separated parts to run: ryw, listing, events (default: all)")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
 
@@ -421,6 +470,8 @@ def main() -> None:
                                          "writers_8": read_your_writes(url, 8, per, offset=8 * per)}
         if not only or "listing" in only:
             parts["list_and_page"] = listing(url, args.listing_runs)
+        if not only or "events" in only:
+            parts["events_delivery"] = events_lag(url, args.events)
         if only:
             return print(json.dumps({"benchmark": "serve", "parts": sorted(only),
                                      "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start,

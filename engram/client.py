@@ -265,6 +265,21 @@ class _Operations:
         path = f"/v1/agents/{_seg(agent)}" + (f"/discussions/{_seg(discussion)}" if discussion else "")
         return self._call("DELETE", path + _query({"reason": reason or None}), t.Job)
 
+    def memory(self, agent: str, kind: str, memory_id: str):
+        """One memory (kind: trace, fact, chunk, vector) as it is now."""
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryItem)
+
+    def edit_memory(self, agent: str, kind: str, memory_id: str, *, content: str | None = None,
+                    metadata: dict[str, str] | None = None):
+        """A new text and/or metadata for one memory (the edit supersedes the old form)."""
+        return self._call("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
+                          t.MemoryEdit(content=content, metadata=metadata))
+
+    def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = ""):
+        """A job erasing one memory from the log and every projection (`wait_job` to see it done)."""
+        return self._call("DELETE", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}"
+                          + _query({"reason": reason or None}), t.Job)
+
     def replay(self, *, out: str | None = None, as_of: str | None = None, agent: str | None = None,
                verify: bool = False):
         return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))

@@ -23,13 +23,14 @@ from engram.api import positions
 from engram.api.errors import CODES, ApiError, taken_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
 from engram.api.listing import ListOps
+from engram.api.memories import MemoryOps
 from engram.api.messages import MessageOps
 from engram.api.work import WorkOps
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.runtime.base import MissingTable, Runtime
 
 
-class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps, ListOps):
+class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, CompletionOps, AdminOps, ListOps):
     def __init__(self, runtime: Runtime):
         self.rt = runtime
         self.config = runtime.config
@@ -169,7 +170,33 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
                                                      self.config.embedder, self.query_embedder())
         return files
 
+    def event_feed(self):
+        """The `/v1/events` fan-out of this process (`engram.api.events.EventFeed`), started on first use."""
+        feed = self.__dict__.get("_event_feed")
+        if feed is None:
+            from engram.api.events import EventFeed
+
+            with self._streams_lock:
+                feed = self.__dict__.setdefault("_event_feed", EventFeed(self.rt))
+        return feed
+
+    def start_webhooks(self, post=None):
+        """Start delivering memory changes to the webhooks of engram.json (`webhooks`); None when it names none.
+        (`post(url, body, headers, timeout) -> status`: a stand-in transport for tests.)"""
+        if not self.config.webhooks:
+            return None
+        from engram.api.webhooks import WebhookDispatcher
+
+        dispatcher = self.__dict__.get("_webhooks")
+        if dispatcher is None:
+            dispatcher = self.__dict__["_webhooks"] = WebhookDispatcher(self.event_feed(), self.config.webhooks, post)
+        return dispatcher
+
     def close(self) -> None:
         self.wait_proxy_memory(timeout=120)  # memory creation the proxy started after its responses
+        if "_webhooks" in self.__dict__:
+            self._webhooks.close()
+        if "_event_feed" in self.__dict__:
+            self._event_feed.close()
         self.jobs.close()
         self.rt.close()

@@ -28,6 +28,9 @@ Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
 MAX_RESULTS = 1000
 MAX_ROWS = 1_000_000
 Role = Literal["user", "assistant", "system", "tool"]
+# A user's labels on a memory: a flat object of text, at most 64 keys.
+Metadata = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=256)], Annotated[str, Meta(max_length=16_384)]],
+                     Meta(max_length=64)]
 Factor = Literal["strength", "similarity", "recency", "emotional", "activation", "importance"]
 
 
@@ -222,6 +225,11 @@ class SearchRequest(Model, kw_only=True):
     keywords: Annotated[str, Meta(max_length=10_000)]  # separated by ";" (OR logic)
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
     limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] = 5
+    # Filters (ranked among the memories that pass): the time its messages were said overlaps [since, until); each
+    # metadata pair equal in the memory's metadata (`PATCH …/memories/vector/{id}`).
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Metadata | None = None
 
 
 class SearchResponse(Model, kw_only=True):
@@ -334,6 +342,13 @@ class RecallRequest(Model, kw_only=True):
     mood: tuple[Unit, Unit, Unit] | None = None
     sources: bool = True  # include the source messages of every hit
     record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
+    # Filters every candidate passes (inside the search, not a cut of its top): a trace's type (episodic, semantic,
+    # procedural, prospective, relational) or category (a fact's, "lesson", "observation", …); encoded at or after
+    # `since` and before `until`; each metadata pair equal in the trace's metadata (`PATCH …/memories/trace/{id}`).
+    kinds: Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]], Meta(max_length=32)] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Metadata | None = None
 
 
 class SourceMessage(Model, kw_only=True):
@@ -527,6 +542,40 @@ class CompletionResponse(Model, kw_only=True):
 
 
 # --------------------------------------------------------------------------- forgetting and jobs
+
+# --------------------------------------------------------------------------- one memory at a time
+
+# A fact is a trace (auto-ingest keeps facts as traces): "fact" reads and edits the trace of that id.
+MemoryKind = Literal["trace", "fact", "chunk", "vector"]
+
+
+class MemoryItem(Model, kw_only=True):
+    """One memory as it is now (after every edit): `GET /v1/agents/{agent}/memories/{kind}/{memory_id}`."""
+
+    kind: MemoryKind
+    memory_id: str
+    agent: str
+    discussion: str | None  # the discussion it was made from; None for an agent-wide trace
+    content: str  # its text (a chunk memory's summary, a vector memory's summary, a trace's content)
+    title: str | None = None  # a vector memory's title
+    metadata: dict[str, str] = {}
+    category: str = ""  # a trace's category ("fact" categories of auto-ingest, "lesson", …)
+    created: str  # event time it was made
+    active: bool = True  # a trace still active (not pruned or superseded)
+    seq: int  # the log position of its latest change
+
+
+class MemoryEdit(Model, kw_only=True):
+    """A new form of one memory: its text, its metadata, or both (what is not given stays)."""
+
+    content: Annotated[str, Meta(min_length=1, max_length=100_000)] | None = None
+    metadata: Metadata | None = None
+
+
+class MemoryEdited(Model, kw_only=True):
+    memory: MemoryItem
+    seq: int  # the MemoryEdited event's position
+
 
 class ForgetRequest(Model, kw_only=True):
     reason: Annotated[str, Meta(max_length=10_000)] = ""

@@ -188,6 +188,11 @@ def serve(args) -> int:
     if said:
         print(f"engram: {said}", flush=True)
     try:
+        api.start_webhooks()
+    except ValueError as exc:  # a webhook whose secret variable is not set
+        api.close()
+        return fail(str(exc))
+    try:
         return run_uvicorn(api, config, home, sock, url, token, host=host, idle=settings.idle_timeout_seconds
                            if args.started_by_command else 0.0, started=started)
     finally:

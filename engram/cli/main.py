@@ -43,6 +43,7 @@ COMMANDS = [
     "regenerate",
     "recall",
     "traces",
+    "memory",
     "working_memory",
     "mood",
     "init",

@@ -77,4 +77,4 @@ class Unreadable(Event, tag="Unreadable"):
 
 
 # Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
-FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")
+FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten", "MemoryDeleted")

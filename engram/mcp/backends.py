@@ -137,6 +137,14 @@ class ApiBackend:
     def resources(self) -> list[dict]:
         return listed_resources(self)
 
+    def edit_memory(self, agent: str, kind: str, memory_id: str, content: str | None,
+                    metadata: dict | None) -> t.MemoryEdited:
+        return self.api.edit_memory(agent, kind, memory_id, request(t.MemoryEdit, content=content, metadata=metadata))
+
+    def delete_memory(self, agent: str, kind: str, memory_id: str, reason: str) -> t.Job:
+        job = self.api.delete_memory(agent, kind, memory_id, t.ForgetRequest(reason=reason))
+        return self.api.wait_job(job.id, FORGET_WAIT_S)
+
     def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         self._after(agent, "discussion", discussion)
         return self.api.summary(agent, discussion)
@@ -190,6 +198,13 @@ class ClientBackend:
 
     def resources(self):
         return listed_resources(self)
+
+    def edit_memory(self, agent, kind, memory_id, content, metadata):
+        return self.client.edit_memory(agent, kind, memory_id, content=content, metadata=metadata)
+
+    def delete_memory(self, agent, kind, memory_id, reason):
+        job = self.client.delete_memory(agent, kind, memory_id, reason=reason)
+        return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
 
     def summary(self, agent, discussion):
         return self.client.summary(agent, discussion)

@@ -20,7 +20,8 @@ INSTRUCTIONS = (
     "engram is long-term memory. `remember` appends a message to a discussion of an agent; `recall` returns what "
     "the agent remembers for a question (cognitive memory traces, ranked, across discussions); `search` searches a "
     "discussion's memories by keywords; `working_memory` / `write_working_memory` read and replace the agent's "
-    "persistent notes; `forget` erases a discussion (or the agent) for good. Resources "
+    "persistent notes; `edit_memory` / `delete_memory` correct or erase one memory (a trace id from `recall`); "
+    "`forget` erases a discussion (or the agent) for good. Resources "
     "engram://agents/{agent}/discussions/{discussion}/summary and …/memories hold a discussion's rolling summary "
     "and chunk memories."
 )
@@ -84,7 +85,7 @@ def build(backend_for: Callable):
                      as_of: str | None = None) -> dict:
         result = await call(ctx, "recall", agent, query, discussion, limit, as_of)
         return {"query": result["query"], "agent": result["agent"],
-                "hits": [{k: h[k] for k in ("rank", "score", "content", "shown", "trace_type", "factors", "valid_from",
+                "hits": [{k: h[k] for k in ("rank", "trace_id", "score", "content", "shown", "trace_type", "factors", "valid_from",
                                             "valid_to", "superseded_by")} for h in result["hits"]]}
 
     @server.tool(description="Search a discussion's memories (keywords separated by ';'; keyword, semantic or hybrid).")
@@ -104,6 +105,19 @@ def build(backend_for: Callable):
                              "agent) from the log and every projection. Cannot be undone.")
     async def forget(agent: str, ctx: Context, discussion: str | None = None, reason: str = "forgotten over MCP") -> dict:
         return await call(ctx, "forget", agent, discussion, reason)
+
+    @server.tool(description="Correct one memory: give a trace (or fact) id from `recall` and its new text and/or "
+                             "metadata (a flat object of strings). The new form supersedes the old one: recall finds it "
+                             "from now on.")
+    async def edit_memory(agent: str, memory_id: str, ctx: Context, content: str | None = None,
+                          metadata: dict[str, str] | None = None, kind: Literal["trace", "fact"] = "trace") -> dict:
+        return await call(ctx, "edit_memory", agent, kind, memory_id, content, metadata)
+
+    @server.tool(description="Delete one wrong memory for good: a trace (or fact) id from `recall`. Its text is erased "
+                             "from the log and every projection; the messages it came from stay. Cannot be undone.")
+    async def delete_memory(agent: str, memory_id: str, ctx: Context, kind: Literal["trace", "fact"] = "trace",
+                            reason: str = "deleted over MCP") -> dict:
+        return await call(ctx, "delete_memory", agent, kind, memory_id, reason)
 
     @server.resource("engram://agents/{agent}/discussions/{discussion}/summary", mime_type="application/json",
                      description="A discussion's rolling summary (<id>_summary.jsonl), null before the first one.")

@@ -17,6 +17,7 @@ from engram.events.cognitive import TraceRetrieved
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.kernel.ids import agent_stream, validate_agent, validate_discussion
 from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.ingest import ingest_rules
 from engram.memory.cognitive.personality import Pad
 from engram.memory.cognitive.retrieval import RecallResult, RecallSettings, limit_for, override_weights, recall
@@ -65,6 +66,7 @@ class TraceReader(CognitivePolicy):
         mood: tuple[float, float, float] | None = None,
         record: bool = True,
         similarity: str | None = None,
+        only: TraceFilter | None = None,
         as_of_us: int | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
@@ -72,7 +74,8 @@ class TraceReader(CognitivePolicy):
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
         `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
         overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `as_of_us` answers what was true at that
-        event time (superseded facts included, later ones left out; default: what is true now).
+        event time (superseded facts included, later ones left out; default: what is true now); `only`
+        filters the candidates (kind, time range, metadata).
         """
         validate_agent(agent)
         if discussion is not None:
@@ -115,6 +118,7 @@ class TraceReader(CognitivePolicy):
             dormant_index=mem.dormant_index,
             dormant_lexical=mem.dormant_lexical,
             dormant=settings.dormant,
+            only=only,
             answers_of=mem.answers_of,
             as_of_us=as_of_us,
         )

@@ -71,6 +71,7 @@ TRACE_SCHEMA = pa.schema(
         # Validity in time (issue 24): true from valid_from (the event time of what it was made from) until valid_to,
         # when the newer trace superseded_by contradicted it (NULL: still true).
         ("valid_from", _TS), ("valid_to", _TS), ("superseded_by", pa.string()),
+        ("metadata", pa.string()),  # the user's labels, a JSON object (`MemoryEdited`)
     ]
 )
 EDGE_SCHEMA = pa.schema(
@@ -118,6 +119,7 @@ def trace_row(t: MemoryTrace) -> tuple:
         t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
         t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
         t.deleted_us, t.deleted_reason, t.last_seq, t.context, t.valid_from_us, t.valid_to_us, t.superseded_by,
+        json.dumps(dict(t.metadata), sort_keys=True) if t.metadata else None,
     )
 
 
@@ -137,6 +139,7 @@ class TraceProjection(TableProjection):
         db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS context VARCHAR")
         for column, kind in (("valid_from", "TIMESTAMPTZ"), ("valid_to", "TIMESTAMPTZ"), ("superseded_by", "VARCHAR")):
             db.execute(f"ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS {column} {kind}")
+        db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS metadata VARCHAR")
         db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
         db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
         # The resident agents' memories, least recently folded first; the others are in the tables and files.
@@ -292,7 +295,8 @@ class TraceProjection(TableProjection):
                 retrieval_count=r["retrieval_count"], verification_count=r["verification_count"],
                 contradicted_by=tuple(r["contradicted_by"]), active=r["active"], deleted_us=r["deleted_at"],
                 deleted_reason=r["deleted_reason"], last_seq=r["last_seq"], links=set(r["links"]),
-                context=r["context"] or "", asks=asks(r["content"]), valid_from_us=r["encoded_at"],
+                context=r["context"] or "", metadata=tuple(sorted(json.loads(r["metadata"] or "{}").items())),
+                asks=asks(r["content"]), valid_from_us=r["encoded_at"],
             )
             traces_by_agent.setdefault(t.agent, []).append(t)
         for agent in agents:

@@ -11,6 +11,7 @@ writes the same index bytes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 
 from engram.events.discussion import STORE_VECTOR, VectorMemoryReembedded, VectorMemoryStored
 from engram.events.envelope import Recorded
+from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.memory.discussion.files import VECTOR_SUFFIX
 from engram.memory.discussion.vectors import VectorMemoryRow, decode_vector, write_store
 from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
@@ -63,7 +65,8 @@ class VectorMemory(PerDiscussionProjection):
     meta_table = "vector_memory_stores"
     rows_table = "vector_memories"
     tables: ClassVar[tuple[str, ...]] = ("vector_memories", "vector_memory_stores")
-    interests = PerDiscussionProjection.control_types | {"VectorMemoryStored", "VectorMemoryReembedded"}
+    interests = PerDiscussionProjection.control_types | {"VectorMemoryStored", "VectorMemoryReembedded", "MemoryEdited",
+                                                         "MemoryDeleted"}
 
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(
@@ -76,14 +79,22 @@ class VectorMemory(PerDiscussionProjection):
                 llm_provider VARCHAR, llm_model VARCHAR, workflow VARCHAR, embedding_model VARCHAR,
                 embedding FLOAT[], PRIMARY KEY (discussion_id, memory_id))"""
         )
+        db.execute("ALTER TABLE vector_memories ADD COLUMN IF NOT EXISTS metadata VARCHAR")  # the user's labels (JSON)
         self._rows: list[dict] = []
-        self._reembedded: list[tuple[str, str, list[float], str]] = []  # (discussion, memory id, vector, model)
+        # In log order: (discussion, memory id, change): an edit, a new vector of another embedder, None for a delete.
+        self._changes: list[tuple[str, str, MemoryEdited | VectorMemoryReembedded | None]] = []
 
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         ev = rec.event
-        if isinstance(ev, VectorMemoryReembedded) and meta.created:
-            self._reembedded.append((rec.stream, ev.memory_id, decode_vector(ev.embedding).tolist(),
-                                     ev.embedding_model))
+        if isinstance(ev, VectorMemoryReembedded):
+            if not meta.created:
+                return False
+            self._changes.append((rec.stream, ev.memory_id, ev))
+            return True
+        if isinstance(ev, (MemoryEdited, MemoryDeleted)):
+            if ev.kind != "vector":
+                return False
+            self._changes.append((rec.stream, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
             return True
         if not isinstance(ev, VectorMemoryStored) or not meta.created:
             return False
@@ -122,7 +133,7 @@ class VectorMemory(PerDiscussionProjection):
 
     def on_reset(self, discussion: str) -> None:
         self._rows = [r for r in self._rows if r["discussion_id"] != discussion]
-        self._reembedded = [r for r in self._reembedded if r[0] != discussion]
+        self._changes = [c for c in self._changes if c[0] != discussion]
 
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
         if self._rows:
@@ -131,11 +142,25 @@ class VectorMemory(PerDiscussionProjection):
             db.execute(f"INSERT INTO vector_memories ({_COLUMNS}) SELECT {_COLUMNS} FROM _vector_rows")
             db.unregister("_vector_rows")
             self._rows = []
-        if self._reembedded:  # after the inserts: a memory and its new vector may come in one batch
-            db.executemany("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
+        for d, memory_id, change in self._changes:  # after the inserts: a change always follows what it changes
+            key = [d, memory_id]
+            if change is None:
+                db.execute("DELETE FROM vector_memories WHERE discussion_id = ? AND memory_id = ?", key)
+                continue
+            if isinstance(change, VectorMemoryReembedded):
+                db.execute("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
                            "WHERE discussion_id = ? AND memory_id = ?",
-                           [[vector, model, d, memory_id] for d, memory_id, vector, model in self._reembedded])
-            self._reembedded = []
+                           [decode_vector(change.embedding).tolist(), change.embedding_model, *key])
+                continue
+            if change.content is not None:
+                # The new text is the memory's summary; its vector the one recorded with the edit (replay embeds nothing).
+                db.execute("UPDATE vector_memories SET summary = ?, embedding = ?, embedding_model = ? "
+                           "WHERE discussion_id = ? AND memory_id = ?",
+                           [change.content, decode_vector(change.embedding).tolist(), change.embedding_model, *key])
+            if change.metadata is not None:
+                db.execute("UPDATE vector_memories SET metadata = ? WHERE discussion_id = ? AND memory_id = ?",
+                           [json.dumps(change.metadata, sort_keys=True) if change.metadata else None, *key])
+        self._changes = []
 
     def _path(self, agent: str, discussion: str) -> Path:
         return self.ctx.paths.discussion_file(agent, discussion, VECTOR_SUFFIX)

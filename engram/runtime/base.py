@@ -215,8 +215,9 @@ class Runtime(ABC):
         return reports
 
     @abstractmethod
-    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
-        """Erase a discussion (or the whole agent) from the log file and the projections."""
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
+        """Erase a discussion (or the whole agent, or one memory: `memory` = (kind, id)) from the log file and the
+        projections."""
 
     # ------------------------------------------------------------------ re-sharding
 

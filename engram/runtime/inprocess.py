@@ -320,7 +320,7 @@ class InProcessRuntime(Runtime):
                 host.save()
             self.policy_hosts.clear()
 
-    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
         """`engram.shard.forget.forget` over the shard host and the shard's policy hosts (their state and snapshots
         lose the forgotten text too)."""
         from engram.shard.forget import forget
@@ -329,7 +329,7 @@ class InProcessRuntime(Runtime):
         try:
             with self._policy_lock:  # no policy reads the log while the shard rewrites it
                 hosts = [h for (_, s, _), h in sorted(self.policy_hosts.items()) if s == index]
-                return forget(self.shard_host(index), hosts, agent, discussion, reason=reason)
+                return forget(self.shard_host(index), hosts, agent, discussion, reason=reason, memory=memory)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

@@ -496,7 +496,7 @@ class RayRuntime(Runtime):
                     break
                 time.sleep(0.1)
 
-    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
         """`engram.shard.forget.forget` over the shard actor and the shard's policy actors: the policies pause (their
         loops stop reading the log), drop their snapshots, drain to the marker, and after the shard has erased its
         log and rebuilt its projections, every policy whose state still holds forgotten text rebuilds from the log."""
@@ -505,7 +505,7 @@ class RayRuntime(Runtime):
         index = self.shard_of(agent)
         hosts = [_Remote(h) for (_, s, _), h in sorted(self.policies().items()) if s == index]
         try:
-            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason)
+            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason, memory=memory)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

@@ -77,6 +77,9 @@ class MemoryTrace:
     valid_from_us: int = 0
     valid_to_us: int | None = None
     superseded_by: str = ""
+    # The user's labels (`MemoryEdited`), as sorted (key, value) pairs: a class-level default, so traces pickled
+    # before it have it too.
+    metadata: tuple[tuple[str, str], ...] = ()
 
     def valid_at(self, at_us: int) -> bool:
         """True at event time `at_us`: learned by then, not yet closed by a newer contradicting trace."""

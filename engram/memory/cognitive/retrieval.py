@@ -102,6 +102,7 @@ import numpy as np
 from engram.config import defaults as d
 from engram.memory.cognitive.book import TraceBook
 from engram.memory.cognitive.decay import strength_at
+from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.graph import spread
 from engram.memory.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
 from engram.memory.cognitive.lexical import LexicalIndex
@@ -235,6 +236,7 @@ def recall(
     question_weight: float = d.QUESTION_WEIGHT,
     answers_of: Callable[[str], list[str]] | None = None,
     as_of_us: int | None = None,
+    only: TraceFilter | None = None,
 ) -> RecallResult:
     """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
     `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used).
@@ -242,7 +244,8 @@ def recall(
     `question_weight`: the factor on the composite of a trace that only asks (step 9).
     `answers_of`: trace id -> the traces made from replies to it (`AgentMemory.answers_of`; None: no answer link).
     `as_of_us`: answer what was true at that event time (step 10): only traces valid then (learned by then, not yet
-    superseded), superseded ones included; None: what is true now."""
+    superseded), superseded ones included; None: what is true now.
+    `only`: a user's filter every candidate passes (`engram.memory.cognitive.filters`)."""
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -255,7 +258,8 @@ def recall(
         if ok is None:
             t = traces.get(tid)
             ok = verdicts[tid] = (t is not None and t.active and t.in_scope(discussion)
-                                  and (as_of_us is None or t.valid_at(as_of_us)))
+                                  and (as_of_us is None or t.valid_at(as_of_us))
+                                  and (only is None or only.admits(t)))
         return ok
 
     q = _unit(query_vector)
@@ -340,7 +344,7 @@ def recall(
             c = c.times(_uniform(question_weight))
         scored.append((c.total(), tid, f, c))
     asleep = _Dormant.of(traces, dormant_index, dormant_lexical if hybrid else None, lexical, dormant, discussion, q, terms,
-                         share, fb, limit, as_of_us)
+                         share, fb, limit, as_of_us, only)
     if asleep is not None:
         for tid, sim in asleep.sims.items():
             via[tid] = "superseded" if traces[tid].valid_to_us is not None else "dormant"
@@ -398,14 +402,15 @@ class _Dormant:
 
     @classmethod
     def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit,
-           as_of_us: int | None = None):
+           as_of_us: int | None = None, only: TraceFilter | None = None):
         if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
             return None
 
         def allowed(tid: str) -> bool:  # now: the faded; as of a time: what was true then, superseded since or not
             t = traces.get(tid)
             return (t is not None and not t.active and t.in_scope(discussion)
-                    and (t.valid_to_us is None if as_of_us is None else t.valid_at(as_of_us)))
+                    and (t.valid_to_us is None if as_of_us is None else t.valid_at(as_of_us))
+                    and (only is None or only.admits(t)))
 
         found = index.search(q, settings.pool)  # usually all in scope: a filtered search only when not
         if not all(allowed(tid) for tid, _ in found):
