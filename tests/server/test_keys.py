@@ -37,6 +37,7 @@ HOME_WIDE = {
     ("GET", "/v1/models"): {200},  # only alice's model (checked below)
     ("GET", "/v1/agents"): {200},  # only alice (checked below, and in tests/server/test_listing_served.py)
     ("POST", "/v1/reshard"): {403},  # the whole home's layout: an admin key's
+    ("POST", "/v1/reindex"): {403},  # re-embeds every agent's memory: an admin key's
     ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
     ("POST", "/v1/regenerate"): {403},  # every discussion of the home through Message Batches: an admin key's
     ("GET", "/v1/events"): {200},  # only the key's agents' events (checked here: nothing of bob's; tests/server/test_events.py)
