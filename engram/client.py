@@ -93,6 +93,10 @@ class _Operations:
     def status(self):
         return self._call("GET", "/v1/status", t.StatusResponse)
 
+    def llm_check(self):
+        """Call each configured LLM endpoint once (`engram llm check`)."""
+        return self._call("POST", "/v1/llm/check", t.LlmCheckResponse)
+
     def sql(self, query: str, params: list | None = None):
         return self._call("POST", "/v1/sql", t.SqlResponse, t.SqlRequest(query=query, params=params or []))
 

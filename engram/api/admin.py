@@ -100,6 +100,15 @@ class AdminOps:
         os.chmod(real, 0o700)
         return real
 
+    def llm_check(self) -> t.LlmCheckResponse:
+        """Call each configured LLM endpoint once: model, latency, JSON way, context window, or what to fix."""
+        from engram.providers.llm.check import check_all
+        from engram.providers.llm.routing import why_provider
+
+        checks = [msgspec.convert({**msgspec.structs.asdict(c), "line": c.line()}, t.LlmEndpointCheck)
+                  for c in check_all(self.config.llm)]
+        return t.LlmCheckResponse(provider=why_provider(self.config.llm), endpoints=checks)
+
     def status(self) -> t.StatusResponse:
         """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
         from engram.api.batch_regen import interrupted

@@ -548,3 +548,29 @@ class JobList(Model, kw_only=True):
 def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+
+
+# --------------------------------------------------------------------------- LLM endpoints
+
+class LlmEndpointCheck(Model, kw_only=True):
+    """One configured LLM endpoint, called once (`engram llm check`)."""
+
+    endpoint: str
+    api_type: str
+    url: str
+    ok: bool
+    model: str | None = None  # what the server answered as (or lists)
+    latency_ms: float | None = None
+    structured: str | None = None  # how JSON answers work there ("json_schema", "grammar", ...); None: not constrained
+    context_window: int | None = None
+    context_source: str | None = None
+    embedding_dim: int | None = None
+    local: bool = False  # a server the user runs: cost 0
+    problem: str | None = None  # one line: what is wrong and what to fix
+    notes: list[str] = []
+    line: str = ""  # the whole check as one line, as the CLI prints it
+
+
+class LlmCheckResponse(Model, kw_only=True):
+    provider: str  # the line saying which provider answers memory tasks, and why
+    endpoints: list[LlmEndpointCheck]

@@ -51,6 +51,7 @@ COMMANDS = [
     "observations",
     "consolidations",
     "inspect",
+    "llm",
 ]
 
 

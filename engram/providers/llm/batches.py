@@ -20,7 +20,7 @@ import msgspec
 
 from engram.events.llm import BatchRequestRecord, LlmBatchCollected, LlmBatchPrepared, LlmBatchSubmitted
 from engram.providers.llm import inputs as i
-from engram.providers.llm.anthropic_tasks import AnthropicTasks, Prepared
+from engram.providers.llm.endpoint_tasks import EndpointTasks, Prepared
 from engram.providers.llm.caller import completion_of
 from engram.providers.llm.hashing import digest
 from engram.providers.llm.types import Result
@@ -77,11 +77,11 @@ class EventLogJournal:
 
 
 class BatchRunner:
-    """Runs many task inputs as Message Batches of one AnthropicTasks provider."""
+    """Runs many task inputs as Message Batches of one EndpointTasks provider."""
 
     def __init__(
         self,
-        tasks: AnthropicTasks,
+        tasks: EndpointTasks,
         journal: BatchJournal,
         *,
         poll_interval_seconds: float | None = None,
