@@ -151,8 +151,14 @@ def error_body(exc: ApiError) -> dict:
     return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
 
 
-def error_response(exc: ApiError):
-    response = json_response(error_body(exc), exc.status)
+OLLAMA_PATHS = "/api/"  # the Ollama-compatible front door (engram.server.ollama): Ollama's error shape
+
+
+def error_response(exc: ApiError, path: str = ""):
+    """The refusal as JSON: engram's (and OpenAI's) shape, or on an Ollama route (`path` under /api/) Ollama's
+    `{"error": "<message>"}`, which the ollama client raises as `ResponseError(error, status)`."""
+    body = {"error": exc.message} if path.startswith(OLLAMA_PATHS) else error_body(exc)
+    response = json_response(body, exc.status)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return response
