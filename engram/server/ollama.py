@@ -20,7 +20,8 @@ Samplers come from `options` (`temperature`, `top_p`, `top_k`, `num_predict`, `s
 route's preset unless it says `frontEndSamplers: "override"`; other options, `format`, `keep_alive`, `tools`,
 `think` and `images` are accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
 prompt is answered as one user message (Ollama templates it), or with `"raw": true` sent to the model as it is;
-with a tag it is the discussion's next user turn (a generate client sends no history). An empty prompt without
+with a tag, a transcript in a chat template (SillyTavern's text modes send one) is read back into its messages
+and handled as a chat history, any other prompt is the discussion's next user turn (`openai.text_request`). An empty prompt without
 `system` is Ollama's "load the model" call, answered with `done_reason: "load"`.
 
 Security: the same front door as every route (`engram.server.frontdoor`: Host/Origin checks, JSON bodies) and the
@@ -47,7 +48,7 @@ from engram.api import types as t
 from engram.api.errors import ApiError, error
 from engram.server.auth import authenticate
 from engram.server.endpoint import ensure_state
-from engram.server.openai import MODEL_PREFIX, choose_agent, positive, samplers
+from engram.server.openai import MODEL_PREFIX, choose_agent, positive, samplers, text_request
 from engram.server.streaming import ReplyStream, refusal
 
 log = logging.getLogger("engram.proxy")
@@ -175,7 +176,8 @@ def _choose(request: Request, model: str, principal, state) -> str:
     try:
         return choose_agent(request, name, principal, state.api.config.proxy.default_agent)
     except ApiError as exc:
-        if exc.code == "unknown_agent":  # Ollama's words for it, naming only what the caller sent
+        if exc.code == "unknown_agent" and not request.headers.get("x-engram-agent"):
+            # Ollama's words for it, naming only what the caller sent
             raise ApiError(404, "unknown_agent", f"model '{model}' not found") from None
         raise
 
@@ -221,7 +223,23 @@ async def _answer(request: Request, state, principal, model: str, agent: str, bo
     return StreamingResponse(ndjson(), media_type=NDJSON, headers=headers)
 
 
-@router.post("/api/chat", summary="Ollama-compatible chat with memory (NDJSON stream unless stream is false)")
+def _body_schema(required: list[str], properties: dict) -> dict:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "required": required, "properties": properties}}}}}
+
+
+OPTIONS_SCHEMA = {"type": "object", "properties": {
+    "temperature": {"type": "number"}, "top_p": {"type": "number"}, "top_k": {"type": "integer"},
+    "num_predict": {"type": "integer"}, "seed": {"type": "integer"},
+    "stop": {"type": "array", "items": {"type": "string"}}}}
+
+
+@router.post("/api/chat", summary="Ollama-compatible chat with memory (NDJSON stream unless stream is false)",
+             openapi_extra=_body_schema(["model", "messages"], {
+                 "model": {"type": "string"}, "stream": {"type": "boolean"}, "options": OPTIONS_SCHEMA,
+                 "messages": {"type": "array", "minItems": 1, "items": {
+                     "type": "object", "required": ["role"],
+                     "properties": {"role": {"type": "string", "enum": sorted(ROLES)}, "content": {"type": "string"}}}}}))
 async def chat(request: Request):
     """Ollama's chat. A `[DiscussionId]…[/DiscussionId]` tag in any message switches memory on (the rules of
     `/v1/chat/completions`); without one the conversation is forwarded to the model unchanged."""
@@ -241,7 +259,10 @@ async def chat(request: Request):
     return await _answer(request, state, principal, req.model, agent, body, req.stream, "message")
 
 
-@router.post("/api/generate", summary="Ollama-compatible generate with memory (NDJSON stream unless stream is false)")
+@router.post("/api/generate", summary="Ollama-compatible generate with memory (NDJSON stream unless stream is false)",
+             openapi_extra=_body_schema(["model"], {
+                 "model": {"type": "string"}, "prompt": {"type": "string"}, "system": {"type": "string"},
+                 "stream": {"type": "boolean"}, "raw": {"type": "boolean"}, "options": OPTIONS_SCHEMA}))
 async def generate(request: Request):
     """Ollama's generate. Without a `[DiscussionId]` tag the prompt is answered as one user message (with `raw`:
     sent as it is); with one, the prompt is the discussion's next user turn, answered with its memory."""
@@ -256,11 +277,8 @@ async def generate(request: Request):
     if not req.prompt.strip():
         raise error("malformed_messages", "prompt is empty: give the text to answer")
     tagged = find_discussion_id([req.system, req.prompt]) is not None
-    messages = ([t.ChatTurn(role="system", content=req.system)] if req.system else []) + [
-        t.ChatTurn(role="user", content=req.prompt)]
     max_tokens, sampling = sampling_of(req.options)
-    body = t.CompletionRequest(messages=messages, max_tokens=max_tokens, sampling=sampling,
-                               text_prompt=tagged or req.raw)
+    body = text_request(req.prompt, req.system, raw=req.raw, max_tokens=max_tokens, sampling=sampling)
     return await _answer(request, state, principal, req.model, agent, body, req.stream, "response",
                          trim=tagged or not req.raw)
 
@@ -305,7 +323,8 @@ class ShowBody(msgspec.Struct, kw_only=True):
     verbose: bool = False
 
 
-@router.post("/api/show", summary="A model's details (Ollama's show) for the names /api/tags lists")
+@router.post("/api/show", summary="A model's details (Ollama's show) for the names /api/tags lists",
+             openapi_extra=_body_schema(["model"], {"model": {"type": "string"}}))
 async def show(request: Request):
     state, principal = await _ready(request)
     try:

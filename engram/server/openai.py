@@ -330,6 +330,25 @@ def parse_text_request(raw: bytes) -> OaiTextRequest:
     return req
 
 
+def text_request(prompt: str, system: str, *, raw: bool, max_tokens: int | None,
+                 sampling: t.Samplers | None) -> t.CompletionRequest:
+    """A text door's request (`/v1/completions`, `/api/generate`). With a `[DiscussionId]` tag: a prompt written in
+    a chat template (a text front end's whole transcript) is read back into its messages, a history like a chat
+    front end's; any other prompt is the discussion's next user turn. Without a tag: `raw` sends the prompt to the
+    model as it is, else it is one user message (and `system` the system prompt)."""
+    from engram.kernel.ids import find_discussion_id
+    from engram.memory.ingest.transcript import turns
+
+    head = [t.ChatTurn(role="system", content=system)] if system else []
+    tagged = find_discussion_id([system, prompt]) is not None
+    parsed = turns(prompt) if tagged else None
+    if parsed is not None:
+        return t.CompletionRequest(messages=head + [t.ChatTurn(role=role, content=text) for role, text in parsed],
+                                   max_tokens=max_tokens, sampling=sampling)
+    return t.CompletionRequest(messages=head + [t.ChatTurn(role="user", content=prompt)], max_tokens=max_tokens,
+                               sampling=sampling, text_prompt=tagged or raw)
+
+
 @router.post("/v1/completions", summary="OpenAI-compatible text completion with memory",
              responses={**error_responses("invalid_id", "malformed_messages", "conflict", "unknown_agent", "bad_workflow",
                                           "llm_error", "llm_unavailable"),
@@ -343,8 +362,10 @@ def parse_text_request(raw: bytes) -> OaiTextRequest:
                                 "stop": {"type": "array", "items": {"type": "string"}}}}}}}})
 async def text_completions(request: Request):
     """OpenAI's text completion. Without a `[DiscussionId]` tag in the prompt it is forwarded to the model as it is
-    (a text-completion endpoint gets it untouched). With one, the prompt (tag removed) is the discussion's next user
-    turn: appended once, answered by the memory workflow with memory injected, the reply appended."""
+    (a text-completion endpoint gets it untouched). With one, a transcript in a chat template (ChatML, Llama 3,
+    Gemma) is read back into its messages and handled as a chat history; any other prompt (tag removed) is the
+    discussion's next user turn. Either way each message is appended once, the memory workflow answers with the
+    discussion's memory injected, and the reply is appended."""
     state = request.app.state
     if state.api is None:
         await run_in_threadpool(ensure_state, state)
@@ -354,9 +375,8 @@ async def text_completions(request: Request):
     prompt = req.prompt if isinstance(req.prompt, str) else req.prompt[0]
     stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
     max_tokens = positive(req.max_tokens)
-    body = t.CompletionRequest(messages=[t.ChatTurn(role="user", content=prompt)], max_tokens=max_tokens,
-                               sampling=samplers(req.temperature, req.top_p, req.top_k, max_tokens, stop, req.seed),
-                               text_prompt=True)
+    body = text_request(prompt, "", raw=True, max_tokens=max_tokens,
+                        sampling=samplers(req.temperature, req.top_p, req.top_k, max_tokens, stop, req.seed))
     api = state.api.scoped(principal)
     ident, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
 

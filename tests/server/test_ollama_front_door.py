@@ -155,3 +155,17 @@ def test_openai_text_completions_without_a_tag_answer_and_log_nothing(keyed):
     assert done.object == "text_completion" and done.choices[0].text
     assert "".join(p.choices[0].text for p in parts) == done.choices[0].text
     assert mem.status().shards[0].head == head
+
+
+def test_a_text_front_ends_chatml_transcript_through_generate_raw_logs_each_message_once(keyed):
+    """SillyTavern's Text Completion (Ollama) mode: the whole chat, formatted, as one raw prompt every turn."""
+    mem, _, url, key_a, _ = keyed
+    llm = client(url, key_a)
+    chat = [("system", "You are Alice's gardener. [DiscussionId]alice-garden[/DiscussionId]")]
+    for text in ("The roses need pruning.", "And the tomatoes?", "What needed pruning?"):
+        chat.append(("user", text))
+        prompt = "".join(f"<|im_start|>{r}\n{c}<|im_end|>\n" for r, c in chat) + "<|im_start|>assistant\n"
+        reply = llm.generate(model="engram", prompt=prompt, raw=True, stream=False).response
+        chat.append(("assistant", reply))
+    _, rows = mem.sql("SELECT role, content FROM messages WHERE discussion_id = 'alice-garden' ORDER BY seq")
+    assert [tuple(r) for r in rows] == chat[1:]
