@@ -25,7 +25,7 @@ class WorkOps:
         if getattr(self, "_tasks", None) is None:
             from engram.providers.llm.factory import make_tasks
 
-            self._tasks = make_tasks(self.config.llm)
+            self._tasks = make_tasks(self.config.llm, home=self.config.home)
         return self._tasks
 
     # ------------------------------------------------------------------ workflows

@@ -25,6 +25,7 @@ HOME_WIDE = {
     ("GET", "/v1/health"): {200},  # that the server is up: nothing else
     ("GET", "/v1/instance"): {422},  # an HMAC of a challenge (none given here): proves the server, grants nothing
     ("GET", "/v1/server"): {403},  # which home, pid, runtime: an admin key's
+    ("POST", "/v1/llm/check"): {403},  # the home's LLM endpoints (URLs, models): an admin key's
     ("GET", "/v1/status"): {403},
     ("POST", "/v1/replay"): {403},
     ("POST", "/v1/shutdown"): {403},

@@ -251,6 +251,10 @@ class _OpenAI(Adapter):
         u = data.get("usage") or {}
         return u.get("prompt_tokens"), u.get("completion_tokens")
 
+    def cached(self, data: dict) -> int:
+        """Prompt tokens read from the server's prompt cache (OpenAI: usage.prompt_tokens_details.cached_tokens)."""
+        return int(((data.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+
     def piece(self, choice: dict) -> str:
         raise NotImplementedError
 
@@ -311,9 +315,10 @@ class OpenAIChat(_OpenAI):
     def answer(self, data: dict) -> Completion:
         choice = (data.get("choices") or [{}])[0]
         i, o = self.usage(data)
-        return Completion(text=(choice.get("message") or {}).get("content") or "", input_tokens=i or 0,
-                          output_tokens=o or 0, stop_reason=choice.get("finish_reason"), model=data.get("model"),
-                          usage_estimated=i is None)
+        cached = self.cached(data)
+        return Completion(text=(choice.get("message") or {}).get("content") or "", input_tokens=(i or 0) - cached,
+                          cache_read_tokens=cached, output_tokens=o or 0, stop_reason=choice.get("finish_reason"),
+                          model=data.get("model"), usage_estimated=i is None)
 
 
 class OpenAICompletion(_OpenAI):
@@ -366,6 +371,7 @@ class _Ollama(Adapter):
     def common(self, body: dict, request: Request, endpoint: Endpoint, way: str, stream: bool, window: int | None):
         body["model"] = request.model
         body["stream"] = stream  # Ollama streams unless told not to
+        body["truncate"] = False  # an error, never the oldest messages dropped silently (older servers ignore it)
         options = self.options(request, window)
         if options:
             body["options"] = options

@@ -87,11 +87,6 @@ class _Slots:
         self.sem.release()
 
 
-def slots_dir_of(env: Mapping[str, str]) -> Path | None:
-    home = env.get("ENGRAM_HOME")
-    return Path(home).expanduser() / "run" / "llm" if home else None
-
-
 class EndpointClient:
     """One configured endpoint (any HTTP apiType): create, stream, embed, check."""
 
@@ -120,7 +115,8 @@ class EndpointClient:
             headers["Authorization"] = f"Bearer {key}"
         self.http = httpx.Client(base_url=endpoint.url, headers=headers, timeout=endpoint.timeout_seconds,
                                  transport=transport)
-        self.slots = _Slots(name, endpoint.concurrency, slots_dir if slots_dir is not None else slots_dir_of(env))
+        # Across processes when the home's slots directory is given (EndpointTasks of a home), else in this one.
+        self.slots = _Slots(name, endpoint.concurrency, slots_dir)
         # The structured-output ways left to try (the configured one alone, or the type's ladder).
         ways = self.adapter.ways if self.adapter else ("none",)
         configured = endpoint.structured_output

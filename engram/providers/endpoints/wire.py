@@ -83,7 +83,23 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
                 out["stop_sequences"] = list(s.stop)
         if self.effort is not None:
             out["output_config"] = {"effort": self.effort}
+        if self.structured is not None:  # a JSON answer: the output format (a batch request asks the same way)
+            out["output_config"] = {**out.get("output_config", {}),
+                                    "format": {"type": "json_schema", "schema": claude_schema(self.structured.schema)}}
         return out
+
+
+# JSON-schema keywords the Messages API's structured outputs do not take (engram's bounds are for local decoders).
+_CLAUDE_UNSUPPORTED = ("maxLength", "minLength", "maxItems", "minItems", "minimum", "maximum")
+
+
+def claude_schema(schema: Any) -> Any:
+    """`schema` as the Messages API takes it (output_config.format, a tool's input_schema)."""
+    if isinstance(schema, dict):
+        return {k: claude_schema(v) for k, v in schema.items() if k not in _CLAUDE_UNSUPPORTED}
+    if isinstance(schema, list):
+        return [claude_schema(v) for v in schema]
+    return schema
 
 
 class Completion(msgspec.Struct, frozen=True, kw_only=True):

@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 import anthropic
 import msgspec
 from engram.config.llm import Endpoint, Preset
-from engram.providers.endpoints.wire import CallFailed, Completion, Request, Sampling
+from engram.providers.endpoints.wire import CallFailed, Completion, Request, Sampling, claude_schema
 
 R = TypeVar("R")
 
@@ -32,18 +32,6 @@ _REFUSED = re.compile(r"output_config|output_format|json_schema|\bformat\b|tool_
 
 CLAUDE_WAYS = ("outputFormat", "tool")
 RECORDED_WAYS = {"outputFormat": "output_format", "tool": "tool", "none": "prompt"}
-# JSON-schema keywords the Messages API's structured outputs do not take (engram's bounds are for local decoders).
-_UNSUPPORTED = ("maxLength", "minLength", "maxItems", "minItems", "minimum", "maximum")
-
-
-def claude_schema(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: claude_schema(v) for k, v in schema.items() if k not in _UNSUPPORTED}
-    if isinstance(schema, list):
-        return [claude_schema(v) for v in schema]
-    return schema
-
-
 def completion_of(message: Any, tool: bool = False) -> Completion:
     """A Completion from an SDK `Message` (thinking blocks are not the answer; a forced tool's input is, as JSON)."""
     if tool:
@@ -181,13 +169,13 @@ class MessagesClient:
         while True:
             way = self.way if request.structured is not None else "none"
             params = request.params()
-            extra = {key: params.pop(key) for key in ("temperature",) if key in params}
+            extra = {key: params.pop(key) for key in ("temperature", "output_config") if key in params}
             structured = request.structured
-            if structured is not None and way == "outputFormat":
-                config = dict(params.pop("output_config", {}))
-                config["format"] = {"type": "json_schema", "schema": claude_schema(structured.schema)}
-                extra["output_config"] = config
-            elif structured is not None and way == "tool":
+            if structured is not None and way != "outputFormat":  # the format goes only the outputFormat way
+                config = {k: v for k, v in extra.pop("output_config", {}).items() if k != "format"}
+                if config:
+                    extra["output_config"] = config
+            if structured is not None and way == "tool":
                 params["tools"] = [{"name": structured.name, "description": "Record the answer.",
                                     "input_schema": claude_schema(structured.schema)}]
                 params["tool_choice"] = {"type": "tool", "name": structured.name}

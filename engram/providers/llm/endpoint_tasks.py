@@ -44,6 +44,8 @@ MESSAGE_OVERHEAD_TOKENS = 8
 ESTIMATE_MARGIN = 1.05
 # The least room for an answer a prompt may leave (below it the prompt is too large for the window).
 MIN_ANSWER_TOKENS = 64
+# Tasks over conversation lines whose answer for the whole is the answers for its halves, joined.
+SPLITTABLE = (i.SummarizeChunk, i.Observe, i.ExtractFacts)
 
 
 def provider_of(endpoint: Endpoint) -> str:
@@ -112,8 +114,10 @@ class EndpointTasks(MemoryTasks):
         env: Mapping[str, str] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.perf_counter,
+        slots_dir=None,
     ):
         self.config = config
+        self._slots_dir = slots_dir  # <home>/run/llm: concurrency slots shared by the home's processes
         self.templates = PromptTemplates(config.prompts_dir)
         self._env = os.environ if env is None else env
         self._sleep = sleep
@@ -172,7 +176,7 @@ class EndpointTasks(MemoryTasks):
                     from engram.providers.endpoints.client import EndpointClient
 
                     self._clients[endpoint_name] = EndpointClient(endpoint_name, endpoint, env=self._env,
-                                                                  sleep=self._sleep)
+                                                                  sleep=self._sleep, slots_dir=self._slots_dir)
             return self._clients[endpoint_name]
 
     def sampling(self, preset: Preset, front_end: Sampling | None) -> Sampling:
@@ -184,9 +188,33 @@ class EndpointTasks(MemoryTasks):
         return own.over(front_end) if preset.front_end_samplers == "override" else front_end.over(own)
 
     def prepare(self, task_input: i.TaskInput) -> Prepared:
+        """The request of one task, sized to its endpoint's window (see `fit`), and its prompt hash."""
         task = task_input.task
         spec = SPECS[task]
         route = self.route(task, task_input.endpoint_name, task_input.preset)
+        while True:
+            smaller = droppable(task_input)
+            try:
+                request = self.fit(task_input, route, self.render_request(task_input, route), last=smaller is None)
+                break
+            except PromptTooLarge:
+                if smaller is None:
+                    raise
+                task_input = smaller  # what the guides drop first, then try again
+        if spec.expects_json and task in SCHEMAS:
+            # Bounded to the answer's budget, so that a constrained decoder closes every string and array in time.
+            budget_chars = int(request.max_tokens / route.endpoint.tokens_per_char / ESTIMATE_MARGIN)
+            request = msgspec.structs.replace(request, structured=Structured(task, bounded(SCHEMAS[task], budget_chars)))
+        parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
+        if request.prompt is not None:
+            parts += (request.prompt,)
+        if route.endpoint.api_type != "claudeMessages":
+            parts = (route.endpoint.api_type, *parts)  # the same prompt to another kind of server is another prompt
+        return Prepared(task, route.endpoint_name, request, digest(*parts))
+
+    def render_request(self, task_input: i.TaskInput, route: Route) -> Request:
+        task = task_input.task
+        spec = SPECS[task]
         values = spec.values(task_input)
         system = render(getattr(task_input, "system_prompt", None) or self.templates.system(task), values)
         completion_prompt = getattr(task_input, "completion_prompt", "") or None
@@ -203,22 +231,11 @@ class EndpointTasks(MemoryTasks):
                       else route.max_response_size_in_tokens or spec.response_tokens(task_input)
                       or route.preset.max_tokens)
         request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
-        request = msgspec.structs.replace(
+        return msgspec.structs.replace(
             request, temperature=sampling.temperature,
             sampling=Sampling(top_p=sampling.top_p, top_k=sampling.top_k, stop=sampling.stop, seed=sampling.seed),
             prompt=completion_prompt,
         )
-        request = self.fit(task_input, route, request)
-        if spec.expects_json and task in SCHEMAS:
-            # Bounded to the answer's budget, so that a constrained decoder closes every string and array in time.
-            budget_chars = int(request.max_tokens / route.endpoint.tokens_per_char / ESTIMATE_MARGIN)
-            request = msgspec.structs.replace(request, structured=Structured(task, bounded(SCHEMAS[task], budget_chars)))
-        parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
-        if request.prompt is not None:
-            parts += (request.prompt,)
-        if route.endpoint.api_type != "claudeMessages":
-            parts = (route.endpoint.api_type, *parts)  # the same prompt to another kind of server is another prompt
-        return Prepared(task, route.endpoint_name, request, digest(*parts))
 
     # ------------------------------------------------------------------ context
 
@@ -238,42 +255,32 @@ class EndpointTasks(MemoryTasks):
         turns = len(request.messages) + (1 if request.system else 0) + (1 if request.prompt is not None else 0)
         return int(math.ceil(chars * endpoint.tokens_per_char * ESTIMATE_MARGIN)) + MESSAGE_OVERHEAD_TOKENS * turns
 
-    def fit(self, task_input: i.TaskInput, route: Route, request: Request) -> Request:
-        """`request` sized to the endpoint's window with room for the answer, by the guides' rules: the proxy's reply
-        drops memory passages lowest-ranked first, then the oldest whole conversation turns (never the system prompt
-        nor the last user message). A request that still cannot fit raises `PromptTooLarge`."""
+    def fit(self, task_input: i.TaskInput, route: Route, request: Request, *, last: bool = True) -> Request:
+        """`request` if it fits the endpoint's window with room for its answer. Else, when nothing droppable is left
+        in the input (`last`; see `droppable`): the proxy's reply drops the oldest whole conversation turns (never
+        the system prompt nor the last user message), then any task takes less room for its answer (the maximum
+        is a ceiling, not a need) down to MIN_ANSWER_TOKENS. Raises `PromptTooLarge` when it still cannot fit."""
         window = self.window(route.endpoint_name)
         if not window:
             return request
-        budget = window - request.max_tokens
-        if self.needed_tokens(route.endpoint, request) <= budget:
+        endpoint = route.endpoint
+        if self.needed_tokens(endpoint, request) <= window - request.max_tokens:
             return request
+        if not last:
+            raise PromptTooLarge(self.too_large(route, request, window))
         if isinstance(task_input, i.Respond):
-            if task_input.context:
-                shorter = msgspec.structs.replace(task_input, context=task_input.context[:-1])
-                return self.fit(shorter, route, self._rerender(shorter, route, request))
             messages = request.messages
-            while len(messages) > 1 and self.needed_tokens(route.endpoint, request) > budget:
+            while len(messages) > 1 and self.needed_tokens(endpoint, request) > window - request.max_tokens:
                 messages = messages[1:]
                 while len(messages) > 1 and messages[0][0] != "user":
                     messages = messages[1:]
                 request = msgspec.structs.replace(request, messages=messages)
-            if self.needed_tokens(route.endpoint, request) <= budget:
+            if self.needed_tokens(endpoint, request) <= window - request.max_tokens:
                 return request
-        # Less room for the answer (the preset's maxTokens is a ceiling, not a need), down to a useful minimum.
-        room = window - self.needed_tokens(route.endpoint, request)
+        room = window - self.needed_tokens(endpoint, request)
         if room >= min(MIN_ANSWER_TOKENS, request.max_tokens):
             return msgspec.structs.replace(request, max_tokens=room)
         raise PromptTooLarge(self.too_large(route, request, window))
-
-    def _rerender(self, task_input: i.Respond, route: Route, request: Request) -> Request:
-        spec = SPECS[task_input.task]
-        values = spec.values(task_input)
-        system = render(task_input.system_prompt or self.templates.system(task_input.task), values)
-        if task_input.completion_prompt and not task_input.lines:
-            return request
-        messages = spec.turns(task_input, values, self.templates, system)
-        return msgspec.structs.replace(request, system=system, messages=messages)
 
     def too_large(self, route: Route, request: Request, window: int) -> str:
         e = route.endpoint
@@ -349,9 +356,10 @@ class EndpointTasks(MemoryTasks):
         return OfflineTasks().run(task_input)
 
     def _too_large(self, task_input: i.TaskInput, too_large: "PromptTooLarge", start: float) -> Result:
-        """A prompt that cannot fit: a chunk summary is made of its halves, each within the window (the chunk
-        itself is never cut); anything else is a recorded, non-transient failure naming endpoint and numbers."""
-        if isinstance(task_input, i.SummarizeChunk) and len(task_input.lines) > 1:
+        """A prompt that cannot fit: a chunk summary, observations or facts are made from the halves of the
+        conversation, each within the window (no message is cut); anything else is a recorded, non-transient failure
+        naming the endpoint and the numbers."""
+        if isinstance(task_input, SPLITTABLE) and len(task_input.lines) > 1:
             half = len(task_input.lines) // 2
             parts = [self.run(msgspec.structs.replace(task_input, lines=task_input.lines[:half])),
                      self.run(msgspec.structs.replace(task_input, lines=task_input.lines[half:]))]
@@ -365,8 +373,11 @@ class EndpointTasks(MemoryTasks):
                 cost_usd=round(first.cost_usd + second.cost_usd, 8),
                 latency_ms=round((self.clock() - start) * 1000.0, 3),
                 prompt_hash=digest(first.prompt_hash, second.prompt_hash),
+                repaired=first.repaired or second.repaired,
             )
-            return Result(value="\n\n".join(str(p.value) for p in parts), llm=llm)
+            if isinstance(task_input, i.SummarizeChunk):
+                return Result(value="\n\n".join(str(p.value) for p in parts), llm=llm)
+            return Result(value=tuple(parts[0].value) + tuple(parts[1].value), llm=llm)
         route = self.route(task_input.task, task_input.endpoint_name, task_input.preset)
         llm = LlmCall(provider=provider_of(route.endpoint), model=route.endpoint.model, task=task_input.task,
                       prompt_hash="", endpoint=route.endpoint_name, attempts=0, error=str(too_large),
@@ -457,6 +468,23 @@ class EndpointTasks(MemoryTasks):
             structured=first.structured if first is not None else None,
             usage_estimated=any(c.usage_estimated for c, _ in usage.parts),
         )
+
+
+def droppable(task_input: i.TaskInput) -> i.TaskInput | None:
+    """`task_input` with the next thing the guides drop to fit a window, None when nothing is left to drop:
+    the proxy's reply drops memory passages lowest-ranked first (the last of `context`); chunk summaries and
+    merges drop [Full_Memory_file] oldest first, then [Memory_file] oldest first, then [Chat_Summary]. The
+    conversation chunk itself is never cut (a chunk that alone does not fit is summarised in halves)."""
+    replace = msgspec.structs.replace
+    if isinstance(task_input, i.Respond) and task_input.context:
+        return replace(task_input, context=task_input.context[:-1])
+    if isinstance(task_input, (i.SummarizeChunk, i.MergeSummary)) and task_input.all_memories:
+        return replace(task_input, all_memories=task_input.all_memories[1:])
+    if isinstance(task_input, i.SummarizeChunk) and task_input.recent_memories:
+        return replace(task_input, recent_memories=task_input.recent_memories[1:])
+    if isinstance(task_input, i.SummarizeChunk) and task_input.chat_summary:
+        return replace(task_input, chat_summary="")
+    return None
 
 
 class PromptTooLarge(Exception):

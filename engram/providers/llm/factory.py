@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping
 
 from engram.config.llm import LlmConfig
@@ -17,13 +18,16 @@ from engram.providers.llm.routing import select_provider
 from engram.providers.llm.tasks import MemoryTasks
 
 
-def make_tasks(config: LlmConfig | None = None, env: Mapping[str, str] | None = None) -> MemoryTasks:
-    """The memory-task provider that `config` selects (see the module docstring)."""
+def make_tasks(config: LlmConfig | None = None, env: Mapping[str, str] | None = None,
+               home: Path | None = None) -> MemoryTasks:
+    """The memory-task provider that `config` selects (see the module docstring). `home`: the engram home, whose
+    `run/llm/` holds each endpoint's concurrency slots, shared by every process of the home."""
     config = config or LlmConfig()
     if select_provider(config, env) != "offline":
         from engram.providers.llm.endpoint_tasks import EndpointTasks  # the SDK takes a second to import
 
-        return EndpointTasks(config, env=env)
+        slots = Path(home).expanduser() / "run" / "llm" if home is not None else None
+        return EndpointTasks(config, env=env, slots_dir=slots)
     return OfflineTasks()
 
 

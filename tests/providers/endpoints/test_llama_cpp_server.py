@@ -15,7 +15,7 @@ import pytest
 from engram.config.llm import Endpoint, LlmConfig, Preset, TaskRoute
 from engram.providers.endpoints.client import EndpointClient
 from engram.providers.endpoints.gbnf import grammar
-from engram.providers.endpoints.wire import CallFailed, Request
+from engram.providers.endpoints.wire import CallFailed, Request, Sampling
 from engram.providers.llm.answers.schemas import SCHEMAS, bounded
 from engram.providers.llm import inputs as i
 from engram.providers.llm.endpoint_tasks import EndpointTasks, PromptTooLarge
@@ -205,3 +205,22 @@ def test_a_bad_key_variable_never_reaches_an_error_message(llama):
     assert "UNSET_VAR is not set" in failed.value.error
     assert "sk-zzz" not in llama.output()
     assert json.dumps(client.endpoint.to_json_dict()).count("sk-zzz") == 0
+
+
+def test_the_proxys_reply_streams_from_the_routed_endpoint_with_the_front_ends_samplers(llama):
+    tasks = tasks_for(llama)
+    pieces: list[str] = []
+    result = tasks.respond(lines("Tell me about Lisbon"), on_text=pieces.append,
+                           sampling=Sampling(max_tokens=12, temperature=0))
+    assert not result.failed and len(pieces) > 2 and "".join(pieces) == result.value
+    assert (result.llm.provider, result.llm.endpoint, result.llm.usage_estimated) == (
+        "openAIChatCompletion", "default", True)
+    assert result.llm.output_tokens > 0 and result.llm.input_tokens > 0
+
+
+def test_a_text_prompt_of_the_front_end_goes_to_a_completion_endpoint_as_it_is(llama):
+    tasks = tasks_for(llama, "openAIV1Completion")
+    result = tasks.respond([], completion_prompt="Once upon a time", sampling=Sampling(max_tokens=8, temperature=0))
+    direct = httpx.post(f"{llama.url}/v1/completions", json={"prompt": "Once upon a time", "max_tokens": 8,
+                                                             "temperature": 0}).json()
+    assert not result.failed and result.value == direct["choices"][0]["text"].strip()

@@ -194,3 +194,33 @@ def test_koboldcpp_stand_in_wrong_password_is_one_clear_line():
         assert "wrong-secret" not in failed.value.error
     finally:
         server.stop()
+
+
+def _summaries_in_another_process(url: str, slots: str, count: int, out) -> None:
+    from pathlib import Path
+
+    tasks = EndpointTasks(LlmConfig(endpoints={"default": Endpoint(
+        api_type="koboldCppGenerate", base_url=url, max_concurrent_requests=1, **{**FAST, "max_retries": 0})}),
+        env={}, slots_dir=Path(slots))
+    out.put(sum(1 for _ in range(count) if not tasks.summarize_chunk(LINES).failed))
+
+
+def test_koboldcpp_stand_in_one_slot_holds_across_the_processes_of_a_home(tmp_path):
+    import multiprocessing
+
+    server = KoboldCppStandIn(multiuser=0, delay=0.03).start()
+    server.answer = lambda body: "A summary."
+    try:
+        ctx = multiprocessing.get_context("fork")
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_summaries_in_another_process, args=(server.url, str(tmp_path / "run" / "llm"), 4,
+                                                                          out)) for _ in range(3)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(timeout=60)
+        assert sorted(out.get(timeout=5) for _ in procs) == [4, 4, 4]
+        assert (server.busy_refusals, server.overlaps) == (0, 0)
+        assert (tmp_path / "run" / "llm" / "default.0.lock").exists()
+    finally:
+        server.stop()

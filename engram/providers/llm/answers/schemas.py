@@ -49,6 +49,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "text": _s(300, 1),
             "importance": _NUMBER,
             "entities": _NAMES,
+            "refers_to": _s(10),  # YYYY-MM-DD, or "" (the decoder keeps only an ISO date)
+            "details": _list(_s(120), 4),
             "lines": _list({"type": "integer"}, 8),
         }), 8),
     }),
