@@ -1,11 +1,14 @@
-"""The OpenAI-compatible memory proxy: `POST /v1/chat/completions`, `GET /v1/models`.
+"""The OpenAI-compatible memory proxy: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`.
 
 Point any OpenAI client or chat front-end (Open WebUI, SillyTavern, the `openai` SDK) at
 `http://<engram>/v1` and put `[DiscussionId]my-chat[/DiscussionId]` in a message: that discussion gets
 memory (`engram.api.completions` has the rules). The wire format is OpenAI's: a `chat.completion`
 object, or with `"stream": true` server-sent events of `chat.completion.chunk` objects ending with
-`data: [DONE]`, sent as the model produces its tokens (the anthropic provider streams them from the
-Messages API; the labelled offline responder's answer exists at once and is sent a few words per chunk).
+`data: [DONE]`, sent as the model produces its tokens (the endpoint `llm.tasks.respond` routes to streams them,
+whatever its apiType; the labelled offline responder's answer exists at once and is sent a few words per chunk).
+The front end's samplers (temperature, top_p, max_tokens, stop, seed) go with the reply's call unless its preset
+says `frontEndSamplers: "override"`. `/v1/completions` is OpenAI's text completion, with the same memory rules
+(`text_request` says how a prompt becomes messages) and `text_completion` objects on the wire.
 The stream starts with the reply's first text: a request refused before it (bad body, unknown agent, an
 LLM outage before the first token) is a plain JSON error with its status. A model error after it ends the
 stream with an OpenAI error event, `data: {"error": {"message", "type", "code"}}` (the `openai` SDK raises

@@ -34,6 +34,10 @@ TURNS = [
     "We land on the 3rd and fly back on the 10th.",
     "Which neighbourhood did I want the hotel in?",
 ]
+# The front end's own reply length (the tiny model's random answers run to the limit): the conversation stays
+# within the window, and every door's sampler reaches the model.
+REPLY_TOKENS = 24
+OPTIONS = {"num_predict": REPLY_TOKENS}
 
 
 def tag(discussion: str) -> str:
@@ -124,13 +128,13 @@ def front(tmp_path_factory):
     from tests.server.helpers import ServerProcess
 
     base = tmp_path_factory.mktemp("front-doors")
-    llama = LlamaServer(base, n_ctx=2048).start()
+    llama = LlamaServer(base, n_ctx=4096).start()
     relay = RecordingRelay(llama.url).start()
     home = base / "home"
     home.mkdir()
     (home / "engram.json").write_text(json.dumps({"llm": {
         "endpoints": {"default": {"apiType": "openAIChatCompletion", "baseUrl": relay.url, "model": "tiny",
-                                  "charsPerToken": 0.7, "maxContextTokens": 2048, "maxRetries": 1,
+                                  "charsPerToken": 0.7, "maxContextTokens": 4096, "maxRetries": 1,
                                   "timeoutSeconds": 60}},
         "presets": {"default": {"temperature": 0, "maxTokens": 24}}}}))
     (home / "_DiscussionId-MemoryFile-Workflow-Settings.json").write_text(json.dumps(DISCUSSION_SETTINGS))
@@ -171,6 +175,7 @@ def check_memory_conversation(client, relay, discussion: str, user_turns: list[s
     assert all(from_the_model(relay, r) for r in replies), replies
     last = next(c for c in reversed(relay.replies()) if user_turns[-1] in json.dumps(c["body"]))
     assert tag(discussion) not in json.dumps(last["body"])
+    assert last["body"]["max_tokens"] == REPLY_TOKENS  # the front end's, not the route's
     return last
 
 
@@ -185,12 +190,13 @@ def test_openai_chat_completions_multi_turn_with_memory_streamed_and_not(front):
         for n, text in enumerate(TURNS):
             history.append({"role": "user", "content": text})
             if n % 2:
-                parts = list(llm.chat.completions.create(model=f"engram/{AGENT}", messages=history, stream=True))
+                parts = list(llm.chat.completions.create(model=f"engram/{AGENT}", messages=history, stream=True,
+                                                                max_tokens=REPLY_TOKENS))
                 assert parts[-1].choices[0].finish_reason == "stop"
                 assert len([p for p in parts if p.choices and p.choices[0].delta.content]) > 1  # token by token
                 reply = "".join(p.choices[0].delta.content or "" for p in parts if p.choices)
             else:
-                done = llm.chat.completions.create(model=f"engram/{AGENT}", messages=history)
+                done = llm.chat.completions.create(model=f"engram/{AGENT}", messages=history, max_tokens=REPLY_TOKENS)
                 reply = done.choices[0].message.content
                 assert done.usage.completion_tokens > 0
             history.append({"role": "assistant", "content": reply})
@@ -211,11 +217,12 @@ def test_openai_text_completions_multi_turn_with_memory_streamed_and_not(front):
         for n, text in enumerate(TURNS):
             prompt = f"{tag(discussion)} {text}"  # a text front end sends no history: the prompt is the next turn
             if n % 2:
-                parts = list(llm.completions.create(model=f"engram/{AGENT}", prompt=prompt, stream=True))
+                parts = list(llm.completions.create(model=f"engram/{AGENT}", prompt=prompt, stream=True,
+                                                    max_tokens=REPLY_TOKENS))
                 assert parts[-1].choices[0].finish_reason == "stop" and len(parts) > 2
                 reply = "".join(p.choices[0].text for p in parts if p.choices)
             else:
-                done = llm.completions.create(model=f"engram/{AGENT}", prompt=prompt)
+                done = llm.completions.create(model=f"engram/{AGENT}", prompt=prompt, max_tokens=REPLY_TOKENS)
                 assert done.object == "text_completion" and done.choices[0].finish_reason == "stop"
                 reply = done.choices[0].text
             replies.append(reply)
@@ -238,12 +245,12 @@ def test_ollama_chat_multi_turn_with_memory_streamed_and_not(front):
     for n, text in enumerate(TURNS):
         history.append({"role": "user", "content": text})
         if n % 2:
-            parts = list(llm.chat(model=f"engram/{AGENT}:latest", messages=history, stream=True))
+            parts = list(llm.chat(model=f"engram/{AGENT}:latest", messages=history, stream=True, options=OPTIONS))
             assert parts[-1].done and parts[-1].done_reason == "stop" and not any(p.done for p in parts[:-1])
             assert len([p for p in parts if p.message.content]) > 1  # token by token
             reply = "".join(p.message.content for p in parts)
         else:
-            done = llm.chat(model=f"engram/{AGENT}", messages=history, stream=False)
+            done = llm.chat(model=f"engram/{AGENT}", messages=history, stream=False, options=OPTIONS)
             assert done.done and done.eval_count > 0 and done.total_duration > 0
             reply = done.message.content
         history.append({"role": "assistant", "content": reply})
@@ -264,11 +271,12 @@ def test_ollama_generate_multi_turn_with_memory_streamed_and_not(front):
     for n, text in enumerate(TURNS):
         prompt = f"{tag(discussion)} {text}"
         if n % 2:
-            parts = list(llm.generate(model=f"engram/{AGENT}", prompt=prompt, system=PERSONA, stream=True))
+            parts = list(llm.generate(model=f"engram/{AGENT}", prompt=prompt, system=PERSONA, stream=True, options=OPTIONS))
             assert parts[-1].done and len([p for p in parts if p.response]) > 1
             reply = "".join(p.response for p in parts)
         else:
-            done = llm.generate(model=f"engram/{AGENT}:latest", prompt=prompt, system=PERSONA, stream=False)
+            done = llm.generate(model=f"engram/{AGENT}:latest", prompt=prompt, system=PERSONA, stream=False,
+                                options=OPTIONS)
             assert done.done and done.done_reason == "stop"
             reply = done.response
         replies.append(reply)
