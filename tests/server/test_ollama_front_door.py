@@ -27,7 +27,7 @@ def keyed(tmp_path_factory):
 
     home = tmp_path_factory.mktemp("ollama-keys") / "home"
     home.mkdir()
-    with served_home(home, groups=["summarizer"]) as mem:
+    with served_home(home, groups=["summarizer", "traces"]) as mem:
         mem.append_messages(ALICE, ALICE_TALK, t.AppendRequest(messages=[t.Message(role="user", content="Alice likes tea.")]))
         mem.append_messages(BOB, BOB_TALK, t.AppendRequest(messages=[t.Message(role="user", content=BOB_SECRET)]))
         key_a = cli(home, "keys", "add", "--agents", ALICE).splitlines()[0]
