@@ -44,7 +44,7 @@ from engram.api import types as t
 from engram.api.errors import ApiError, error
 from engram.server.auth import authenticate
 from engram.server.endpoint import ensure_state, error_body, error_responses, json_response
-from engram.server.streaming import ReplyStream, Trimmed, refusal  # noqa: F401 - Trimmed: kept importable here
+from engram.server.streaming import ReplyStream, refusal
 
 log = logging.getLogger("engram.proxy")
 router = APIRouter(tags=["openai"])
