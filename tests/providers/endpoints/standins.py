@@ -332,3 +332,58 @@ class KoboldCppStandIn(_StandIn):
             finally:
                 with self._lock:
                     self.in_flight -= 1
+
+
+class LMStudioStandIn(_StandIn):
+    """Stand-in for LM Studio's OpenAI-compatible server (`/v1/chat/completions`, `/v1/models`): takes
+    `response_format` `json_schema` (its `json_schema.schema`) and refuses `json_object` with 400
+    `{"error": "'response_format.type' must be 'json_schema' or 'text'"}`, as LM Studio does; streams SSE chunks
+    and, with `stream_options.include_usage`, a last chunk with `usage` and no choices."""
+
+    def get(self, handler) -> None:
+        if handler.path == "/v1/models":
+            return handler.send(200, {"object": "list", "data": [{"id": "qwen2.5-7b-instruct", "object": "model"}]})
+        handler.send(404, {"error": "Unexpected endpoint or method."})
+
+    def post(self, handler, raw: bytes) -> None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return handler.send(400, {"error": "Invalid JSON"})
+        with self._lock:
+            self.requests.append((handler.path, body))
+        if handler.path != "/v1/chat/completions":
+            return handler.send(404, {"error": "Unexpected endpoint or method."})
+        if not isinstance(body.get("messages"), list) or not body["messages"]:
+            return handler.send(400, {"error": "'messages' field is required"})
+        fmt = body.get("response_format")
+        if fmt is not None:
+            if fmt.get("type") not in ("json_schema", "text"):
+                return handler.send(400, {"error": "'response_format.type' must be 'json_schema' or 'text'"})
+            if fmt["type"] == "json_schema" and not isinstance((fmt.get("json_schema") or {}).get("schema"), dict):
+                return handler.send(400, {"error": "'response_format.json_schema.schema' is required"})
+        text = self.next_text(body)
+        if fmt is not None and fmt["type"] == "json_schema":
+            json.loads(text)  # a schema-constrained answer is JSON: a test script must supply JSON
+        usage = {"prompt_tokens": 42, "completion_tokens": max(1, len(text) // 4), "total_tokens": 0}
+        model = body.get("model", "qwen2.5-7b-instruct")
+        if not body.get("stream"):
+            return handler.send(200, {"id": "chatcmpl-1", "object": "chat.completion", "model": model, "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": usage})
+        handler.begin_stream("text/event-stream")
+
+        def event(obj) -> None:
+            handler.chunk(f"data: {json.dumps(obj)}\n\n".encode())
+
+        event({"id": "c", "object": "chat.completion.chunk", "model": model,
+               "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+        for part in pieces(text):
+            event({"id": "c", "object": "chat.completion.chunk", "model": model,
+                   "choices": [{"index": 0, "delta": {"content": part}, "finish_reason": None}]})
+        event({"id": "c", "object": "chat.completion.chunk", "model": model,
+               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            event({"id": "c", "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage})
+        handler.chunk(b"data: [DONE]\n\n")
+        handler.end_stream()

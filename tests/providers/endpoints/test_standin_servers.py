@@ -1,4 +1,4 @@
-"""Ollama's native API and KoboldCpp, against STAND-IN servers (neither can run here; see `standins.py`).
+"""Ollama's native API, KoboldCpp and LM Studio, against STAND-IN servers (none can run here; see `standins.py`).
 
 The stand-ins are strict about the documented wire formats and count what the real servers would cut silently;
 the tests assert engram sends what they take, reads what they answer, and never relies on a silent cut.
@@ -222,5 +222,45 @@ def test_koboldcpp_stand_in_one_slot_holds_across_the_processes_of_a_home(tmp_pa
         assert sorted(out.get(timeout=5) for _ in procs) == [4, 4, 4]
         assert (server.busy_refusals, server.overlaps) == (0, 0)
         assert (tmp_path / "run" / "llm" / "default.0.lock").exists()
+    finally:
+        server.stop()
+
+
+def test_lm_studio_stand_in_gets_json_schema_first_and_keeps_it():
+    from tests.providers.endpoints.standins import LMStudioStandIn
+
+    server = LMStudioStandIn().start()
+    try:
+        tasks = tasks_with(Endpoint(api_type="openAIChatCompletion", base_url=server.url + "/v1",
+                                    model="qwen2.5-7b-instruct", max_context_tokens=8192, **FAST))
+        server.then(MEMORY_JSON, MEMORY_JSON)
+        first, second = tasks.extract_memory(LINES), tasks.extract_memory(LINES)
+        assert not first.failed and (first.llm.structured, second.llm.structured) == ("json_schema", "json_schema")
+        fmt = server.posts("/v1/chat/completions")[0]["response_format"]
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "extract_memory"
+        assert fmt["json_schema"]["strict"] is False and fmt["json_schema"]["schema"]["properties"]["title"]
+        server.then("Ada lives in Lisbon.")
+        pieces: list[str] = []
+        reply = tasks.respond(LINES, on_text=pieces.append)
+        assert "".join(pieces) == reply.value == "Ada lives in Lisbon."
+        assert (reply.llm.input_tokens, reply.llm.usage_estimated) == (42, False)  # the stream's usage chunk
+    finally:
+        server.stop()
+
+
+def test_lm_studio_stand_in_refuses_json_object_and_engram_never_sends_it_first():
+    from tests.providers.endpoints.standins import LMStudioStandIn
+
+    server = LMStudioStandIn().start()
+    try:
+        client = EndpointClient("lms", Endpoint(api_type="openAIChatCompletion", base_url=server.url, model="m",
+                                                structured_output="jsonObjectSchema", max_context_tokens=8192,
+                                                **FAST), env={})
+        from engram.providers.endpoints.wire import Structured
+
+        with pytest.raises(CallFailed) as failed:
+            client.create(Request(model="m", system="", messages=(("user", "hi"),), max_tokens=8,
+                                  structured=Structured("x", {"type": "object", "properties": {}})))
+        assert failed.value.kind == "refused_structured" and failed.value.attempts == 1  # configured: no ladder
     finally:
         server.stop()
