@@ -297,7 +297,7 @@ async def _visible(state, principal) -> list[str]:
     return sorted(visible)
 
 
-@router.api_route("/api/tags", methods=["GET", "HEAD"], summary="The models engram answers as (Ollama's list)")
+@router.get("/api/tags", summary="The models engram answers as (Ollama's list)")
 async def tags(request: Request):
     """`engram:latest` and `engram/<agent>:latest` for every agent the key may touch."""
     state, principal = await _ready(request)
@@ -305,10 +305,15 @@ async def tags(request: Request):
     return Response(line({"models": [_model_entry(n) for n in names]}), media_type="application/json")
 
 
-@router.api_route("/api/version", methods=["GET", "HEAD"], summary="The Ollama API version this front door speaks")
+@router.get("/api/version", summary="The Ollama API version this front door speaks")
 async def version(request: Request):
     await _ready(request)
     return Response(line({"version": OLLAMA_VERSION}), media_type="application/json")
+
+
+# HEAD as Ollama answers it (clients probe with it), outside the OpenAPI document (one operation per route there).
+router.add_api_route("/api/tags", tags, methods=["HEAD"], include_in_schema=False, name="tags_head")
+router.add_api_route("/api/version", version, methods=["HEAD"], include_in_schema=False, name="version_head")
 
 
 @router.get("/api/ps", summary="Running models (Ollama's list; engram loads none)")

@@ -43,9 +43,7 @@ HOME_WIDE = {
     ("POST", "/api/generate"): {404},  # model engram/bob
     ("POST", "/api/show"): {404},  # model engram/bob
     ("GET", "/api/tags"): {200},  # only alice's model (checked below)
-    ("HEAD", "/api/tags"): {200},
     ("GET", "/api/version"): {200},  # the Ollama API version: nothing of the home
-    ("HEAD", "/api/version"): {200},
     ("GET", "/api/ps"): {200},  # no models loaded: nothing of the home
 }
 

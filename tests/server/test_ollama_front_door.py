@@ -61,6 +61,9 @@ def test_a_key_scoped_to_alice_lists_only_alices_model_and_never_bobs_name(keyed
     assert [m.model for m in client(url, key_a).list().models] == ["engram:latest", f"engram/{ALICE}:latest"]
     assert [m.model for m in client(url, key_b).list().models] == ["engram:latest", f"engram/{BOB}:latest"]
     assert client(url, key_a).show(f"engram/{ALICE}:latest").details.family == "engram"
+    auth = {"Authorization": f"Bearer {key_a}"}
+    assert [httpx.head(f"{url}/api/{p}", headers=auth).status_code for p in ("tags", "version")] == [200, 200]
+    assert httpx.get(f"{url}/api/version", headers=auth).json() == {"version": "0.12.0"}
 
 
 def test_a_key_scoped_to_alice_cannot_reach_bob_through_any_ollama_or_text_route(keyed):
