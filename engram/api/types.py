@@ -520,12 +520,31 @@ class ChatTurn(Model, kw_only=True):
     name: str | None = None
 
 
+class Samplers(Model, kw_only=True):
+    """The front end's own sampler values (None: not sent, the route's preset or the server decides). They win over
+    the routed preset's unless the preset says `"frontEndSamplers": "override"`."""
+
+    temperature: Annotated[float, Meta(ge=0, le=100)] | None = None
+    top_p: Annotated[float, Meta(ge=0, le=1)] | None = None
+    top_k: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None
+    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    stop: Annotated[list[Annotated[str, Meta(max_length=1_000)]], Meta(max_length=64)] = []
+    seed: int | None = None
+
+
 class CompletionRequest(Model, kw_only=True):
     """A chat completion: the whole history as the front-end sends it. A `[DiscussionId]…[/DiscussionId]` tag in
-    any message switches memory on for that discussion; without one the request is answered without memory."""
+    any message switches memory on for that discussion; without one the request is answered without memory.
+
+    `text_prompt`: the request is a text completion (`/v1/completions`, `/api/generate`): its one user message is
+    the prompt the front end wrote. Without a tag it goes to the model as it is (a text-completion endpoint gets
+    it untouched); with one it is the discussion's next user turn, appended after what the log holds (a text
+    front end resends no history to align with)."""
 
     messages: Annotated[list[ChatTurn], Meta(min_length=1, max_length=100_000)]
     max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    sampling: Samplers | None = None
+    text_prompt: bool = False
 
 
 class CompletionResponse(Model, kw_only=True):

@@ -170,8 +170,18 @@ def error_body(exc: ApiError) -> dict:
     return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
 
 
-def error_response(exc: ApiError):
-    response = json_response(error_body(exc), exc.status)
+OLLAMA_PATHS = "/api/"  # the Ollama-compatible front door (engram.server.ollama): Ollama's error shape
+
+
+def error_response(exc: ApiError, path: str = ""):
+    """The refusal as JSON: engram's (and OpenAI's) shape, or on an Ollama route (`path` under /api/) Ollama's
+    `{"error": "<message>"}` (and 400 where engram says 422), which the ollama client raises as
+    `ResponseError(error, status)`."""
+    if path.startswith(OLLAMA_PATHS):  # Ollama answers a request it cannot take with 400, never 422
+        body, status = {"error": exc.message}, 400 if exc.status == 422 else exc.status
+    else:
+        body, status = error_body(exc), exc.status
+    response = json_response(body, status)
     if exc.retry_after is not None:
         response.headers["Retry-After"] = str(max(1, round(exc.retry_after)))
     return response

@@ -41,6 +41,13 @@ HOME_WIDE = {
     ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
     ("POST", "/v1/regenerate"): {403},  # every discussion of the home through Message Batches: an admin key's
     ("GET", "/v1/events"): {200},  # only the key's agents' events (checked here: nothing of bob's; tests/server/test_events.py)
+    ("POST", "/v1/completions"): {404},  # model engram/bob
+    ("POST", "/api/chat"): {404},  # model engram/bob:latest (Ollama's "model not found")
+    ("POST", "/api/generate"): {404},  # model engram/bob
+    ("POST", "/api/show"): {404},  # model engram/bob
+    ("GET", "/api/tags"): {200},  # only alice's model (checked below)
+    ("GET", "/api/version"): {200},  # the Ollama API version: nothing of the home
+    ("GET", "/api/ps"): {200},  # no models loaded: nothing of the home
 }
 # Streaming routes, asked for what they hold now and then the end (not followed for ever).
 QUERIES = {"/v1/events": "?after=0&follow=false"}
@@ -100,7 +107,13 @@ def fill(path: str, job_id: str) -> str:
 
 BODIES = {"/v1/chat/completions": {"model": f"engram/{BOB}", "messages": [
     {"role": "user", "content": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"}]},
-    "/v1/sql": {"query": "SELECT agent, content FROM messages"}, "/v1/replay": {}}
+    "/v1/sql": {"query": "SELECT agent, content FROM messages"}, "/v1/replay": {},
+    "/v1/completions": {"model": f"engram/{BOB}", "prompt": f"[DiscussionId]{BOB_TALK}[/DiscussionId] My locker code?"},
+    "/api/chat": {"model": f"engram/{BOB}:latest", "stream": False, "messages": [
+        {"role": "user", "content": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"}]},
+    "/api/generate": {"model": f"engram/{BOB}", "stream": False,
+                      "prompt": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"},
+    "/api/show": {"model": f"engram/{BOB}"}}
 
 
 def test_keys_are_listed_by_id_and_stored_hashed(keyed):
@@ -160,6 +173,8 @@ def test_every_route_refuses_another_keys_agent_and_appends_nothing(keyed):
     assert [m["id"] for m in models["data"]] == ["engram", f"engram/{ALICE}"]
     _, agents = call(home, "GET", "/v1/agents", key_a)
     assert [a["agent"] for a in agents["agents"]] == [ALICE]
+    _, tags = call(home, "GET", "/api/tags", key_a)
+    assert [m["model"] for m in tags["models"]] == ["engram:latest", f"engram/{ALICE}:latest"]
     _, jobs = call(home, "GET", "/v1/jobs", key_a)
     assert job["id"] not in [j["id"] for j in jobs["jobs"]]
     status, rows = call(home, "POST", "/v1/sql", key_a, BODIES["/v1/sql"])
