@@ -205,10 +205,10 @@ def test_the_what_do_you_remember_prompt_asks_the_model_to_recall_first(served):
 def inspector(home: Path, *args: str) -> dict:
     """`npx @modelcontextprotocol/inspector --cli engram --home HOME mcp …` as installed by make (offline)."""
     engram = Path(sys.executable).with_name("engram")
-    env = {**os.environ, "npm_config_offline": "true"}
-    done = subprocess.run(["npx", "--no-install", "@modelcontextprotocol/inspector", "--cli", str(engram), "--home",
-                           str(home), "mcp", *args], cwd=INSPECTOR, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = {**os.environ, "npm_config_offline": "true", "MCP_CATALOG_PATH": str(home.with_name("mcp-catalog.json"))}
+    done = subprocess.run(["npx", "--no-install", "@modelcontextprotocol/inspector", "--cli", *args, "--",
+                           str(engram), "--home", str(home), "mcp"], cwd=INSPECTOR, env=env, capture_output=True,
+                          text=True, timeout=300)
     assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     return json.loads(done.stdout)
 
