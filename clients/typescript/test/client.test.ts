@@ -57,11 +57,11 @@ test("working memory notes are written and read back", async () => {
 });
 
 test("a refusal carries engram's code and status; another key's agent is unknown, as one that does not exist", async () => {
-  const invalid = await refusalOf(() => mem.recall("evil!", "x"));
-  assert.equal(invalid.code, "invalid_id");
-  assert.equal(invalid.status, 400);
-  const dots = await refusalOf(() => mem.recall("..", "x"));
+  const dots = await refusalOf(() => mem.recall("..", "x"));  // refused before it is put in a URL
   assert.equal(dots.code, "invalid_id");
+  assert.equal(dots.status, 400);
+  const invalid = await refusalOf(() => mem.recall(AGENT, "x", { discussion: "no/such" }));
+  assert.equal(invalid.code, "invalid_request");
   const hidden = await refusalOf(() => mem.recall("ts-bob", "x"));
   const missing = await refusalOf(() => mem.recall("ts-nobody", "x"));
   assert.equal(hidden.code, "unknown_agent");
