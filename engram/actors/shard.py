@@ -65,6 +65,9 @@ class ShardActor:
     def wait_projections(self, seq: int, timeout: float | None = 30.0) -> bool:
         return self.host.wait_projections(seq, timeout)
 
+    def projection_position(self) -> int:
+        return self.host.projection_position()
+
     def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
         return self.host.query(sql, params)
 

@@ -135,6 +135,7 @@ class CognitiveOps:
                               # one that only looks may ask about any moment
                               at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
                               if req.at is not None else None,
+                              **({} if req.as_of is None else {"as_of_us": to_us(req.as_of, max_ahead_s=None)}),
                               **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
@@ -158,6 +159,8 @@ class CognitiveOps:
                 sources=[sources[s] for s in h.source_seqs if s in sources],
                 context=h.context, context_message_ids=list(h.context_message_ids),
                 pruned_at=None if h.pruned_us is None else iso(h.pruned_us), dormant_weight=h.dormant_weight,
+                asks=h.asks, shown=h.shown, valid_from=iso(h.valid_from_us) if h.valid_from_us else None,
+                valid_to=None if h.valid_to_us is None else iso(h.valid_to_us), superseded_by=h.superseded_by,
             ) for h in result.hits],
         )
 
@@ -170,13 +173,15 @@ class CognitiveOps:
             raise error("bad_query", str(exc)) from None
 
     def recalled(self, agent: str, discussion: str, query: str, *, exclude_seqs=()) -> list:
-        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled)."""
+        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled): each hit as it is
+        shown (`RecallHit.shown`, on one line: the question a reply answers, then the reply); a hit whose every
+        sentence a better hit already shows is left out."""
         from engram.memory.context.assemble import Recalled
 
         result = self._recall(agent, query, discussion=discussion, fresh=False)
         skip = set(exclude_seqs)
-        return [Recalled(h.score, h.content, h.trace_id, tuple(h.source_seqs)) for h in result.hits
-                if not skip.intersection(h.source_seqs)]
+        return [Recalled(h.score, " ".join(h.shown.split("\n")), h.trace_id, tuple(h.source_seqs)) for h in result.hits
+                if h.shown.strip() and not skip.intersection(h.source_seqs)]
 
     def _sources(self, result) -> dict[int, t.SourceMessage]:
         """The messages the hits were made from, by seq (from the log)."""
@@ -246,7 +251,8 @@ class CognitiveOps:
         event = WorkingMemoryWritten(markdown=text, truncated=truncated, budget_tokens=budget)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
         self.rt.wait_projections()
-        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], characters=len(text), truncated=truncated,
+        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], position=self.position(agent, appended.seqs),
+                                      characters=len(text), truncated=truncated,
                                       budget_tokens=budget)
 
     def set_mood(self, agent: str, req: t.MoodRequest) -> t.EventResponse:
@@ -260,7 +266,7 @@ class CognitiveOps:
         self.sync_settings(agent, ts)
         event = MoodChanged(valence=req.valence, arousal=req.arousal, dominance=req.dominance, reason=req.reason)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
-        return t.EventResponse(seq=appended.seqs[0])
+        return t.EventResponse(seq=appended.seqs[0], position=self.position(agent, appended.seqs))
 
     def mood_history(self, agent: str) -> t.Table:
         """The MoodChanged history (empty: the agent.config.json baseline applies)."""

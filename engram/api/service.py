@@ -19,15 +19,17 @@ from engram.api.clock import now_us
 from engram.api.cognitive import CognitiveOps
 from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
-from engram.api.errors import taken_discussion, unknown_agent, unknown_discussion
+from engram.api import positions
+from engram.api.errors import CODES, ApiError, taken_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
+from engram.api.listing import ListOps
 from engram.api.messages import MessageOps
 from engram.api.work import WorkOps
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.runtime.base import MissingTable, Runtime
 
 
-class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps):
+class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps, ListOps):
     def __init__(self, runtime: Runtime):
         self.rt = runtime
         self.config = runtime.config
@@ -113,6 +115,29 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
     def forget_streams(self) -> None:
         with self._streams_lock:
             self._streams = {}
+
+    # ------------------------------------------------------------------ read your writes (engram.api.positions)
+
+    def position(self, agent: str, seqs) -> str | None:
+        """The position token of a write of `agent` whose events are at `seqs`."""
+        return positions.token(self.rt.shard_of(agent), seqs)
+
+    def reach(self, agent: str, after: str | None, read: str, discussion: str | None = None) -> None:
+        """Return once the consumers a `read` of `agent` reads from (`positions.READS`) have handled `after`, the
+        position a write answered with; 503 `lagging` (naming what lags) after `limits.readAfterWaitSeconds`.
+        Without `after`, at once: a read waits for nobody's writes unless asked."""
+        validate_agent(agent)
+        wanted = positions.parse(after)
+        if not wanted:
+            return
+        shard = self.rt.shard_of(agent)
+        seq = wanted.get(shard, 0)  # a token of writes to agents on other shards only: nothing to wait for
+        if seq <= 0:
+            return
+        lag = self.rt.reach(agent, seq, positions.READS[read], discussion=discussion,
+                            timeout=self.config.limits.read_after_wait_seconds)
+        if lag is not None:
+            raise ApiError(CODES["lagging"], "lagging", positions.lagging_message(shard, seq, lag), retry_after=1.0)
 
     # ------------------------------------------------------------------ shared helpers
 

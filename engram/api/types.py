@@ -113,6 +113,21 @@ class ShardStatus(Model, kw_only=True):
     projection_timings: dict[str, dict[str, float]] = {}
 
 
+class ReembedCounts(Model, kw_only=True):
+    traces: int = 0
+    discussion_memories: int = 0
+
+
+class EmbedderStatus(Model, kw_only=True):
+    """The embedder the home serves with, and (when engram.json names another) what `engram reindex` re-embeds."""
+
+    serving: str  # the embedder the home's vectors are made by (`engram.config.serving_embedder.embedder_key`)
+    configured: str  # the one engram.json names
+    reindex_needed: bool = False
+    # Per agent, what the configured embedder must re-embed before the home switches to it.
+    to_reembed: dict[str, ReembedCounts] = {}
+
+
 class StatusResponse(Model, kw_only=True):
     home: str
     mode: str
@@ -120,6 +135,7 @@ class StatusResponse(Model, kw_only=True):
     shards: list[ShardStatus]
     jobs_running: int = 0
     interrupted: list[str] = []  # work a restart interrupted, with how to continue it
+    embedder: EmbedderStatus | None = None
 
 
 class SqlRequest(Model, kw_only=True):
@@ -177,6 +193,8 @@ class AppendResponse(Model, kw_only=True):
     agent: str
     results: list[AppendResult]
     settings_recorded: int = 0  # SettingsChanged events appended because the settings files changed
+    # Where the write is in the log (engram.api.positions): pass it as `after` to a read that must see it.
+    position: str | None = None
 
 
 class SettingsRecorded(Model, kw_only=True):
@@ -195,6 +213,7 @@ class ToolFailureRequest(Model, kw_only=True):
 class EventResponse(Model, kw_only=True):
     seq: int
     duplicate: bool = False
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 # --------------------------------------------------------------------------- discussion memory
@@ -310,6 +329,8 @@ class RecallRequest(Model, kw_only=True):
     hyde: bool | None = None
     similarity: Literal["hybrid", "embedding"] | None = None
     at: datetime | None = None  # event time of the question; default now
+    # What was true at this time: facts valid then (superseded since or not), none learned later; default: true now.
+    as_of: datetime | None = None
     mood: tuple[Unit, Unit, Unit] | None = None
     sources: bool = True  # include the source messages of every hit
     record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
@@ -347,6 +368,14 @@ class RecallHit(Model, kw_only=True):
     # when it was pruned and the factor on its composite (its contributions include it).
     pruned_at: str | None = None
     dormant_weight: float = 1.0
+    # Validity in time: true from `valid_from` until `valid_to` (None: still true), when `superseded_by` replaced it.
+    valid_from: str | None = None
+    valid_to: str | None = None
+    superseded_by: str = ""
+    asks: bool = False  # the memory only asks (a stored question): its composite includes the question weight (0.5)
+    # What a prompt shows of it: the context cut to its last question, the content whole for the best three hits and
+    # as the sentences sharing the query's words for the others, no sentence a better hit shows. `content` stays whole.
+    shown: str = ""
 
 
 class Feedback(Model, kw_only=True):
@@ -411,6 +440,7 @@ class WorkingMemoryWritten(Model, kw_only=True):
     characters: int
     truncated: bool
     budget_tokens: int
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 class MoodRequest(Model, kw_only=True):
@@ -455,6 +485,7 @@ class ChatResponse(Model, kw_only=True):
     responder: str  # provider/model; the offline responder says it is not a language model
     user_seq: int | None
     reply_seq: int | None
+    position: str | None = None  # pass as `after` to a read that must see this turn (engram.api.positions)
 
 
 class ChatInfo(Model, kw_only=True):
@@ -520,7 +551,8 @@ class DiscussionReplayRequest(Model, kw_only=True):
     verify: bool = False  # compare only
 
 
-JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export"]
+JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export",
+                  "reindex"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
 
 
@@ -545,6 +577,93 @@ class JobList(Model, kw_only=True):
     jobs: list[Job]
 
 
+# --------------------------------------------------------------------------- listing and paging (engram.api.listing)
+
+MAX_PAGE = 1000  # rows a page holds at most
+MemoryKind = Literal["traces", "chunks", "vectors", "observations"]
+PageOrder = Literal["oldest", "newest"]
+
+
+class AgentSummary(Model, kw_only=True):
+    agent: str
+    discussions: int
+    messages: int
+    traces: int  # active memory traces
+    first_activity: str | None  # the first message's time (ISO 8601, UTC); None before any message
+    last_activity: str | None  # the last message's time
+
+
+class AgentList(Model, kw_only=True):
+    agents: list[AgentSummary]
+
+
+class DiscussionSummary(Model, kw_only=True):
+    discussion: str
+    messages: int
+    tokens: int
+    first_activity: str | None
+    last_activity: str | None
+    last_seq: int
+
+
+class DiscussionList(Model, kw_only=True):
+    agent: str
+    discussions: list[DiscussionSummary]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: this was the last page
+
+
+class StoredMessage(Model, kw_only=True):
+    seq: int  # its position in the agent's shard
+    message_id: str
+    role: str
+    name: str | None
+    content: str
+    ts: str
+    metadata: dict[str, str] = {}
+
+
+class MessagePage(Model, kw_only=True):
+    agent: str
+    discussion: str
+    order: PageOrder
+    messages: list[StoredMessage]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: no more (now)
+
+
+class MemoryPage(Model, kw_only=True):
+    agent: str
+    kind: MemoryKind
+    discussion: str | None
+    memories: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
 def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+
+
+# --------------------------------------------------------------------------- LLM endpoints
+
+class LlmEndpointCheck(Model, kw_only=True):
+    """One configured LLM endpoint, called once (`engram llm check`)."""
+
+    endpoint: str
+    api_type: str
+    url: str
+    ok: bool
+    model: str | None = None  # what the server answered as (or lists)
+    latency_ms: float | None = None
+    structured: str | None = None  # how JSON answers work there ("json_schema", "grammar", ...); None: not constrained
+    context_window: int | None = None
+    context_source: str | None = None
+    embedding_dim: int | None = None
+    local: bool = False  # a server the user runs: cost 0
+    problem: str | None = None  # one line: what is wrong and what to fix
+    notes: list[str] = []
+    line: str = ""  # the whole check as one line, as the CLI prints it
+
+
+class LlmCheckResponse(Model, kw_only=True):
+    provider: str  # the line saying which provider answers memory tasks, and why
+    endpoints: list[LlmEndpointCheck]

@@ -28,6 +28,7 @@ COMMANDS = [
     "status",
     "replay",
     "reshard",
+    "reindex",
     "export",
     "serve",
     "down",
@@ -51,6 +52,7 @@ COMMANDS = [
     "observations",
     "consolidations",
     "inspect",
+    "llm",
 ]
 
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from engram.config import defaults as d
 from engram.config.base import ConfigModel
@@ -62,6 +62,9 @@ class Limits(ConfigModel):
     # may lie; later times are refused (engram.api.clock.to_us states the rule). A day covers clocks that disagree
     # and local times sent as UTC; the past is not bounded (imported history keeps its dates).
     max_future_seconds: float = Field(86_400.0, ge=0)
+    # A read given a write's position (`after`, read-your-writes) waits at most this long for the projections and
+    # policies it reads from to handle it, then answers 503 `lagging` naming what lags (engram.api.positions).
+    read_after_wait_seconds: float = Field(10.0, gt=0, le=600)
 
 
 class ServerSettings(ConfigModel):
@@ -173,6 +176,12 @@ class ServiceConfig(ConfigModel):
     # Checked against the home's shard count (its layout, which re-sharding grows) when a runtime opens it.
     cluster: ClusterSettings = ClusterSettings()
     proxy: ProxySettings = ProxySettings()
+
+    @model_validator(mode="after")
+    def _embedder_endpoint(self) -> "ServiceConfig":
+        # The embedder's endpoint is declared once, under llm.endpoints; the embedder carries a copy of it.
+        object.__setattr__(self, "embedder", self.embedder.resolved(self.llm.endpoints))
+        return self
 
 
 def default_home() -> Path:

@@ -16,12 +16,14 @@ result is an error whose text is `<code>: <message>` and whose structured conten
 """
 
 
+import json
 import types
 import typing
 from typing import Annotated, Any, Callable, Literal
 
 import anyio
 import msgspec
+import msgspec.structs
 
 from engram.api import types as t
 from engram.api.errors import error, translate
@@ -51,8 +53,12 @@ class RecalledMemory(t.Model, kw_only=True):
     rank: int
     score: float
     content: str
+    shown: str = ""  # the content as shown to a model (with its time and validity)
     trace_type: str
     factors: dict[str, float]
+    valid_from: str | None = None  # true from then…
+    valid_to: str | None = None  # …until then (None: still true)
+    superseded_by: str = ""  # the trace that replaced it
 
 
 class Recalled(t.Model, kw_only=True):
@@ -115,6 +121,15 @@ def build(backend_for: Callable):
                               structured_content=body, is_error=True)
 
     class EngramMCP(MCPServer):
+        async def _handle_list_resources(self, ctx, params):
+            """`resources/list`: what the session may read now (its agents' discussions, summaries, memories), not
+            only the fixed resources the SDK knows (engram has none: every resource is an agent's)."""
+            from mcp_types import ListResourcesResult, Resource
+
+            listed = json.loads(await read(Context(request_context=ctx, mcp_server=self,
+                                                   subscriptions=self._subscriptions), "resources"))
+            return ListResourcesResult(resources=[Resource(mime_type="application/json", **r) for r in listed])
+
         async def call_tool(self, name, arguments, context=None):
             """Arguments the SDK could not parse (a string for a number, a missing parameter) refused as REST refuses
             a body that does not match its schema: invalid_request, naming the parameter."""
@@ -195,10 +210,13 @@ def build(backend_for: Callable):
                      ctx: Context,
                      discussion: param(t.Id | None, "Only memories of this discussion (default: every discussion "
                                                     "of the agent).") = None,
-                     limit: param(Limit, "How many memories to return, best first (1 to 1000).") = 5):
-        return await call(ctx, "recall", agent, query, discussion, limit, shape=lambda r: {
-            "query": r["query"], "agent": r["agent"],
-            "hits": [{k: h[k] for k in ("rank", "score", "content", "trace_type", "factors")} for h in r["hits"]]})
+                     limit: param(Limit, "How many memories to return, best first (1 to 1000).") = 5,
+                     as_of: param(Annotated[str, msgspec.Meta(max_length=64)] | None,
+                                  "ISO-8601 time: what was true then (superseded facts included, later ones left "
+                                  "out). Default: now.") = None):
+        fields = [f.encode_name for f in msgspec.structs.fields(RecalledMemory)]
+        return await call(ctx, "recall", agent, query, discussion, limit, as_of, shape=lambda r: {
+            "query": r["query"], "agent": r["agent"], "hits": [{k: h[k] for k in fields} for h in r["hits"]]})
 
     @tool(t.SearchResponse, READ,
           "Search one discussion's chunk memories (summaries of stretches of the conversation) by keywords. Use it "
@@ -246,6 +264,16 @@ def build(backend_for: Callable):
                      description="A discussion's chunk memories (<id>_memories.jsonl), oldest first.")
     async def memories(agent: str, discussion: str, ctx: Context) -> str:
         return await read(ctx, "memories", agent, discussion)
+
+    @server.resource("engram://agents/{agent}/discussions", mime_type="application/json",
+                     description="An agent's discussions (ids, messages, tokens, first and last activity).")
+    async def discussions(agent: str, ctx: Context) -> str:
+        return await read(ctx, "list_discussions", agent)
+
+    @server.resource("engram://agents/{agent}/memories", mime_type="application/json",
+                     description="An agent's memory traces in the order they were made (the first page).")
+    async def agent_memories(agent: str, ctx: Context) -> str:
+        return await read(ctx, "list_memories", agent)
 
     @server.prompt(description="Ask what an agent remembers about a topic: the model recalls it first, then answers "
                                "from what was recalled and says what it does not remember.")

@@ -65,12 +65,14 @@ class TraceReader(CognitivePolicy):
         mood: tuple[float, float, float] | None = None,
         record: bool = True,
         similarity: str | None = None,
+        as_of_us: int | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
 
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
         `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
-        overrides `memory.retrieval.similarity` ("hybrid" or "embedding").
+        overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `as_of_us` answers what was true at that
+        event time (superseded facts included, later ones left out; default: what is true now).
         """
         validate_agent(agent)
         if discussion is not None:
@@ -113,6 +115,8 @@ class TraceReader(CognitivePolicy):
             dormant_index=mem.dormant_index,
             dormant_lexical=mem.dormant_lexical,
             dormant=settings.dormant,
+            answers_of=mem.answers_of,
+            as_of_us=as_of_us,
         )
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)

@@ -37,6 +37,7 @@ from engram.events.envelope import Recorded
 from engram.kernel.files import atomic_write
 from engram.memory.cognitive.book import INTERESTS
 from engram.memory.cognitive.graph import Edge
+from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.memory import AgentMemory
 from engram.memory.cognitive.model import MemoryTrace
 from engram.projections.base import TableProjection
@@ -67,6 +68,9 @@ TRACE_SCHEMA = pa.schema(
         ("last_seq", pa.int64()),
         # Last, so that a table made before it gains it with ALTER TABLE and keeps its column order.
         ("context", pa.string()),
+        # Validity in time (issue 24): true from valid_from (the event time of what it was made from) until valid_to,
+        # when the newer trace superseded_by contradicted it (NULL: still true).
+        ("valid_from", _TS), ("valid_to", _TS), ("superseded_by", pa.string()),
     ]
 )
 EDGE_SCHEMA = pa.schema(
@@ -113,7 +117,7 @@ def trace_row(t: MemoryTrace) -> tuple:
         t.confidence, t.verification_count, list(t.contradicted_by), t.valence, t.arousal, t.dominance,
         t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
         t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
-        t.deleted_us, t.deleted_reason, t.last_seq, t.context,
+        t.deleted_us, t.deleted_reason, t.last_seq, t.context, t.valid_from_us, t.valid_to_us, t.superseded_by,
     )
 
 
@@ -122,14 +126,17 @@ class TraceProjection(TableProjection):
     # 2: the index vectors embed the question and the content, not the day (`engram.memory.cognitive.indexing`).
     # 3: the spacing effect changes how a retrieval reinforces (engram.memory.cognitive.decay.reinforce).
     # 4: a reply's index vector combines the embeddings of its content and of its question (engram.memory.cognitive.indexing).
+    # 5: validity in time (valid_from, valid_to, superseded_by).
     # A home folded by an older version folds again.
-    version = 4
+    version = 5
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(_ddl("memory_traces", TRACE_SCHEMA, "PRIMARY KEY (trace_id)"))
         db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS context VARCHAR")
+        for column, kind in (("valid_from", "TIMESTAMPTZ"), ("valid_to", "TIMESTAMPTZ"), ("superseded_by", "VARCHAR")):
+            db.execute(f"ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS {column} {kind}")
         db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
         db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
         # The resident agents' memories, least recently folded first; the others are in the tables and files.
@@ -256,7 +263,8 @@ class TraceProjection(TableProjection):
         wrote them (an agent with neither is new: an empty memory)."""
         db = self.ctx.db
         rows = db.execute(
-            "SELECT * EXCLUDE (encoded_at, last_access, next_due, deleted_at), epoch_us(encoded_at), epoch_us(last_access), "
+            "SELECT * EXCLUDE (encoded_at, last_access, next_due, deleted_at, valid_from, valid_to), epoch_us(encoded_at), "
+            "epoch_us(last_access), "
             "epoch_us(next_due), epoch_us(deleted_at) FROM memory_traces WHERE agent IN (SELECT unnest(?)) "
             "ORDER BY last_seq, trace_id", [agents]
         ).fetchall()
@@ -267,7 +275,8 @@ class TraceProjection(TableProjection):
                 "WHERE agent IN (SELECT unnest(?)) ORDER BY agent, created_seq, src, dst, kind", [agents]
             ).fetchall():
                 edges.setdefault(row[0], []).append(row[1:])
-        names = [f.name for f in TRACE_SCHEMA if f.name not in ("encoded_at", "last_access", "next_due", "deleted_at")]
+        names = [f.name for f in TRACE_SCHEMA
+                 if f.name not in ("encoded_at", "last_access", "next_due", "deleted_at", "valid_from", "valid_to")]
         traces_by_agent: dict[str, list[MemoryTrace]] = {}
         for row in rows:
             r = dict(zip(names + ["encoded_at", "last_access", "next_due", "deleted_at"], row))
@@ -283,7 +292,7 @@ class TraceProjection(TableProjection):
                 retrieval_count=r["retrieval_count"], verification_count=r["verification_count"],
                 contradicted_by=tuple(r["contradicted_by"]), active=r["active"], deleted_us=r["deleted_at"],
                 deleted_reason=r["deleted_reason"], last_seq=r["last_seq"], links=set(r["links"]),
-                context=r["context"] or "",
+                context=r["context"] or "", asks=asks(r["content"]), valid_from_us=r["encoded_at"],
             )
             traces_by_agent.setdefault(t.agent, []).append(t)
         for agent in agents:
@@ -313,8 +322,11 @@ class TraceProjection(TableProjection):
 
                     mem.by_entity[entity_key(name)].append(t.trace_id)
                 mem.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+            mem._link_answer(t)
             mem.book.last_seq = max(mem.book.last_seq, t.last_seq)
             mem.book.latest_encoded_us = max(mem.book.latest_encoded_us, t.encoded_us)
+        for t in mem.book.traces.values():
+            mem.book.close_validity(t)  # derived, as the fold derives it
         mem.restore_lexical()
         for src, dst, kind, weight, created, updated, strengthened in edges:
             edge = mem.book.graph.add(src, dst, kind, weight, created)
@@ -334,7 +346,13 @@ class TraceProjection(TableProjection):
                 "a.as_of, t.encoding_strength * exp(-greatest(0, epoch_us(a.as_of) - epoch_us(t.last_access)) / 1e6 "
                 "/ t.stability_s) AS strength FROM memory_traces t JOIN (SELECT agent, max(ts) AS as_of FROM events "
                 "GROUP BY agent) a USING (agent)"
-            )
+            ),
+            # What each trace says and when it was true (issue 24): `WHERE valid_from <= T AND (valid_to IS NULL OR
+            # valid_to > T)` is what was true at T; `true_now` what recall answers by default.
+            "trace_validity": (
+                "SELECT agent, trace_id, content, category, encoded_at AS learned_at, valid_from, valid_to, superseded_by, "
+                "valid_to IS NULL AS true_now, active, deleted_reason FROM memory_traces"
+            ),
         }
 
 

@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from engram.events.discussion import STORE_VECTOR, VectorMemoryStored
+from engram.events.discussion import STORE_VECTOR, VectorMemoryReembedded, VectorMemoryStored
 from engram.events.envelope import Recorded
 from engram.memory.discussion.files import VECTOR_SUFFIX
 from engram.memory.discussion.vectors import VectorMemoryRow, decode_vector, write_store
@@ -63,7 +63,7 @@ class VectorMemory(PerDiscussionProjection):
     meta_table = "vector_memory_stores"
     rows_table = "vector_memories"
     tables: ClassVar[tuple[str, ...]] = ("vector_memories", "vector_memory_stores")
-    interests = PerDiscussionProjection.control_types | {"VectorMemoryStored"}
+    interests = PerDiscussionProjection.control_types | {"VectorMemoryStored", "VectorMemoryReembedded"}
 
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(
@@ -77,9 +77,14 @@ class VectorMemory(PerDiscussionProjection):
                 embedding FLOAT[], PRIMARY KEY (discussion_id, memory_id))"""
         )
         self._rows: list[dict] = []
+        self._reembedded: list[tuple[str, str, list[float], str]] = []  # (discussion, memory id, vector, model)
 
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         ev = rec.event
+        if isinstance(ev, VectorMemoryReembedded) and meta.created:
+            self._reembedded.append((rec.stream, ev.memory_id, decode_vector(ev.embedding).tolist(),
+                                     ev.embedding_model))
+            return True
         if not isinstance(ev, VectorMemoryStored) or not meta.created:
             return False
         self._rows.append(
@@ -117,15 +122,20 @@ class VectorMemory(PerDiscussionProjection):
 
     def on_reset(self, discussion: str) -> None:
         self._rows = [r for r in self._rows if r["discussion_id"] != discussion]
+        self._reembedded = [r for r in self._reembedded if r[0] != discussion]
 
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
-        if not self._rows:
-            return
-        table = pa.Table.from_pylist(self._rows, schema=_ROW_SCHEMA)
-        db.register("_vector_rows", table)
-        db.execute(f"INSERT INTO vector_memories ({_COLUMNS}) SELECT {_COLUMNS} FROM _vector_rows")
-        db.unregister("_vector_rows")
-        self._rows = []
+        if self._rows:
+            table = pa.Table.from_pylist(self._rows, schema=_ROW_SCHEMA)
+            db.register("_vector_rows", table)
+            db.execute(f"INSERT INTO vector_memories ({_COLUMNS}) SELECT {_COLUMNS} FROM _vector_rows")
+            db.unregister("_vector_rows")
+            self._rows = []
+        if self._reembedded:  # after the inserts: a memory and its new vector may come in one batch
+            db.executemany("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
+                           "WHERE discussion_id = ? AND memory_id = ?",
+                           [[vector, model, d, memory_id] for d, memory_id, vector, model in self._reembedded])
+            self._reembedded = []
 
     def _path(self, agent: str, discussion: str) -> Path:
         return self.ctx.paths.discussion_file(agent, discussion, VECTOR_SUFFIX)

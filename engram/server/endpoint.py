@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import msgspec
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
@@ -181,11 +181,19 @@ def _struct_at(info, path: str):
     return info if isinstance(info, msgspec.inspect.StructType) else None
 
 
+AFTER_DOC = ("Read your writes: the `position` a write answered with. The read answers once what it reads has "
+             "handled that position (at most limits.readAfterWaitSeconds, then 503 `lagging` naming what lags); "
+             "without it, the read answers at once with what is folded now.")
+
+
 def route(router: APIRouter, method: str, path: str, *, response: type | None, body: type | None = None,
           status: int = 200, errors: tuple[str, ...] = (), summary: str | None = None,
-          access: str | None = None) -> Callable:
+          access: str | None = None, reads: str | None = None) -> Callable:
+    """`reads`: the route is a read of what `engram.api.positions.READS[reads]` folds: it takes `after` (a write's
+    position token) and answers once those consumers have handled it (`Api.reach`)."""
     access = access or ("agent" if "{agent}" in path else "home")
     assert access in ACCESS, access
+    assert reads is None or "{agent}" in path, "a read after a position is a read of one agent"
 
     def register(handler: Callable) -> Callable:
         # eval_str: a route module's annotations (`from __future__ import annotations`) resolved in its own globals
@@ -211,8 +219,15 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 kwargs["body"] = decode(body, await request.body())
             scoped = state.api.scoped(principal) if principal is not None else None
             first = state if wants_state else scoped
+            after = kwargs.pop("after", None) if reads is not None else None
+
+            def run():
+                if after:  # on the thread pool: the wait blocks a worker thread, never the event loop
+                    scoped.reach(kwargs["agent"], after, reads, kwargs.get("discussion"))
+                return handler(first, **kwargs)
+
             try:
-                result = await run_in_threadpool(handler, first, **kwargs)
+                result = await run_in_threadpool(run)
             except Exception as exc:
                 refused = translate(exc)
                 if refused is None:
@@ -222,14 +237,18 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
                 scoped.started(result)  # who may follow the job (on every replica of this server)
             return json_response(result, status)
 
+        query = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in visible]
+        if reads is not None:
+            query.append(inspect.Parameter("after", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                                           default=Query(None, description=AFTER_DOC, max_length=4096)))
         endpoint.__signature__ = inspect.Signature(
-            [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)]
-            + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in visible])
+            [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)] + query)
         endpoint.__name__ = handler.__name__
         extra: dict = {"security": security(access)}
         if body is not None:
             extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
-        responses = error_responses(*errors, *(("unknown_agent",) if access == "agent" else ()),
+        responses = error_responses(*errors, *(("lagging",) if reads is not None else ()),
+                                    *(("unknown_agent",) if access == "agent" else ()),
                                     *(("forbidden",) if access == "home" else ()))
         if response is not None:
             responses[status] = {"description": "OK", "content": {"application/json": {"schema": ref(response)}}}

@@ -25,6 +25,7 @@ HOME_WIDE = {
     ("GET", "/v1/health"): {200},  # that the server is up: nothing else
     ("GET", "/v1/instance"): {422},  # an HMAC of a challenge (none given here): proves the server, grants nothing
     ("GET", "/v1/server"): {403},  # which home, pid, runtime: an admin key's
+    ("POST", "/v1/llm/check"): {403},  # the home's LLM endpoints (URLs, models): an admin key's
     ("GET", "/v1/status"): {403},
     ("POST", "/v1/replay"): {403},
     ("POST", "/v1/shutdown"): {403},
@@ -34,6 +35,7 @@ HOME_WIDE = {
     ("GET", "/v1/discussions/{discussion}"): {404},  # bob's discussion
     ("POST", "/v1/chat/completions"): {404},  # model engram/bob
     ("GET", "/v1/models"): {200},  # only alice's model (checked below)
+    ("GET", "/v1/agents"): {200},  # only alice (checked below, and in tests/server/test_listing_served.py)
     ("POST", "/v1/reshard"): {403},  # the whole home's layout: an admin key's
     ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
     ("POST", "/v1/regenerate"): {403},  # every discussion of the home through Message Batches: an admin key's
@@ -151,6 +153,8 @@ def test_every_route_refuses_another_keys_agent_and_appends_nothing(keyed):
     # What the home-wide reads show alice's key: only alice.
     _, models = call(home, "GET", "/v1/models", key_a)
     assert [m["id"] for m in models["data"]] == ["engram", f"engram/{ALICE}"]
+    _, agents = call(home, "GET", "/v1/agents", key_a)
+    assert [a["agent"] for a in agents["agents"]] == [ALICE]
     _, jobs = call(home, "GET", "/v1/jobs", key_a)
     assert job["id"] not in [j["id"] for j in jobs["jobs"]]
     status, rows = call(home, "POST", "/v1/sql", key_a, BODIES["/v1/sql"])

@@ -26,6 +26,7 @@ from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
 from engram.memory.cognitive.graph import TraceGraph
+from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.model import MemoryTrace, US_PER_S, canonical_edge
 from engram.memory.cognitive.personality import Pad
 
@@ -95,6 +96,14 @@ class TraceBook:
         self.__dict__.update(state)
         if "latest_encoded_us" not in state:  # a book pickled before it was kept
             self.latest_encoded_us = max((t.encoded_us for t in self.traces.values()), default=0)
+        for t in self.traces.values():
+            if "asks" not in t.__dict__:  # a trace pickled before the flag: computed as the fold computes it
+                t.asks = asks(t.content)
+            if "valid_from_us" not in t.__dict__:  # pickled before validity in time: derived as the fold derives it
+                t.valid_from_us = t.encoded_us
+        for t in self.traces.values():
+            if "valid_to_us" not in t.__dict__:
+                self.close_validity(t)
 
     # ------------------------------------------------------------------ reading
 
@@ -185,6 +194,8 @@ class TraceBook:
             last_seq=rec.seq,
             context=e.context,
             context_message_ids=tuple(e.context_message_ids),
+            asks=asks(e.content),
+            valid_from_us=rec.ts_us,
         )
         self.traces[t.trace_id] = t
         self.latest_encoded_us = max(self.latest_encoded_us, t.encoded_us)
@@ -245,8 +256,17 @@ class TraceBook:
         t = self.traces.get(trace_id)
         if t is not None and by not in t.contradicted_by:
             t.contradicted_by = tuple(sorted((*t.contradicted_by, by)))
+            self.close_validity(t)
             t.last_seq = rec.seq
             self._dirty(t.trace_id)
+
+    def close_validity(self, t: MemoryTrace) -> None:
+        """Validity in time: a trace stops being true when a newer trace contradicts it (a correction, a later
+        contradicting fact: `contradicted_by`), at the moment the conversation said the newer one (its valid_from).
+        A contradictor from before it (the older side won, `prefer_confidence`) closes nothing: it was never a change."""
+        newer = sorted((c.valid_from_us, c.trace_id) for c in (self.traces.get(x) for x in t.contradicted_by)
+                       if c is not None and c.valid_from_us > t.valid_from_us)
+        t.valid_to_us, t.superseded_by = newer[0] if newer else (None, "")
 
     def _forget(self, ids: list[str], out: Applied) -> None:
         for tid in ids:
