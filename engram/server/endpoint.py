@@ -84,6 +84,8 @@ PARAMETERS = {
     "reason": "Why, for the record (kept in the log's forget marker).",
     "query": "The question the context is assembled for (its recalled memories).",
     "recall": "Recall memories for the query into the context (default true).",
+    "order": "oldest (default) or newest first.",
+    "kind": "Which memories: traces (default), chunk memories, vector memories or observations.",
 }
 
 
