@@ -52,7 +52,14 @@ def _decoder(cls) -> msgspec.json.Decoder:
 
 
 def _seg(value: str) -> str:
-    return quote(str(value), safe="")
+    """An agent or discussion id as a path segment; an unsafe id refused here as the server refuses it (invalid_id),
+    since a URL cannot carry it intact ('..' and '/' would change which route it reaches)."""
+    from engram.kernel.ids import InvalidIdError, validate_id
+
+    try:
+        return quote(validate_id(value, "id"), safe="")
+    except InvalidIdError as exc:
+        raise ApiError(400, "invalid_id", str(exc)) from None
 
 
 def _query(params: dict) -> str:
@@ -300,7 +307,7 @@ class _Operations:
         return self._call("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
 
     def job(self, job_id: str):
-        return self._call("GET", f"/v1/jobs/{_seg(job_id)}", t.Job)
+        return self._call("GET", f"/v1/jobs/{quote(str(job_id), safe='')}", t.Job)
 
     def jobs(self):
         return self._call("GET", "/v1/jobs", t.JobList)

@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from engram.api.errors import ApiError, error, translate, translated_exceptions
 from engram.kernel.logs import describe
-from engram.server.endpoint import SCHEMA_TYPES, error_response
+from engram.server.endpoint import SCHEMA_TYPES, describe_document, error_response
 from engram.server.frontdoor import FrontDoor
 from engram.server.keys import KeyRing
 from engram.server.mcp_http import McpEndpoint
@@ -202,7 +202,7 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
             for item in doc.get("paths", {}).values():
                 for op in item.values():
                     op.get("responses", {}).pop("422", None) if _fastapi_422(op) else None
-            app.openapi_schema = doc
+            app.openapi_schema = describe_document(doc)
         return app.openapi_schema
 
     app.openapi = openapi
