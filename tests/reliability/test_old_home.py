@@ -52,6 +52,9 @@ def old_home(tmp_path) -> Path:
     return tmp_path / "home"
 
 
+ADDED_COLUMNS = {"memory_traces": ("context_message_ids",)}
+
+
 def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_the_same(old_home, tmp_path):
     expected = json.loads((FIXTURES / EXPECTED).read_text())
     with Engram.open(old_home, runtime="inprocess", auto_settle=False) as mem:
@@ -68,5 +71,23 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
         mem.rt.replay_into([0], str(tmp_path / "replayed"), None, None)
         assert recall_answers(mem) == expected["recalls"]
 
-    assert projection_digest(tmp_path / "replayed") == expected["projections"]
-    assert projection_digest(old_home / "projections") == expected["projections"]
+    # Since the fixture, `memory_traces` gained `context_message_ids` (TraceProjection v4 -> v5, issue 26): its
+    # other columns are compared, the old home's table was folded again with it, and `projection_versions` says so.
+    wanted = _without_versions(expected["projections"])
+    assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS)) == wanted
+    assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS)) == wanted
+    assert _versions(old_home / "projections" / "shard-000.duckdb")["traces"] == 5
+
+
+def _without_versions(digest: dict) -> dict:
+    return {**digest, "tables": {k: v for k, v in digest["tables"].items() if not k.endswith(":projection_versions")}}
+
+
+def _versions(db: Path) -> dict[str, int]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return dict(con.execute("SELECT projection, version FROM projection_versions").fetchall())
+    finally:
+        con.close()
