@@ -120,6 +120,29 @@ def r6(x: float) -> float:
     return round(float(x), 6)
 
 
+# The recall answer's hit (`t.RecallHit`) is the core's (`engram.memory.cognitive.retrieval.RecallHit`) as the API
+# shows it: these fields by name, the computed ones below, and the core's own (the scoring's inputs) left out.
+# tests/api/test_recall_hit_declaration.py fails on a field of either that is in none of these.
+HIT_AS_IS = ("rank", "trace_id", "content", "trace_type", "category", "scope", "scope_id", "via", "source_seqs",
+             "source_message_ids", "context", "context_message_ids", "dormant_weight")
+HIT_COMPUTED = ("score", "factors", "similarity_parts", "contributions", "sources", "pruned_at")
+HIT_CORE_ONLY = ("source_type", "entities", "importance", "strength", "retrieval_count", "encoded_us", "cosine",
+                 "lexical", "feedback", "pruned_us")
+
+
+def api_hit(h, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
+    """The API's view of a core recall hit (`sources`: the messages by seq, when they were asked for)."""
+    return t.RecallHit(
+        **{name: list(v) if isinstance(v := getattr(h, name), tuple) else v for name in HIT_AS_IS},
+        score=r6(h.score),
+        factors={k: r6(v) for k, v in h.factors.as_dict().items()},
+        similarity_parts={"cosine": r6(h.cosine), "lexical": r6(h.lexical), "feedback": r6(h.feedback)},
+        contributions={k: r6(v) for k, v in h.contributions.as_dict().items()},
+        sources=[sources[s] for s in h.source_seqs if s in sources],
+        pruned_at=None if h.pruned_us is None else iso(h.pruned_us),
+    )
+
+
 class CognitiveOps:
     # ------------------------------------------------------------------ recall
 
@@ -150,17 +173,7 @@ class CognitiveOps:
                 text=result.hyde.text, threshold=result.hyde.threshold, tried=list(result.hyde.tried),
                 hits=len(result.hyde.hits),
                 matches=[t.HydeMatch(trace_id=tid, cosine=r6(c)) for tid, c in result.hyde.hits]),
-            hits=[t.RecallHit(
-                rank=h.rank, trace_id=h.trace_id, score=r6(h.score), content=h.content,
-                factors={k: r6(v) for k, v in h.factors.as_dict().items()},
-                similarity_parts={"cosine": r6(h.cosine), "lexical": r6(h.lexical), "feedback": r6(h.feedback)},
-                contributions={k: r6(v) for k, v in h.contributions.as_dict().items()},
-                trace_type=h.trace_type, category=h.category, scope=h.scope, scope_id=h.scope_id, via=h.via,
-                source_seqs=list(h.source_seqs), source_message_ids=list(h.source_message_ids),
-                sources=[sources[s] for s in h.source_seqs if s in sources],
-                context=h.context, context_message_ids=list(h.context_message_ids),
-                pruned_at=None if h.pruned_us is None else iso(h.pruned_us), dormant_weight=h.dormant_weight,
-            ) for h in result.hits],
+            hits=[api_hit(h, sources) for h in result.hits],
         )
 
     def _recall(self, agent: str, query: str, *, at: int | None = None, fresh: bool = True, **options):
