@@ -13,14 +13,16 @@ from engram.api.errors import check_count, error
 from engram.kernel import records
 from engram.kernel.ids import validate_discussion
 from engram.memory.cognitive.model import MemoryTrace
+from engram.memory.cognitive.working_memory import FocusedSlot
 
 TRACE_COLUMNS = records.columns(
     MemoryTrace, "trace_id", "trace_type", "category", "scope", "round(importance, 2) AS importance",
     "round(encoding_strength, 3) AS s0", "round(stability_s / 3600, 2) AS stability_h", "retrieval_count AS retrievals",
     "verification_count AS verified", "strftime(encoded_at, '%Y-%m-%d %H:%M') AS encoded", "active", "content",
 )
-SLOT_COLUMNS = ("SELECT rank, tag, round(activation, 2) AS activation, content, entered_turn, rehearsals, turn, capacity, "
-                "trace_id FROM working_memory WHERE agent = ? ORDER BY rank")
+SLOT_COLUMNS = ("SELECT " + records.columns(FocusedSlot, "rank", "tag", "round(activation, 2) AS activation", "content",
+                                             "entered_turn", "rehearsals", "turn", "capacity", "trace_id")
+                + " FROM working_memory WHERE agent = ? ORDER BY rank")
 OBSERVATION_LOGS = (
     "SELECT scope, scope_id, messages, message_tokens, notes, note_tokens, round(observation_compression, 1) AS compression, "
     "active_notes AS active, buffered_notes AS buffered, reflected_notes AS reflected, activations, reflections, "

@@ -17,7 +17,9 @@ from engram.kernel import records
 from engram.memory.cognitive.book import EVENT_ONLY, TRACE_FROM_EVENT, Change
 from engram.memory.cognitive.graph import Edge
 from engram.memory.cognitive.model import MemoryTrace
+from engram.memory.cognitive.working_memory import FocusedSlot
 from engram.projections.traces import TraceProjection
+from engram.projections.working_memory import WorkingMemoryProjection
 
 AGENT = [("agent", "VARCHAR")]
 
@@ -26,6 +28,7 @@ DECLARED = [
     (TraceProjection, "memory_traces", MemoryTrace, []),
     (TraceProjection, "trace_edges", Edge, AGENT),
     (TraceProjection, "trace_changes", Change, AGENT),
+    (WorkingMemoryProjection, "working_memory", FocusedSlot, []),
 ]
 
 
