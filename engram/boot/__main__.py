@@ -2,6 +2,7 @@
 
 import sys
 
-from engram.boot.serve import main
+from engram.boot.serve import main, set_up_process
 
+set_up_process()  # umask 077 and engram's logging, before anything else runs in the process
 sys.exit(main())

@@ -248,7 +248,7 @@ def run_uvicorn(api, config, home: Path, sock, url: str, token: str, *, host: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engram.boot.serve")
+    parser = argparse.ArgumentParser(prog="python -m engram.boot")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve")
     p.add_argument("--home")
@@ -268,7 +268,7 @@ def set_up_process() -> None:
     called inside another program, a test's): everything it and its Ray processes create is its owner's alone
     (umask 077, `engram.kernel.private`: the home's logs, projections, instance token, journals, Ray's files), and its
     logging is engram's, one line per record, through a queue (`engram.kernel.logs`)."""
-    from engram import logs
+    from engram.kernel import logs
     from engram.kernel.private import UMASK
 
     os.umask(UMASK)

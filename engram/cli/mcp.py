@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from engram import logs
+    from engram.kernel import logs
     from engram.client import Client
     from engram.mcp.backends import ClientBackend
     from engram.mcp.server import build

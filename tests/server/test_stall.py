@@ -156,7 +156,7 @@ def test_logging_never_waits_for_a_stalled_stream_and_writes_one_line_per_record
     # exceptions returns at once; what could not be queued is dropped and said so, and every line is one record.
     script = """
 import logging, sys, time
-from engram import logs
+from engram.kernel import logs
 logs.configure()
 log = logging.getLogger("engram.server")
 started = time.perf_counter()
