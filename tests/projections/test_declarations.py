@@ -89,3 +89,27 @@ def test_a_trace_read_back_from_its_table_is_the_trace_that_was_written_with_its
     [back] = records.from_rows(MemoryTrace, [d[0] for d in cursor.description], cursor.fetchall())
     assert back == trace
     assert back.context_message_ids == ("m2",)
+
+
+def test_a_chunk_memory_line_is_its_declaration_and_leaves_out_what_is_empty_as_the_files_always_did():
+    import json
+
+    import msgspec
+
+    from engram.events.discussion import ChunkSummarized
+    from engram.events.envelope import Recorded
+    from engram.events.provenance import LlmCall
+    from engram.memory.discussion.files import memory_line
+    from engram.memory.discussion.lines import ChunkMemory, canonical
+
+    ev = ChunkSummarized(generation=1, first_seq=3, last_seq=5, message_ids=("m3", "m4", "m5"), token_count=42,
+                         summary="They planned the trip.", llm=LlmCall(provider="offline", model="offline-heuristic", task="summarize_chunk",
+                                                   prompt_hash="h"),
+                         memory_id="g1-m3-5", first_ts_us=1_700_000_000_000_000, last_ts_us=1_700_000_060_000_000,
+                         trigger="messages")
+    rec = Recorded(seq=7, stream="d1", stream_version=7, agent="ann", ts_us=1_700_000_120_000_000, event=ev)
+    line = json.loads(canonical(memory_line(rec, ev)))
+    assert list(line) == sorted(f for f in ChunkMemory.__struct_fields__ if f not in ("workflow", "workflow_error"))
+    assert line["llm"] == {"provider": "offline", "model": "offline-heuristic"}  # no error key
+    assert (line["message_count"], line["first_message_id"], line["created_seq"]) == (3, "m3", 7)
+    assert msgspec.convert(line, ChunkMemory) == memory_line(rec, ev)  # what the API answers with, read back
