@@ -1,6 +1,6 @@
 """Do two engram homes hold the same memory? Compares their projection tables row by row; prints one JSON object.
 
-    .venv/bin/python bench/compare_memory.py HOME_A HOME_B [--strict] [--show N]
+    .venv/bin/python bench/compare_memory.py HOME_A HOME_B [--strict] [--show N] [--files]
 
 For checking that a performance change leaves what is remembered unchanged: ingest the same data with
 two builds (e.g. `bench/ingest.py --home A` on each), then compare. Compared, per table: the cognitive
@@ -14,6 +14,12 @@ JSON text, e.g. a memory file's lines) depend on how concurrent policy actors'
 appends interleave, which differs from run to run of the same build; the positions of the messages
 (`source_seqs`, and the trace ids made from them) do not, and are compared. Exit status 0 when every
 compared table is identical, 1 otherwise.
+
+When the two builds' tables differ in columns (a build added one), the rows are compared on the columns both have,
+and the columns only one has are listed. `--files` reads each home's projection databases as they are (read-only
+DuckDB), without opening the home with this build: a home whose projection version this build does not have would
+otherwise be folded again (its tables dropped) on opening. Tables over files (the memory files) are not compared
+then.
 """
 
 from __future__ import annotations
@@ -58,34 +64,71 @@ def _without_positions(value):
     return value
 
 
-def table_rows(mem: Engram, table: str, strict: bool) -> tuple[list[str], Counter] | None:
+def columns_of(sql, table: str) -> list[str] | None:
     try:
-        columns, _ = mem.rt.sql(f"SELECT * FROM {table} LIMIT 0")
+        columns, _ = sql(f"SELECT * FROM {table} LIMIT 0")
     except Exception:  # noqa: BLE001 - a table this build does not have
         return None
+    return list(columns)
+
+
+def table_rows(sql, table: str, columns: list[str], strict: bool) -> tuple[list[str], Counter]:
     kept = [c for c in columns if strict or c not in RUN_DEPENDENT]
-    _, rows = mem.rt.sql(f"SELECT {', '.join(kept)} FROM {table}")
+    _, rows = sql(f"SELECT {', '.join(kept)} FROM {table}")
     if not strict:
         rows = [[_without_positions(v) for v in r] for r in rows]
     return kept, Counter(_freeze(list(r)) for r in rows)
 
 
-def compare(home_a: Path, home_b: Path, strict: bool = False, show: int = 3) -> dict:
+class _Files:
+    """A home's projection databases, read as they are (read-only): one shard's tables, or their union."""
+
+    def __init__(self, home: Path):
+        import duckdb
+
+        self.con = duckdb.connect()
+        self.shards = sorted((home / "projections").glob("shard-*.duckdb"))
+        for i, path in enumerate(self.shards):
+            self.con.execute(f"ATTACH '{path}' AS s{i} (READ_ONLY)")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.con.close()
+
+    def sql(self, query: str):
+        for table in TABLES:  # FROM t -> the union of the shards' t
+            if f"FROM {table}" in query:
+                union = " UNION ALL ".join(f"SELECT * FROM s{i}.{table}" for i in range(len(self.shards)))
+                query = query.replace(f"FROM {table}", f"FROM ({union})")
+        cur = self.con.execute(query)
+        return [d[0] for d in cur.description], cur.fetchall()
+
+
+def compare(home_a: Path, home_b: Path, strict: bool = False, show: int = 3, files: bool = False) -> dict:
     out: dict = {"a": str(home_a), "b": str(home_b), "strict": strict, "tables": {}}
-    with Engram.open(home_a, runtime="inprocess", auto_settle=False) as a, \
-            Engram.open(home_b, runtime="inprocess", auto_settle=False) as b:
+    if files:
+        opened = _Files(home_a), _Files(home_b)
+    else:
+        opened = (Engram.open(home_a, runtime="inprocess", auto_settle=False),
+                  Engram.open(home_b, runtime="inprocess", auto_settle=False))
+    with opened[0] as a, opened[1] as b:
+        sql_a, sql_b = (a.sql, b.sql) if files else (a.rt.sql, b.rt.sql)
         for table in TABLES:
-            ra, rb = table_rows(a, table, strict), table_rows(b, table, strict)
-            if ra is None or rb is None:
-                out["tables"][table] = {"compared": False, "in_a": ra is not None, "in_b": rb is not None}
+            ca, cb = columns_of(sql_a, table), columns_of(sql_b, table)
+            if ca is None or cb is None:
+                out["tables"][table] = {"compared": False, "in_a": ca is not None, "in_b": cb is not None}
                 continue
-            (cols_a, rows_a), (cols_b, rows_b) = ra, rb
-            if cols_a != cols_b:
-                out["tables"][table] = {"compared": False, "columns_a": cols_a, "columns_b": cols_b}
-                continue
+            common = [c for c in ca if c in cb]
+            cols_a, rows_a = table_rows(sql_a, table, common, strict)
+            _, rows_b = table_rows(sql_b, table, common, strict)
             only_a, only_b = rows_a - rows_b, rows_b - rows_a
             entry = {"rows_a": sum(rows_a.values()), "rows_b": sum(rows_b.values()),
                      "only_in_a": sum(only_a.values()), "only_in_b": sum(only_b.values())}
+            if ca != cb:
+                entry["columns_only_in_a"] = [c for c in ca if c not in cb]
+                entry["columns_only_in_b"] = [c for c in cb if c not in ca]
             if only_a or only_b:
                 entry["columns"] = cols_a
                 entry["examples_only_in_a"] = [list(r) for r in list(only_a)[:show]]
@@ -103,8 +146,10 @@ def main(argv=None) -> int:
     parser.add_argument("home_b")
     parser.add_argument("--strict", action="store_true", help="compare the run-dependent log positions too")
     parser.add_argument("--show", type=int, default=3, help="differing rows shown per table and side")
+    parser.add_argument("--files", action="store_true",
+                        help="read the projection databases as they are, without opening the homes with this build")
     args = parser.parse_args(argv)
-    report = compare(Path(args.home_a), Path(args.home_b), args.strict, args.show)
+    report = compare(Path(args.home_a), Path(args.home_b), args.strict, args.show, args.files)
     print(json.dumps(report, indent=1, default=str))
     return 0 if report["identical"] else 1
 

@@ -1,6 +1,7 @@
 """Evidence recall of `engram recall` on LoCoMo dev, against BM25 and dense retrieval over raw turns.
 
     .venv/bin/python bench/recall.py [LOCOMO_JSON] [--home DIR] [--no-ablations] [--runtime ray|inprocess]
+                                     [--order forward|reverse|both]
 
 Protocol (`shared/data/README.md`, `engram.evaluation.locomo`): each conversation is ingested through
 engram (turns in order, each session's turns at the session's date) as its own agent, on local Ray (`--runtime inprocess`: in this process, no Ray);
@@ -19,6 +20,14 @@ each question scored against the memory as it was right after ingest, i.e. witho
 reinforcement), for each similarity: the default weights, similarity alone, without HyDE, without dormant
 (decay-pruned) traces, and each factor removed in turn. The gap between "default weights" here and the run above is what reinforcement by the
 earlier questions changed.
+Question order (`--order`): reinforcement makes a question's answer depend on the questions asked before it; "both"
+runs the hybrid recall twice, in dataset order and reversed, each on its own copy of the ingested memory.
+Leave one conversation out ("leave-one-conversation-out"): a figure that holds on one conversation only is not a gain.
+For each conversation held out, the configuration with the best recall@10 on the other two (both orders; ties: the
+first, the default) is chosen among the configurations run, and its figures on the held-out conversation are reported;
+then the mean and the worst held-out conversation of recall@5, recall@10, multi-hop, open-domain (@10) and tokens@10.
+With one configuration (the default; the choice among the alternatives was made by the same rule in the issue-24
+research, docs/recall.md) the held-out figures are its per-conversation figures.
 Prints one JSON object.
 """
 
@@ -43,10 +52,9 @@ DAY_US = 86_400 * 1_000_000
 
 
 def hit(h) -> Hit:
-    """A recalled memory as a prompt would show it: its context (for a reply, the question it answers) and its
-    content, mapped to the dialog ids of both (their recorded provenance)."""
-    text = f"{h.context}\n{h.content}" if h.context else h.content
-    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), text)
+    """A recalled memory as a prompt shows it (`shown`: its context, for a reply the question it answers, and its
+    content, shaped by engram.memory.cognitive.shown), mapped to the dialog ids of both (their recorded provenance)."""
+    return Hit(frozenset(h.source_message_ids) | frozenset(h.context_message_ids), h.shown)
 
 
 def agent_of(sample_id: str) -> str:
@@ -117,8 +125,10 @@ def ingest(path: Path, home: Path, runtime: str = "ray") -> tuple[float, dict]:
         mem.close()
 
 
-def run_engram(home: Path, items_by_conv, turns, similarity: str, runtime: str = "ray") -> tuple[dict, dict]:
-    """All questions in order through `engram recall` (the Python API) with `similarity`; each recall reinforces."""
+def run_engram(home: Path, items_by_conv, turns, similarity: str, runtime: str = "ray", order: str = "forward",
+               rows: dict | None = None) -> tuple[dict, dict]:
+    """All questions in `order` through `engram recall` (the Python API) with `similarity`; each recall reinforces.
+    `rows` (optional) receives each item's hits (item -> list of Hit), for the per-conversation figures."""
     from engram.api.types import RecallRequest
     from engram.boot.embedded import Engram
     from engram.events.envelope import from_us
@@ -134,9 +144,14 @@ def run_engram(home: Path, items_by_conv, turns, similarity: str, runtime: str =
                 query=item.question, discussion=item.sample_id, limit=k, at=from_us(query_time[item.sample_id]),
                 similarity=similarity, sources=False))
             latencies.append(time.perf_counter() - t)
-            return [hit(h) for h in result.hits]
+            hits = [hit(h) for h in result.hits]
+            if rows is not None:
+                rows[item] = hits
+            return hits
 
         items = [it for its in items_by_conv.values() for it in its]
+        if order == "reverse":
+            items.reverse()
         if not mem.wait_idle(timeout=3_600):  # the trace readers have folded the log before the first question
             raise RuntimeError("memory did not catch up within an hour")
         report = locomo.evaluate(items, retrieve)
@@ -279,6 +294,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runtime", choices=("ray", "inprocess"), default="ray",
                     help="where engram runs: local Ray (default, as served) or in this process without Ray (same code, same "
                          "figures; for a machine whose Ray is busy)")
+    ap.add_argument("--order", choices=("forward", "reverse", "both"), default="forward",
+                    help="the order the questions are asked in (hybrid run): the dataset's, reversed, or each in turn")
     args = ap.parse_args(argv)
     path = Path(args.path)
     data = locomo.load(path)
@@ -305,15 +322,25 @@ def main(argv=None) -> int:
     ingest_s, stats = ingest(path, ingested, args.runtime)
     best = max(out["bm25-raw-turns"]["recall@10"], out["dense-raw-turns"]["recall@10"])
     runs = {}
-    for similarity in ("hybrid", "embedding"):
+    orders = ("forward", "reverse") if args.order == "both" else (args.order,)
+    hybrid_rows = []
+    for similarity, order in [("hybrid", o) for o in orders] + [("embedding", orders[0])]:
         # Each run asks every question of a copy of the memory as ingest left it (the runs do not reinforce each other).
-        home = work / similarity
+        home = work / f"{similarity}-{order}"
         shutil.copytree(ingested, home)
-        report, info = run_engram(home, items_by_conv, turns, similarity, args.runtime)
+        rows: dict = {}
+        report, info = run_engram(home, items_by_conv, turns, similarity, args.runtime, order, rows)
         key = f"engram-recall ({similarity} similarity{', default' if similarity == 'hybrid' else ''})"
-        out[key] = {**report, **info}
-        runs[similarity] = key
-        out[f"{key} recall@10 minus best baseline"] = round(report["recall@10"] - best, 1)
+        if order != orders[0]:
+            key = f"engram-recall ({similarity} similarity, {order} order)"
+        out[key] = {**report, **info, "order": order}
+        if similarity == "hybrid":
+            hybrid_rows.append(rows)
+            out[key]["per_conversation"] = locomo.conversation_figures(rows)
+        if order == orders[0]:
+            runs[similarity] = key
+            out[f"{key} recall@10 minus best baseline"] = round(report["recall@10"] - best, 1)
+    out["leave-one-conversation-out (hybrid, default)"] = locomo.leave_one_out({"default": hybrid_rows})
     out["engram ingest"] = {"ingest_and_catch_up_s": round(ingest_s, 1), "traces": stats, **evidence_coverage(data, ingested)}
     if not args.no_ablations:
         out["ablations (state after ingest, pure core)"] = abl = ablations(ingested, items_by_conv, turns, embedder)

@@ -161,7 +161,7 @@ class _Operations:
 
     def recall(self, agent: str, query: str, **options):
         """`options`: the fields of `engram.api.types.RecallRequest` (discussion, limit, weights, hyde, similarity,
-        at, mood, sources)."""
+        at, as_of, mood, sources)."""
         return self._call("POST", f"/v1/agents/{_seg(agent)}/recall", t.RecallResponse,
                           t.RecallRequest(query=query, **options))
 

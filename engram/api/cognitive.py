@@ -126,10 +126,10 @@ def r6(x: float) -> float:
 # shows it: these fields by name, the computed ones below, and the core's own (the scoring's inputs) left out.
 # tests/api/test_recall_hit_declaration.py fails on a field of either that is in none of these.
 HIT_AS_IS = ("rank", "trace_id", "content", "trace_type", "category", "scope", "scope_id", "via", "source_seqs",
-             "source_message_ids", "context", "context_message_ids", "dormant_weight")
-HIT_COMPUTED = ("score", "factors", "similarity_parts", "contributions", "sources", "pruned_at")
+             "source_message_ids", "context", "context_message_ids", "dormant_weight", "asks", "shown", "superseded_by")
+HIT_COMPUTED = ("score", "factors", "similarity_parts", "contributions", "sources", "pruned_at", "valid_from", "valid_to")
 HIT_CORE_ONLY = ("source_type", "entities", "importance", "strength", "retrieval_count", "encoded_us", "cosine",
-                 "lexical", "feedback", "pruned_us")
+                 "lexical", "feedback", "pruned_us", "valid_from_us", "valid_to_us")
 
 
 def api_hit(h, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
@@ -142,6 +142,8 @@ def api_hit(h, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
         contributions={k: r6(v) for k, v in h.contributions.as_dict().items()},
         sources=[sources[s] for s in h.source_seqs if s in sources],
         pruned_at=None if h.pruned_us is None else iso(h.pruned_us),
+        valid_from=iso(h.valid_from_us) if h.valid_from_us else None,
+        valid_to=None if h.valid_to_us is None else iso(h.valid_to_us),
     )
 
 
@@ -162,6 +164,7 @@ class CognitiveOps:
                               # one that only looks may ask about any moment
                               at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
                               if req.at is not None else None,
+                              **({} if req.as_of is None else {"as_of_us": to_us(req.as_of, max_ahead_s=None)}),
                               **({} if req.record else {"record": False}))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
@@ -187,13 +190,15 @@ class CognitiveOps:
             raise error("bad_query", str(exc)) from None
 
     def recalled(self, agent: str, discussion: str, query: str, *, exclude_seqs=()) -> list:
-        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled)."""
+        """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled): each hit as it is
+        shown (`RecallHit.shown`, on one line: the question a reply answers, then the reply); a hit whose every
+        sentence a better hit already shows is left out."""
         from engram.memory.context.assemble import Recalled
 
         result = self._recall(agent, query, discussion=discussion, fresh=False)
         skip = set(exclude_seqs)
-        return [Recalled(h.score, h.content, h.trace_id, tuple(h.source_seqs)) for h in result.hits
-                if not skip.intersection(h.source_seqs)]
+        return [Recalled(h.score, " ".join(h.shown.split("\n")), h.trace_id, tuple(h.source_seqs)) for h in result.hits
+                if h.shown.strip() and not skip.intersection(h.source_seqs)]
 
     def _sources(self, result) -> dict[int, t.SourceMessage]:
         """The messages the hits were made from, by seq (from the log)."""

@@ -312,6 +312,8 @@ class RecallRequest(Model, kw_only=True):
     hyde: bool | None = None
     similarity: Literal["hybrid", "embedding"] | None = None
     at: datetime | None = None  # event time of the question; default now
+    # What was true at this time: facts valid then (superseded since or not), none learned later; default: true now.
+    as_of: datetime | None = None
     mood: tuple[Unit, Unit, Unit] | None = None
     sources: bool = True  # include the source messages of every hit
     record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
@@ -349,6 +351,14 @@ class RecallHit(Model, kw_only=True):
     # when it was pruned and the factor on its composite (its contributions include it).
     pruned_at: str | None = None
     dormant_weight: float = 1.0
+    # Validity in time: true from `valid_from` until `valid_to` (None: still true), when `superseded_by` replaced it.
+    valid_from: str | None = None
+    valid_to: str | None = None
+    superseded_by: str = ""
+    asks: bool = False  # the memory only asks (a stored question): its composite includes the question weight (0.5)
+    # What a prompt shows of it: the context cut to its last question, the content whole for the best three hits and
+    # as the sentences sharing the query's words for the others, no sentence a better hit shows. `content` stays whole.
+    shown: str = ""
 
 
 class Feedback(Model, kw_only=True):

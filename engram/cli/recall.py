@@ -37,6 +37,8 @@ def register(sub) -> None:
         "alone (default: memory.retrieval.similarity, hybrid)",
     )
     p.add_argument("--at", help="event time of the question (ISO-8601; default: now)")
+    p.add_argument("--as-of", dest="as_of", help="what was true at this time (ISO-8601): facts valid then, superseded "
+                                                "since or not, none learned later (default: what is true now)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run, hyde=None)
 
@@ -60,13 +62,13 @@ def parse_weights(items: list[str]) -> dict[str, float] | None:
     return out or None
 
 
-def parse_at(text: str | None) -> datetime | None:
+def parse_at(text: str | None, option: str = "--at") -> datetime | None:
     if text is None:
         return None
     try:
         ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"--at {text!r} is not an ISO-8601 time") from None
+        raise UsageError(f"{option} {text!r} is not an ISO-8601 time") from None
     return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
 
 
@@ -78,13 +80,15 @@ def run(args) -> int:
         validate_discussion(args.discussion)
     weights = parse_weights(args.weight)
     at = parse_at(args.at)
+    as_of = parse_at(args.as_of, "--as-of")
     if args.limit is not None and args.limit <= 0:
         raise UsageError("--limit must be positive")
     if not args.query.strip():
         raise UsageError("the query is empty")
     with client(args) as mem:
         result = mem.recall(args.agent, args.query, discussion=args.discussion, limit=args.limit, weights=weights,
-                            hyde=args.hyde, similarity=args.similarity, at=at, sources=args.explain or args.json)
+                            hyde=args.hyde, similarity=args.similarity, at=at, sources=args.explain or args.json,
+                            **({"as_of": as_of} if as_of is not None else {}))
     if args.json:
         doc = json.loads(to_json(result))
         for h in doc["hits"]:
@@ -127,7 +131,9 @@ def render(result, *, explain: bool) -> str:
     for h in result.hits:
         lines.append(f"{h.rank:>2}. {h.score:.3f}  {h.content}")
         lines.append(f"      {h.trace_type}/{h.category or '-'} · {h.scope} {h.scope_id} · {h.trace_id} · via {h.via}")
-        if getattr(h, "pruned_at", None):
+        if getattr(h, "valid_to", None):
+            lines.append(f"      superseded at {h.valid_to} by {h.superseded_by} (true from {h.valid_from})")
+        elif getattr(h, "pruned_at", None):
             lines.append(f"      dormant: pruned by decay at {h.pruned_at}, found again through its source message(s); "
                          f"contributions × {h.dormant_weight:.2f}")
         if explain:

@@ -106,3 +106,63 @@ def evaluate(items: Sequence[QaItem], retrieve: Callable[[QaItem, int], list[Hit
         },
         f"per_conversation@{kmid}": conversations,
     }
+
+
+# ------------------------------------------------------------------ leave one conversation out
+
+LOO_METRICS = ("recall@5", "recall@10", "multi-hop", "open-domain", "tokens@10")
+
+
+def item_figures(item, hits) -> dict:
+    """One item's recall@5/@10 and tokens@10 (as `locomo.evaluate` counts them)."""
+    def recall_at(k):
+        got = set().union(*[h.dialog_ids for h in hits[:k]]) if hits else set()
+        return len(item.evidence & got) / len(item.evidence)
+
+    return {"recall@5": recall_at(5), "recall@10": recall_at(10),
+            "tokens@10": sum(estimate_tokens(h.text) for h in hits[:10])}
+
+
+def conversation_figures(rows: dict) -> dict[str, dict[str, float]]:
+    """Per conversation, from one run's rows (item -> hits): LOO_METRICS (multi-hop and open-domain at @10; absent when
+    the conversation has no such item)."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for item, hits in rows.items():
+        f = item_figures(item, hits)
+        c = per.setdefault(item.sample_id, {m: [] for m in LOO_METRICS})
+        for m in ("recall@5", "recall@10", "tokens@10"):
+            c[m].append(f[m])
+        category = CATEGORIES.get(item.category)
+        if category in ("multi-hop", "open-domain"):
+            c[category].append(f["recall@10"])
+    return {conv: {m: round((1 if m.startswith("tokens") else 100) * sum(v) / len(v), 1) for m, v in c.items() if v}
+            for conv, c in sorted(per.items())}
+
+
+def leave_one_out(runs: dict[str, list[dict]]) -> dict:
+    """`runs`: configuration name -> its rows per question order (item -> hits), the default first. For each held-out
+    conversation the configuration with the best recall@10 on the other conversations (all their items, every order)
+    is chosen and its held-out figures (mean over the orders) reported; then the mean and the worst held-out
+    conversation of each of LOO_METRICS (worst: the lowest recall, the most tokens)."""
+    def mean_over_orders(rows_list, conv):
+        figs = [conversation_figures(rows)[conv] for rows in rows_list]
+        return {m: round(sum(f[m] for f in figs) / len(figs), 1) for m in LOO_METRICS if all(m in f for f in figs)}
+
+    names = list(runs)
+    convs = sorted({it.sample_id for rows_list in runs.values() for rows in rows_list for it in rows})
+    folds = {}
+    for held in convs:
+        def training_recall(name):
+            values = [item_figures(it, hits)["recall@10"] for rows in runs[name] for it, hits in rows.items()
+                      if it.sample_id != held]
+            return sum(values) / max(len(values), 1)
+        best = max(names, key=lambda n: (round(training_recall(n), 6), -names.index(n)))
+        folds[held] = {"chosen": best, **mean_over_orders(runs[best], held)}
+    summary = {}
+    for m in LOO_METRICS:
+        values = {conv: f[m] for conv, f in folds.items() if m in f}
+        if values:
+            worst = (max if m.startswith("tokens") else min)(values, key=lambda conv: values[conv])
+            summary[m] = {"mean": round(sum(values.values()) / len(values), 1), "worst": values[worst],
+                          "worst_conversation": worst}
+    return {"configurations": names, "held_out": folds, "mean_and_worst": summary}

@@ -30,9 +30,10 @@ class ApiBackend:
         return self.api.append_messages(agent, discussion,
                                         t.AppendRequest(messages=[t.Message(role=role, content=content)]))
 
-    def recall(self, agent: str, query: str, discussion: str | None, limit: int) -> t.RecallResponse:
+    def recall(self, agent: str, query: str, discussion: str | None, limit: int,
+               as_of: str | None = None) -> t.RecallResponse:
         return self.api.recall(agent, request(t.RecallRequest, query=query, discussion=discussion, limit=limit,
-                                              sources=False))
+                                              sources=False, **({"as_of": as_of} if as_of else {})))
 
     def search(self, agent: str, discussion: str, keywords: str, mode: str, limit: int) -> t.SearchResponse:
         return self.api.search(agent, discussion, request(t.SearchRequest, keywords=keywords, mode=mode, limit=limit))
@@ -69,8 +70,10 @@ class ClientBackend:
     def remember(self, agent, discussion, role, content):
         return self.client.append_messages(agent, discussion, [t.Message(role=role, content=content)])
 
-    def recall(self, agent, query, discussion, limit):
-        return self.client.recall(agent, query, discussion=discussion, limit=limit, sources=False)
+    def recall(self, agent, query, discussion, limit, as_of=None):
+        at = request(t.RecallRequest, query=query, as_of=as_of).as_of if as_of else None  # checked as REST checks it
+        return self.client.recall(agent, query, discussion=discussion, limit=limit, sources=False,
+                                  **({"as_of": at} if at is not None else {}))
 
     def search(self, agent, discussion, keywords, mode, limit):
         return self.client.search(agent, discussion, keywords, mode=mode, limit=limit)

@@ -68,11 +68,14 @@ def build(backend_for: Callable):
         return await call(ctx, "remember", agent, discussion, role, content)
 
     @server.tool(description="Recall what an agent remembers for a question: its memory traces ranked by the "
-                             "six-factor composite (strength, similarity, recency, emotion, activation, importance).")
-    async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: Limit = 5) -> dict:
-        result = await call(ctx, "recall", agent, query, discussion, limit)
+                             "six-factor composite (strength, similarity, recency, emotion, activation, importance). "
+                             "as_of (ISO-8601): what was true then (superseded facts included, later ones left out).")
+    async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: Limit = 5,
+                     as_of: str | None = None) -> dict:
+        result = await call(ctx, "recall", agent, query, discussion, limit, as_of)
         return {"query": result["query"], "agent": result["agent"],
-                "hits": [{k: h[k] for k in ("rank", "score", "content", "trace_type", "factors")} for h in result["hits"]]}
+                "hits": [{k: h[k] for k in ("rank", "score", "content", "shown", "trace_type", "factors", "valid_from",
+                                            "valid_to", "superseded_by")} for h in result["hits"]]}
 
     @server.tool(description="Search a discussion's memories (keywords separated by ';'; keyword, semantic or hybrid).")
     async def search(agent: str, discussion: str, keywords: str, ctx: Context,

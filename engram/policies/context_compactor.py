@@ -105,7 +105,7 @@ class ContextCompactor(Policy):
 
     def _maybe_compact(self, c: DiscussionContext, trigger: Recorded) -> list[Write]:
         config = self.settings.agent_config(c.agent)
-        span = rules.due(c, config.memory.infinite_context)
+        span = rules.due(c, rules.effective(config))
         if not span:
             return []
         recorded = self._recorded_compaction(c.discussion, trigger.seq)

@@ -66,12 +66,14 @@ class TraceReader(CognitivePolicy):
         mood: tuple[float, float, float] | None = None,
         record: bool = True,
         similarity: str | None = None,
+        as_of_us: int | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
 
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
         `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
-        overrides `memory.retrieval.similarity` ("hybrid" or "embedding").
+        overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `as_of_us` answers what was true at that
+        event time (superseded facts included, later ones left out; default: what is true now).
         """
         validate_agent(agent)
         if discussion is not None:
@@ -94,7 +96,7 @@ class TraceReader(CognitivePolicy):
         asked = RecallQuery(
             text=query, vector=vectors[0], now_us=now_us, mood=Pad(*mood) if mood is not None else self.mood_of(agent),
             limit=k, discussion=discussion, focus=focus, hyde_text=hyde_text,
-            hyde_vector=vectors[1] if len(texts) > 1 else None,
+            hyde_vector=vectors[1] if len(texts) > 1 else None, as_of_us=as_of_us,
         )
         result = recall(mem, asked, replace(settings, weights=override_weights(settings.weights, weights),
                                             similarity=similarity or settings.similarity))

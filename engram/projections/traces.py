@@ -38,6 +38,7 @@ from engram.kernel import records
 from engram.kernel.files import atomic_write
 from engram.memory.cognitive.book import INTERESTS, Change
 from engram.memory.cognitive.graph import Edge
+from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.memory import AgentMemory
 from engram.memory.cognitive.model import MemoryTrace
 from engram.projections.base import TableProjection
@@ -75,9 +76,10 @@ class TraceProjection(TableProjection):
     # 2: the index vectors embed the question and the content, not the day (`engram.memory.cognitive.indexing`).
     # 3: the spacing effect changes how a retrieval reinforces (engram.memory.cognitive.decay.reinforce).
     # 4: a reply's index vector combines the embeddings of its content and of its question (engram.memory.cognitive.indexing).
-    # 5: `context_message_ids` reaches the table (a trace read back after an eviction or a restart kept it nowhere).
+    # 5: validity in time (valid_from, valid_to, superseded_by).
+    # 6: `context_message_ids` reaches the table (a trace read back after an eviction or a restart kept it nowhere).
     # A home folded by an older version folds again.
-    version = 5
+    version = 6
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 
@@ -221,6 +223,9 @@ class TraceProjection(TableProjection):
                 edges.setdefault(row[0], []).append(edge)
         traces_by_agent: dict[str, list[MemoryTrace]] = {}
         for t in traces:
+            # What is derived, as the fold derives it: whether it only asks; its validity from its encoding (closed again
+            # by `close_validity` below, from the traces that contradict it).
+            t.asks, t.valid_from_us, t.valid_to_us, t.superseded_by = asks(t.content), t.encoded_us, None, ""
             traces_by_agent.setdefault(t.agent, []).append(t)
         for agent in agents:
             self._restore_agent(agent, traces_by_agent.get(agent, []), edges.get(agent, []))
@@ -249,8 +254,11 @@ class TraceProjection(TableProjection):
 
                     mem.by_entity[entity_key(name)].append(t.trace_id)
                 mem.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+            mem._link_answer(t)
             mem.book.last_seq = max(mem.book.last_seq, t.last_seq)
             mem.book.latest_encoded_us = max(mem.book.latest_encoded_us, t.encoded_us)
+        for t in mem.book.traces.values():
+            mem.book.close_validity(t)  # derived, as the fold derives it
         mem.restore_lexical()
         for e in edges:
             edge = mem.book.graph.add(e.src, e.dst, e.kind, e.weight, e.created_seq)
@@ -270,6 +278,12 @@ class TraceProjection(TableProjection):
                 "a.as_of, t.encoding_strength * exp(-greatest(0, epoch_us(a.as_of) - epoch_us(t.last_access)) / 1e6 "
                 "/ t.stability_s) AS strength FROM memory_traces t JOIN (SELECT agent, max(ts) AS as_of FROM events "
                 "GROUP BY agent) a USING (agent)"
-            )
+            ),
+            # What each trace says and when it was true (issue 24): `WHERE valid_from <= T AND (valid_to IS NULL OR
+            # valid_to > T)` is what was true at T; `true_now` what recall answers by default.
+            "trace_validity": (
+                "SELECT agent, trace_id, content, category, encoded_at AS learned_at, valid_from, valid_to, superseded_by, "
+                "valid_to IS NULL AS true_now, active, deleted_reason FROM memory_traces"
+            ),
         }
 

@@ -52,7 +52,7 @@ def old_home(tmp_path) -> Path:
     return tmp_path / "home"
 
 
-ADDED_COLUMNS = {"memory_traces": ("context_message_ids",)}
+ADDED_COLUMNS = {"memory_traces": ("valid_from", "valid_to", "superseded_by", "context_message_ids")}
 
 
 def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_the_same(old_home, tmp_path):
@@ -71,12 +71,12 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
         mem.rt.replay_into([0], str(tmp_path / "replayed"), None, None)
         assert recall_answers(mem) == expected["recalls"]
 
-    # Since the fixture, `memory_traces` gained `context_message_ids` (TraceProjection v4 -> v5, issue 26): its
+    # Since the fixture, `memory_traces` gained `context_message_ids` (TraceProjection v4 -> v6: issue 24 added validity, issue 26 context_message_ids): its
     # other columns are compared, the old home's table was folded again with it, and `projection_versions` says so.
     wanted = _without_versions(expected["projections"])
     assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS)) == wanted
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS)) == wanted
-    assert _versions(old_home / "projections" / "shard-000.duckdb")["traces"] == 5
+    assert _versions(old_home / "projections" / "shard-000.duckdb")["traces"] == 6
 
 
 def _without_versions(digest: dict) -> dict:

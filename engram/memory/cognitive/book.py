@@ -28,6 +28,7 @@ from engram.events.envelope import Recorded
 from engram.kernel.records import Column
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
 from engram.memory.cognitive.graph import TraceGraph
+from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.model import MemoryTrace, US_PER_S, canonical_edge
 from engram.memory.cognitive.personality import Pad
 
@@ -63,7 +64,8 @@ def trace_of(rec: Recorded, e: ev.TraceEncoded) -> MemoryTrace:
     its first review interval."""
     shared = {TRACE_FROM_EVENT.get(name, name): getattr(e, name) for name in e.__struct_fields__ if name not in EVENT_ONLY}
     return MemoryTrace(**shared, agent=rec.agent, stream=rec.stream, encoded_us=rec.ts_us, last_access_us=rec.ts_us,
-                       next_due_us=rec.ts_us + int(e.interval_s * US_PER_S), last_seq=rec.seq)
+                       next_due_us=rec.ts_us + int(e.interval_s * US_PER_S), last_seq=rec.seq, asks=asks(e.content),
+                       valid_from_us=rec.ts_us)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,14 @@ class TraceBook:
         self.__dict__.update(state)
         if "latest_encoded_us" not in state:  # a book pickled before it was kept
             self.latest_encoded_us = max((t.encoded_us for t in self.traces.values()), default=0)
+        for t in self.traces.values():
+            if "asks" not in t.__dict__:  # a trace pickled before the flag: computed as the fold computes it
+                t.asks = asks(t.content)
+            if "valid_from_us" not in t.__dict__:  # pickled before validity in time: derived as the fold derives it
+                t.valid_from_us = t.encoded_us
+        for t in self.traces.values():
+            if "valid_to_us" not in t.__dict__:
+                self.close_validity(t)
 
     # ------------------------------------------------------------------ reading
 
@@ -232,8 +242,17 @@ class TraceBook:
         t = self.traces.get(trace_id)
         if t is not None and by not in t.contradicted_by:
             t.contradicted_by = tuple(sorted((*t.contradicted_by, by)))
+            self.close_validity(t)
             t.last_seq = rec.seq
             self._dirty(t.trace_id)
+
+    def close_validity(self, t: MemoryTrace) -> None:
+        """Validity in time: a trace stops being true when a newer trace contradicts it (a correction, a later
+        contradicting fact: `contradicted_by`), at the moment the conversation said the newer one (its valid_from).
+        A contradictor from before it (the older side won, `prefer_confidence`) closes nothing: it was never a change."""
+        newer = sorted((c.valid_from_us, c.trace_id) for c in (self.traces.get(x) for x in t.contradicted_by)
+                       if c is not None and c.valid_from_us > t.valid_from_us)
+        t.valid_to_us, t.superseded_by = newer[0] if newer else (None, "")
 
     def _forget(self, ids: list[str], out: Applied) -> None:
         for tid in ids:

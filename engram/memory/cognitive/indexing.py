@@ -89,3 +89,17 @@ def reply_context(previous: tuple[str, str] | None, speaker: str) -> str:
     if not questions:
         return ""
     return f"{who}: {' '.join(questions)}"[: d.REPLY_CONTEXT_MAX_CHARS]
+
+
+SPEAKER_PREFIX = re.compile(r"^[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?: ")
+_PHOTO = re.compile(r"\s*\[shares a photo:[^\]]*\]")
+
+
+def asks(content: str) -> bool:
+    """Whether a trace's content only asks: every sentence ends with "?" (the speaker's prefix and a shared photo's
+    caption aside). Such a trace is a stored question, evidence of interest and not of a fact (retrieval weighs it
+    by QUESTION_WEIGHT). A message that also states something ("Wow, that's cool! What happened?") does not only ask.
+    A function of the content alone: every fold computes the same flag."""
+    text = _PHOTO.sub("", SPEAKER_PREFIX.sub("", content.strip())).strip()
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    return bool(sentences) and all(s.rstrip().endswith("?") for s in sentences)

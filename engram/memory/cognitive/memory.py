@@ -107,6 +107,8 @@ class AgentMemory(EntityLinks):
         self.lexical: LexicalIndex | None = None if content_vectors else LexicalIndex()
         self.by_entity: dict[str, deque[str]] = defaultdict(_entity_queue)
         self.last_in_stream: dict[str, tuple[str, int]] = {}  # stream -> (trace id, encoded at)
+        # message id -> the traces made from replies to it (their context_message_ids): a question's answers
+        self.answers: dict[str, list[str]] = defaultdict(list)
         self.index_seq = 0  # seq of the last event that changed the index
         self.vector_text = VECTOR_TEXT
         # Decay-pruned traces, searchable apart (see the module docstring); None when this memory keeps none.
@@ -153,8 +155,13 @@ class AgentMemory(EntityLinks):
                     self.index.remove(tid)
                     self.index_seq = rec.seq
             if applied.forgotten:
+                gone = set(applied.forgotten)
                 for tid in applied.forgotten:
                     self._unlink(tid)
+                for m in [m for m, tids in self.answers.items() if gone.intersection(tids)]:
+                    self.answers[m] = [tid for tid in self.answers[m] if tid not in gone]
+                    if not self.answers[m]:
+                        del self.answers[m]
                 self._rebuild_index(rec.seq)
             out.append(applied)
         return out
@@ -179,8 +186,9 @@ class AgentMemory(EntityLinks):
 
     @staticmethod
     def is_dormant(t: MemoryTrace) -> bool:
-        """Soft-deleted because it faded (the decay sweep), not because something replaced it."""
-        return not t.active and t.deleted_reason == "decay"
+        """Soft-deleted, and still worth finding: because it faded (the decay sweep), or because a newer trace
+        replaced it (superseded: `valid_to_us` set; it answers what was true before, `as_of`)."""
+        return not t.active and (t.deleted_reason == "decay" or t.valid_to_us is not None)
 
     def _to_dormant(self, tid: str) -> None:
         """A trace just pruned for decay: its vector and keyword entry move to the dormant indexes."""
@@ -215,7 +223,13 @@ class AgentMemory(EntityLinks):
         if self.lexical is not None:
             self.lexical.add(t.trace_id, indexed_text(t))
         self._link_entities(t)
+        self._link_answer(t)
         self.last_in_stream[t.stream] = (t.trace_id, t.encoded_us)
+
+    def _link_answer(self, t: MemoryTrace) -> None:
+        for m in t.context_message_ids:
+            if t.trace_id not in self.answers[m]:
+                self.answers[m].append(t.trace_id)
 
     def restore_lexical(self) -> None:
         """The keyword index of the active traces, from the book (after loading traces from tables or an old snapshot)."""
@@ -238,11 +252,24 @@ class AgentMemory(EntityLinks):
         self.__dict__.setdefault("vector_text", "index text")  # from before VECTOR_TEXT: the day was embedded too
         self.__dict__.setdefault("dormant_index", None)  # from before dormant traces: none kept
         self.__dict__.setdefault("dormant_lexical", None)
+        if "answers" not in state:  # a snapshot from before the answer link: made from the book, as the fold makes it
+            self.answers = defaultdict(list)
+            for t in self.book.traces.values():
+                self._link_answer(t)
         lexical = state.get("lexical", False)
         if lexical is False or (lexical is not None and not lexical.bm25.current):
             self.restore_lexical()  # a snapshot from before the keyword index, or from another tokenizer
 
     # ------------------------------------------------------------------ questions the policies ask
+
+    def answers_of(self, tid: str) -> list[str]:
+        """The traces made from replies to the message(s) trace `tid` was made from: what answered it (a question's
+        reply carries the question as its context, `context_message_ids`). Forgotten traces left out."""
+        t = self.book.traces.get(tid)
+        if t is None:
+            return []
+        out = [a for m in t.source_message_ids for a in self.answers.get(m, ()) if a != tid and a in self.book.traces]
+        return list(dict.fromkeys(out))
 
     def nearest(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]:
         if allowed is None:

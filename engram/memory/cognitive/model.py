@@ -74,7 +74,19 @@ class MemoryTrace:
     deleted_reason: str | None = None
     last_seq: int = 0
     context: str = ""  # indexed with the content, not part of it: for a reply, the question it answers
+    # Not stored: every sentence of the content is a question (indexing.asks): it states nothing.
+    asks: Annotated[bool, Column(stored=False)] = False
+    # Validity in time (issue 24), beside when it was learned: true from the event time of what it was made from, until
+    # a newer trace contradicted it (a correction or a later contradicting fact; `contradicted_by`) — then it is
+    # closed at the newer one's valid_from, and superseded_by names it. Derived from the trace's own events (`valid`).
+    valid_from_us: Annotated[int, Column("valid_from", timestamp=True)] = 0
+    valid_to_us: Annotated[int | None, Column("valid_to", timestamp=True)] = None
+    superseded_by: str = ""
     context_message_ids: tuple[str, ...] = ()  # where `context` comes from
+
+    def valid_at(self, at_us: int) -> bool:
+        """True at event time `at_us`: learned by then, not yet closed by a newer contradicting trace."""
+        return self.valid_from_us <= at_us and (self.valid_to_us is None or at_us < self.valid_to_us)
 
     def in_scope(self, discussion: str | None) -> bool:
         """Visible from `discussion` (None: the whole agent): agent-scoped traces are visible everywhere."""

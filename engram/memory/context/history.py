@@ -13,7 +13,7 @@ from typing import Callable
 
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.memory.context.assemble import AssembledContext, ChainEntry, RawTurn, Recalled, assemble
-from engram.memory.context.rules import threshold_tokens
+from engram.memory.context.rules import effective, threshold_tokens
 
 Sql = Callable[[str, list], tuple[list[str], list[tuple]]]
 
@@ -149,7 +149,7 @@ def build_context(
     from engram.config.loader import load_or_default
     from engram.memory.discussion.files import SUMMARY_SUFFIX, read_summary
 
-    cfg = load_or_default(AgentConfig, home.agent_config_path(agent)).memory.infinite_context
+    cfg = effective(load_or_default(AgentConfig, home.agent_config_path(agent)))
     history = compaction_history(sql, agent, discussion)
     chain = current_chain(history)
     covered = max((c.last_seq for c in chain), default=0)

@@ -1,7 +1,8 @@
 """The rules of compaction, as small functions of a discussion's context and its settings.
 
 - **When**: the conversation's context (chain summaries + raw turns) passes `compactionThreshold`
-  of `contextWindowTokens` (0.75 of 200,000 by default).
+  of `contextWindowTokens` (0.75 of 200,000 by default); an agent with conscientiousness > 0.6 compacts
+  CONSCIENTIOUSNESS_COMPACTION_FREQUENCY (1.5) times as often: its threshold is divided by it (`effective`).
 - **What**: the raw turns before the last `preserveRecentTurns` (20): every one of them, so that the
   context drops well below the threshold and the next compaction waits for as many new turns.
   When the preserved turns alone pass the threshold, nothing may be compacted and nothing is.
@@ -21,10 +22,19 @@ from __future__ import annotations
 import math
 
 from engram.config import defaults as d
-from engram.config.agent import InfiniteContext
+from engram.config.agent import AgentConfig, InfiniteContext
 from engram.memory.context.chain import ChainNode, DiscussionContext, Turn
 
 STRATEGY_PREFIX = {"sliding": "s", "hierarchical": "h", "hybrid": "y"}
+
+
+def effective(config: AgentConfig) -> InfiniteContext:
+    """The agent's `memory.infiniteContext` as compaction applies it: with conscientiousness > 0.6 (the guide's
+    "increase compaction frequency"), the threshold divided by CONSCIENTIOUSNESS_COMPACTION_FREQUENCY."""
+    ic = config.memory.infinite_context
+    if config.personality.conscientiousness <= d.HIGH_TRAIT:
+        return ic
+    return ic.model_copy(update={"compaction_threshold": ic.compaction_threshold / d.CONSCIENTIOUSNESS_COMPACTION_FREQUENCY})
 
 
 def threshold_tokens(ic: InfiniteContext) -> int:

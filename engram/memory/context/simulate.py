@@ -54,7 +54,7 @@ def simulate(
     by_seq = {line.seq: line for line in lines}
     sim = Simulation(DiscussionContext(agent, discussion))
     compactor = Compactor(tasks, clock)
-    ic = config.memory.infinite_context
+    ic = rules.effective(config)
     for line in lines:
         tokens = estimate_tokens(line.content)
         sim.raw_tokens += tokens

@@ -48,6 +48,8 @@ from engram.memory.discussion.files import chunk_memory_id
 from engram.memory.discussion.rolling import MergePolicy, plan_merges
 from engram.memory.discussion.state import DiscussionState, StoreState, SummaryState
 from engram.memory.discussion.vectors import encode_vector
+from engram.providers.llm.offline.respond import labelled
+from engram.providers.llm.provenance import injected_memory, own_words
 from engram.providers.llm.types import ChatLine, StructuredMemory
 
 
@@ -80,19 +82,32 @@ class WorkflowOutcome:
 
 
 def to_msg(rec: Recorded) -> Msg:
+    """The message as discussion memory reads it: in its speaker's own words (`engram.providers.llm.provenance.own_words`:
+    the assistant's quotes of the memory injected for its turn, and the offline responder's labelled replies, are not
+    its words, so a summary never attributes a quoted fact to the assistant); its tokens are the whole message's."""
     ev = rec.event
     assert isinstance(ev, MessageAppended)
-    return Msg(rec.seq, ev.message_id, ev.role, ev.content, ev.token_estimate, rec.ts_us, ev.name)
+    content = own_words(ev.role, ev.content, injected_memory(ev.metadata))
+    return Msg(rec.seq, ev.message_id, ev.role, content, ev.token_estimate, rec.ts_us, ev.name)
+
+
+def spoken(messages: Sequence[Msg]) -> list[Msg]:
+    """The messages a memory is made of: those with words of their own (`to_msg`; issue 24: what the system says
+    about itself — "[offline heuristic, not a language model] Nothing in the memory context matches…", or its quotes
+    of memories, which a summary would attribute to the assistant — never becomes a memory). They stay in the log and
+    in the chunk's span (its seqs, message ids and tokens), so chunk boundaries are as before. (A message kept from
+    before `to_msg` read own words, in a summarizer's snapshot, is checked for the responder's label here.)"""
+    return [m for m in messages if m.content.strip() and not labelled(m.role, m.content)]
 
 
 def chat_lines(messages: Sequence[Msg]) -> list[ChatLine]:
     return [ChatLine(role=m.role, content=m.content, seq=m.seq, ts_us=m.ts_us, message_id=m.message_id, name=m.name)
-            for m in messages]
+            for m in spoken(messages)]
 
 
 def transcript(messages: Sequence[Msg]) -> str:
     """A chunk as text for a memory workflow's `[TextChunk]` / `{chunk}`."""
-    return "\n".join(f"{m.name or m.role.capitalize()}: {m.content}" for m in messages)
+    return "\n".join(f"{m.name or m.role.capitalize()}: {m.content}" for m in spoken(messages))
 
 
 Emit = Callable[[NewEvent], None]

@@ -60,6 +60,7 @@ class Held:
     lexical: Any = None
     dormant_index: Any = None
     dormant_lexical: Any = None
+    answers_of: Any = None
 
 
 def reader_query(mem, embedder, query: str):

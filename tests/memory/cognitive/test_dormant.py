@@ -66,7 +66,7 @@ def test_a_question_whose_evidence_the_decay_sweep_pruned_is_still_answered_from
     assert "clarinet" not in {h.trace_id for h in _recall(mem, embedder, "Which instrument does Ana play?", DormantSettings(pool=0)).hits}
 
 
-def test_a_dormant_trace_ranks_below_an_active_trace_of_equal_match(embedder):
+def test_a_dormant_trace_ranks_below_an_active_trace_of_equal_match_without_a_weight(embedder):
     same = "Ana plays the clarinet in a jazz band."
     mem = _memory(embedder, {**EVERYDAY, "old": same, "new": same}, {"old": "decay"})
     hits = _recall(mem, embedder, "Which instrument does Ana play?").hits
@@ -78,6 +78,8 @@ def test_a_dormant_trace_ranks_below_an_active_trace_of_equal_match(embedder):
     assert hits[1].cosine == pytest.approx(hits[0].cosine, abs=1e-5)
     assert hits[1].factors.similarity == pytest.approx(hits[0].factors.similarity, abs=0.05)
     assert hits[1].score < hits[0].score
+    assert hits[1].dormant_weight == 1.0  # DORMANT_WEIGHT 1.0 (issue 24): no penalty on top of what it is
+    assert hits[1].shown == ""  # what it says, the active trace above already shows
 
 
 def test_only_traces_that_faded_are_dormant_not_restatements_or_forgotten_discussions(embedder):

@@ -235,9 +235,9 @@ def test_a_traces_life_is_visible_in_sql(world):
     assert state == {"active": False, "deleted_reason": "decay"}
     gone = cog.recall(AGENT, "Who handles the Postgres schema?", discussion=discussion, now_us=later, limit=10)
     # No longer active memory: it can come back only as a dormant trace (found again through its source message,
-    # weighted down, marked pruned), and being found that way does not revive it.
+    # marked pruned, below an active match by its own decayed strength), and being found that way does not revive it.
     back = [h for h in gone.hits if h.trace_id == tid]
-    assert all(h.pruned_us is not None and h.dormant_weight < 1.0 for h in back)
+    assert all(h.pruned_us is not None and h.via == "dormant" for h in back)
     assert all(h.pruned_us is None for h in gone.hits if h.trace_id != tid)
     assert mem.wait_idle(timeout=60)
     state = rows(mem, "SELECT active, deleted_reason, retrieval_count FROM memory_traces WHERE trace_id = ?", [tid])[0]

@@ -154,3 +154,24 @@ def test_hybrid_reuses_the_notes_the_observer_recorded_and_appends_the_traces_it
     assert [r.event.trace_id for r in traces] == list(first.event.traces_created)
     assert all(r.event.source_type == "reflection" and r.event_id == f"trace:{r.event.trace_id}" for r in traces)
     assert "obs-1" not in str([r.event for r in traces])  # the Observer's own note is the Reflector's to elevate
+
+
+def test_a_conscientious_agent_compacts_more_often_with_the_threshold_divided_by_the_stated_frequency(local):
+    from engram.config import defaults as d
+    from engram.config.agent import AgentConfig
+    from engram.memory.context.rules import effective, threshold_tokens
+
+    steady = local()
+    steady.append(conversation(160))
+    conscientious = local({**SMALL, "personality": {"conscientiousness": 0.8}})
+    conscientious.append(conversation(160))
+    # The guide's row: conscientiousness > 0.6 -> increase compaction frequency (1.5x: 0.75 of the window -> 0.5).
+    assert d.CONSCIENTIOUSNESS_COMPACTION_FREQUENCY == 1.5
+    cfg = AgentConfig.model_validate({**SMALL, "personality": {"conscientiousness": 0.8}})
+    assert threshold_tokens(effective(cfg)) == 1_000
+    assert threshold_tokens(effective(AgentConfig.model_validate(SMALL))) == 1_500
+    assert effective(AgentConfig.model_validate({**SMALL, "personality": {"conscientiousness": 0.6}})).compaction_threshold == 0.75
+    n, m = len(steady.events()), len(conscientious.events())
+    assert n >= 2 and m >= 1.3 * n
+    first = {e: min(r.causation for r in eng.events()) for e, eng in (("steady", steady), ("conscientious", conscientious))}
+    assert first["conscientious"] < first["steady"]  # the first compaction comes earlier

@@ -236,3 +236,51 @@ def test_a_summarizer_that_lost_its_snapshot_adopts_recorded_decisions_without_c
     assert len(engine.shard.read(0, limit=None)) == count
     state = restarted.discussions["lost"]
     assert state.memories.chunks == 5 and state.summary.absorbed == 5 and state.message_count == 30
+
+
+def test_the_offline_responders_replies_keep_their_label_in_the_log_but_never_become_memory(engine):
+    from engram.providers.llm.offline.respond import NO_MATCH, QUOTING
+
+    said = ["My sister Ines is coming next week.", "She is allergic to penicillin and she is vegetarian.",
+            "We booked a table at the harbour restaurant.", "What is my sister allergic to, and what does she eat?",
+            "Remind me what we booked.", "Thanks, that helps."]
+    replies = [NO_MATCH, f"{QUOTING}\n- User: She is allergic to penicillin and she is vegetarian.", NO_MATCH,
+               f"{QUOTING}\n- User: My sister Ines is coming next week.\n- vector memory store: Ines is vegetarian", NO_MATCH,
+               NO_MATCH]
+    convo = []
+    for i, (u, a) in enumerate(zip(said, replies)):
+        convo.append(IncomingMessage(role="user", content=u, ts_us=T0 + 2 * i * 60_000_000, message_id=f"u{i}"))
+        convo.append(IncomingMessage(role="assistant", content=a, ts_us=T0 + (2 * i + 1) * 60_000_000, message_id=f"a{i}"))
+    ingest(engine, "ines", convo)
+    LocalMemory(engine, AGENT).request_summary("ines", "FullChatSummary", min_memories_per_summary=1,
+                                               loop_if_memories_exceed=3)
+    logged = [e.event.content for e in events(engine, "ines", "MessageAppended") if e.event.role == "assistant"]
+    assert logged == replies  # the log keeps what was said, label and all
+    chunks = memories_of(engine, "ines")
+    vectors = [{"title": v.title, "summary": v.summary, "entities": v.entities, "key_phrases": v.key_phrases,
+                "topics": v.topics} for v in (r.event for r in events(engine, "ines", "VectorMemoryStored"))]
+    summary = read_summary(engine.paths.discussion_file(AGENT, "ines", SUMMARY_SUFFIX))
+    assert chunks and vectors and summary  # memories were made, of the user's words
+    made = json.dumps([chunks, vectors, summary]).lower()
+    assert "penicillin" in made
+    for words in ("offline heuristic", "language model", "memory context", "vector memory store", "assistant's sister"):
+        assert words not in made, words
+
+
+def test_a_fact_the_assistant_quotes_back_from_its_memory_stays_the_users_in_discussion_memory(engine):
+    from engram.providers.llm.provenance import record_injected
+
+    fact = "My sister Ines is vegetarian and allergic to penicillin."
+    quote = "Your sister Ines is vegetarian and allergic to penicillin."
+    convo = [IncomingMessage(role="user", content=fact, ts_us=T0, message_id="u0")]
+    for i in range(1, 7):
+        convo.append(IncomingMessage(role="user", content=f"Plan item {i}: we walk along the harbour at noon.",
+                                     ts_us=T0 + 2 * i * 60_000_000, message_id=f"u{i}"))
+        said = f"{quote} I booked the harbour walk for day {i}." if i == 1 else f"Noted plan item {i}."
+        convo.append(IncomingMessage(role="assistant", content=said, ts_us=T0 + (2 * i + 1) * 60_000_000,
+                                     message_id=f"a{i}", metadata=record_injected([f"User: {fact}"]) if i == 1 else {}))
+    ingest(engine, "quotes", convo)
+    summaries = " ".join(m["summary"] for m in memories_of(engine, "quotes")).lower()
+    assert "user's sister ines is vegetarian and allergic to penicillin" in summaries
+    assert summaries.count("allergic to penicillin") == 1  # the user's fact, once: never as the assistant's
+    assert "your sister" not in summaries and "assistant's sister" not in summaries

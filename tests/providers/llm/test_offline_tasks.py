@@ -347,3 +347,20 @@ def test_a_stated_constraint_survives_into_the_chunk_summary_and_the_offline_ans
     answer = tasks.respond([ChatLine(role="user", content="What food should I avoid?", seq=99, ts_us=0)],
                            context=[summary], max_tokens=200).value
     assert "shellfish" in answer
+
+
+def test_interjections_greetings_and_contractions_are_never_named_as_entities():
+    from engram.providers.llm.offline.entities import names
+
+    speakers = ["Melanie", "Caroline"]
+
+    def found(text):
+        return [e.text for e in names(text, speakers)]
+
+    assert found("Woohoo Melanie! That is great news.") == ["Melanie"]
+    assert found("Yay Ines, congrats on the new job!") == ["Ines"]
+    assert found("It'll be fun. I think It'll work, said Melanie.") == ["Melanie"]
+    assert found("We're going to Paris. Don't worry, Caroline.") == ["Paris", "Caroline"]
+    # Names that start a sentence stay names.
+    assert found("New York is big.") == ["New York"]
+    assert found("Ursula K. Le Guin wrote it.") == ["Ursula K. Le Guin"]

@@ -2,7 +2,10 @@
 
 A name is a run of capitalised words. At the start of a sentence capitalisation proves nothing,
 so a sentence-initial word counts only if the same text also capitalises it mid-sentence, or it
-is a known speaker, or the run has several words.
+is a known speaker, or the run has several words — but a sentence-initial word that is neither,
+followed by a speaker's name ("Woohoo Melanie!", "Boop Caroline"), is an interjection or a greeting,
+not part of the name. A contraction ("It'll", "We're", "Don't") is never a name nor part of one,
+and interjections ("Yay", "Woohoo", "Congrats") are never names on their own.
 """
 
 from __future__ import annotations
@@ -49,8 +52,14 @@ _PLACE_PREPOSITIONS = frozenset({"in", "at", "from", "to", "near", "visit", "vis
 _NOT_NAMES = frozenset(
     {"i", "i'm", "i've", "i'll", "i'd", "im", "ive", "god", "omg", "lol", "ok", "okay", "hey", "hi", "hello", "wow",
      "yeah", "yes", "no", "oh", "thanks", "thank", "sure", "well", "so", "haha", "btw", "tbh", "mom", "dad",
-     "yesterday", "today", "tomorrow", "tonight"}
+     "yesterday", "today", "tomorrow", "tonight",
+     # interjections and greetings (issue 24: "Woohoo Melanie" was a name)
+     "woohoo", "woo", "wooo", "yay", "yayy", "hooray", "yup", "yep", "nope", "nah", "ugh", "hmm", "hm", "whoa", "aww",
+     "aw", "ah", "ahh", "oops", "ooh", "oooh", "congrats", "congratulations", "dear", "bye", "cheers", "gosh", "geez",
+     "awesome", "cool", "nice", "great", "sweet", "amazing", "lovely", "hahaha", "lmao", "yikes", "phew", "ouch"}
 )
+# A contraction ("It'll", "We're", "They've", "I'd", "Don't") is never a name nor part of one; a possessive ("Mel's") is.
+_CONTRACTION = re.compile(r"(?:['’](?:ll|re|ve|d|m)|n['’]t)$", re.IGNORECASE)
 
 
 class Entity(NamedTuple):
@@ -93,14 +102,14 @@ def names(
         k = 0
         while k < len(toks):
             tok = toks[k]
-            if not (tok[:1].isalpha() and _is_capitalised(tok)):
+            if not (tok[:1].isalpha() and _is_capitalised(tok)) or _CONTRACTION.search(tok):
                 k += 1
                 continue
             run = [tok]
             j = k + 1
             while j < len(toks):
                 nxt = toks[j]
-                if nxt.lower() in _NOT_NAMES:
+                if nxt.lower() in _NOT_NAMES or _CONTRACTION.search(nxt):
                     break  # "Yesterday I ..." is no name
                 if nxt == "." and len(run[-1]) == 1 and run[-1].isupper() and j + 1 < len(toks) \
                         and toks[j + 1][:1].isalpha() and _is_capitalised(toks[j + 1]):
@@ -122,6 +131,11 @@ def names(
                 start += 1
             while run and run[-1].lower() in _CONNECTORS:
                 run.pop()
+            # "Woohoo Melanie": a sentence-initial word that nothing else shows to be a name, before a speaker's name.
+            if start == 0 and len(run) > 1 and run[0].lower() not in mid and run[0].lower() not in speaker_keys \
+                    and run[1].lower() in speaker_keys:
+                run.pop(0)
+                start += 1
             if not run:
                 continue
             first = run[0].lower()

@@ -36,6 +36,12 @@ ASKS_CONSTRAINTS = re.compile(
 CONSTRAINT_MARK = "constraintstated"
 
 
+def labelled(role: str, text: str) -> bool:
+    """Whether a message is a reply of this responder (an assistant message under its label): it keeps its label in
+    the log, and no memory is made of it (it says what the memory already holds, or that it holds nothing)."""
+    return role == "assistant" and text.lstrip().startswith(TAG)
+
+
 def last_user_message(lines: Sequence[ChatLine]) -> str:
     return next((line.content for line in reversed(lines) if line.role == "user" and line.content.strip()), "")
 
