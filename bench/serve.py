@@ -12,7 +12,16 @@ ingests the sample conversation, then measures:
   responder, so no model time) with 1, 8 and 32 concurrent clients, each a front-end resending its whole
   history every turn: p50/p99 of the request and of the memory work inside it (`X-Engram-Memory-Ms`),
   target p99 <= 25 ms at 8 clients; and one streaming front-end: time to first byte, the memory work before it
-  (the stream's headers) and the whole request's (its closing SSE comment).
+  (the stream's headers) and the whole request's (its closing SSE comment);
+- read-your-writes (issue 23): each writer appends a message with a word no other message has, then recalls it
+  (`engram.Client` passes the write's position as `after`): the latency from the append to the first read that
+  sees it, p50/p99 at 1 and 8 writers, and how many first reads missed it (must be 0);
+- list/page throughput: a discussion's messages paged oldest first (50 a page) by 1 and 8 clients, the agents and
+  discussions listed, and the agent's memory traces paged;
+- `GET /v1/events` delivery lag: a subscriber (Server-Sent Events) of one agent while a writer appends messages one
+  at a time, each timed from the append request leaving the writer to its event reaching the subscriber (p50/p99),
+  and from the append's acknowledgement.
+`--only ryw,listing,events` runs just those parts (after the ingest).
 Prints one JSON object. Run it under the shared lock: it starts Ray.
 """
 
@@ -242,6 +251,126 @@ def stream_load(url: str, turns: int, questions: list[str]) -> dict:
             "memory_work_whole_request_p50_ms": pct(whole, 0.5) if whole else None}
 
 
+RYW_NAMES = ["Ines", "Marco", "Yuki", "Ahmed", "Olga", "Pedro", "Chen", "Fatima", "Lars", "Amara", "Tomasz", "Priya",
+             "Kofi", "Elena", "Raj", "Sofia", "Hiro"]
+RYW_THINGS = ["passport", "violin", "bicycle", "telescope", "sourdough starter", "chess set", "kayak", "typewriter",
+              "herb garden", "vinyl records", "drone", "sewing machine", "aquarium", "snowboard", "espresso machine",
+              "oil paintings", "beehive", "rowing boat", "camera"]
+RYW_PLACES = ["Lisbon", "Oslo", "Nairobi", "Kyoto", "Lima", "Krakow", "Montreal", "Hanoi", "Dublin", "Tunis", "Perth",
+              "Bergen", "Quito", "Seville", "Tallinn", "Osaka", "Accra", "Porto", "Tbilisi", "Cusco", "Zagreb", "Cork",
+              "Malmo"]
+RYW_SHAPES = ["{name} keeps the {thing} in a storage unit in {place}, tagged {word}.",
+              "Last spring {name} sold the {thing} to a collector from {place}; the receipt says {word}.",
+              "The {thing} that {name} repaired came from a flea market in {place} (lot {word}).",
+              "{name} is shipping the {thing} to {place} next month under booking {word}.",
+              "In {place}, {name} borrowed a {thing} from a neighbour, who wrote {word} on it.",
+              "{name}'s insurance for the {thing} lists {place} as its home, policy {word}.",
+              "A friend in {place} gave {name} the {thing} as a wedding gift, engraved {word}.",
+              "{name} rents out the {thing} to tourists in {place}; the listing is {word}.",
+              "The {thing} {name} lost on the train to {place} was found with tag {word}.",
+              "{name} won the {thing} in a raffle in {place}, ticket number {word}.",
+              "Before moving to {place}, {name} stored the {thing} with code {word}.",
+              "{name} and her brother built the {thing} together in {place}; they call it {word}.",
+              "The museum in {place} asked {name} to lend them the {thing}, reference {word}."]
+
+
+def ryw_fact(i: int) -> tuple[str, str, str]:
+    """Fact `i` (i < 323): any two share at most one of name, thing and place, so memory never merges them as
+    near-duplicates (auto-ingest's cosine >= 0.85), and each has a word no other has; the question naming it."""
+    word = f"zq{i:04d}vex"
+    name, thing, place = RYW_NAMES[i % 17], RYW_THINGS[(7 * i) % 19], RYW_PLACES[(11 * i) % 23]
+    return (RYW_SHAPES[i % 13].format(name=name, thing=thing, place=place, word=word),
+            f"What about {name}'s {thing} and {place}, {word}?", word)
+
+
+def read_your_writes(url: str, writers: int, per_writer: int, offset: int = 0) -> dict:
+    """Each writer (its own client) appends a message with a unique word, then recalls that word: the first recall
+    after the write (its position passed as `after`) must find it."""
+    from engram.api.types import Message
+    from engram.client import Client
+
+    latencies, reads, missed, errors = [], [], [], []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        with Client(url) as c:
+            mine, mine_reads = [], []
+            for j in range(per_writer):
+                text, question, word = ryw_fact(offset + i * per_writer + j)
+                started = time.perf_counter()
+                try:
+                    c.append_messages(AGENT, f"ryw-{writers}-{i}", [Message(role="user", content=text)])
+                    wrote = time.perf_counter()
+                    hits = c.recall(AGENT, question, limit=5, sources=False).hits
+                except Exception as exc:  # counted, reported
+                    errors.append(repr(exc))
+                    continue
+                done = time.perf_counter()
+                if not any(word in h.content for h in hits):
+                    missed.append(word)
+                mine.append((done - started) * 1000)
+                mine_reads.append((done - wrote) * 1000)
+            with lock:
+                latencies.extend(mine)
+                reads.extend(mine_reads)
+
+    wall = run_threads(worker, writers)
+    return {"writers": writers, "writes": len(latencies), "errors": len(errors), "error_examples": errors[:3],
+            "first_read_missed": len(missed), "append_to_first_read_that_sees_it_p50_ms": pct(latencies, 0.5),
+            "append_to_first_read_that_sees_it_p99_ms": pct(latencies, 0.99),
+            "read_after_p50_ms": pct(reads, 0.5), "read_after_p99_ms": pct(reads, 0.99),
+            "writes_per_s": round(len(latencies) / wall, 1)}
+
+
+def listing_load(url: str, clients: int, rounds: int) -> dict:
+    """`clients` clients each paging the sample discussion's messages (50 a page, oldest first) `rounds` times."""
+    from engram.client import Client
+
+    pages, messages, latencies = [0], [0], []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        with Client(url, read_your_writes=False) as c:
+            mine = []
+            for _ in range(rounds):
+                cursor = None
+                while True:
+                    started = time.perf_counter()
+                    page = c.list_messages(AGENT, DISCUSSION, limit=50, cursor=cursor)
+                    mine.append((time.perf_counter() - started) * 1000)
+                    with lock:
+                        pages[0] += 1
+                        messages[0] += len(page.messages)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+            with lock:
+                latencies.extend(mine)
+
+    wall = run_threads(worker, clients)
+    return {"clients": clients, "pages": pages[0], "messages": messages[0], "page_p50_ms": pct(latencies, 0.5),
+            "page_p99_ms": pct(latencies, 0.99), "pages_per_s": round(pages[0] / wall, 1),
+            "messages_per_s": round(messages[0] / wall, 1)}
+
+
+def listing(url: str, runs: int) -> dict:
+    from engram.client import Client
+
+    out = {f"messages_clients_{n}": listing_load(url, n, max(1, runs // n)) for n in (1, 8)}
+    with Client(url, read_your_writes=False) as c:
+        for name, call in (("agents", c.list_agents), ("discussions", lambda: c.list_discussions(AGENT)),
+                           ("traces_page_100", lambda: c.list_memories(AGENT, "traces", limit=100))):
+            lat = []
+            started = time.perf_counter()
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                call()
+                lat.append((time.perf_counter() - t0) * 1000)
+            out[name] = {"requests": runs, "p50_ms": pct(lat, 0.5), "p99_ms": pct(lat, 0.99),
+                         "rps": round(runs / (time.perf_counter() - started), 1)}
+    return out
+
+
 def command_wall(home: Path, *args: str, runs: int) -> dict:
     env = {**os.environ, "ENGRAM_HOME": str(home)}
     walls = []
@@ -254,6 +383,51 @@ def command_wall(home: Path, *args: str, runs: int) -> dict:
             "median_s": round(statistics.median(walls), 3), "max_s": round(max(walls), 3)}
 
 
+def events_lag(url: str, appends: int) -> dict:
+    """The `/v1/events` subscriber's delivery lag while one writer appends `appends` messages of a fresh agent."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from engram.api import types as t
+    from engram.client import Client
+
+    agent, sent, acked, received = "bench-events", {}, {}, {}
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn.request("GET", f"/v1/events?agent={agent}&type=MessageAppended")
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    resp.readline()  # "retry:" and its blank line: the subscription is open
+    resp.readline()
+    done = threading.Event()
+
+    def subscriber() -> None:
+        while len(received) < appends:
+            line = resp.readline()
+            if not line:
+                return
+            if line.startswith(b"data: "):
+                i = int(json.loads(line[6:])["payload"]["content"].split("#")[1].split()[0])
+                received[i] = time.perf_counter()
+        done.set()
+
+    reader = threading.Thread(target=subscriber, daemon=True)
+    reader.start()
+    with Client(url) as c:
+        for i in range(appends):
+            sent[i] = time.perf_counter()
+            c.append_messages(agent, "bench-events", [t.Message(role="user", content=f"event lag probe #{i} of the bench")])
+            acked[i] = time.perf_counter()
+    done.wait(60)
+    conn.close()
+    lag = [(received[i] - sent[i]) * 1000 for i in received]
+    after_ack = [max(0.0, received[i] - acked[i]) * 1000 for i in received]
+    return {"appends": appends, "delivered": len(received), "in_order": sorted(received) == list(received),
+            "lag_from_send_p50_ms": pct(lag, 0.5), "lag_from_send_p99_ms": pct(lag, 0.99),
+            "lag_after_ack_p50_ms": pct(after_ack, 0.5), "lag_after_ack_p99_ms": pct(after_ack, 0.99),
+            "writer": "one client appending one message at a time"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=8)
@@ -261,7 +435,13 @@ def main() -> None:
     parser.add_argument("--command-runs", type=int, default=10)
     parser.add_argument("--chat-requests", type=int, default=160, help="chat completions per concurrency level")
     parser.add_argument("--seed", type=int, default=7, help="seed of the distinct query texts")
+    parser.add_argument("--ryw-writes", type=int, default=80,
+                        help="writes in each read-your-writes level (8 writers share them); at most 160")
+    parser.add_argument("--listing-runs", type=int, default=40, help="pagings of the discussion per listing level")
+    parser.add_argument("--events", type=int, default=300, help="appends timed through a /v1/events subscriber")
+    parser.add_argument("--only", default="", help="comma-separated parts to run: ryw, listing, events (default: all)")
     args = parser.parse_args()
+    only = set(filter(None, args.only.split(",")))
 
     from engram.client import Client
 
@@ -282,6 +462,20 @@ def main() -> None:
         with Client(url) as c:  # warm: the query embedder loads on the first search/recall
             c.recall(AGENT, QUERIES[0], discussion=DISCUSSION)
             c.search(AGENT, DISCUSSION, KEYWORDS[0])
+            c.wait_idle()  # memory of the ingest created: the parts measure a server at rest when they start
+        parts = {}
+        if not only or "ryw" in only:
+            per = max(2, args.ryw_writes // 8)
+            parts["read_your_writes"] = {"writers_1": read_your_writes(url, 1, 8 * per),
+                                         "writers_8": read_your_writes(url, 8, per, offset=8 * per)}
+        if not only or "listing" in only:
+            parts["list_and_page"] = listing(url, args.listing_runs)
+        if not only or "events" in only:
+            parts["events_delivery"] = events_lag(url, args.events)
+        if only:
+            return print(json.dumps({"benchmark": "serve", "parts": sorted(only),
+                                     "machine": {"cpus": os.cpu_count(), "load_avg_1m_at_start": load_at_start,
+                                                 "load_avg_1m": round(os.getloadavg()[0], 2)}, **parts}, indent=1))
         per = max(1, args.requests // args.clients)
         # Every request asks something new (no repeated text, also across measurements): cold queries.
         asked = distinct_queries(2 * per * args.clients + 4 * args.chat_requests + 96, args.seed)
@@ -314,6 +508,7 @@ def main() -> None:
         "chat_completions": {**chat, "responder": "offline (labelled heuristic, no model time)",
                              "target_p99_ms_at_8": 25},
         "chat_completions_streamed_one_client": streamed,
+        **parts,
     }, indent=1))
 
 

@@ -34,12 +34,14 @@ import msgspec
 
 from engram.api import types as t
 from engram.api.errors import ApiError
+from engram.api.positions import merge
 
 DEFAULT_TIMEOUT_S = 600.0  # a workflow or a first recall can take long; a server that died fails at once
 JOB_POLL_S = 0.2
 KEEP_ALIVE_REUSE_S = 2.0  # uvicorn closes a kept-alive connection after 5 s idle; reconnect well before that
 _ENCODER = msgspec.json.Encoder()
 _DECODERS: dict[Any, msgspec.json.Decoder] = {}
+_POSITION_LOCK = threading.Lock()  # a client's `position` is merged from every thread that writes through it
 
 
 def _decoder(cls) -> msgspec.json.Decoder:
@@ -50,7 +52,14 @@ def _decoder(cls) -> msgspec.json.Decoder:
 
 
 def _seg(value: str) -> str:
-    return quote(str(value), safe="")
+    """An agent or discussion id as a path segment; an unsafe id refused here as the server refuses it (invalid_id),
+    since a URL cannot carry it intact ('..' and '/' would change which route it reaches)."""
+    from engram.kernel.ids import InvalidIdError, validate_id
+
+    try:
+        return quote(validate_id(value, "id"), safe="")
+    except InvalidIdError as exc:
+        raise ApiError(400, "invalid_id", str(exc)) from None
 
 
 def _query(params: dict) -> str:
@@ -77,10 +86,32 @@ def consumed(shard: t.ShardStatus) -> int:
 
 
 class _Operations:
-    """Every API operation as a request; `_call` (sync or async) sends it."""
+    """Every API operation as a request; `_call` (sync or async) sends it.
+
+    Read your writes (`engram.api.positions`): `position` is the furthest position of the writes this client made,
+    and every read of an agent sends it as `after`, so a read always sees what this client wrote before it (the
+    server waits a bounded time for the memory that read shows, then answers 503 `lagging`). Other clients' reads
+    wait for nothing. `read_your_writes=False` turns it off for this client."""
+
+    read_your_writes = True
+    position = ""
 
     def _call(self, method: str, path: str, response, body=None):  # pragma: no cover - defined by the clients
         raise NotImplementedError
+
+    def _read(self, method: str, path: str, response, body=None):
+        """A read of an agent: after this client's writes (`position`) unless `read_your_writes` is off."""
+        if self.read_your_writes and self.position:
+            path += ("&" if "?" in path else "?") + urlencode({"after": self.position})
+        return self._call(method, path, response, body)
+
+    def _noted(self, result):
+        """`result`; a write's position joins this client's (`position`)."""
+        written = getattr(result, "position", None)
+        if written:
+            with _POSITION_LOCK:
+                self.position = merge(self.position, written)
+        return result
 
     # ------------------------------------------------------------------ system
 
@@ -92,6 +123,10 @@ class _Operations:
 
     def status(self):
         return self._call("GET", "/v1/status", t.StatusResponse)
+
+    def llm_check(self):
+        """Call each configured LLM endpoint once (`engram llm check`)."""
+        return self._call("POST", "/v1/llm/check", t.LlmCheckResponse)
 
     def sql(self, query: str, params: list | None = None):
         return self._call("POST", "/v1/sql", t.SqlResponse, t.SqlRequest(query=query, params=params or []))
@@ -121,25 +156,46 @@ class _Operations:
                           t.EventResponse, t.ToolFailureRequest(tool=tool, error=error, arguments=arguments,
                                                                 call_id=call_id, ts=ts))
 
+    # ------------------------------------------------------------------ listing and paging
+
+    def list_agents(self):
+        return self._call("GET", "/v1/agents", t.AgentList)
+
+    def list_discussions(self, agent: str, *, limit: int = 100, cursor: str | None = None):
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions" + _query({"limit": limit, "cursor": cursor}),
+                          t.DiscussionList)
+
+    def list_messages(self, agent: str, discussion: str, *, order: str = "oldest", limit: int = 100,
+                      cursor: str | None = None):
+        """A page of a discussion's messages (`cursor`: the seq of the last message you have, or a `next_cursor`)."""
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages"
+                          + _query({"order": order, "limit": limit, "cursor": cursor}), t.MessagePage)
+
+    def list_memories(self, agent: str, kind: str = "traces", *, discussion: str | None = None, limit: int = 100,
+                      cursor: str | None = None):
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/memories"
+                          + _query({"kind": kind, "discussion": discussion, "limit": limit, "cursor": cursor}),
+                          t.MemoryPage)
+
     # ------------------------------------------------------------------ discussion memory
 
     def search(self, agent: str, discussion: str, keywords: str, *, mode: str = "hybrid", limit: int = 5):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/search", t.SearchResponse,
+        return self._read("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/search", t.SearchResponse,
                           t.SearchRequest(keywords=keywords, mode=mode, limit=limit))
 
     def memories(self, agent: str, discussion: str, *, last: int | None = None):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/memories"
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/memories"
                           + _query({"last": last}), t.MemoriesResponse)
 
     def summary(self, agent: str, discussion: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/summary", t.SummaryResponse)
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/summary", t.SummaryResponse)
 
     def compactions(self, agent: str, discussion: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/compactions",
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/compactions",
                           t.CompactionsResponse)
 
     def context(self, agent: str, discussion: str, *, query: str | None = None, recall: bool = True):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/context"
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/context"
                           + _query({"query": query, "recall": recall}), t.ContextResponse)
 
     def run_workflow(self, agent: str, *, nodes: list | None = None, text: str | None = None, name: str | None = None,
@@ -162,15 +218,15 @@ class _Operations:
     def recall(self, agent: str, query: str, **options):
         """`options`: the fields of `engram.api.types.RecallRequest` (discussion, limit, weights, hyde, similarity,
         at, as_of, mood, sources)."""
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/recall", t.RecallResponse,
+        return self._read("POST", f"/v1/agents/{_seg(agent)}/recall", t.RecallResponse,
                           t.RecallRequest(query=query, **options))
 
     def traces(self, agent: str, *, include_inactive: bool = False, limit: int | None = None):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/traces" + _query({"all": include_inactive, "limit": limit}),
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/traces" + _query({"all": include_inactive, "limit": limit}),
                           t.Table)
 
     def working_memory(self, agent: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryResponse)
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryResponse)
 
     def write_working_memory(self, agent: str, markdown: str):
         return self._call("PUT", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryWritten,
@@ -181,24 +237,24 @@ class _Operations:
                           t.MoodRequest(valence=valence, arousal=arousal, dominance=dominance, reason=reason))
 
     def mood_history(self, agent: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/mood", t.Table)
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/mood", t.Table)
 
     def observation_logs(self, agent: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/observations", t.Table)
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/observations", t.Table)
 
     def observation_log(self, agent: str, discussion: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observations",
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observations",
                           t.ObservationLogResponse)
 
     def observation_notes(self, agent: str, discussion: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observation-notes", t.Table)
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observation-notes", t.Table)
 
     def recent_observations(self, agent: str, discussion: str, *, limit: int = 10):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/recent-observations"
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/recent-observations"
                           + _query({"limit": limit}), t.RecentObservations)
 
     def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/consolidations"
+        return self._read("GET", f"/v1/agents/{_seg(agent)}/consolidations"
                           + _query({"all": include_idle, "limit": limit}), t.ConsolidationsResponse)
 
     # ------------------------------------------------------------------ chat
@@ -216,6 +272,21 @@ class _Operations:
         path = f"/v1/agents/{_seg(agent)}" + (f"/discussions/{_seg(discussion)}" if discussion else "")
         return self._call("DELETE", path + _query({"reason": reason or None}), t.Job)
 
+    def memory(self, agent: str, kind: str, memory_id: str):
+        """One memory (kind: trace, fact, chunk, vector) as it is now."""
+        return self._call("GET", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryItem)
+
+    def edit_memory(self, agent: str, kind: str, memory_id: str, *, content: str | None = None,
+                    metadata: dict[str, str] | None = None):
+        """A new text and/or metadata for one memory (the edit supersedes the old form)."""
+        return self._call("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
+                          t.MemoryEdit(content=content, metadata=metadata))
+
+    def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = ""):
+        """A job erasing one memory from the log and every projection (`wait_job` to see it done)."""
+        return self._call("DELETE", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}"
+                          + _query({"reason": reason or None}), t.Job)
+
     def replay(self, *, out: str | None = None, as_of: str | None = None, agent: str | None = None,
                verify: bool = False):
         return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
@@ -228,11 +299,15 @@ class _Operations:
     def reshard(self, shards: int):
         return self._call("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
 
+    def reindex(self):
+        """Re-embed the home with the configured embedder and switch to it (a job)."""
+        return self._call("POST", "/v1/reindex", t.Job)
+
     def export(self, out: str):
         return self._call("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
 
     def job(self, job_id: str):
-        return self._call("GET", f"/v1/jobs/{_seg(job_id)}", t.Job)
+        return self._call("GET", f"/v1/jobs/{quote(str(job_id), safe='')}", t.Job)
 
     def jobs(self):
         return self._call("GET", "/v1/jobs", t.JobList)
@@ -241,8 +316,11 @@ class _Operations:
 class Client(_Operations):
     """The API over HTTP, synchronous. `url`: the server (e.g. http://127.0.0.1:8765)."""
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None):
-        """`api_key`: the key of a server with API keys (default: $ENGRAM_API_KEY)."""
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None,
+                 read_your_writes: bool = True):
+        """`api_key`: the key of a server with API keys (default: $ENGRAM_API_KEY); `read_your_writes`: reads wait
+        for this client's writes (see `_Operations`)."""
+        self.read_your_writes = read_your_writes
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -307,7 +385,7 @@ class Client(_Operations):
         status, raw = self._send(method, path, None if body is None else _ENCODER.encode(body))
         if status >= 400:
             raise refusal(status, raw, getattr(self._local, "retry_after", None))
-        return _decoder(response).decode(raw) if response is not dict else json.loads(raw)
+        return self._noted(_decoder(response).decode(raw)) if response is not dict else json.loads(raw)
 
     # ------------------------------------------------------------------ waiting
 
@@ -351,9 +429,11 @@ class Client(_Operations):
 class AsyncClient(_Operations):
     """The API over HTTP, asynchronous (httpx): every method of `Client` is awaited."""
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None):
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT_S, api_key: str | None = None,
+                 read_your_writes: bool = True):
         import httpx
 
+        self.read_your_writes = read_your_writes
         self.url = url.rstrip("/")
         self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_auth_headers(api_key))
 
@@ -363,7 +443,7 @@ class AsyncClient(_Operations):
                                         if body is not None or method != "GET" else None)
         if resp.status_code >= 400:
             raise refusal(resp.status_code, resp.content, resp.headers.get("Retry-After"))
-        return _decoder(response).decode(resp.content) if response is not dict else resp.json()
+        return self._noted(_decoder(response).decode(resp.content)) if response is not dict else resp.json()
 
     def _call(self, method: str, path: str, response, body=None):
         return self._request(method, path, response, body)

@@ -39,6 +39,7 @@ class EmbedderActor:
         self._embedder = None  # loaded by `warm` (the runtime calls it as the policies start) or the first call
         self._batcher: EmbedBatcher | None = None
         self._lock = threading.Lock()  # calls run on several threads: one of them loads the model
+        self._prepared = None  # (config, CachedEmbedder): the embedder `engram reindex` prepares
 
     def _get(self) -> EmbedBatcher:
         batcher = self._batcher
@@ -79,6 +80,29 @@ class EmbedderActor:
         retain = getattr(self._embedder, "retain", None)
         return retain(model, set(keys)) if retain is not None else 0
 
+    def prepare(self, embedder: dict, texts: list[str]) -> str:
+        """Embed `texts` with the embedder `embedder` (another one than this actor serves with) into the cache, for
+        `engram reindex`; returns that embedder's name. This actor keeps serving with its own meanwhile."""
+        from engram.providers.embeddings.cache import EmbeddingCache
+        from engram.providers.embeddings.factory import cache_path, reembed_into
+
+        self._get()
+        config = EmbedderConfig.model_validate(embedder)
+        if self._prepared is None or self._prepared[0] != config:
+            cache = getattr(self._embedder, "cache", None) or EmbeddingCache(cache_path(self._home))
+            self._prepared = (config, reembed_into(cache, config, []))
+        prepared = self._prepared[1]
+        if texts:
+            prepared.embed(texts)
+            prepared.cache.flush()
+        return prepared.name
+
+    def prepared_embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors by the embedder `prepare` was last given."""
+        if self._prepared is None:
+            raise RuntimeError("prepare() first: no embedder is being prepared")
+        return self._prepared[1].embed(texts)
+
     def close(self) -> bool:
         """Close the cache file (a later call opens it again)."""
         with self._lock:
@@ -87,6 +111,7 @@ class EmbedderActor:
                 cache.close()
             self._embedder = None
             self._batcher = None
+            self._prepared = None
         return True
 
 

@@ -214,6 +214,15 @@ class PolicyActor:
         """Ask a hosted policy a question (e.g. the trace reader's `recall`): `HostedCalls.call`."""
         return self.calls.call(policy, method, *args, min_position=min_position, **kwargs)
 
+    def reach(self, seq: int) -> tuple[int, int]:
+        """Handle the log up to `seq` now, if not yet (a read after a write, `Runtime.reach`): (the hosted policies'
+        position, the shard's head after it, which covers what they appended for it). A position past the head (a
+        token of another home, or of a shard since re-sharded) is waited for up to the head only."""
+        head = ray.get(self.shard_handle.head.remote())
+        if self.host.position < min(seq, head):
+            self.calls.catch_up(min(seq, head))
+        return self.host.position, ray.get(self.shard_handle.head.remote())
+
     def drain(self) -> int:
         """Handle everything in the log now (synchronously); returns events read."""
         with self._lock.exclusive():

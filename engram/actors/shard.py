@@ -52,6 +52,9 @@ class ShardActor:
         """`read` undecoded (`engram.events.store.decode_rows`): what consumers in other processes read."""
         return self.host.read_rows(after, **kwargs)
 
+    def read_page(self, after: int, limit: int, to_seq: int | None = None) -> list[tuple]:
+        return self.host.read_page(after, limit, to_seq)
+
     def head(self) -> int:
         return self.host.head()
 
@@ -64,6 +67,9 @@ class ShardActor:
 
     def wait_projections(self, seq: int, timeout: float | None = 30.0) -> bool:
         return self.host.wait_projections(seq, timeout)
+
+    def projection_position(self) -> int:
+        return self.host.projection_position()
 
     def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
         return self.host.query(sql, params)
@@ -95,6 +101,9 @@ class ShardActor:
 
     def begin_forget(self, agent: str, discussion: str | None = None, reason: str = "") -> tuple[int, list[str]]:
         return self.host.begin_forget(agent, discussion, reason=reason)
+
+    def begin_delete_memory(self, agent: str, kind: str, memory_id: str, reason: str = "") -> tuple[int, list[str]]:
+        return self.host.begin_delete_memory(agent, kind, memory_id, reason=reason)
 
     def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
         return self.host.complete_forget(marker_seq, streams)

@@ -52,7 +52,7 @@ class Principal:
 EVERYONE = Principal("the home's owner")
 
 # Operations without an `agent` parameter that a scoped key may call: each is a method of ScopedApi below.
-SCOPED = ("run_sql", "read_sql", "discussion", "known_agents", "job", "job_list", "wait_job", "replay")
+SCOPED = ("run_sql", "read_sql", "discussion", "known_agents", "list_agents", "job", "job_list", "wait_job", "replay")
 # Attributes that are not operations, readable by any principal (the inspector reads settings and paths).
 PLAIN = ("config", "home")
 
@@ -140,6 +140,10 @@ class ScopedApi:
 
     def known_agents(self) -> set[str]:
         return {a for a in self._api.known_agents() if self.principal.may(a)}
+
+    def list_agents(self) -> t.AgentList:
+        """The principal's agents only (an admin's: every agent); another key's agent is never named."""
+        return self._api.list_agents(None if self.principal.admin else sorted(self.principal.agents))
 
     def job_list(self) -> t.JobList:
         return t.JobList(jobs=[j for j in self._api.job_list().jobs if self._may_follow(j.id)])

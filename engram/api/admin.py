@@ -100,6 +100,15 @@ class AdminOps:
         os.chmod(real, 0o700)
         return real
 
+    def llm_check(self) -> t.LlmCheckResponse:
+        """Call each configured LLM endpoint once: model, latency, JSON way, context window, or what to fix."""
+        from engram.providers.llm.check import check_all
+        from engram.providers.llm.routing import why_provider
+
+        checks = [msgspec.convert({**msgspec.structs.asdict(c), "line": c.line()}, t.LlmEndpointCheck)
+                  for c in check_all(self.config.llm)]
+        return t.LlmCheckResponse(provider=why_provider(self.config.llm), endpoints=checks)
+
     def status(self) -> t.StatusResponse:
         """Per shard: log head, projection and consumer positions and lag, errors, event counts by type."""
         from engram.api.batch_regen import interrupted
@@ -108,7 +117,33 @@ class AdminOps:
                   for st in self.rt.shard_status()]
         batch = interrupted(self.home)  # None while a job (of any replica) runs it
         return t.StatusResponse(home=str(self.home.root), mode="server", runtime=self.rt.description, shards=shards,
-                                jobs_running=self.jobs.running(), interrupted=[batch] if batch else [])
+                                jobs_running=self.jobs.running(), interrupted=[batch] if batch else [],
+                                embedder=self.embedder_status())
+
+    def embedder_status(self) -> t.EmbedderStatus:
+        from engram.config.serving_embedder import embedder_key
+
+        change = self.rt.embedder_change()
+        if change is None:
+            key = embedder_key(self.rt.config.embedder)
+            return t.EmbedderStatus(serving=key, configured=key)
+        return t.EmbedderStatus(serving=change["serving"], configured=change["configured"], reindex_needed=True,
+                                to_reembed={a: t.ReembedCounts(**n) for a, n in change["agents"].items()})
+
+    def reindex(self) -> t.Job:
+        """Re-embed the home with the embedder engram.json names and switch to it (a job; progress counts texts
+        embedded). The home keeps serving with its embedder until the switch (`Runtime.reindex`)."""
+
+        def work(progress) -> dict:
+            try:
+                report = self.rt.reindex(on_progress=lambda done, total: progress.set(done, total))
+            finally:
+                self.config = self.rt.config  # the embedder now served with
+                self._query_embedder = None
+                self._files.clear()
+            return report
+
+        return self.jobs.start("reindex", 0, "texts", work)
 
     def run_sql(self, req: t.SqlRequest, agents: list[str] | None = None) -> t.SqlResponse:
         """A user's SQL over the log and every projection: one read-only statement, confined

@@ -165,7 +165,7 @@ class CognitiveOps:
                               at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
                               if req.at is not None else None,
                               **({} if req.as_of is None else {"as_of_us": to_us(req.as_of, max_ahead_s=None)}),
-                              **({} if req.record else {"record": False}))
+                              **({} if req.record else {"record": False}), **self._recall_filter(req))
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
             query=result.query, agent=result.agent, discussion=result.discussion, now_us=result.now_us,
@@ -180,6 +180,21 @@ class CognitiveOps:
                 matches=[t.HydeMatch(trace_id=tid, cosine=r6(c)) for tid, c in result.hyde.hits]),
             hits=[api_hit(h, sources) for h in result.hits],
         )
+
+    @staticmethod
+    def _recall_filter(req: t.RecallRequest) -> dict:
+        """The request's filters as the trace reader's `only` (none: no option, the reader's fast path)."""
+        from engram.events.envelope import to_us as event_us
+        from engram.memory.cognitive.filters import TraceFilter
+
+        if not (req.kinds or req.since or req.until or req.metadata):
+            return {}
+        since = event_us(req.since) if req.since is not None else None
+        until = event_us(req.until) if req.until is not None else None
+        if since is not None and until is not None and until <= since:
+            raise error("invalid_request", "`until` must be later than `since`")
+        return {"only": TraceFilter(kinds=frozenset(req.kinds or ()), since_us=since, until_us=until,
+                                    metadata=tuple(sorted((req.metadata or {}).items())))}
 
     def _recall(self, agent: str, query: str, *, at: int | None = None, fresh: bool = True, **options):
         self.sync_settings(agent)  # personality and weights as agent.config.json says now
@@ -268,7 +283,8 @@ class CognitiveOps:
         event = WorkingMemoryWritten(markdown=text, truncated=truncated, budget_tokens=budget)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
         self.rt.wait_projections()
-        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], characters=len(text), truncated=truncated,
+        return t.WorkingMemoryWritten(agent=agent, seq=appended.seqs[0], position=self.position(agent, appended.seqs),
+                                      characters=len(text), truncated=truncated,
                                       budget_tokens=budget)
 
     def set_mood(self, agent: str, req: t.MoodRequest) -> t.EventResponse:
@@ -282,7 +298,7 @@ class CognitiveOps:
         self.sync_settings(agent, ts)
         event = MoodChanged(valence=req.valence, arousal=req.arousal, dominance=req.dominance, reason=req.reason)
         appended = self.rt.append([Write(agent_stream(agent), agent, (NewEvent(event, ts),))])[0]
-        return t.EventResponse(seq=appended.seqs[0])
+        return t.EventResponse(seq=appended.seqs[0], position=self.position(agent, appended.seqs))
 
     def mood_history(self, agent: str) -> t.Table:
         """The MoodChanged history (empty: the agent.config.json baseline applies)."""

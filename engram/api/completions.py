@@ -20,6 +20,14 @@
   mid-stream), the model's call stops and the reply is NOT appended: the log holds what the conversation
   holds, and a front-end that kept the cut reply resends it with its next turn, when it is appended as any
   new message. The user's message stays in the log either way, as it does after a model error mid-stream.
+- The front end's samplers (`CompletionRequest.sampling`: temperature, top_p, top_k, max_tokens, stop, seed) go to
+  the reply's model call (the `returnToUser` node's, or the call without memory), winning over its preset's unless
+  the preset says `"frontEndSamplers": "override"`; memory-creating calls never get them.
+- Without a tag the request is forwarded unchanged: the front end's system and conversation messages and its
+  samplers go to the configured `respond` route as they came; a text prompt (`text_prompt`: /v1/completions,
+  /api/generate) goes to the model untouched (a text-completion endpoint gets it as it is, not templated).
+- A text prompt with a tag is the discussion's next user turn: appended after what the log holds (it is not
+  aligned with the log's tail as a resent history is), answered by the workflow like any chat turn.
 - Several server replicas over one log: a replica's incremental view of a discussion is checked against the
   log on use (the last message it knows must still be at its position, see `_logged_keys`), so a forget
   through another replica makes it read the discussion again.
@@ -148,6 +156,17 @@ class MemoryWorkers:
                 log.exception("the proxy's memory work failed")
 
 
+def sampling_of(req: t.CompletionRequest):
+    """The front end's samplers as the LLM layer takes them (None: the request set none)."""
+    from engram.providers.endpoints.wire import Sampling
+
+    s = req.sampling
+    if s is None:
+        return None
+    return Sampling(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=s.max_tokens,
+                    stop=tuple(s.stop), seed=s.seed)
+
+
 class ReplyAbandoned(Exception):
     """Raised by a streamed reply's receiver when nobody listens any more: the model's call stops, the reply is
     not appended."""
@@ -254,6 +273,8 @@ class CompletionOps:
         started = timing.started
         validate_agent(agent)
         discussion = find_discussion_id([m.content for m in req.messages])
+        if discussion is None and req.text_prompt:
+            return self._forward_text_prompt(agent, req, started, on_text, timing)
         system = "\n\n".join(x for x in (strip_discussion_tags(m.content) for m in req.messages if m.role == "system") if x)
         turns = [(m.role, strip_discussion_tags(m.content), m.name) for m in req.messages if m.role != "system"]
         turns = [x for x in turns if x[1]]
@@ -276,12 +297,29 @@ class CompletionOps:
         timing = timing or Timing()
         result = timing.model_call(lambda: self.tasks().respond(
             lines, system_prompt=system or None, max_tokens=req.max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS,
-            on_text=on_text))
+            on_text=on_text, sampling=sampling_of(req)))
+        return self._answered(agent, result, started)
+
+    def _forward_text_prompt(self, agent, req, started, on_text=None, timing=None) -> t.CompletionResponse:
+        """A text completion without memory: the prompt to the model as the front end wrote it."""
+        from engram.config import defaults as d
+
+        system = "\n\n".join(m.content for m in req.messages if m.role == "system" and m.content)
+        prompt = "".join(m.content for m in req.messages if m.role != "system")
+        if not prompt.strip():
+            raise error("malformed_messages", "the prompt is empty: give the text to complete")
+        timing = timing or Timing()
+        result = timing.model_call(lambda: self.tasks().respond(
+            (), system_prompt=system or None, max_tokens=req.max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS,
+            on_text=on_text, sampling=sampling_of(req), completion_prompt=prompt))
+        return self._answered(agent, result, started, strip=False)  # a continuation's leading space is its own
+
+    def _answered(self, agent, result, started, strip: bool = True) -> t.CompletionResponse:
         if result.llm.error:
             raise llm_failure(result.llm.error)
         total = (time.perf_counter() - started) * 1000
         llm_ms = min(result.llm.latency_ms, total)
-        return t.CompletionResponse(agent=agent, discussion=None, reply=result.value.strip(),
+        return t.CompletionResponse(agent=agent, discussion=None, reply=result.value.strip() if strip else result.value,
                                     responder=f"{result.llm.provider}/{result.llm.model}", appended=0, reply_seq=None,
                                     memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
@@ -298,9 +336,14 @@ class CompletionOps:
         from engram.memory.ingest.history import chain_ids, message_key, new_positions
 
         keys = [message_key(role, text) for role, text, _ in turns]
-        ids = chain_ids(discussion, keys)
         logged, mark = self._logged_keys(agent, discussion)
-        new = new_positions(logged, keys)
+        if req.text_prompt:  # the next turn after the log's messages, whatever they are
+            ids = chain_ids(discussion, logged + keys)[len(logged):]
+            new = list(range(len(keys)))
+        else:
+            ids = chain_ids(discussion, keys)
+            new = new_positions(logged, keys)
+        chain = logged + keys if req.text_prompt else keys  # the history the reply's id is chained on
         ts = now_us()
         incoming = [(turns[i], ids[i], {}) for i in new]
         new_keys = [keys[i] for i in new]
@@ -317,7 +360,7 @@ class CompletionOps:
         memory = self._proxy_memory(agent)
         ctx = RunContext(discussion=discussion, messages=[ChatMessage(role, text, name) for role, text, name in turns],
                          memory=memory, responder=_TimedResponder(Responder(self.tasks()), timing or Timing()),
-                         system_prompt=system, stream_to=on_text, readers_side_by_side=True)
+                         system_prompt=system, stream_to=on_text, sampling=sampling_of(req), readers_side_by_side=True)
         try:
             outcome = run(workflow, ctx, defer=True)
         except Exception as exc:
@@ -341,7 +384,7 @@ class CompletionOps:
         reply_key = message_key("assistant", reply)
         # What the workflow's memory nodes gave the reply goes with it (`engram.memory.cognitive.llm_bridge.own_words`).
         injected = [r.output for r in outcome.results if r.id != outcome.response_node and not r.background]
-        items = incoming + [(("assistant", reply, None), chain_ids(discussion, keys + [reply_key])[-1],
+        items = incoming + [(("assistant", reply, None), chain_ids(discussion, chain + [reply_key])[-1],
                              {"responder": responder, **record_injected(injected)})]
         seqs, result = self._proxy_append(agent, discussion, items, max(now_us(), ts + len(incoming)))
         self._remember_tail(agent, discussion, logged, mark, new_keys + [reply_key], result)

@@ -24,18 +24,53 @@ class DiscussionOps:
         self.discussion_agent(discussion, agent)
         files = self.files(agent)
         started = time.perf_counter()
+        admits = self._search_filter(agent, discussion, req)
         try:
             result = vsearch.search(
-                files.open_store(discussion), req.keywords, discussion=discussion, limit=req.limit, mode=req.mode,
+                files.open_store(discussion), req.keywords, discussion=discussion,
+                limit=req.limit if admits is None else t.MAX_RESULTS, mode=req.mode,
                 embed=files.embed, embedding_model=None if req.mode == "keyword" else files.embedding_model,
             )
         except vsearch.SearchError as exc:
             raise error("bad_query", str(exc)) from None
         ms = (time.perf_counter() - started) * 1000
         d = result.as_dict()
+        if admits is not None:  # ranked among those that pass: the whole ranking (a discussion's store), then the cut
+            d["hits"] = [dict(h, rank=i + 1) for i, h in enumerate(h for h in d["hits"] if admits(h))][: req.limit]
+            d["limit"] = req.limit
         return t.SearchResponse(discussion=discussion, agent=agent, mode=d["mode"], keywords=d["keywords"],
                                 limit=d["limit"], warnings=d["warnings"], reason=d["reason"], hits=d["hits"],
                                 ms=round(ms, 2))
+
+    def _search_filter(self, agent: str, discussion: str, req: t.SearchRequest):
+        """What a search hit must pass (None: no filter): its messages' time overlaps [since, until), its metadata
+        holds every pair asked for."""
+        import json
+
+        from engram.events.envelope import to_us
+
+        if req.since is None and req.until is None and not req.metadata:
+            return None
+        since = to_us(req.since) if req.since is not None else None
+        until = to_us(req.until) if req.until is not None else None
+        if since is not None and until is not None and until <= since:
+            raise error("invalid_request", "`until` must be later than `since`")
+        labelled = None
+        if req.metadata:
+            _, rows = self.sql_rows("SELECT memory_id, metadata FROM vector_memories WHERE agent = ? AND discussion_id = ? "
+                                    "AND metadata IS NOT NULL", [agent, discussion])
+            wanted = req.metadata.items()
+            labelled = {mid for mid, raw in rows if all(json.loads(raw).get(k) == v for k, v in wanted)}
+
+        def admits(hit: dict) -> bool:
+            from datetime import datetime
+
+            first = to_us(datetime.fromisoformat(hit["first_ts"].replace("Z", "+00:00")))
+            last = to_us(datetime.fromisoformat(hit["last_ts"].replace("Z", "+00:00")))
+            return ((since is None or last >= since) and (until is None or first < until)
+                    and (labelled is None or hit["memory_id"] in labelled))
+
+        return admits
 
     def memories(self, agent: str, discussion: str, last: int | None = None) -> t.MemoriesResponse:
         """The chunk memories of `<id>_memories.jsonl`, oldest first (the last `last` of them)."""

@@ -45,6 +45,7 @@ CODES: dict[str, int] = {
     "llm_unavailable": 503,  # the LLM could not be reached (or its API key is missing)
     "runtime_unavailable": 503,  # Ray or the shard actors are down
     "job_lost": 503,  # a job's error: the server (replica) running it stopped before it finished
+    "lagging": 503,  # a read `after` a position: what it reads had not handled it within the bounded wait
     "internal": 500,
 }
 

@@ -54,7 +54,8 @@ class MessageOps:
         out = [t.AppendResult(discussion=w.stream, appended=len(r.seqs) - r.duplicates, duplicates=r.duplicates,
                               seqs=list(r.seqs)) for w, r in zip(writes, results)]
         out += [t.AppendResult(discussion=d, appended=0, duplicates=0, seqs=[]) for d in empty]
-        return t.AppendResponse(agent=agent, results=out, settings_recorded=recorded)
+        return t.AppendResponse(agent=agent, results=out, settings_recorded=recorded,
+                                position=self.position(agent, [s for r in results for s in r.seqs]))
 
     def record_settings(self, agent: str) -> t.SettingsRecorded:
         """Record the agent's settings files (agent.config.json, the discussion settings) in the log if they
@@ -74,4 +75,5 @@ class MessageOps:
         write = Write(discussion, agent, (NewEvent(event, ts, f"toolfail:{req.call_id}" if req.call_id else None),))
         appended = self.rt.append([write])[0]
         self.note_streams([write])
-        return t.EventResponse(seq=appended.seqs[0], duplicate=bool(appended.duplicates))
+        return t.EventResponse(seq=appended.seqs[0], duplicate=bool(appended.duplicates),
+                               position=self.position(agent, appended.seqs))

@@ -19,15 +19,18 @@ from engram.api.clock import now_us
 from engram.api.cognitive import CognitiveOps
 from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
-from engram.api.errors import taken_discussion, unknown_agent, unknown_discussion
+from engram.api import positions
+from engram.api.errors import CODES, ApiError, taken_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
+from engram.api.listing import ListOps
+from engram.api.memories import MemoryOps
 from engram.api.messages import MessageOps
 from engram.api.work import WorkOps
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.runtime.base import MissingTable, Runtime
 
 
-class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, AdminOps):
+class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, CompletionOps, AdminOps, ListOps):
     def __init__(self, runtime: Runtime):
         self.rt = runtime
         self.config = runtime.config
@@ -114,6 +117,29 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
         with self._streams_lock:
             self._streams = {}
 
+    # ------------------------------------------------------------------ read your writes (engram.api.positions)
+
+    def position(self, agent: str, seqs) -> str | None:
+        """The position token of a write of `agent` whose events are at `seqs`."""
+        return positions.token(self.rt.shard_of(agent), seqs)
+
+    def reach(self, agent: str, after: str | None, read: str, discussion: str | None = None) -> None:
+        """Return once the consumers a `read` of `agent` reads from (`positions.READS`) have handled `after`, the
+        position a write answered with; 503 `lagging` (naming what lags) after `limits.readAfterWaitSeconds`.
+        Without `after`, at once: a read waits for nobody's writes unless asked."""
+        validate_agent(agent)
+        wanted = positions.parse(after)
+        if not wanted:
+            return
+        shard = self.rt.shard_of(agent)
+        seq = wanted.get(shard, 0)  # a token of writes to agents on other shards only: nothing to wait for
+        if seq <= 0:
+            return
+        lag = self.rt.reach(agent, seq, positions.READS[read], discussion=discussion,
+                            timeout=self.config.limits.read_after_wait_seconds)
+        if lag is not None:
+            raise ApiError(CODES["lagging"], "lagging", positions.lagging_message(shard, seq, lag), retry_after=1.0)
+
     # ------------------------------------------------------------------ shared helpers
 
     def sync_settings(self, agent: str, ts_us: int | None = None) -> int:
@@ -144,7 +170,33 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, WorkOps, CompletionOps, Admin
                                                      self.config.embedder, self.query_embedder())
         return files
 
+    def event_feed(self):
+        """The `/v1/events` fan-out of this process (`engram.api.events.EventFeed`), started on first use."""
+        feed = self.__dict__.get("_event_feed")
+        if feed is None:
+            from engram.api.events import EventFeed
+
+            with self._streams_lock:
+                feed = self.__dict__.setdefault("_event_feed", EventFeed(self.rt))
+        return feed
+
+    def start_webhooks(self, post=None):
+        """Start delivering memory changes to the webhooks of engram.json (`webhooks`); None when it names none.
+        (`post(url, body, headers, timeout) -> status`: a stand-in transport for tests.)"""
+        if not self.config.webhooks:
+            return None
+        from engram.api.webhooks import WebhookDispatcher
+
+        dispatcher = self.__dict__.get("_webhooks")
+        if dispatcher is None:
+            dispatcher = self.__dict__["_webhooks"] = WebhookDispatcher(self.event_feed(), self.config.webhooks, post)
+        return dispatcher
+
     def close(self) -> None:
         self.wait_proxy_memory(timeout=120)  # memory creation the proxy started after its responses
+        if "_webhooks" in self.__dict__:
+            self._webhooks.close()
+        if "_event_feed" in self.__dict__:
+            self._event_feed.close()
         self.jobs.close()
         self.rt.close()

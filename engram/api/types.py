@@ -30,6 +30,9 @@ Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
 MAX_RESULTS = 1000
 MAX_ROWS = 1_000_000
 Role = Literal["user", "assistant", "system", "tool"]
+# A user's labels on a memory: a flat object of text, at most 64 keys.
+Metadata = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=256)], Annotated[str, Meta(max_length=16_384)]],
+                     Meta(max_length=64)]
 Factor = Literal["strength", "similarity", "recency", "emotional", "activation", "importance"]
 
 
@@ -115,6 +118,21 @@ class ShardStatus(Model, kw_only=True):
     projection_timings: dict[str, dict[str, float]] = {}
 
 
+class ReembedCounts(Model, kw_only=True):
+    traces: int = 0
+    discussion_memories: int = 0
+
+
+class EmbedderStatus(Model, kw_only=True):
+    """The embedder the home serves with, and (when engram.json names another) what `engram reindex` re-embeds."""
+
+    serving: str  # the embedder the home's vectors are made by (`engram.config.serving_embedder.embedder_key`)
+    configured: str  # the one engram.json names
+    reindex_needed: bool = False
+    # Per agent, what the configured embedder must re-embed before the home switches to it.
+    to_reembed: dict[str, ReembedCounts] = {}
+
+
 class StatusResponse(Model, kw_only=True):
     home: str
     mode: str
@@ -122,6 +140,7 @@ class StatusResponse(Model, kw_only=True):
     shards: list[ShardStatus]
     jobs_running: int = 0
     interrupted: list[str] = []  # work a restart interrupted, with how to continue it
+    embedder: EmbedderStatus | None = None
 
 
 class SqlRequest(Model, kw_only=True):
@@ -179,6 +198,8 @@ class AppendResponse(Model, kw_only=True):
     agent: str
     results: list[AppendResult]
     settings_recorded: int = 0  # SettingsChanged events appended because the settings files changed
+    # Where the write is in the log (engram.api.positions): pass it as `after` to a read that must see it.
+    position: str | None = None
 
 
 class SettingsRecorded(Model, kw_only=True):
@@ -197,6 +218,7 @@ class ToolFailureRequest(Model, kw_only=True):
 class EventResponse(Model, kw_only=True):
     seq: int
     duplicate: bool = False
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 # --------------------------------------------------------------------------- discussion memory
@@ -205,6 +227,11 @@ class SearchRequest(Model, kw_only=True):
     keywords: Annotated[str, Meta(max_length=10_000)]  # separated by ";" (OR logic)
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
     limit: Annotated[int, Meta(ge=1, le=MAX_RESULTS)] = 5
+    # Filters (ranked among the memories that pass): the time its messages were said overlaps [since, until); each
+    # metadata pair equal in the memory's metadata (`PATCH …/memories/vector/{id}`).
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Metadata | None = None
 
 
 class SearchResponse(Model, kw_only=True):
@@ -317,6 +344,13 @@ class RecallRequest(Model, kw_only=True):
     mood: tuple[Unit, Unit, Unit] | None = None
     sources: bool = True  # include the source messages of every hit
     record: bool = True  # False: a look that leaves memory as it was (no TraceRetrieved, nothing reinforced)
+    # Filters every candidate passes (inside the search, not a cut of its top): a trace's type (episodic, semantic,
+    # procedural, prospective, relational) or category (a fact's, "lesson", "observation", …); encoded at or after
+    # `since` and before `until`; each metadata pair equal in the trace's metadata (`PATCH …/memories/trace/{id}`).
+    kinds: Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]], Meta(max_length=32)] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Metadata | None = None
 
 
 class SourceMessage(Model, kw_only=True):
@@ -423,6 +457,7 @@ class WorkingMemoryWritten(Model, kw_only=True):
     characters: int
     truncated: bool
     budget_tokens: int
+    position: str | None = None  # pass as `after` to a read that must see this write (engram.api.positions)
 
 
 class MoodRequest(Model, kw_only=True):
@@ -467,6 +502,7 @@ class ChatResponse(Model, kw_only=True):
     responder: str  # provider/model; the offline responder says it is not a language model
     user_seq: int | None
     reply_seq: int | None
+    position: str | None = None  # pass as `after` to a read that must see this turn (engram.api.positions)
 
 
 class ChatInfo(Model, kw_only=True):
@@ -486,12 +522,31 @@ class ChatTurn(Model, kw_only=True):
     name: str | None = None
 
 
+class Samplers(Model, kw_only=True):
+    """The front end's own sampler values (None: not sent, the route's preset or the server decides). They win over
+    the routed preset's unless the preset says `"frontEndSamplers": "override"`."""
+
+    temperature: Annotated[float, Meta(ge=0, le=100)] | None = None
+    top_p: Annotated[float, Meta(ge=0, le=1)] | None = None
+    top_k: Annotated[int, Meta(ge=0, le=1_000_000)] | None = None
+    max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    stop: Annotated[list[Annotated[str, Meta(max_length=1_000)]], Meta(max_length=64)] = []
+    seed: int | None = None
+
+
 class CompletionRequest(Model, kw_only=True):
     """A chat completion: the whole history as the front-end sends it. A `[DiscussionId]…[/DiscussionId]` tag in
-    any message switches memory on for that discussion; without one the request is answered without memory."""
+    any message switches memory on for that discussion; without one the request is answered without memory.
+
+    `text_prompt`: the request is a text completion (`/v1/completions`, `/api/generate`): its one user message is
+    the prompt the front end wrote. Without a tag it goes to the model as it is (a text-completion endpoint gets
+    it untouched); with one it is the discussion's next user turn, appended after what the log holds (a text
+    front end resends no history to align with)."""
 
     messages: Annotated[list[ChatTurn], Meta(min_length=1, max_length=100_000)]
     max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    sampling: Samplers | None = None
+    text_prompt: bool = False
 
 
 class CompletionResponse(Model, kw_only=True):
@@ -508,6 +563,40 @@ class CompletionResponse(Model, kw_only=True):
 
 
 # --------------------------------------------------------------------------- forgetting and jobs
+
+# --------------------------------------------------------------------------- one memory at a time
+
+# A fact is a trace (auto-ingest keeps facts as traces): "fact" reads and edits the trace of that id.
+MemoryKind = Literal["trace", "fact", "chunk", "vector"]
+
+
+class MemoryItem(Model, kw_only=True):
+    """One memory as it is now (after every edit): `GET /v1/agents/{agent}/memories/{kind}/{memory_id}`."""
+
+    kind: MemoryKind
+    memory_id: str
+    agent: str
+    discussion: str | None  # the discussion it was made from; None for an agent-wide trace
+    content: str  # its text (a chunk memory's summary, a vector memory's summary, a trace's content)
+    title: str | None = None  # a vector memory's title
+    metadata: dict[str, str] = {}
+    category: str = ""  # a trace's category ("fact" categories of auto-ingest, "lesson", …)
+    created: str  # event time it was made
+    active: bool = True  # a trace still active (not pruned or superseded)
+    seq: int  # the log position of its latest change
+
+
+class MemoryEdit(Model, kw_only=True):
+    """A new form of one memory: its text, its metadata, or both (what is not given stays)."""
+
+    content: Annotated[str, Meta(min_length=1, max_length=100_000)] | None = None
+    metadata: Metadata | None = None
+
+
+class MemoryEdited(Model, kw_only=True):
+    memory: MemoryItem
+    seq: int  # the MemoryEdited event's position
+
 
 class ForgetRequest(Model, kw_only=True):
     reason: Annotated[str, Meta(max_length=10_000)] = ""
@@ -532,7 +621,8 @@ class DiscussionReplayRequest(Model, kw_only=True):
     verify: bool = False  # compare only
 
 
-JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export"]
+JobKind = Literal["replay", "verify", "rebuild", "discussion-replay", "regenerate", "forget", "reshard", "export",
+                  "reindex"]
 JobState = Literal["queued", "running", "succeeded", "failed"]
 
 
@@ -557,6 +647,93 @@ class JobList(Model, kw_only=True):
     jobs: list[Job]
 
 
+# --------------------------------------------------------------------------- listing and paging (engram.api.listing)
+
+MAX_PAGE = 1000  # rows a page holds at most
+MemoryKind = Literal["traces", "chunks", "vectors", "observations"]
+PageOrder = Literal["oldest", "newest"]
+
+
+class AgentSummary(Model, kw_only=True):
+    agent: str
+    discussions: int
+    messages: int
+    traces: int  # active memory traces
+    first_activity: str | None  # the first message's time (ISO 8601, UTC); None before any message
+    last_activity: str | None  # the last message's time
+
+
+class AgentList(Model, kw_only=True):
+    agents: list[AgentSummary]
+
+
+class DiscussionSummary(Model, kw_only=True):
+    discussion: str
+    messages: int
+    tokens: int
+    first_activity: str | None
+    last_activity: str | None
+    last_seq: int
+
+
+class DiscussionList(Model, kw_only=True):
+    agent: str
+    discussions: list[DiscussionSummary]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: this was the last page
+
+
+class StoredMessage(Model, kw_only=True):
+    seq: int  # its position in the agent's shard
+    message_id: str
+    role: str
+    name: str | None
+    content: str
+    ts: str
+    metadata: dict[str, str] = {}
+
+
+class MessagePage(Model, kw_only=True):
+    agent: str
+    discussion: str
+    order: PageOrder
+    messages: list[StoredMessage]
+    next_cursor: str | None = None  # pass as `cursor` for the next page; None: no more (now)
+
+
+class MemoryPage(Model, kw_only=True):
+    agent: str
+    kind: MemoryKind
+    discussion: str | None
+    memories: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
 def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+
+
+# --------------------------------------------------------------------------- LLM endpoints
+
+class LlmEndpointCheck(Model, kw_only=True):
+    """One configured LLM endpoint, called once (`engram llm check`)."""
+
+    endpoint: str
+    api_type: str
+    url: str
+    ok: bool
+    model: str | None = None  # what the server answered as (or lists)
+    latency_ms: float | None = None
+    structured: str | None = None  # how JSON answers work there ("json_schema", "grammar", ...); None: not constrained
+    context_window: int | None = None
+    context_source: str | None = None
+    embedding_dim: int | None = None
+    local: bool = False  # a server the user runs: cost 0
+    problem: str | None = None  # one line: what is wrong and what to fix
+    notes: list[str] = []
+    line: str = ""  # the whole check as one line, as the CLI prints it
+
+
+class LlmCheckResponse(Model, kw_only=True):
+    provider: str  # the line saying which provider answers memory tasks, and why
+    endpoints: list[LlmEndpointCheck]

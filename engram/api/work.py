@@ -25,7 +25,7 @@ class WorkOps:
         if getattr(self, "_tasks", None) is None:
             from engram.providers.llm.factory import make_tasks
 
-            self._tasks = make_tasks(self.config.llm)
+            self._tasks = make_tasks(self.config.llm, home=self.config.home)
         return self._tasks
 
     # ------------------------------------------------------------------ workflows
@@ -248,7 +248,8 @@ class WorkOps:
         reply_seq = self._chat_append(agent, discussion, "assistant", reply, responder=responder,
                                       **record_injected(injected))
         return t.ChatResponse(agent=agent, discussion=discussion, reply=reply, responder=responder or info.responder,
-                              user_seq=user_seq, reply_seq=reply_seq)
+                              user_seq=user_seq, reply_seq=reply_seq,
+                              position=self.position(agent, [s for s in (user_seq, reply_seq) if s]))
 
     def _chat_append(self, agent: str, discussion: str, role: str, content: str, **metadata: str) -> int | None:
         from engram.memory.ingest.messages import IncomingMessage, discussion_write

@@ -132,7 +132,7 @@ def serve(args) -> int:
     from engram.config.errors import ConfigError
     from engram.config.service import load_service_config
 
-    from engram.providers.llm.routing import select_provider
+    from engram.providers.llm.routing import why_provider
 
     home = home_path(args.home)
     said = private_home(home)
@@ -140,7 +140,8 @@ def serve(args) -> int:
         print(f"engram: {said}", flush=True)
     try:
         config = load_service_config(home)
-        select_provider(config.llm)  # e.g. llm.provider "anthropic" with its API key variable unset
+        # Which provider answers memory tasks and why; raises for e.g. llm.provider "anthropic" without its key.
+        llm_line = why_provider(config.llm)
     except ConfigError as exc:
         return fail(" ".join(str(exc).split()))
     try:
@@ -172,6 +173,7 @@ def serve(args) -> int:
     args.runtime = args.runtime or settings.runtime
     print(f"engram: starting the server of {home} ({backend}, runtime {args.runtime})…", flush=True)
     print(f"engram: {keys_note}", flush=True)
+    print(f"engram: {llm_line}", flush=True)
     started = time.perf_counter()
     try:
         if backend == "ray-serve":
@@ -185,6 +187,11 @@ def serve(args) -> int:
     said = api.resume_interrupted()
     if said:
         print(f"engram: {said}", flush=True)
+    try:
+        api.start_webhooks()
+    except ValueError as exc:  # a webhook whose secret variable is not set
+        api.close()
+        return fail(str(exc))
     try:
         return run_uvicorn(api, config, home, sock, url, token, host=host, idle=settings.idle_timeout_seconds
                            if args.started_by_command else 0.0, started=started)

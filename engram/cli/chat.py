@@ -87,16 +87,26 @@ class ChatSession:
             return False
 
     def show_memory(self) -> str:
-        if not self._known():
+        """The agent's working memory (the agent's, whichever discussion this is), then what this discussion has:
+        recent observations and compactions."""
+        from engram.api.errors import ApiError
+
+        try:
+            wm = self.mem.working_memory(self.agent)
+        except ApiError as exc:
+            if exc.code != "unknown_agent":
+                raise
             return f"nothing in memory yet for {self.agent} (say something first)"
         out = []
-        wm = self.mem.working_memory(self.agent)
         if wm.slots:
             first = wm.slots[0]
             out.append(f"working memory of {self.agent} ({len(wm.slots)} of {first['capacity']} slots, turn {first['turn']}):")
             out += [f"  {s['tag']} {s['activation']:.2f} {_clip(s['content'])}" for s in wm.slots]
         else:
             out.append(f"working memory of {self.agent}: empty (nothing has taken focus yet)")
+        if not self._known():
+            out.append(f"discussion {self.discussion}: no messages yet (observations and compactions come as you talk)")
+            return "\n".join(out)
         recent = self.mem.recent_observations(self.agent, self.discussion, limit=RECENT_NOTES)
         if recent.notes:
             out.append(f"recent observations ({recent.notes} latest notes of the Observer):")

@@ -18,6 +18,24 @@ from typing import Any, Iterable
 from engram.cli.errors import UsageError
 
 
+def count(maximum: int):
+    """An argparse `type` for a count from 1 to `maximum`: argparse's refusal names the option as the user typed
+    it among its spellings (`argument -k/--limit: …`), which a check after parsing cannot."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {maximum}, got {text!r}") from None
+        if not 1 <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be a number from 1 to {maximum}, got {value}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
 def home_of(args) -> Path:
     from engram.server.instance import home_path
 

@@ -11,8 +11,8 @@ nothing are counted, not listed, unless `--all`.
 
 from __future__ import annotations
 
-from engram.cli.common import client, print_table
-from engram.cli.errors import UsageError
+from engram.api.types import MAX_ROWS as MAX
+from engram.cli.common import client, count, print_table
 from engram.kernel.ids import validate_agent
 
 
@@ -24,7 +24,7 @@ def register(sub) -> None:
         "with work are recorded; idle ones cost nothing. One row per run (runs that changed nothing only with --all).")
     p.add_argument("--agent", default="default")
     p.add_argument("--all", action="store_true", help="list idle runs too")
-    p.add_argument("--limit", type=int, default=50, help="the latest N runs (default 50)")
+    p.add_argument("--limit", type=count(MAX), default=50, help="the latest N runs (default 50)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
     fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
@@ -33,8 +33,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     agent = validate_agent(args.agent)
-    if args.limit < 1:
-        raise UsageError("--limit must be positive")
     with client(args) as mem:
         res = mem.consolidations(agent, include_idle=args.all, limit=args.limit)
     totals = res.totals

@@ -76,11 +76,11 @@ def describe_providers(service_config, env: Mapping[str, str] | None = None) -> 
 
     config: LlmConfig = service_config.llm
     provider = select_provider(config, env)
-    if provider == "anthropic":
+    if provider != "offline":
         llm = make_tasks(config, env).describe()
     else:
         llm = OfflineTasks().describe()
         default = config.endpoints["default"]
-        if config.provider == "auto" and default.provider == "anthropic":
-            llm += f"; set {default.api_key_env} to use {default.model}"
+        if config.provider == "auto" and default.api_type != "offline" and default.key_env:
+            llm += f"; set {default.key_env} to use {default.model}"
     return f"LLM: {llm}\nEmbedder: {describe_embedder(service_config.embedder)}"

@@ -28,6 +28,7 @@ COMMANDS = [
     "status",
     "replay",
     "reshard",
+    "reindex",
     "export",
     "serve",
     "down",
@@ -42,6 +43,7 @@ COMMANDS = [
     "regenerate",
     "recall",
     "traces",
+    "memory",
     "working_memory",
     "mood",
     "init",
@@ -51,6 +53,7 @@ COMMANDS = [
     "observations",
     "consolidations",
     "inspect",
+    "llm",
 ]
 
 

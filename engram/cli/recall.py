@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from engram.cli.common import client, to_json
+from engram.api.types import MAX_RESULTS as MAX
+from engram.cli.common import client, count, to_json
 from engram.cli.errors import UsageError
 
 FACTORS = ("strength", "similarity", "recency", "emotional", "activation", "importance")
@@ -22,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("query")
     p.add_argument("--agent", default="default")
     p.add_argument("--discussion", help="recall in this discussion's scope (its traces and the agent-wide ones)")
-    p.add_argument("-k", "--limit", type=int, help="number of results (default: memory.retrieval.defaultLimit, +2 for agreeable agents)")
+    p.add_argument("-k", "--limit", type=count(MAX), help="number of results (default: memory.retrieval.defaultLimit, +2 for agreeable agents)")
     p.add_argument("--explain", action="store_true", help="show every factor, its weight and contribution, and the source messages")
     p.add_argument(
         "--weight", action="append", default=[], metavar="FACTOR=W",
@@ -81,8 +82,6 @@ def run(args) -> int:
     weights = parse_weights(args.weight)
     at = parse_at(args.at)
     as_of = parse_at(args.as_of, "--as-of")
-    if args.limit is not None and args.limit <= 0:
-        raise UsageError("--limit must be positive")
     if not args.query.strip():
         raise UsageError("the query is empty")
     with client(args) as mem:

@@ -21,6 +21,13 @@ def run(args) -> int:
           + (f"; {st.jobs_running} job(s) running" if st.jobs_running else "") + ")")
     for line in st.interrupted:
         print(f"INTERRUPTED: {line}")
+    if st.embedder is not None:
+        print(f"embedder  {st.embedder.serving}")
+        if st.embedder.reindex_needed:
+            print(f"REINDEX NEEDED: engram.json names the embedder {st.embedder.configured}; the home serves with "
+                  f"the one above until `engram reindex` re-embeds:")
+            for agent, n in st.embedder.to_reembed.items():
+                print(f"  {agent}: {n.traces} trace(s), {n.discussion_memories} discussion memory(ies)")
     for sh in st.shards:
         print(f"shard {sh.shard}: head {sh.head}, {sh.streams} stream(s)" + (f", on {sh.node}" if sh.node else ""))
         by_node: dict[str, list[str]] = {}

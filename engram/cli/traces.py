@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engram.cli.common import client, print_table
-from engram.cli.errors import UsageError
+from engram.api.types import MAX_ROWS as MAX
+from engram.cli.common import client, count, print_table
 from engram.kernel.ids import validate_agent
 
 
@@ -11,7 +11,7 @@ def register(sub) -> None:
     p = sub.add_parser("traces", help="list an agent's memory traces")
     p.add_argument("--agent", default="default")
     p.add_argument("--all", action="store_true", help="include soft-deleted (pruned, superseded) traces")
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--limit", type=count(MAX), default=None)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
     fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
@@ -20,8 +20,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     validate_agent(args.agent)
-    if args.limit is not None and args.limit < 1:
-        raise UsageError("--limit must be positive")
     with client(args) as mem:
         table = mem.traces(args.agent, include_inactive=args.all, limit=args.limit)
     if not table.columns:

@@ -27,6 +27,15 @@ def _submodel(model: type[BaseModel], key: str) -> type[BaseModel] | None:
     return None
 
 
+def _is_named_entries(model: type[BaseModel], key: str) -> bool:
+    for name, field in model.model_fields.items():
+        if key in (name, field.alias):
+            import typing
+
+            return typing.get_origin(field.annotation) is dict
+    return False
+
+
 def explain(exc: ValidationError, model: type[BaseModel], source: str) -> ConfigError:
     """Turn pydantic's errors into one ConfigError naming the file, field path and closest key."""
     lines = []
@@ -35,7 +44,12 @@ def explain(exc: ValidationError, model: type[BaseModel], source: str) -> Config
         path = ".".join(loc)
         if err["type"] == "extra_forbidden":
             owner: type[BaseModel] | None = model
+            keyed = False  # the previous part was a field of named entries (dict[str, Model]): this part is a name
             for part in loc[:-1]:
+                if keyed:
+                    keyed = False
+                    continue
+                keyed = owner is not None and _is_named_entries(owner, part)
                 owner = _submodel(owner, part) if owner else None
             valid = _aliases(owner) if owner else []
             close = difflib.get_close_matches(loc[-1], valid, n=1, cutoff=0.5)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from engram.config import defaults as d
 from engram.config.base import ConfigModel
@@ -62,6 +62,9 @@ class Limits(ConfigModel):
     # may lie; later times are refused (engram.api.clock.to_us states the rule). A day covers clocks that disagree
     # and local times sent as UTC; the past is not bounded (imported history keeps its dates).
     max_future_seconds: float = Field(86_400.0, ge=0)
+    # A read given a write's position (`after`, read-your-writes) waits at most this long for the projections and
+    # policies it reads from to handle it, then answers 503 `lagging` naming what lags (engram.api.positions).
+    read_after_wait_seconds: float = Field(10.0, gt=0, le=600)
 
 
 class ServerSettings(ConfigModel):
@@ -162,6 +165,41 @@ class ProxySettings(ConfigModel):
     default_agent: str = "default"
 
 
+WebhookEvent = Literal["memory.created", "memory.updated", "memory.forgotten"]
+WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("memory.created", "memory.updated", "memory.forgotten")
+
+
+class WebhookSettings(ConfigModel):
+    """An outgoing webhook (`webhooks` in engram.json): the home's owner names where memory changes are POSTed.
+
+    Only this file configures one: no API route or key can add or change a webhook, so no key can point the server at
+    an address of its choosing."""
+
+    url: str = Field(pattern=r"^https?://[^\s/?#]+[^\s]*$", max_length=2048)
+    # The HMAC-SHA256 key of the `X-Engram-Signature` header; or the name of an environment variable holding it.
+    secret: str | None = Field(None, min_length=16)
+    secret_env: str | None = Field(None, min_length=1)
+    events: list[WebhookEvent] = list(WEBHOOK_EVENTS)
+    agents: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = None  # None: every agent
+    max_attempts: int = Field(6, ge=1, le=20)  # a delivery is retried with doubling backoff, then dropped (logged)
+    backoff_seconds: float = Field(0.5, gt=0, le=60)
+    timeout_seconds: float = Field(10.0, gt=0, le=120)
+    queue: int = Field(10_000, ge=1)  # deliveries waiting per webhook; past it the oldest is dropped (logged)
+
+    @model_validator(mode="after")
+    def _has_a_secret(self) -> "WebhookSettings":
+        if not self.secret and not self.secret_env:
+            raise ValueError("a webhook needs `secret` (16 characters or more) or `secretEnv`: receivers check the "
+                             "X-Engram-Signature header with it")
+        return self
+
+    def key(self) -> bytes:
+        secret = os.environ.get(self.secret_env, "") if self.secret_env else (self.secret or "")
+        if not secret:
+            raise ValueError(f"webhook {self.url}: no secret (set `secret`, or `secretEnv` to a variable that holds one)")
+        return secret.encode()
+
+
 class ServiceConfig(ConfigModel):
     home: Path = Path("~/.engram")
     shards: int = Field(1, ge=1, le=1024)
@@ -173,6 +211,13 @@ class ServiceConfig(ConfigModel):
     # Checked against the home's shard count (its layout, which re-sharding grows) when a runtime opens it.
     cluster: ClusterSettings = ClusterSettings()
     proxy: ProxySettings = ProxySettings()
+    webhooks: list[WebhookSettings] = []
+
+    @model_validator(mode="after")
+    def _embedder_endpoint(self) -> "ServiceConfig":
+        # The embedder's endpoint is declared once, under llm.endpoints; the embedder carries a copy of it.
+        object.__setattr__(self, "embedder", self.embedder.resolved(self.llm.endpoints))
+        return self
 
 
 def default_home() -> Path:

@@ -3,7 +3,7 @@
 Importing this package registers the whole catalogue.
 """
 
-from engram.events import background, cognitive, control, discussion, llm, messages  # noqa: F401
+from engram.events import background, cognitive, control, discussion, llm, memory_edits, messages  # noqa: F401
 from engram.events.base import Event, event_class, registry
 from engram.events.envelope import Appended, NewEvent, Recorded, Write
 

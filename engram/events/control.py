@@ -79,4 +79,4 @@ class Unreadable(Event, tag="Unreadable", frozen=True):
 
 
 # Forgetting keeps its own markers: they hold nothing but the id that was forgotten.
-FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten")
+FORGET_MARKERS = ("DiscussionForgotten", "AgentForgotten", "MemoryDeleted")

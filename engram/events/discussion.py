@@ -113,3 +113,16 @@ class VectorMemoryStored(Event, tag="VectorMemoryStored", frozen=True):
     topics: tuple[str, ...] = ()
     workflow: str | None = None
     workflow_error: str | None = None
+
+
+class VectorMemoryReembedded(Event, tag="VectorMemoryReembedded", frozen=True):
+    """A vector memory's embedding by another embedder (`engram reindex`): it replaces the recorded one.
+
+    Recorded like the first (float32, little-endian, base64, with the embedder's name), so that replay rebuilds
+    the store with the new vectors and without an embedder. A memory of a superseded generation is left alone.
+    """
+
+    generation: int
+    memory_id: str
+    embedding: str
+    embedding_model: str

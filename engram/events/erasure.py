@@ -87,6 +87,76 @@ def plan(store: "EventStore", streams: Sequence[str], *, before_seq: int | None 
     return Erasure(seqs=sorted(kept), texts=sorted(texts))
 
 
+# The event that creates a memory of each kind (`engram.events.memory_edits.MEMORY_KINDS`), and its id field.
+MEMORY_CREATED = {"trace": ("TraceEncoded", "trace_id"), "chunk": ("ChunkSummarized", "memory_id"),
+                  "vector": ("VectorMemoryStored", "memory_id")}
+
+
+def memory_events(store: "EventStore", agent: str, kind: str, memory_id: str, *, before_seq: int | None = None) -> list[int]:
+    """The seqs of the events that make one memory: its creation and its edits (not yet erased)."""
+    created, field = MEMORY_CREATED[kind]
+    limit = before_seq if before_seq is not None else store.head() + 1
+    return [r[0] for r in store.query(
+        f"SELECT seq FROM events WHERE agent = ? AND seq < ? AND ("
+        f"(type = ? AND json_extract_string(payload, '$.{field}') = ?) OR "
+        f"(type = 'MemoryEdited' AND json_extract_string(payload, '$.kind') = ? "
+        f"AND json_extract_string(payload, '$.memory_id') = ?)) ORDER BY seq",
+        [agent, limit, created, memory_id, kind, memory_id])[1]]
+
+
+# What deleting one memory leaves even when it says the same words: the conversation, and the other memories.
+KEPT_WHEN_QUOTING = ("MessageAppended", "TraceEncoded", "ChunkSummarized", "VectorMemoryStored", "MemoryEdited")
+
+
+def plan_memory(store: "EventStore", agent: str, kind: str, memory_id: str, *, before_seq: int | None = None) -> Erasure:
+    """What deleting one memory erases: its creation and every edit of it, what they caused, and the events of its
+    stream and of its agent's own stream that record something about one of its texts (working memory slots, a fact
+    auto-ingest skipped as its duplicate, an observation), with what they caused.
+
+    The messages it was made from stay (they are the conversation, not the memory; forgetting their discussion
+    erases them), and so do other memories of the discussion that say the same words."""
+    doomed = _caused_closure(store, memory_events(store, agent, kind, memory_id, before_seq=before_seq))
+    if kind == "chunk" and doomed:
+        doomed |= _summaries_since(store, agent, memory_id, min(doomed))
+    texts: set[str] = set()
+    for _, payload in _payloads(store, sorted(doomed)):
+        data = msgspec.json.decode(payload)
+        data.pop("metadata", None)  # metadata is the user's labels, not the memory's text
+        texts.update(_quotable(data))
+    quoted = [msgspec.json.encode(t)[1:-1].decode() for t in sorted(texts)]
+    streams = [f"agent:{agent}", *{r[0] for r in store.query(
+        "SELECT DISTINCT stream FROM events WHERE seq IN (SELECT unnest(?::BIGINT[]))", [sorted(doomed)])[1]}]
+    found = [seq for seq, payload in store.query(
+        "SELECT seq, payload FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND type <> 'Purged' "
+        "AND type NOT IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq", [streams, [*FORGET_MARKERS, *KEPT_WHEN_QUOTING]])[1]
+        if seq not in doomed and any(q in payload for q in quoted)]
+    doomed |= _caused_closure(store, found)
+    kept = {r[0] for r in store.query(
+        "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged' "
+        "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [sorted(doomed), list(FORGET_MARKERS)])[1]}
+    # A text the log keeps elsewhere (a trace's content is often its message's words) is no forgotten text: policy
+    # state holding it is no sign of a leak.
+    left = {text for text, q in zip(sorted(texts), quoted) if store.query(
+        "SELECT count(*) FROM events WHERE agent = ? AND type <> 'Purged' AND seq NOT IN (SELECT unnest(?::BIGINT[])) "
+        "AND contains(payload, ?)", [agent, sorted(doomed), q])[1][0][0]}
+    return Erasure(seqs=sorted(kept), texts=sorted(texts - left))
+
+
+def _summaries_since(store: "EventStore", agent: str, memory_id: str, created: int) -> set[int]:
+    """The rolling summaries a chunk memory went into: the first update that merged it and every later update of its
+    discussion's generation (each is made from the one before). The Summarizer merges what is left again."""
+    rows = store.query(
+        "SELECT seq, stream, json_extract(payload, '$.generation')::INTEGER FROM events WHERE agent = ? "
+        "AND type = 'RollingSummaryUpdated' AND seq > ? AND contains(payload, ?) ORDER BY seq LIMIT 1",
+        [agent, created, msgspec.json.encode(memory_id).decode()])[1]
+    if not rows:
+        return set()
+    first, stream, generation = rows[0]
+    return {r[0] for r in store.query(
+        "SELECT seq FROM events WHERE stream = ? AND type = 'RollingSummaryUpdated' AND seq >= ? "
+        "AND json_extract(payload, '$.generation')::INTEGER = ?", [stream, first, generation])[1]}
+
+
 def _caused_closure(store: "EventStore", seqs: list[int]) -> set[int]:
     if not seqs:
         return set()
@@ -117,6 +187,10 @@ def unfinished(store: "EventStore") -> list[tuple[int, list[str]]]:
         "SELECT seq, type, payload, agent FROM events WHERE type IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq",
         [list(FORGET_MARKERS)])[1]:
         data = msgspec.json.decode(payload)
+        if type_ == "MemoryDeleted":
+            if memory_events(store, agent, data["kind"], data["memory_id"], before_seq=seq):
+                out.append((seq, [memory_key(data["kind"], data["memory_id"])]))
+            continue
         if type_ == "DiscussionForgotten":
             streams = [data["discussion_id"]]
         else:
@@ -127,6 +201,22 @@ def unfinished(store: "EventStore") -> list[tuple[int, list[str]]]:
         if left:
             out.append((seq, streams))
     return out
+
+
+# A deleted memory travels through the forget machinery as a pseudo-stream "memory:<kind>:<id>" (never a valid
+# stream id: streams hold no colon, except "agent:<id>").
+MEMORY_PREFIX = "memory:"
+
+
+def memory_key(kind: str, memory_id: str) -> str:
+    return f"{MEMORY_PREFIX}{kind}:{memory_id}"
+
+
+def parse_memory_key(key: str) -> tuple[str, str] | None:
+    if not key.startswith(MEMORY_PREFIX):
+        return None
+    kind, _, memory_id = key[len(MEMORY_PREFIX):].partition(":")
+    return kind, memory_id
 
 
 def search_terms(texts: Sequence[str], min_chars: int = 12) -> list[bytes]:

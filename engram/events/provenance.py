@@ -29,3 +29,9 @@ class LlmCall(msgspec.Struct, frozen=True, kw_only=True):
     cache_read_tokens: int = 0  # of input_tokens: read from the prompt cache
     cache_write_tokens: int = 0  # of input_tokens: written to the prompt cache
     batch_id: str | None = None  # the Message Batch that answered, for bulk regeneration
+    # Added with endpoint API types (issue 25): how a JSON answer was asked for ("json_schema", "json_object_schema",
+    # "ollama_format", "grammar", "output_format", "tool", "prompt"; None: a free-form answer), whether it needed the
+    # repair request, and whether the token counts are engram's estimate (the server streamed no usage).
+    structured: str | None = None
+    repaired: bool = False
+    usage_estimated: bool = False

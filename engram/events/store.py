@@ -656,10 +656,12 @@ class EventStore:
                 self._committing = False
                 self._cond.notify_all()
 
-    def erase(self, seqs: Sequence[int]) -> int:
+    def erase(self, seqs: Sequence[int], *, keep_ids: bool = False) -> int:
         """Replace the payloads of `seqs` with `Purged` tombstones naming only the original type, in one
         transaction; positions, streams and versions stay. `compact_database` then rewrites the file so the
-        old bytes do not linger in free blocks."""
+        old bytes do not linger in free blocks. `keep_ids`: the tombstones keep their event ids (ids, never text),
+        so a policy that decides the same again (its deterministic id) is acknowledged without writing: what a
+        deleted memory needs while the messages it was made from stay in the log."""
         with self._commit_turn() as con:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -667,11 +669,11 @@ class EventStore:
                     """
                     UPDATE events SET
                         payload = '{"type":"Purged","original_type":"' || type || '"}',
-                        type = 'Purged', schema_version = 1, event_id = NULL
+                        type = 'Purged', schema_version = 1, event_id = CASE WHEN ? THEN event_id END
                     WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged'
                       AND type NOT IN (SELECT unnest(?::VARCHAR[]))
                     """,
-                    [list(seqs), list(FORGET_MARKERS)],
+                    [keep_ids, list(seqs), list(FORGET_MARKERS)],
                 ).fetchall()[0][0]
                 con.execute("COMMIT")
             except Exception:

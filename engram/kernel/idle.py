@@ -10,6 +10,9 @@ import time
 from typing import Callable, Mapping, Sequence
 
 POLL_S = 0.1
+# The name a shard's projection fold goes by among its consumers (beside the policy groups), where a read waits for
+# a position (read-your-writes: engram.api.positions, Runtime.reach).
+PROJECTIONS = "projections"
 
 
 def furthest_behind(head: int, positions: Mapping[str, int]) -> tuple[int, tuple[str, ...]]:

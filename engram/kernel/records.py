@@ -10,7 +10,8 @@ A record that crosses layers (a memory trace, a chunk memory, a working-memory s
 A field's column is named after the field unless `Column(name)` says otherwise, and its SQL and Arrow types follow
 from its Python type (`str` VARCHAR, `int` BIGINT, `float` DOUBLE, `bool` BOOLEAN, `tuple[str, ...]` / `list[str]`
 / `set[str]` VARCHAR[] (a set sorted), `tuple[int, ...]` BIGINT[], `X | None` nullable); `timestamp=True` stores
-an int of microseconds as TIMESTAMPTZ. Columns come in the order of the fields, so the declaration is the table.
+an int of microseconds as TIMESTAMPTZ; `json=True` stores a `tuple[tuple[str, str], ...]` of (key, value) pairs
+as a JSON object in a VARCHAR (keys sorted; NULL when empty), read back as its pairs sorted. Columns come in the order of the fields, so the declaration is the table.
 `Column(stored=False)` keeps a field out of the table.
 
 Everything else is derived, never retyped:
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
 from typing import Any, Iterable, Sequence
@@ -33,11 +35,13 @@ import msgspec
 
 
 class Column(msgspec.Struct, frozen=True):
-    """How a field is stored: its column name (None: the field's), a microsecond int stored as TIMESTAMPTZ."""
+    """How a field is stored: its column name (None: the field's), a microsecond int stored as TIMESTAMPTZ, (key,
+    value) pairs stored as a JSON object."""
 
     name: str | None = None
     timestamp: bool = False
     stored: bool = True
+    json: bool = False
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -46,7 +50,7 @@ class Field(msgspec.Struct, frozen=True):
     attr: str
     column: str
     sql: str  # DuckDB type
-    kind: str  # "scalar", "tuple", "list", "set": the Python container a list column is read back into
+    kind: str  # "scalar", "tuple", "list", "set": the Python container a list column is read back into; "json": pairs
     timestamp: bool
     nullable: bool
     default: Any  # the field's default, or NODEFAULT
@@ -106,6 +110,10 @@ def fields(record: type) -> tuple[Field, ...]:
             if bare is not int:
                 raise TypeError(f"{record.__name__}.{name}: a timestamp column holds int microseconds")
             sql, kind = "TIMESTAMP WITH TIME ZONE", "scalar"
+        elif column.json:
+            if bare != tuple[tuple[str, str], ...]:
+                raise TypeError(f"{record.__name__}.{name}: a JSON column holds tuple[tuple[str, str], ...] pairs")
+            sql, kind = "VARCHAR", "json"
         else:
             sql, kind = _sql_type(bare, f"{record.__name__}.{name}")
         out.append(Field(name, column.name or name, sql, kind, column.timestamp, nullable, default))
@@ -141,6 +149,8 @@ def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, 
 
 
 def _stored(f: Field, value: Any) -> Any:
+    if f.kind == "json":
+        return json.dumps(dict(value), sort_keys=True) if value else None
     if f.kind == "set":
         return sorted(value)
     if f.kind == "tuple":
@@ -174,6 +184,8 @@ def _read(f: Field, value: Any) -> Any:
         return value
     if f.kind == "tuple":
         return tuple(value)
+    if f.kind == "json":
+        return tuple(sorted(json.loads(value).items()))
     if f.kind == "set":
         return set(value)
     if f.kind == "list":

@@ -1,29 +1,107 @@
 """engram's MCP server: tools to remember, recall, search, read and write working memory and forget; resources
-for a discussion's rolling summary and chunk memories.
+for a discussion's rolling summary and chunk memories; a prompt to ask what an agent remembers.
 
     build(backend_for) -> MCPServer     backend_for(ctx) -> ApiBackend | ClientBackend
 
 `engram mcp` runs it over stdio with a `ClientBackend` (the home's server, started if none runs); the
 server mounts it at `/mcp` (streamable HTTP, stateless, JSON responses) with an `ApiBackend` scoped by
-the request's API key (`McpEndpoint`). A refusal is a tool error carrying the API's code and message.
+the request's API key (`McpEndpoint`).
+
+What a model needs to use a tool well is declared with the tool (`tool`): a description saying when to use it,
+a description and the bounds of every parameter (`param`), the JSON Schema of its structured result (derived
+from the API's response type, so it cannot drift) and its annotations (`READ`, `WRITE`, `REPLACE`, `ERASE`).
+Bounds and ids are checked by the API, as REST checks them, so a refusal carries REST's code and message: the
+result is an error whose text is `<code>: <message>` and whose structured content is REST's error body
+`{"error": {"code", "message"}}`. tests/server/test_mcp_tools.py holds every tool to this.
 """
 
 
+import json
+import types
+import typing
 from typing import Annotated, Any, Callable, Literal
 
 import anyio
 import msgspec
+import msgspec.structs
 
-from engram.api.errors import translate
+from engram.api import types as t
+from engram.api.errors import error, translate
 
 INSTRUCTIONS = (
     "engram is long-term memory. `remember` appends a message to a discussion of an agent; `recall` returns what "
     "the agent remembers for a question (cognitive memory traces, ranked, across discussions); `search` searches a "
     "discussion's memories by keywords; `working_memory` / `write_working_memory` read and replace the agent's "
-    "persistent notes; `forget` erases a discussion (or the agent) for good. Resources "
+    "persistent notes; `edit_memory` / `delete_memory` correct or erase one memory (a trace id from `recall`); "
+    "`forget` erases a discussion (or the agent) for good. Resources "
     "engram://agents/{agent}/discussions/{discussion}/summary and …/memories hold a discussion's rolling summary "
-    "and chunk memories."
+    "and chunk memories. A refused call answers `<code>: <message>` with the codes of engram's REST API "
+    "(invalid_id, invalid_request, unknown_agent, …)."
 )
+
+# What each tool does to memory (MCP's tool annotations; none reaches outside engram's home).
+READ = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
+WRITE = {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False, "open_world_hint": False}
+REPLACE = {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True, "open_world_hint": False}
+ERASE = REPLACE
+
+Limit = Annotated[int, msgspec.Meta(ge=1, le=t.MAX_RESULTS)]  # the bounds of REST's recall and search requests
+
+
+class RecalledMemory(t.Model, kw_only=True):
+    """One memory trace recall found, as a model reads it (REST's `RecallHit` without the diagnostics)."""
+
+    rank: int
+    trace_id: str  # what `edit_memory` and `delete_memory` take
+    score: float
+    content: str
+    shown: str = ""  # the content as shown to a model (with its time and validity)
+    trace_type: str
+    factors: dict[str, float]
+    valid_from: str | None = None  # true from then…
+    valid_to: str | None = None  # …until then (None: still true)
+    superseded_by: str = ""  # the trace that replaced it
+
+
+class Recalled(t.Model, kw_only=True):
+    """What `recall` answers over MCP: the question and the memories found, best first."""
+
+    query: str
+    agent: str
+    hits: list[RecalledMemory]
+
+
+def bounds(kind: Any) -> dict:
+    """The JSON Schema keywords of a msgspec type (its bounds, pattern and enum), for a tool parameter's schema."""
+    schema = msgspec.json.schema(kind)
+    schema.pop("description", None)
+    return schema
+
+
+def param(kind: Any, description: str):
+    """A tool parameter: its Python type for the SDK, its description and bounds in the schema a model reads. The
+    bounds are enforced by the API (REST's codes and messages), not by the SDK's argument parsing."""
+    from pydantic import Field
+
+    return Annotated[_python(kind), Field(description=description, json_schema_extra=bounds(kind))]
+
+
+def _python(kind: Any) -> Any:
+    """`kind` without its msgspec constraints (`Annotated[str, Meta(…)] | None` -> `str | None`)."""
+    if typing.get_origin(kind) is Annotated:
+        return _python(typing.get_args(kind)[0])
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_python(a) for a in typing.get_args(kind))]
+    return kind
+
+
+def object_schema(cls: type) -> dict:
+    """The JSON Schema of a response type with its definitions inline at the root (MCP's outputSchema is an
+    object)."""
+    schema = msgspec.json.schema(cls)
+    defs = schema.pop("$defs", {})
+    root = defs[schema.pop("$ref").rsplit("/", 1)[1]]
+    return {**root, **({"$defs": defs} if defs else {})}
 
 
 def _plain(value) -> Any:
@@ -33,78 +111,204 @@ def _plain(value) -> Any:
 def build(backend_for: Callable):
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-    from pydantic import Field
-
-    from engram.api.types import MAX_RESULTS
-
-    Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS)]  # the bounds REST's recall and search requests have
+    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from pydantic import ValidationError
 
     from engram import __version__
-
     from engram.kernel.logs import keep_root_handlers
 
+    def refused(exc) -> CallToolResult:
+        body = {"error": {"code": exc.code, "message": exc.message}}
+        return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")],
+                              structured_content=body, is_error=True)
+
+    class EngramMCP(MCPServer):
+        async def _handle_list_resources(self, ctx, params):
+            """`resources/list`: what the session may read now (its agents' discussions, summaries, memories), not
+            only the fixed resources the SDK knows (engram has none: every resource is an agent's)."""
+            from mcp_types import ListResourcesResult, Resource
+
+            listed = json.loads(await read(Context(request_context=ctx, mcp_server=self,
+                                                   subscriptions=self._subscriptions), "resources"))
+            return ListResourcesResult(resources=[Resource(mime_type="application/json", **r) for r in listed])
+
+        async def call_tool(self, name, arguments, context=None):
+            """Arguments the SDK could not parse (a string for a number, a missing parameter) refused as REST refuses
+            a body that does not match its schema: invalid_request, naming the parameter."""
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if not isinstance(exc.__cause__, ValidationError):
+                    raise
+                first = exc.__cause__.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                return refused(error("invalid_request", f"{name}: {where}: {first['msg']}"))
+
     with keep_root_handlers():  # MCPServer() puts a Rich handler on the root logger (logging.basicConfig)
-        server = MCPServer("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+        server = EngramMCP("engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
-    async def call(ctx, method: str, *args, resource: bool = False):
-        """The backend's answer; a refusal as the tool error (or, for a resource, the resource error: not found for
-        a 404) carrying the API's code and message, as REST answers it."""
+    async def run(ctx, method: str, *args):
         backend = backend_for(ctx)
-        try:
-            return _plain(await anyio.to_thread.run_sync(lambda: getattr(backend, method)(*args)))
-        except Exception as exc:
-            refused = translate(exc)
-            if refused is None:
-                raise
-            text = f"{refused.code}: {refused.message}"
-            if not resource:
-                raise ToolError(text) from None
-            raise (ResourceNotFoundError if refused.status == 404 else ResourceError)(text) from None
+        return await anyio.to_thread.run_sync(lambda: getattr(backend, method)(*args))
 
-    @server.tool(description="Remember: append one message (role user, assistant, system or tool) to a discussion of "
-                             "an agent. Memory creation (chunk memories, summary, traces) follows in the background.")
-    async def remember(agent: str, discussion: str, content: str, ctx: Context,
-                       role: Literal["user", "assistant", "system", "tool"] = "user") -> dict:
+    async def call(ctx, method: str, *args, shape: Callable = _plain) -> CallToolResult:
+        """The backend's answer as structured content (and as JSON text, for clients that read only text); a
+        refusal as an error result carrying the API's code and message, as REST answers it."""
+        try:
+            result = shape(_plain(await run(ctx, method, *args)))
+        except Exception as exc:
+            api_error = translate(exc)
+            if api_error is None:
+                raise
+            return refused(api_error)
+        text = msgspec.json.encode(result).decode()
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=result)
+
+    async def read(ctx, method: str, *args) -> str:
+        """A resource's JSON; a refusal as the resource error (not found for a 404) with the API's code."""
+        try:
+            return msgspec.json.encode(_plain(await run(ctx, method, *args))).decode()
+        except Exception as exc:
+            api_error = translate(exc)
+            if api_error is None:
+                raise
+            text = f"{api_error.code}: {api_error.message}"
+            raise (ResourceNotFoundError if api_error.status == 404 else ResourceError)(text) from None
+
+    def tool(output: type, annotations: dict, description: str):
+        """Register a tool whose structured result is an `output` (its JSON Schema is the tool's outputSchema)."""
+        def register(fn):
+            server.add_tool(fn, description=description, annotations=ToolAnnotations(**annotations),
+                            structured_output=False)
+            registered = server._tool_manager.get_tool(fn.__name__)
+            registered.fn_metadata.output_schema = object_schema(output)  # published; the result is built by `call`
+            return fn
+        return register
+
+    Agent = param(t.Id, "The agent whose memory this is: one id per agent or user (e.g. 'ada'); letters, digits, "
+                        "'_', '-' and '.'.")
+    Discussion = param(t.Id, "A discussion (conversation) of the agent, by its id (e.g. 'trip-2024'); letters, "
+                             "digits, '_', '-' and '.'. A new id starts a new discussion.")
+
+    @tool(t.AppendResponse, WRITE,
+          "Remember something: append one message to a discussion of an agent. Use it for every turn worth keeping "
+          "(the user's words, your reply, a fact you learned). engram builds memories from it in the background "
+          "(chunk memories, the rolling summary, memory traces). Appending the same text twice stores it twice.")
+    async def remember(agent: Agent, discussion: Discussion,
+                       content: param(Annotated[str, msgspec.Meta(max_length=10_000_000)],
+                                      "The message's text, as said."),
+                       ctx: Context,
+                       role: param(t.Role, "Who said it: user (default), assistant, system or tool.") = "user"):
         return await call(ctx, "remember", agent, discussion, role, content)
 
-    @server.tool(description="Recall what an agent remembers for a question: its memory traces ranked by the "
-                             "six-factor composite (strength, similarity, recency, emotion, activation, importance). "
-                             "as_of (ISO-8601): what was true then (superseded facts included, later ones left out).")
-    async def recall(agent: str, query: str, ctx: Context, discussion: str | None = None, limit: Limit = 5,
-                     as_of: str | None = None) -> dict:
-        result = await call(ctx, "recall", agent, query, discussion, limit, as_of)
-        return {"query": result["query"], "agent": result["agent"],
-                "hits": [{k: h[k] for k in ("rank", "score", "content", "shown", "trace_type", "factors", "valid_from",
-                                            "valid_to", "superseded_by")} for h in result["hits"]]}
+    @tool(Recalled, WRITE,
+          "Recall what an agent remembers that bears on a question, across all its discussions (or one): its memory "
+          "traces ranked by strength, similarity, recency, emotion, activation and importance. Use it before "
+          "answering anything that may depend on the past. Not read-only: as in human memory, recalling a memory "
+          "reinforces it.")
+    async def recall(agent: Agent,
+                     query: param(Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)],
+                                  "The question or topic, in plain words (e.g. 'where does Ines live?')."),
+                     ctx: Context,
+                     discussion: param(t.Id | None, "Only memories of this discussion (default: every discussion "
+                                                    "of the agent).") = None,
+                     limit: param(Limit, "How many memories to return, best first (1 to 1000).") = 5,
+                     as_of: param(Annotated[str, msgspec.Meta(max_length=64)] | None,
+                                  "ISO-8601 time: what was true then (superseded facts included, later ones left "
+                                  "out). Default: now.") = None):
+        fields = [f.encode_name for f in msgspec.structs.fields(RecalledMemory)]
+        return await call(ctx, "recall", agent, query, discussion, limit, as_of, shape=lambda r: {
+            "query": r["query"], "agent": r["agent"], "hits": [{k: h[k] for k in fields} for h in r["hits"]]})
 
-    @server.tool(description="Search a discussion's memories (keywords separated by ';'; keyword, semantic or hybrid).")
-    async def search(agent: str, discussion: str, keywords: str, ctx: Context,
-                     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid", limit: Limit = 5) -> dict:
+    @tool(t.SearchResponse, READ,
+          "Search one discussion's chunk memories (summaries of stretches of the conversation) by keywords. Use it "
+          "to find where something was said in a known discussion; use `recall` for what the agent remembers "
+          "overall.")
+    async def search(agent: Agent, discussion: Discussion,
+                     keywords: param(Annotated[str, msgspec.Meta(max_length=10_000)],
+                                     "Keywords or phrases, separated by ';' (any may match)."),
+                     ctx: Context,
+                     mode: param(Literal["keyword", "semantic", "hybrid"],
+                                 "keyword (exact words), semantic (meaning) or hybrid (both; default).") = "hybrid",
+                     limit: param(Limit, "How many memories to return, best first (1 to 1000).") = 5):
         return await call(ctx, "search", agent, discussion, keywords, mode, limit)
 
-    @server.tool(description="Read an agent's working memory: the slots in focus and its persistent notes (markdown).")
-    async def working_memory(agent: str, ctx: Context) -> dict:
+    @tool(t.WorkingMemoryResponse, READ,
+          "Read an agent's working memory: what is in focus now (its slots, with activation) and its persistent "
+          "notes (markdown). Use it at the start of a session to pick up where the agent left off.")
+    async def working_memory(agent: Agent, ctx: Context):
         return await call(ctx, "working_memory", agent)
 
-    @server.tool(description="Replace an agent's persistent working-memory notes (markdown, cut to their budget).")
-    async def write_working_memory(agent: str, markdown: str, ctx: Context) -> dict:
+    @tool(t.WorkingMemoryWritten, REPLACE,
+          "Replace an agent's persistent working-memory notes with new markdown (cut to their budget, 5% of the "
+          "context window). Use it to keep standing notes (goals, preferences); the previous notes are replaced.")
+    async def write_working_memory(agent: Agent,
+                                   markdown: param(Annotated[str, msgspec.Meta(max_length=1_000_000)],
+                                                   "The whole new notes, in markdown."),
+                                   ctx: Context):
         return await call(ctx, "write_working_memory", agent, markdown)
 
-    @server.tool(description="Forget for good: erase a discussion of an agent (or, without discussion, the whole "
-                             "agent) from the log and every projection. Cannot be undone.")
-    async def forget(agent: str, ctx: Context, discussion: str | None = None, reason: str = "forgotten over MCP") -> dict:
+    @tool(t.Job, ERASE,
+          "Forget for good: erase one discussion of an agent, or without `discussion` the whole agent, from the "
+          "log and every projection. Use it only when the user asks to be forgotten; it cannot be undone.")
+    async def forget(agent: Agent, ctx: Context,
+                     discussion: param(t.Id | None, "The discussion to erase (default: the whole agent).") = None,
+                     reason: param(Annotated[str, msgspec.Meta(max_length=10_000)],
+                                   "Why, for the record.") = "forgotten over MCP"):
         return await call(ctx, "forget", agent, discussion, reason)
+
+    @tool(t.MemoryEdited, REPLACE,
+          "Correct one memory: give a trace (or fact) id from `recall` and its new text and/or metadata. Use it when "
+          "a remembered fact is wrong or out of date; the new form supersedes the old one and recall finds it from "
+          "now on.")
+    async def edit_memory(agent: Agent,
+                          memory_id: param(t.Id, "The memory's id: a hit's `trace_id` from `recall`."),
+                          ctx: Context,
+                          content: param(Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)] | None,
+                                         "The memory's new text (default: keep the text).") = None,
+                          metadata: param(t.Metadata | None, "Labels to set: a flat object of strings (default: keep "
+                                                             "them; {} clears them).") = None,
+                          kind: param(Literal["trace", "fact"], "What the id names: a trace or a fact.") = "trace"):
+        return await call(ctx, "edit_memory", agent, kind, memory_id, content, metadata)
+
+    @tool(t.Job, ERASE,
+          "Delete one wrong memory for good: a trace (or fact) id from `recall`. Its text is erased from the log and "
+          "every projection; the messages it came from stay. Use it only when a memory must not exist; it cannot be "
+          "undone.")
+    async def delete_memory(agent: Agent,
+                            memory_id: param(t.Id, "The memory's id: a hit's `trace_id` from `recall`."),
+                            ctx: Context,
+                            kind: param(Literal["trace", "fact"], "What the id names: a trace or a fact.") = "trace",
+                            reason: param(Annotated[str, msgspec.Meta(max_length=10_000)],
+                                          "Why, for the record.") = "deleted over MCP"):
+        return await call(ctx, "delete_memory", agent, kind, memory_id, reason)
 
     @server.resource("engram://agents/{agent}/discussions/{discussion}/summary", mime_type="application/json",
                      description="A discussion's rolling summary (<id>_summary.jsonl), null before the first one.")
     async def summary(agent: str, discussion: str, ctx: Context) -> str:
-        return msgspec.json.encode(await call(ctx, "summary", agent, discussion, resource=True)).decode()
+        return await read(ctx, "summary", agent, discussion)
 
     @server.resource("engram://agents/{agent}/discussions/{discussion}/memories", mime_type="application/json",
                      description="A discussion's chunk memories (<id>_memories.jsonl), oldest first.")
     async def memories(agent: str, discussion: str, ctx: Context) -> str:
-        return msgspec.json.encode(await call(ctx, "memories", agent, discussion, resource=True)).decode()
+        return await read(ctx, "memories", agent, discussion)
+
+    @server.resource("engram://agents/{agent}/discussions", mime_type="application/json",
+                     description="An agent's discussions (ids, messages, tokens, first and last activity).")
+    async def discussions(agent: str, ctx: Context) -> str:
+        return await read(ctx, "list_discussions", agent)
+
+    @server.resource("engram://agents/{agent}/memories", mime_type="application/json",
+                     description="An agent's memory traces in the order they were made (the first page).")
+    async def agent_memories(agent: str, ctx: Context) -> str:
+        return await read(ctx, "list_memories", agent)
+
+    @server.prompt(description="Ask what an agent remembers about a topic: the model recalls it first, then answers "
+                               "from what was recalled and says what it does not remember.")
+    def what_do_you_remember(agent: Agent, topic: param(Annotated[str, msgspec.Meta(min_length=1, max_length=10_000)],
+                                                        "What to remember (a person, a place, a plan…).")) -> str:
+        return (f"What do you remember about {topic}? Call the `recall` tool with agent {agent!r} and the query "
+                f"{topic!r} first; answer only from the memories it returns, citing them, and say plainly if "
+                f"nothing relevant is remembered.")
 
     return server
-
-

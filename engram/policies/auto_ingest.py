@@ -83,7 +83,7 @@ class AutoIngest(CognitivePolicy):
     interests = frozenset(
         {
             "MessageAppended", "SettingsChanged", "TraceEncoded", "TracePruned", "ConflictResolved", "EdgeAdded",
-            "EdgesAdded", "MoodChanged", "DiscussionForgotten", "AgentForgotten",
+            "EdgesAdded", "MoodChanged", "DiscussionForgotten", "AgentForgotten", "MemoryEdited", "MemoryDeleted",
         }
     )
 

@@ -162,7 +162,8 @@ class PolicyContext:
             from engram.providers.llm.factory import make_tasks
 
             config = self.services.get("config")
-            tasks = self.services["tasks"] = make_tasks(config.llm if config is not None else None)
+            tasks = self.services["tasks"] = make_tasks(config.llm if config is not None else None,
+                                                          home=config.home if config is not None else None)
         return WaitOutOutages(tasks)
 
 

@@ -18,6 +18,7 @@ from engram.events.cognitive import TraceRetrieved
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.kernel.ids import agent_stream, validate_agent, validate_discussion
 from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
+from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.ingest import ingest_rules
 from engram.memory.cognitive.personality import Pad
 from engram.memory.cognitive.retrieval import RecallQuery, RecallResult, RecallSettings, limit_for, override_weights, recall
@@ -66,6 +67,7 @@ class TraceReader(CognitivePolicy):
         mood: tuple[float, float, float] | None = None,
         record: bool = True,
         similarity: str | None = None,
+        only: TraceFilter | None = None,
         as_of_us: int | None = None,
     ) -> RecallResult:
         """The best traces of `agent` for `query` at event time `now_us`, with their factor breakdown.
@@ -73,7 +75,8 @@ class TraceReader(CognitivePolicy):
         `weights` overrides any factor weight for this call; `hyde` overrides `rag.hyde.enabled`;
         `mood` overrides the agent's current mood (valence, arousal, dominance); `similarity`
         overrides `memory.retrieval.similarity` ("hybrid" or "embedding"); `as_of_us` answers what was true at that
-        event time (superseded facts included, later ones left out; default: what is true now).
+        event time (superseded facts included, later ones left out; default: what is true now); `only`
+        filters the candidates (kind, time range, metadata).
         """
         validate_agent(agent)
         if discussion is not None:
@@ -96,7 +99,7 @@ class TraceReader(CognitivePolicy):
         asked = RecallQuery(
             text=query, vector=vectors[0], now_us=now_us, mood=Pad(*mood) if mood is not None else self.mood_of(agent),
             limit=k, discussion=discussion, focus=focus, hyde_text=hyde_text,
-            hyde_vector=vectors[1] if len(texts) > 1 else None, as_of_us=as_of_us,
+            hyde_vector=vectors[1] if len(texts) > 1 else None, as_of_us=as_of_us, only=only,
         )
         result = recall(mem, asked, replace(settings, weights=override_weights(settings.weights, weights),
                                             similarity=similarity or settings.similarity))

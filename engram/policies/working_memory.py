@@ -14,6 +14,7 @@ import bisect
 from engram.config import defaults as d
 from engram.events import cognitive as ev
 from engram.events.control import AgentForgotten, DiscussionForgotten
+from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.kernel.ids import agent_stream
@@ -45,6 +46,8 @@ class WorkingMemoryPolicy(CognitivePolicy):
             "SettingsChanged",
             "DiscussionForgotten",
             "AgentForgotten",
+            "MemoryEdited",
+            "MemoryDeleted",
         }
     )
 
@@ -115,6 +118,12 @@ class WorkingMemoryPolicy(CognitivePolicy):
             gone = list(a.traces)
             a.traces.clear()
             return self._drop(rec, a, gone, "forgotten")
+        if isinstance(e, MemoryDeleted) and e.kind == "trace":
+            a.traces.pop(e.memory_id, None)
+            return self._drop(rec, a, [e.memory_id], "forgotten")
+        if isinstance(e, MemoryEdited) and e.kind == "trace" and e.content is not None and e.memory_id in a.traces:
+            a.traces[e.memory_id] = (e.content, a.traces[e.memory_id][1])
+            return self._update(rec, a, "edited", (), []) if a.wm.rewrite(e.memory_id, e.content) else None
         return None
 
     def _drop(self, rec: Recorded, a: _AgentWm, ids: list[str], reason: str) -> Write | None:

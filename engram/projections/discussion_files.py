@@ -11,6 +11,7 @@ chunk memory), exactly as WilmerAI creates it at the first memory check.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ import duckdb
 
 from engram.events.discussion import ChunkSummarized, RollingSummaryUpdated, STORE_MEMORIES
 from engram.events.envelope import Recorded
+from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.kernel.files import atomic_write
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
 from engram.memory.discussion.lines import canonical
@@ -30,7 +32,8 @@ class DiscussionFiles(PerDiscussionProjection):
     meta_table = "discussion_memory_files"
     rows_table = "discussion_memories"
     tables: ClassVar[tuple[str, ...]] = ("discussion_memories", "discussion_summaries", "discussion_memory_files")
-    interests = PerDiscussionProjection.control_types | {"ChunkSummarized", "RollingSummaryUpdated"}
+    interests = PerDiscussionProjection.control_types | {"ChunkSummarized", "RollingSummaryUpdated", "MemoryEdited",
+                                                         "MemoryDeleted"}
 
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(
@@ -50,6 +53,7 @@ class DiscussionFiles(PerDiscussionProjection):
         self._memories: list[tuple] = []
         self._summaries: dict[str, tuple] = {}
         self._known: set[tuple[str, str]] = set()  # (discussion, memory_id) buffered since the last flush
+        self._changes: list[tuple[str, str, MemoryEdited | None]] = []  # (discussion, memory_id, edit; None: delete)
 
     def extra_tables(self) -> tuple[str, ...]:
         return ("discussion_summaries",)
@@ -69,6 +73,11 @@ class DiscussionFiles(PerDiscussionProjection):
             self._known.add((d, memory_id))
             meta.count += 1
             return True
+        if isinstance(ev, (MemoryEdited, MemoryDeleted)):
+            if ev.kind != "chunk":
+                return False
+            self._changes.append((d, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
+            return True
         if isinstance(ev, RollingSummaryUpdated):
             s = summary_line(rec, ev)
             self._summaries[d] = (d, meta.agent, s.generation, s.updated_seq, s.absorbed_through,
@@ -78,6 +87,7 @@ class DiscussionFiles(PerDiscussionProjection):
 
     def on_reset(self, discussion: str) -> None:
         self._memories = [r for r in self._memories if r[0] != discussion]
+        self._changes = [c for c in self._changes if c[0] != discussion]
         self._summaries.pop(discussion, None)
         self._known = {k for k in self._known if k[0] != discussion}
 
@@ -87,7 +97,24 @@ class DiscussionFiles(PerDiscussionProjection):
         if self._summaries:
             db.execute("DELETE FROM discussion_summaries WHERE discussion_id IN (SELECT unnest(?))", [sorted(self._summaries)])
             db.executemany("INSERT INTO discussion_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", list(self._summaries.values()))
-        self._memories, self._summaries, self._known = [], {}, set()
+        for d, memory_id, edit in self._changes:  # after the inserts: an edit always follows what it edits
+            if edit is None:
+                db.execute("DELETE FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?", [d, memory_id])
+                continue
+            row = db.execute("SELECT summary, line FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?",
+                             [d, memory_id]).fetchone()
+            if row is None:
+                continue
+            line = json.loads(row[1])
+            if edit.content is not None:
+                line["summary"] = edit.content
+            if edit.metadata is not None:
+                line["metadata"] = edit.metadata
+                if not edit.metadata:
+                    del line["metadata"]
+            db.execute("UPDATE discussion_memories SET summary = ?, line = ? WHERE discussion_id = ? AND memory_id = ?",
+                       [line["summary"], canonical(line), d, memory_id])
+        self._memories, self._summaries, self._known, self._changes = [], {}, set(), []
 
     def _path(self, agent: str, discussion: str, suffix: str) -> Path:
         return self.ctx.paths.discussion_file(agent, discussion, suffix)

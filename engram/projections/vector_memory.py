@@ -11,6 +11,7 @@ writes the same index bytes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,8 +19,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from engram.events.discussion import STORE_VECTOR, VectorMemoryStored
+from engram.events.discussion import STORE_VECTOR, VectorMemoryReembedded, VectorMemoryStored
 from engram.events.envelope import Recorded
+from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.memory.discussion.files import VECTOR_SUFFIX
 from engram.memory.discussion.vectors import VectorMemoryRow, decode_vector, write_store
 from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
@@ -63,7 +65,8 @@ class VectorMemory(PerDiscussionProjection):
     meta_table = "vector_memory_stores"
     rows_table = "vector_memories"
     tables: ClassVar[tuple[str, ...]] = ("vector_memories", "vector_memory_stores")
-    interests = PerDiscussionProjection.control_types | {"VectorMemoryStored"}
+    interests = PerDiscussionProjection.control_types | {"VectorMemoryStored", "VectorMemoryReembedded", "MemoryEdited",
+                                                         "MemoryDeleted"}
 
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(
@@ -76,10 +79,23 @@ class VectorMemory(PerDiscussionProjection):
                 llm_provider VARCHAR, llm_model VARCHAR, workflow VARCHAR, embedding_model VARCHAR,
                 embedding FLOAT[], PRIMARY KEY (discussion_id, memory_id))"""
         )
+        db.execute("ALTER TABLE vector_memories ADD COLUMN IF NOT EXISTS metadata VARCHAR")  # the user's labels (JSON)
         self._rows: list[dict] = []
+        # In log order: (discussion, memory id, change): an edit, a new vector of another embedder, None for a delete.
+        self._changes: list[tuple[str, str, MemoryEdited | VectorMemoryReembedded | None]] = []
 
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         ev = rec.event
+        if isinstance(ev, VectorMemoryReembedded):
+            if not meta.created:
+                return False
+            self._changes.append((rec.stream, ev.memory_id, ev))
+            return True
+        if isinstance(ev, (MemoryEdited, MemoryDeleted)):
+            if ev.kind != "vector":
+                return False
+            self._changes.append((rec.stream, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
+            return True
         if not isinstance(ev, VectorMemoryStored) or not meta.created:
             return False
         self._rows.append(
@@ -117,15 +133,34 @@ class VectorMemory(PerDiscussionProjection):
 
     def on_reset(self, discussion: str) -> None:
         self._rows = [r for r in self._rows if r["discussion_id"] != discussion]
+        self._changes = [c for c in self._changes if c[0] != discussion]
 
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
-        if not self._rows:
-            return
-        table = pa.Table.from_pylist(self._rows, schema=_ROW_SCHEMA)
-        db.register("_vector_rows", table)
-        db.execute(f"INSERT INTO vector_memories ({_COLUMNS}) SELECT {_COLUMNS} FROM _vector_rows")
-        db.unregister("_vector_rows")
-        self._rows = []
+        if self._rows:
+            table = pa.Table.from_pylist(self._rows, schema=_ROW_SCHEMA)
+            db.register("_vector_rows", table)
+            db.execute(f"INSERT INTO vector_memories ({_COLUMNS}) SELECT {_COLUMNS} FROM _vector_rows")
+            db.unregister("_vector_rows")
+            self._rows = []
+        for d, memory_id, change in self._changes:  # after the inserts: a change always follows what it changes
+            key = [d, memory_id]
+            if change is None:
+                db.execute("DELETE FROM vector_memories WHERE discussion_id = ? AND memory_id = ?", key)
+                continue
+            if isinstance(change, VectorMemoryReembedded):
+                db.execute("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
+                           "WHERE discussion_id = ? AND memory_id = ?",
+                           [decode_vector(change.embedding).tolist(), change.embedding_model, *key])
+                continue
+            if change.content is not None:
+                # The new text is the memory's summary; its vector the one recorded with the edit (replay embeds nothing).
+                db.execute("UPDATE vector_memories SET summary = ?, embedding = ?, embedding_model = ? "
+                           "WHERE discussion_id = ? AND memory_id = ?",
+                           [change.content, decode_vector(change.embedding).tolist(), change.embedding_model, *key])
+            if change.metadata is not None:
+                db.execute("UPDATE vector_memories SET metadata = ? WHERE discussion_id = ? AND memory_id = ?",
+                           [json.dumps(change.metadata, sort_keys=True) if change.metadata else None, *key])
+        self._changes = []
 
     def _path(self, agent: str, discussion: str) -> Path:
         return self.ctx.paths.discussion_file(agent, discussion, VECTOR_SUFFIX)

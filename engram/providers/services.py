@@ -38,7 +38,7 @@ def build_services(config: ServiceConfig, *, embedder=None) -> dict[str, Any]:
     except ImportError:
         pass
     else:
-        services["tasks"] = make_tasks(config.llm)
+        services["tasks"] = make_tasks(config.llm, home=config.home)
     try:
         services["embedder"] = embedder if embedder is not None else index_embedder(config)
         services["query_embedder"] = query_embedder(config)

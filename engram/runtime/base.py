@@ -14,13 +14,16 @@ says so), and the composition roots (`engram.boot.serve`, `engram.boot.embedded`
 
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.gate import SharedExclusiveLock
 from engram.kernel.ids import validate_agent
+from engram.kernel.idle import PROJECTIONS  # noqa: F401 (the runtimes' name for the projections in `reach`)
 from engram.kernel.sharding import ShardMap
 
 # How often `wait_idle` looks at the consumers' positions.
@@ -43,6 +46,19 @@ def _resharding() -> RuntimeUnavailable:
     return RuntimeUnavailable("the home is being re-sharded; retry the append in a moment")
 
 
+# Policy groups whose members are placed by discussion rather than by agent (engram.policies.registry.GROUPS).
+DISCUSSION_GROUPS = frozenset({"summarizer", "context"})
+
+
+@dataclass(frozen=True)
+class Lagging:
+    """What a read `after` a position waited for in vain: a consumer (`what`, for a message) and where it is."""
+
+    what: str
+    shard: int
+    position: int
+
+
 class Runtime(ABC):
     """Where the shards, projections and policies of one engram home run."""
 
@@ -55,13 +71,19 @@ class Runtime(ABC):
         shard count, before anything starts. Returns `config` with the home's shard count."""
         from engram.config.home import Home, HomeLayoutError
 
+        from engram.config.serving_embedder import serving_embedder
+
         self.home = Home(config.home, config.shards)
+        has_data = bool(self.home.existing_log_paths())
         self.layout = self.home.layout_check()
         try:
             config.cluster.check(self.layout.shards)
         except ValueError as exc:
             raise HomeLayoutError(f"{config.home}: {exc}") from None
-        return config.model_copy(update={"shards": self.layout.shards})
+        # The embedder of engram.json; the home serves with the one its vectors were made by until `reindex`.
+        self.configured_embedder = config.embedder
+        serving = serving_embedder(self.home.root, config.embedder, has_data=has_data)
+        return config.model_copy(update={"shards": self.layout.shards, "embedder": serving})
 
     # ------------------------------------------------------------------ life cycle
 
@@ -147,6 +169,16 @@ class Runtime(ABC):
         first folds the log up to `min_position` (read-your-writes) and records a TraceRetrieved after."""
 
     @abstractmethod
+    def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
+              timeout: float) -> "Lagging | None":
+        """Read-your-writes: return once every consumer in `consumers` has handled `agent`'s shard up to `seq`, in
+        order: a policy group ("auto-ingest", "summarizer", "traces"…: the member that owns the agent, or the
+        discussion for the groups placed by discussion) handles the log up to the position, and the consumers after
+        it then reach what it appended meanwhile; "projections" is the shard's fold (durable: files and rows
+        written). Waits without polling the log (a condition at the shard, a catch-up call at a policy actor).
+        None when reached; else what lags, after at most `timeout` seconds."""
+
+    @abstractmethod
     def drain_summarizer(self, agent: str, discussion: str) -> str:
         """The Summarizer owning `discussion` has handled the whole log and the projections show it.
         Returns the Summarizer's failure (empty when it succeeded)."""
@@ -183,8 +215,9 @@ class Runtime(ABC):
         return reports
 
     @abstractmethod
-    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
-        """Erase a discussion (or the whole agent) from the log file and the projections."""
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
+        """Erase a discussion (or the whole agent, or one memory: `memory` = (kind, id)) from the log file and the
+        projections."""
 
     # ------------------------------------------------------------------ re-sharding
 
@@ -284,6 +317,139 @@ class Runtime(ABC):
     def _count_events(self, shard: int, agents: Sequence[str]) -> int:
         return self.shard_call(shard, "count_events", list(agents))
 
+    # ------------------------------------------------------------------ the embedder: what to re-embed, reindex
+
+    def embedder_change(self) -> dict | None:
+        """None when the home serves with the configured embedder; else what `reindex` would re-embed: the serving
+        and configured embedders (their keys) and, per agent, its traces and its discussions' vector memories."""
+        from engram.config.serving_embedder import embedder_key
+
+        serving, configured = embedder_key(self.config.embedder), embedder_key(self.configured_embedder)
+        if serving == configured:
+            return None
+        agents: dict[str, dict[str, int]] = {}
+        for table, what in (("memory_traces", "traces"), ("vector_memories", "discussion_memories")):
+            try:
+                _, rows = self.sql(f"SELECT agent, count(*) FROM {table} GROUP BY agent")
+            except QueryError:
+                rows = []  # a home without that projection's table yet
+            for agent, n in rows:
+                agents.setdefault(agent, {"traces": 0, "discussion_memories": 0})[what] += int(n)
+        return {"serving": serving, "configured": configured, "agents": dict(sorted(agents.items()))}
+
+    def reembed_texts(self) -> list[str]:
+        """Every text the home's vectors are made of (traces: content and index texts; discussion memories), once."""
+        from engram.memory.cognitive.indexing import vector_parts
+        from engram.memory.discussion.summarizer import embedding_text
+
+        texts: dict[str, None] = {}
+        try:
+            _, rows = self.sql("SELECT content, coalesce(context, '') FROM memory_traces ORDER BY agent, last_seq")
+        except QueryError:
+            rows = []
+        for content, context in rows:
+            texts[content] = None
+            texts.update(dict.fromkeys(vector_parts(content, context)))
+        for row in self.vector_memory_rows():
+            texts[embedding_text(row)] = None
+        return [t for t in texts if t]
+
+    def vector_memory_rows(self) -> list:
+        """The discussions' vector memories (current generations) as rows with what re-embedding needs."""
+        try:
+            _, rows = self.sql("SELECT agent, discussion_id, generation, memory_id, title, summary, key_phrases "
+                               "FROM vector_memories ORDER BY agent, discussion_id, ordinal")
+        except QueryError:
+            return []
+        return [_ReembedRow(*r) for r in rows]
+
+    def reindex(self, on_progress: Callable[[int, int], None] | None = None) -> dict:
+        """Re-embed the home with the configured embedder and switch to it (see `engram.config.serving_embedder`).
+
+        1. While the home keeps serving with its embedder: every text its vectors are made of is embedded with the
+           configured one into the embedding cache (`on_progress(texts_done, texts)`), and the discussions' vector
+           memories get their new vectors recorded in the log (`VectorMemoryReembedded`, so replay needs no
+           embedder). Their stores take them at once; until the switch a semantic search of such a store falls
+           back to keyword search with its warning (two models' vectors are never compared).
+        2. The switch, with appends held (the routing gate): the policies stop, the new embedder is recorded, the
+           shards rebuild their projections from the log (the trace indexes: a new generation of index files, every
+           vector from the cache), the policies that hold vectors drop their snapshots and refold, and all start.
+        """
+        from engram.config.serving_embedder import embedder_key, record_serving_embedder
+
+        started = time.perf_counter()
+        target = self.configured_embedder
+        before = embedder_key(self.config.embedder)
+        if before == embedder_key(target):
+            return {"reindexed": False, "embedder": before, "texts": 0, "discussion_memories": 0,
+                    "seconds": round(time.perf_counter() - started, 3)}
+        self.wait_projections()
+        texts = self.reembed_texts()
+        name = self.prepare_vectors(target, texts, on_progress)
+        memories = self.record_reembedded(name, target)
+        with self.routing_gate.exclusive():
+            self.wait_projections()
+            self.stop_policies()
+            record_serving_embedder(self.home.root, target)
+            self.switch_embedder(target)
+            self.rebuild(self.all_shards())
+            self.forget_vector_state(self.all_shards())
+            self.start_policies()
+        return {"reindexed": True, "before": before, "embedder": embedder_key(target), "name": name,
+                "texts": len(texts), "discussion_memories": memories,
+                "seconds": round(time.perf_counter() - started, 3)}
+
+    def record_reembedded(self, name: str, target) -> int:
+        """Append each discussion vector memory's vector by `target` (from the cache `prepare_vectors` filled)."""
+        from engram.events.discussion import VectorMemoryReembedded
+        from engram.events.envelope import NewEvent, Write
+        from engram.memory.discussion.summarizer import embedding_text
+        from engram.memory.discussion.vectors import encode_vector
+
+        rows = self.vector_memory_rows()
+        if not rows:
+            return 0
+        vectors = self.target_vectors(target, [embedding_text(r) for r in rows])
+        now = int(time.time() * 1_000_000)
+        tag = hashlib.sha256(name.encode()).hexdigest()[:16]  # a retried reindex appends nothing twice
+        writes = [
+            Write(r.discussion_id, r.agent, (NewEvent(
+                VectorMemoryReembedded(generation=r.generation, memory_id=r.memory_id, embedding=encode_vector(v),
+                                       embedding_model=name),
+                now, f"reembed:{r.memory_id}:{tag}"),))
+            for r, v in zip(rows, vectors)
+        ]
+        for start in range(0, len(writes), 256):
+            self.append(writes[start : start + 256])
+        self.wait_projections()
+        return len(rows)
+
+    def prepare_vectors(self, target, texts: list[str], on_progress=None) -> str:
+        """Embed `texts` with `target` into the home's embedding cache; returns the target's embedder name."""
+        raise NotImplementedError
+
+    def target_vectors(self, target, texts: list[str]):
+        """The vectors of `texts` by `target` (from the cache `prepare_vectors` filled)."""
+        raise NotImplementedError
+
+    def switch_embedder(self, target) -> None:
+        """Serve with `target` from now on: the shards and the embedder are reopened with it (policies stopped)."""
+        raise NotImplementedError
+
+    def forget_vector_state(self, shards: Sequence[int]) -> None:
+        """Drop the snapshots of the policies that hold vectors (the cognitive ones): they refold the log with the
+        new embedder. The others keep theirs."""
+        from engram.policies.cognitive_base import CognitivePolicy
+        from engram.policies.registry import GROUPS, policy_classes
+
+        names = {cls.name for _, (_, specs) in GROUPS.items() for cls in policy_classes(specs)
+                 if issubclass(cls, CognitivePolicy)}
+        state = self.home.root / "state"
+        for shard in shards:
+            for name in names:
+                for path in state.glob(f"{name}.shard-{shard:03d}.*"):
+                    path.unlink()
+
     def forget_policy_state(self, shards: Sequence[int]) -> None:
         """Drop the policy snapshots of `shards`: their policies refold those shards' logs from the start."""
         state = self.home.root / "state"
@@ -365,3 +531,13 @@ def merge_results(results: Sequence, max_rows: int | None):
 def consumers(status: dict) -> dict[str, int]:
     """Each projection's and policy's position in one shard's status."""
     return {**status["projections"], **status.get("consumers", {})}
+
+
+class _ReembedRow:
+    """A discussion vector memory, as re-embedding reads it (what `embedding_text` needs, and where it lives)."""
+
+    __slots__ = ("agent", "discussion_id", "generation", "memory_id", "title", "summary", "key_phrases")
+
+    def __init__(self, agent, discussion_id, generation, memory_id, title, summary, key_phrases):
+        self.agent, self.discussion_id, self.generation, self.memory_id = agent, discussion_id, generation, memory_id
+        self.title, self.summary, self.key_phrases = title or "", summary or "", tuple(key_phrases or ())

@@ -19,7 +19,7 @@ from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import GROUPS, members as pool_size
-from engram.runtime.base import Runtime, merge_results, seq_ranges
+from engram.runtime.base import DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, merge_results, seq_ranges
 from engram.runtime.errors import query_error
 
 SUMMARIZER_GROUP = "summarizer"
@@ -224,6 +224,33 @@ class InProcessRuntime(Runtime):
                 host.append(writes)
         return result
 
+    def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
+              timeout: float) -> Lagging | None:
+        """Everything here runs when asked: the policies named handle the log now, then the projections fold it."""
+        shard = self.shard_of(agent)
+        target = min(seq, self.shard_host(shard).head())
+        for name in consumers:
+            if name == PROJECTIONS:
+                host = self.shard_host(shard)
+                if not host.wait_projections(target, timeout):
+                    return Lagging(f"the projections of shard {shard}", shard, host.projection_position())
+                continue
+            if name not in self.groups:  # not hosted here: nothing of it to wait for
+                continue
+            if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
+                self.start_policies()
+                hosts = [h for (g, s, _), h in sorted(self.policy_hosts.items()) if g == name and s == shard]
+            else:
+                hosts = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+            for host in hosts:
+                with self._policy_lock:
+                    if host.position < target:
+                        pump(host)
+                if host.position < target:
+                    return Lagging(f"the {name} policies of shard {shard}", shard, host.position)
+            target = max(target, self.shard_host(shard).head())
+        return None
+
     def drain_summarizer(self, agent: str, discussion: str) -> str:
         host = self._member(SUMMARIZER_GROUP, agent, discussion)
         with self._policy_lock:
@@ -254,13 +281,46 @@ class InProcessRuntime(Runtime):
     def shard_call(self, shard: int, method: str, *args):
         return getattr(self.shard_host(shard), method)(*args)
 
+    # ------------------------------------------------------------------ the embedder (see Runtime.reindex)
+
+    def _cache(self):
+        from engram.providers.embeddings.cache import EmbeddingCache
+        from engram.providers.embeddings.factory import cache_path
+
+        embedder = self.services.get("embedder")
+        cache = getattr(getattr(embedder, "embedder", embedder), "cache", None)
+        return cache if cache is not None else EmbeddingCache(cache_path(self.home.root))
+
+    def prepare_vectors(self, target, texts, on_progress=None) -> str:
+        from engram.providers.embeddings.factory import reembed_into
+
+        self._target = reembed_into(self._cache(), target, texts, on_progress)
+        return self._target.name
+
+    def target_vectors(self, target, texts):
+        return self._target.embed(texts)
+
+    def switch_embedder(self, target) -> None:
+        from engram.providers.services import build_services
+
+        for host in self.hosts.values():
+            host.close()
+        self.hosts.clear()
+        embedder = self.services.get("embedder")
+        if hasattr(embedder, "close"):
+            embedder.close()  # the embedding cache file
+        self._target = None
+        self.config = self.config.model_copy(update={"embedder": target})
+        self.services = build_services(self.config)
+        self.start()
+
     def stop_policies(self) -> None:
         with self._policy_lock:
             for host in self.policy_hosts.values():
                 host.save()
             self.policy_hosts.clear()
 
-    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
         """`engram.shard.forget.forget` over the shard host and the shard's policy hosts (their state and snapshots
         lose the forgotten text too)."""
         from engram.shard.forget import forget
@@ -269,7 +329,7 @@ class InProcessRuntime(Runtime):
         try:
             with self._policy_lock:  # no policy reads the log while the shard rewrites it
                 hosts = [h for (_, s, _), h in sorted(self.policy_hosts.items()) if s == index]
-                return forget(self.shard_host(index), hosts, agent, discussion, reason=reason)
+                return forget(self.shard_host(index), hosts, agent, discussion, reason=reason, memory=memory)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

@@ -27,7 +27,8 @@ from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import members as pool_size
-from engram.runtime.base import Runtime, RuntimeUnavailable, merge_results, seq_ranges
+from engram.runtime.base import (DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, RuntimeUnavailable, merge_results,
+                                 seq_ranges)
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
 
@@ -367,6 +368,36 @@ class RayRuntime(Runtime):
         return get(reader.call.remote(READER_POLICY, "recall", agent, query, min_position=min_position,
                                           now_us=now_us, **options))
 
+    def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
+              timeout: float) -> Lagging | None:
+        shard = self.shard_of(agent)
+        deadline = time.monotonic() + timeout
+        target = seq
+        for name in consumers:
+            if name == PROJECTIONS:
+                left = max(0.0, deadline - time.monotonic())
+                # A condition at the shard, woken by each fold (ShardHost.wait_projections): no poll of the log.
+                if not get(self.shard(shard).wait_projections.remote(target, left), left + self.call_timeout_s):
+                    position = get(self.shard(shard).projection_position.remote(), self.call_timeout_s)
+                    return Lagging(f"the projections of shard {shard}", shard, position)
+                continue
+            if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
+                handles = [h for (g, s, _), h in sorted(self.policies().items()) if g == name and s == shard]
+            else:
+                handles = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+            reached = target
+            for handle in handles:
+                try:
+                    position, head = get(handle.reach.remote(target), max(0.0, deadline - time.monotonic()))
+                except RuntimeUnavailable:  # not within the wait: the call goes on in the actor, the read gives up
+                    position = get(handle.positions.remote(), self.call_timeout_s)
+                    return Lagging(f"the {name} policies of shard {shard}", shard, min(position.values(), default=0))
+                if position < min(target, head):  # a failing policy (an unreachable LLM) keeps its position
+                    return Lagging(f"the {name} policies of shard {shard}", shard, position)
+                reached = max(reached, head)
+            target = reached  # what they appended for the position comes next
+        return None
+
     def drain_summarizer(self, agent: str, discussion: str) -> str:
         handle = self._member(SUMMARIZER_GROUP, agent, discussion)
         get(handle.drain.remote())
@@ -400,6 +431,52 @@ class RayRuntime(Runtime):
     def shard_call(self, shard: int, method: str, *args):
         return get(getattr(self.shard(shard), method).remote(*args))
 
+    # ------------------------------------------------------------------ the embedder (see Runtime.reindex)
+
+    def prepare_vectors(self, target, texts, on_progress=None) -> str:
+        """The home's embedder actor embeds `texts` with `target` into its cache (it is the cache's only writer),
+        a step at a time for the progress, while it goes on serving with its own embedder."""
+        from engram.providers.embeddings.factory import REEMBED_STEP
+
+        payload = target.model_dump(mode="json")
+        name = get(self.embedder().prepare.remote(payload, []))
+        for start in range(0, len(texts), REEMBED_STEP):
+            get(self.embedder().prepare.remote(payload, texts[start : start + REEMBED_STEP]))
+            if on_progress is not None:
+                on_progress(min(start + REEMBED_STEP, len(texts)), len(texts))
+        return name
+
+    def target_vectors(self, target, texts):
+        return get(self.embedder().prepared_embed.remote(list(texts)))
+
+    def switch_embedder(self, target) -> None:
+        """The shard actors and the embedder actor are closed and ended (their names freed); the next call starts
+        them again with `target` (the policies are stopped by the caller)."""
+        names = [self.actor_name(f"shard-{s:03d}") for s in self._shards]
+        for h in self._shards.values():
+            get(h.close.remote())
+            ray.kill(h)
+        self._shards.clear()
+        if self._embedder is not None:
+            from engram.actors.embedder import EMBEDDER_ROLE
+
+            get(self._embedder.close.remote())
+            ray.kill(self._embedder)
+            self._embedder = None
+            names.append(self.actor_name(EMBEDDER_ROLE))
+        self._wait_names_free(names)
+        self.config = self.config.model_copy(update={"embedder": target})
+
+    def _wait_names_free(self, names: list[str]) -> None:
+        deadline = time.monotonic() + 60
+        for name in names:
+            while time.monotonic() < deadline:
+                try:
+                    ray.get_actor(name)
+                except ValueError:
+                    break
+                time.sleep(0.1)
+
     def stop_policies(self) -> None:
         """Close every policy actor (snapshots saved) and end it; returns once their names are free, so that
         `start_policies` makes new actors rather than finding the dying ones by name."""
@@ -419,7 +496,7 @@ class RayRuntime(Runtime):
                     break
                 time.sleep(0.1)
 
-    def forget(self, agent: str, discussion: str | None, reason: str) -> dict:
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
         """`engram.shard.forget.forget` over the shard actor and the shard's policy actors: the policies pause (their
         loops stop reading the log), drop their snapshots, drain to the marker, and after the shard has erased its
         log and rebuilt its projections, every policy whose state still holds forgotten text rebuilds from the log."""
@@ -428,7 +505,7 @@ class RayRuntime(Runtime):
         index = self.shard_of(agent)
         hosts = [_Remote(h) for (_, s, _), h in sorted(self.policies().items()) if s == index]
         try:
-            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason)
+            return forget(_Remote(self.shard(index)), hosts, agent, discussion, reason=reason, memory=memory)
         except KeyError as exc:
             raise LookupError(str(exc).strip("\"'")) from None
 

@@ -20,7 +20,7 @@ from starlette.responses import Response
 
 from engram.api.errors import ApiError, error, translate, translated_exceptions
 from engram.kernel.logs import describe
-from engram.server.endpoint import SCHEMA_TYPES, error_response
+from engram.server.endpoint import SCHEMA_TYPES, describe_document, error_response
 from engram.server.frontdoor import FrontDoor
 from engram.server.keys import KeyRing
 from engram.server.mcp_http import McpEndpoint
@@ -44,7 +44,7 @@ class BodyLimit:
         too_large = error("body_too_large", f"the request body is over {self.limit} bytes "
                                             "(server.maxBodyBytes in engram.json); send less per request")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await error_response(too_large)(scope, receive, send)
+            return await error_response(too_large, scope.get("path", ""))(scope, receive, send)
         seen = 0
 
         async def limited():
@@ -61,7 +61,7 @@ class BodyLimit:
         except ApiError as exc:
             if exc.code != "body_too_large":
                 raise
-            return await error_response(exc)(scope, receive, send)
+            return await error_response(exc, scope.get("path", ""))(scope, receive, send)
 
 
 def only_cause(exc: BaseException) -> BaseException:
@@ -145,13 +145,13 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
 
     @app.exception_handler(ApiError)
     async def api_error(request, exc: ApiError):
-        return error_response(exc)
+        return error_response(exc, request.url.path)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()))
-        return error_response(error("invalid_request", f"{where}: {first.get('msg', 'invalid')}"))
+        return error_response(error("invalid_request", f"{where}: {first.get('msg', 'invalid')}"), request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, exc: StarletteHTTPException):
@@ -159,10 +159,10 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
             exc.status_code, "invalid_request")
         message = {404: f"no such resource: {request.method} {request.url.path} (see /openapi.json)",
                    405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, str(exc.detail))
-        return error_response(ApiError(exc.status_code, code, message))
+        return error_response(ApiError(exc.status_code, code, message), request.url.path)
 
     async def translated(request, exc: Exception):
-        return error_response(translate(exc) or error("internal", f"{type(exc).__name__}: {exc}"))
+        return error_response(translate(exc) or error("internal", f"{type(exc).__name__}: {exc}"), request.url.path)
 
     # The domain exceptions that are the caller's doing, answered by Starlette's exception middleware: the handler of
     # `Exception` below answers too, but the server then also re-raises, logs a traceback and drops the
@@ -183,9 +183,10 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
         exc = only_cause(exc)
         api_exc = translate(exc)
         if api_exc is not None:
-            return error_response(api_exc)
+            return error_response(api_exc, request.url.path)
         log.error("%s %s failed: %s", request.method, request.url.path, describe(exc))
-        return error_response(error("internal", f"{type(exc).__name__}: {exc} (the server log has the details)"))
+        return error_response(error("internal", f"{type(exc).__name__}: {exc} (the server log has the details)"),
+                              request.url.path)
 
     def openapi() -> dict:
         if app.openapi_schema is None:
@@ -201,7 +202,7 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
             for item in doc.get("paths", {}).values():
                 for op in item.values():
                     op.get("responses", {}).pop("422", None) if _fastapi_422(op) else None
-            app.openapi_schema = doc
+            app.openapi_schema = describe_document(doc)
         return app.openapi_schema
 
     app.openapi = openapi

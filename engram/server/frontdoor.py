@@ -84,7 +84,7 @@ class FrontDoor:
         except ApiError as exc:
             from engram.server.endpoint import error_response
 
-            return await error_response(exc)(scope, receive, send)
+            return await error_response(exc, scope.get("path", ""))(scope, receive, send)
         return await self.app(scope, receive, send)
 
     async def _check(self, scope) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from engram.api.errors import ApiError
-from engram.mcp.backends import ApiBackend
+from engram.mcp.backends import ApiBackend, Sessions
 from engram.mcp.server import build
 from engram.server.auth import authenticate_headers, principal_for
 from engram.server.endpoint import ensure_state, error_response
@@ -24,9 +24,11 @@ class McpEndpoint:
         self._asgi = None
         self._lock: asyncio.Lock | None = None
         self._stop: asyncio.Event | None = None
+        self.sessions = Sessions()  # read your writes: a key's reads wait for that key's writes over /mcp
 
     def _backend_for(self, ctx):
-        return ApiBackend(self.state.api, principal_for(self.state, ctx.headers or {}))
+        principal = principal_for(self.state, ctx.headers or {})
+        return ApiBackend(self.state.api, principal, self.sessions.of(principal))
 
     async def _start(self) -> None:
         if self._asgi is not None:

@@ -1,11 +1,14 @@
-"""The OpenAI-compatible memory proxy: `POST /v1/chat/completions`, `GET /v1/models`.
+"""The OpenAI-compatible memory proxy: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`.
 
 Point any OpenAI client or chat front-end (Open WebUI, SillyTavern, the `openai` SDK) at
 `http://<engram>/v1` and put `[DiscussionId]my-chat[/DiscussionId]` in a message: that discussion gets
 memory (`engram.api.completions` has the rules). The wire format is OpenAI's: a `chat.completion`
 object, or with `"stream": true` server-sent events of `chat.completion.chunk` objects ending with
-`data: [DONE]`, sent as the model produces its tokens (the anthropic provider streams them from the
-Messages API; the labelled offline responder's answer exists at once and is sent a few words per chunk).
+`data: [DONE]`, sent as the model produces its tokens (the endpoint `llm.tasks.respond` routes to streams them,
+whatever its apiType; the labelled offline responder's answer exists at once and is sent a few words per chunk).
+The front end's samplers (temperature, top_p, max_tokens, stop, seed) go with the reply's call unless its preset
+says `frontEndSamplers: "override"`. `/v1/completions` is OpenAI's text completion, with the same memory rules
+(`text_request` says how a prompt becomes messages) and `text_completion` objects on the wire.
 The stream starts with the reply's first text: a request refused before it (bad body, unknown agent, an
 LLM outage before the first token) is a plain JSON error with its status. A model error after it ends the
 stream with an OpenAI error event, `data: {"error": {"message", "type", "code"}}` (the `openai` SDK raises
@@ -27,9 +30,7 @@ clients, the `openai` SDK among them, skip): `: engram-timings {"memory_ms": …
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
 import uuid
 from typing import Any
@@ -40,9 +41,10 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from engram.api import types as t
-from engram.api.errors import ApiError, error, translate
+from engram.api.errors import ApiError, error
 from engram.server.auth import authenticate
 from engram.server.endpoint import ensure_state, error_body, error_responses, json_response
+from engram.server.streaming import ReplyStream, refusal
 
 log = logging.getLogger("engram.proxy")
 router = APIRouter(tags=["openai"])
@@ -65,8 +67,9 @@ class StreamOptions(msgspec.Struct, kw_only=True):
 
 
 class OaiRequest(msgspec.Struct, kw_only=True):
-    """OpenAI's chat completion request; sampling fields (temperature, top_p…) are accepted and ignored: the
-    configured LLM's presets decide them."""
+    """OpenAI's chat completion request. Its samplers (temperature, top_p, max_tokens, stop, seed; top_k as
+    llama.cpp and vLLM take it) go to the model unless the route's preset says `frontEndSamplers: "override"`;
+    other fields (tools, logprobs, presence_penalty…) are accepted and ignored."""
 
     model: str
     messages: list[OaiMessage]
@@ -74,6 +77,11 @@ class OaiRequest(msgspec.Struct, kw_only=True):
     stream_options: StreamOptions | None = None
     max_tokens: int | None = None
     max_completion_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop: str | list[str] | None = None
+    seed: int | None = None
     n: int = 1
 
 
@@ -117,7 +125,28 @@ def completion_request(req: OaiRequest) -> t.CompletionRequest:
         if role is None:
             raise error("malformed_messages", f"messages[{i}].role {m.role!r} is not one of {', '.join(sorted(ROLES))}")
         turns.append(t.ChatTurn(role=role, content=text_of(m, i), name=m.name))
-    return t.CompletionRequest(messages=turns, max_tokens=req.max_completion_tokens or req.max_tokens)
+    max_tokens = positive(req.max_completion_tokens or req.max_tokens)
+    stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+    return t.CompletionRequest(messages=turns, max_tokens=max_tokens,
+                               sampling=samplers(req.temperature, req.top_p, req.top_k, max_tokens, stop, req.seed))
+
+
+def positive(n: int | None) -> int | None:
+    """A token limit; 0 or -1 (what some front ends send for "no limit") is none."""
+    return n if n is not None and n > 0 else None
+
+
+def samplers(temperature, top_p, top_k, max_tokens, stop, seed) -> t.Samplers | None:
+    """The front end's samplers as engram's request carries them (None when it set none); out-of-range values are
+    the caller's error (400), as OpenAI answers them."""
+    if temperature is None and top_p is None and top_k is None and max_tokens is None and not stop and seed is None:
+        return None
+    values = {"temperature": temperature, "top_p": top_p, "top_k": top_k, "max_tokens": max_tokens,
+              "stop": [s for s in stop if s], "seed": seed}
+    try:
+        return msgspec.convert({k: v for k, v in values.items() if v is not None}, t.Samplers)
+    except msgspec.ValidationError as exc:
+        raise error("invalid_request", f"sampling: {exc}") from None
 
 
 def choose_agent(request: Request, model: str, principal, default_agent: str) -> str:
@@ -195,7 +224,7 @@ async def chat_completions(request: Request):
     try:
         result: t.CompletionResponse = await run_in_threadpool(api.complete, agent, body)
     except Exception as exc:
-        raise _refusal(exc) from None
+        raise refusal(exc) from None
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
     return Response(msgspec.json.encode({
         "id": ident, "object": "chat.completion", "created": created, "model": req.model,
@@ -206,68 +235,13 @@ async def chat_completions(request: Request):
     }), media_type="application/json", headers=_headers(result))
 
 
-def _refusal(exc: BaseException) -> BaseException:
-    """The ApiError an operation's exception means (the exception itself when it is not the caller's doing)."""
-    return translate(exc) or exc
-
-
-class Trimmed:
-    """A reply's text deltas as the client sees them. The reply is appended trimmed, so the stream is too: leading
-    whitespace is dropped, trailing whitespace held back until more text follows it (joined, the deltas are the
-    appended reply)."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self._held = ""
-
-    def __call__(self, text: str) -> str:
-        if not self.started:
-            text = text.lstrip()
-            if not text:
-                return ""
-            self.started = True
-        text = self._held + text
-        body = text.rstrip()
-        self._held = text[len(body):]
-        return body
-
-
 async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest):
-    """Server-sent events of the reply as the model produces it (see the module docstring). The completion runs in a
-    worker thread; its text reaches this event loop through a queue."""
-    from engram.api.completions import ReplyAbandoned, Timing
+    """Server-sent events of the reply as the model produces it (see the module docstring)."""
     from engram.kernel.ids import find_discussion_id
 
-    loop = asyncio.get_running_loop()
-    events: asyncio.Queue = asyncio.Queue()
-    gone = threading.Event()  # the client disconnected: the next delta stops the model's call
-    trim = Trimmed()
-    timing = Timing()
-
-    def put(kind: str, value) -> None:
-        loop.call_soon_threadsafe(events.put_nowait, (kind, value))
-
-    def on_text(text: str) -> None:
-        if gone.is_set():
-            raise ReplyAbandoned("the client disconnected mid-stream")
-        text = trim(text)
-        if text:
-            put("text", text)
-
-    def work() -> None:
-        try:
-            put("done", api.complete(agent, body, on_text=on_text, timing=timing))
-        except ReplyAbandoned:
-            pass  # nobody listens; nothing was appended but the user's messages
-        except BaseException as exc:  # noqa: BLE001 - handed to the stream, which answers it
-            put("error", exc)
-
-    threading.Thread(target=work, name="proxy-stream", daemon=True).start()
-    kind, value = await events.get()
-    if kind == "error":  # refused before the first token: a plain JSON error with its status
-        raise _refusal(value) from None
-    # The headers leave now, with the first text: the timings until this first byte (the whole ones end the stream).
-    memory_ms, llm_ms = (value.memory_ms, value.llm_ms) if kind == "done" else timing.at_now()
+    reply = ReplyStream(api, agent, body)
+    # The headers leave with the first text: the timings until this first byte (the whole ones end the stream).
+    memory_ms, llm_ms = await reply.first()
     ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
     include_usage = req.stream_options is not None and req.stream_options.include_usage
 
@@ -280,45 +254,171 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
         return b"data: " + msgspec.json.encode(out) + b"\n\n"
 
     async def sse():
-        finished = False
-        kind_, value_ = kind, value
-        try:
-            yield chunk({"role": "assistant", "content": ""})
-            while True:
-                if kind_ == "text":
-                    for piece in pieces(value_):
-                        yield chunk({"content": piece})
-                elif kind_ == "done":
-                    if not trim.started:  # a workflow whose reply was not streamed (no returnToUser node)
-                        for piece in pieces(value_.reply):
-                            yield chunk({"content": piece})
-                    yield chunk({}, "stop")
-                    if include_usage:
-                        yield chunk({}, usage=_usage(value_), choices=False)
-                    yield timings_comment(value_)
-                    yield b"data: [DONE]\n\n"
-                    finished = True
-                    return
-                else:
-                    refused = _refusal(value_)
-                    if not isinstance(refused, ApiError):
-                        log.error("a streamed chat completion failed", exc_info=refused)
-                        refused = error("internal", f"{type(refused).__name__}: {refused} (the server log has the "
-                                                    "details)")
-                    yield b"data: " + msgspec.json.encode(error_body(refused)) + b"\n\n"
-                    finished = True
-                    return
-                kind_, value_ = await events.get()
-        finally:
-            if not finished:
-                gone.set()
+        yield chunk({"role": "assistant", "content": ""})
+        async for kind, value in reply.events():
+            if kind == "text":
+                for piece in pieces(value):
+                    yield chunk({"content": piece})
+            elif kind == "done":
+                yield chunk({}, "stop")
+                if include_usage:
+                    yield chunk({}, usage=_usage(value), choices=False)
+                yield timings_comment(value)
+                yield b"data: [DONE]\n\n"
+            else:
+                yield stream_error(value)
 
+    return StreamingResponse(sse(), media_type="text/event-stream",
+                             headers=stream_headers(agent, memory_ms, llm_ms, find_discussion_id(
+                                 [m.content for m in body.messages])))
+
+
+def stream_error(exc: BaseException) -> bytes:
+    """An error after the stream started: OpenAI's error event (the `openai` SDK raises it as an APIError)."""
+    refused = refusal(exc)
+    if not isinstance(refused, ApiError):
+        log.error("a streamed completion failed", exc_info=refused)
+        refused = error("internal", f"{type(refused).__name__}: {refused} (the server log has the details)")
+    return b"data: " + msgspec.json.encode(error_body(refused)) + b"\n\n"
+
+
+def stream_headers(agent: str, memory_ms: float, llm_ms: float, discussion: str | None) -> dict[str, str]:
     headers = {"X-Engram-Agent": agent, "Cache-Control": "no-cache", "X-Engram-Memory-Ms": f"{memory_ms:.2f}",
                "X-Engram-Llm-Ms": f"{llm_ms:.2f}", "X-Engram-Timing": "first-byte"}
-    discussion = find_discussion_id([m.content for m in body.messages])
     if discussion:
         headers["X-Engram-Discussion"] = discussion
-    return StreamingResponse(sse(), media_type="text/event-stream", headers=headers)
+    return headers
+
+
+# --------------------------------------------------------------------------- POST /v1/completions
+
+class OaiTextRequest(msgspec.Struct, kw_only=True):
+    """OpenAI's (legacy) text completion request. Fields engram does not use (logprobs, best_of, suffix…) are
+    accepted and ignored; `echo` and several prompts are refused."""
+
+    model: str
+    prompt: str | list[str]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    n: int = 1
+    echo: bool = False
+
+
+_TEXT_DECODER = msgspec.json.Decoder(OaiTextRequest)
+
+
+def parse_text_request(raw: bytes) -> OaiTextRequest:
+    if not raw.strip():
+        raise error("invalid_request", "the request body is empty; expected an OpenAI text completion request")
+    try:
+        req = _TEXT_DECODER.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise error("invalid_request", f"text completion request: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error("invalid_request", "the request body is nested too deeply") from None
+    if isinstance(req.prompt, list) and len(req.prompt) != 1:
+        raise error("invalid_request", "prompt: give one prompt (a string); engram's proxy answers one at a time")
+    if req.n != 1:
+        raise error("invalid_request", "n must be 1: engram's proxy answers with one choice")
+    if req.echo:
+        raise error("invalid_request", "echo is not supported: engram's proxy returns the completion only")
+    return req
+
+
+def text_request(prompt: str, system: str, *, raw: bool, max_tokens: int | None,
+                 sampling: t.Samplers | None) -> t.CompletionRequest:
+    """A text door's request (`/v1/completions`, `/api/generate`). With a `[DiscussionId]` tag: a prompt written in
+    a chat template (a text front end's whole transcript) is read back into its messages, a history like a chat
+    front end's; any other prompt is the discussion's next user turn. Without a tag: `raw` sends the prompt to the
+    model as it is, else it is one user message (and `system` the system prompt)."""
+    from engram.kernel.ids import find_discussion_id
+    from engram.memory.ingest.transcript import turns
+
+    head = [t.ChatTurn(role="system", content=system)] if system else []
+    tagged = find_discussion_id([system, prompt]) is not None
+    parsed = turns(prompt) if tagged else None
+    if parsed is not None:
+        return t.CompletionRequest(messages=head + [t.ChatTurn(role=role, content=text) for role, text in parsed],
+                                   max_tokens=max_tokens, sampling=sampling)
+    return t.CompletionRequest(messages=head + [t.ChatTurn(role="user", content=prompt)], max_tokens=max_tokens,
+                               sampling=sampling, text_prompt=tagged or raw)
+
+
+@router.post("/v1/completions", summary="OpenAI-compatible text completion with memory",
+             responses={**error_responses("invalid_id", "malformed_messages", "conflict", "unknown_agent", "bad_workflow",
+                                          "llm_error", "llm_unavailable"),
+                        200: {"description": "a text_completion object, or (stream) text/event-stream of "
+                                             "text_completion objects ending with `data: [DONE]`"}},
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["model", "prompt"],
+                 "properties": {"model": {"type": "string"}, "prompt": {"type": "string"},
+                                "stream": {"type": "boolean"}, "max_tokens": {"type": "integer", "minimum": 1},
+                                "temperature": {"type": "number"}, "top_p": {"type": "number"},
+                                "stop": {"type": "array", "items": {"type": "string"}}}}}}}})
+async def text_completions(request: Request):
+    """OpenAI's text completion. Without a `[DiscussionId]` tag in the prompt it is forwarded to the model as it is
+    (a text-completion endpoint gets it untouched). With one, a transcript in a chat template (ChatML, Llama 3,
+    Gemma) is read back into its messages and handled as a chat history; any other prompt (tag removed) is the
+    discussion's next user turn. Either way each message is appended once, the memory workflow answers with the
+    discussion's memory injected, and the reply is appended."""
+    state = request.app.state
+    if state.api is None:
+        await run_in_threadpool(ensure_state, state)
+    principal = authenticate(request)
+    req = parse_text_request(await request.body())
+    agent = choose_agent(request, req.model, principal, state.api.config.proxy.default_agent)
+    prompt = req.prompt if isinstance(req.prompt, str) else req.prompt[0]
+    stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+    max_tokens = positive(req.max_tokens)
+    body = text_request(prompt, "", raw=True, max_tokens=max_tokens,
+                        sampling=samplers(req.temperature, req.top_p, req.top_k, max_tokens, stop, req.seed))
+    api = state.api.scoped(principal)
+    ident, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+
+    def choice(text: str, finish: str | None) -> dict:
+        return {"id": ident, "object": "text_completion", "created": created, "model": req.model,
+                "system_fingerprint": None,
+                "choices": [{"text": text, "index": 0, "logprobs": None, "finish_reason": finish}]}
+
+    if not req.stream:
+        try:
+            result: t.CompletionResponse = await run_in_threadpool(api.complete, agent, body)
+        except Exception as exc:
+            raise refusal(exc) from None
+        return Response(msgspec.json.encode({**choice(result.reply, "stop"), "usage": _usage(result)}),
+                        media_type="application/json", headers=_headers(result))
+    from engram.kernel.ids import find_discussion_id
+
+    discussion = find_discussion_id([prompt])
+    reply = ReplyStream(api, agent, body, trim=discussion is not None)
+    memory_ms, llm_ms = await reply.first()
+    include_usage = req.stream_options is not None and req.stream_options.include_usage
+
+    async def sse():
+        async for kind, value in reply.events():
+            if kind == "text":
+                for piece in pieces(value):
+                    yield b"data: " + msgspec.json.encode(choice(piece, None)) + b"\n\n"
+            elif kind == "done":
+                yield b"data: " + msgspec.json.encode(choice("", "stop")) + b"\n\n"
+                if include_usage:
+                    usage = {**choice("", None), "choices": [], "usage": _usage(value)}
+                    yield b"data: " + msgspec.json.encode(usage) + b"\n\n"
+                yield timings_comment(value)
+                yield b"data: [DONE]\n\n"
+            else:
+                yield stream_error(value)
+
+    return StreamingResponse(sse(), media_type="text/event-stream",
+                             headers=stream_headers(agent, memory_ms, llm_ms, discussion))
 
 
 @router.get("/v1/models", summary="The models engram answers as (OpenAI's list)",

@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Protocol, Sequence
 
 from engram.events.control import AgentForgotten, DiscussionForgotten, FORGET_MARKERS
-from engram.events.erasure import plan as plan_erasure, unfinished as unfinished_erasures
+from engram.events.erasure import (
+    memory_events, memory_key, parse_memory_key, plan as plan_erasure, plan_memory, unfinished as unfinished_erasures,
+)
+from engram.events.memory_edits import MemoryDeleted
 from engram.events.store import EventStore
 from engram.kernel.files import atomic_write, compact_database
 from engram.kernel.gate import alone, shared
@@ -51,13 +54,17 @@ class PolicyForgetting(Protocol):
 
 
 def forget(shard: ShardForgetting, hosts: Sequence[PolicyForgetting], agent: str, discussion: str | None = None,
-           *, reason: str = "") -> dict:
-    """Forget a discussion (or a whole agent) everywhere; returns the report (`policies_rebuilt`: policies whose
-    state still held forgotten text after their own forget handling, and were rebuilt from the log)."""
+           *, reason: str = "", memory: tuple[str, str] | None = None) -> dict:
+    """Forget a discussion (or a whole agent, or one memory: `memory` = (kind, id)) everywhere; returns the report
+    (`policies_rebuilt`: policies whose state still held forgotten text after their own forget handling, and were
+    rebuilt from the log)."""
     for host in hosts:
         host.pause()
     try:
-        marker_seq, streams = shard.begin_forget(agent, discussion, reason=reason)
+        if memory is not None:
+            marker_seq, streams = shard.begin_delete_memory(agent, memory[0], memory[1], reason=reason)
+        else:
+            marker_seq, streams = shard.begin_forget(agent, discussion, reason=reason)
         for host in hosts:
             host.discard_snapshots()
         for host in hosts:
@@ -67,7 +74,7 @@ def forget(shard: ShardForgetting, hosts: Sequence[PolicyForgetting], agent: str
     finally:
         for host in hosts:
             host.resume()
-    report["forgotten"] = discussion or agent
+    report["forgotten"] = memory_key(*memory) if memory is not None else discussion or agent
     report["streams"] = streams
     return report
 
@@ -149,6 +156,18 @@ class ShardForget:
         appended = self.store.append(agent_stream(agent), [marker], agent=agent)
         return appended.seqs[-1], streams
 
+    @shared
+    def begin_delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = "") -> tuple[int, list[str]]:
+        """Record that one memory is deleted: a `MemoryDeleted` marker in the memory's stream, durable before
+        anything is erased (as `begin_forget`). Returns (marker seq, [its pseudo-stream `memory:<kind>:<id>`])."""
+        seqs = memory_events(self.store, agent, kind, memory_id)
+        if not seqs:
+            raise KeyError(f"agent {agent!r} has no {kind} memory {memory_id!r}")
+        stream = self.store.query("SELECT stream FROM events WHERE seq = ?", [seqs[0]])[1][0][0]
+        self._journal.parent.mkdir(parents=True, exist_ok=True)
+        appended = self.store.append(stream, [MemoryDeleted(kind=kind, memory_id=memory_id, reason=reason)], agent=agent)
+        return appended.seqs[-1], [memory_key(kind, memory_id)]
+
     @alone
     def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
         """Erase what `begin_forget` recorded: the payloads in the log (and the log file rewritten, WAL
@@ -157,8 +176,13 @@ class ShardForget:
         checking other state, e.g. policy snapshots)."""
         atomic_write(self._journal, json.dumps({"marker_seq": marker_seq, "streams": streams}).encode())
         self.wait_projections(marker_seq)
-        erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
-        erased = self.store.erase(erasure.seqs)
+        memory = parse_memory_key(streams[0]) if len(streams) == 1 else None
+        if memory is not None:
+            agent = self.store.query("SELECT agent FROM events WHERE seq = ?", [marker_seq])[1][0][0]
+            erasure = plan_memory(self.store, agent, *memory, before_seq=marker_seq)
+        else:
+            erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
+        erased = self.store.erase(erasure.seqs, keep_ids=memory is not None)
         self._recount()
         self._close_projections()
         self.store.close()

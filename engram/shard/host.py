@@ -156,6 +156,10 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
     def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
         return self.store.read_rows(after, **kwargs)
 
+    def read_page(self, after: int, limit: int, to_seq: int | None = None) -> list[tuple]:
+        """`read_rows` with positional arguments (what `Runtime.shard_call` passes): the `/v1/events` feed's read."""
+        return self.read_rows(after, limit=limit, to_seq=to_seq)
+
     def head(self) -> int:
         return self.store.head()
 

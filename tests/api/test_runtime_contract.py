@@ -68,6 +68,24 @@ class RuntimeContract:
             assert hit.score == pytest.approx(sum(hit.contributions.values()), abs=1e-5)
         assert any("CSS-in-JS" in s.content for s in res.hits[0].sources)
 
+    def test_a_read_after_a_write_sees_it_in_every_read_model(self, mem):
+        said = "The launch party is on a boat called Kestrel moored in Porto."
+        written = mem.append_messages(AGENT, "after-write", t.AppendRequest(messages=[t.Message(role="user",
+                                                                                               content=said)]))
+        for read in ("recall", "log", "discussion", "memories"):
+            mem.reach(AGENT, written.position, read, "after-write")
+        assert any("Kestrel" in h.content for h in mem.recall(AGENT, t.RecallRequest(query="Which boat is the launch "
+                                                                                      "party on?", record=False)).hits)
+        assert [m.content for m in mem.list_messages(AGENT, "after-write").messages] == [said]
+        assert "after-write" in [d.discussion for d in mem.list_discussions(AGENT).discussions]
+
+    def test_agents_discussions_and_memories_are_listed(self, mem):
+        (agent,) = [a for a in mem.list_agents().agents if a.agent == AGENT]
+        assert agent.messages >= 45 and agent.discussions >= 1 and agent.traces > 0
+        page = mem.list_messages(AGENT, DISCUSSION, limit=10)
+        assert len(page.messages) == 10 and page.next_cursor == str(page.messages[-1].seq)
+        assert mem.list_memories(AGENT, "traces", limit=5).memories
+
     def test_a_read_of_an_unknown_agent_is_refused_and_records_nothing(self, mem):
         mem.wait_idle(timeout=120)  # a recall's TraceRetrieved is appended after its answer left (the actor's flush)
         head = sum(mem.rt.heads().values())

@@ -91,6 +91,29 @@ def test_a_trace_read_back_from_its_table_is_the_trace_that_was_written_with_its
     assert back.context_message_ids == ("m2",)
 
 
+def test_a_traces_labels_are_stored_as_a_json_object_and_read_back_as_the_same_pairs():
+    """`metadata` (`MemoryEdited`) is a JSON object in its VARCHAR column, keys sorted, NULL when there are none (as
+    the table held it before the declaration), and a trace restored from the table has the labels it was written with."""
+    base = dict(
+        agent="ann", stream="d1", scope="discussion", scope_id="d1", trace_type="episodic", content="I moved to Lisbon",
+        source_type="user_statement", source_seqs=(3,), source_message_ids=("m3",), confidence=0.9, valence=0.1,
+        arousal=0.2, dominance=0.3, intensity=0.4, flashbulb=False, importance=0.7, encoding_strength=1.0,
+        stability_s=86400.0, encoded_us=1_700_000_000_000_000, last_access_us=1_700_000_000_000_000, interval_s=3600.0,
+        next_due_us=1_700_003_600_000_000,
+    )
+    labelled = MemoryTrace(trace_id="t1", **base, metadata=(("source", "user-fix"), ("topic", "home")))
+    plain = MemoryTrace(trace_id="t2", **base)
+    db = _created(TraceProjection)
+    db.register("batch", records.arrow_table(MemoryTrace, [labelled, plain]))
+    db.execute("INSERT INTO memory_traces SELECT * FROM batch")
+    assert db.execute("SELECT trace_id, metadata FROM memory_traces ORDER BY trace_id").fetchall() == [
+        ("t1", '{"source": "user-fix", "topic": "home"}'), ("t2", None)]
+    cursor = db.execute(f"SELECT {records.select_list(MemoryTrace)} FROM memory_traces ORDER BY trace_id")
+    back = records.from_rows(MemoryTrace, [d[0] for d in cursor.description], cursor.fetchall())
+    assert [t.metadata for t in back] == [(("source", "user-fix"), ("topic", "home")), ()]
+    assert back == [labelled, plain]
+
+
 def test_a_chunk_memory_line_is_its_declaration_and_leaves_out_what_is_empty_as_the_files_always_did():
     import json
 
@@ -109,7 +132,7 @@ def test_a_chunk_memory_line_is_its_declaration_and_leaves_out_what_is_empty_as_
                          trigger="messages")
     rec = Recorded(seq=7, stream="d1", stream_version=7, agent="ann", ts_us=1_700_000_120_000_000, event=ev)
     line = json.loads(canonical(memory_line(rec, ev)))
-    assert list(line) == sorted(f for f in ChunkMemory.__struct_fields__ if f not in ("workflow", "workflow_error"))
+    assert list(line) == sorted(f for f in ChunkMemory.__struct_fields__ if f not in ("workflow", "workflow_error", "metadata"))
     assert line["llm"] == {"provider": "offline", "model": "offline-heuristic"}  # no error key
     assert (line["message_count"], line["first_message_id"], line["created_seq"]) == (3, "m3", 7)
     assert msgspec.convert(line, ChunkMemory) == memory_line(rec, ev)  # what the API answers with, read back

@@ -1,4 +1,4 @@
-"""A home written by earlier code opens, replays identically and recalls the same (issue 26).
+"""A home written by earlier code opens, replays identically and recalls the same memories (issue 26).
 
 `tests/fixtures/home-before-layers.tar.gz` was written by `tests/fixtures/make_home_before_layers.py` on the code
 from before engram's modules moved into layers; `home-before-layers.expected.json` is what that code saw in it.
@@ -52,7 +52,7 @@ def old_home(tmp_path) -> Path:
     return tmp_path / "home"
 
 
-ADDED_COLUMNS = {"memory_traces": ("valid_from", "valid_to", "superseded_by", "context_message_ids")}
+ADDED_COLUMNS = {"memory_traces": ("valid_from", "valid_to", "superseded_by", "metadata", "context_message_ids")}
 
 
 def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_the_same(old_home, tmp_path):
@@ -69,10 +69,17 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
 
         assert mem.rt.verify_replay([0]) == []
         mem.rt.replay_into([0], str(tmp_path / "replayed"), None, None)
-        assert recall_answers(mem) == expected["recalls"]
+        answers = recall_answers(mem)
+        # The same memories, in the same order. Scores follow today's ranking rules (issue 24 changed the weights of
+        # dormant traces and questions, docs/recall.md), so they are not compared with the old code's.
+        assert [[h["trace_id"] for h in a["hits"]] for a in answers] == [
+            [h["trace_id"] for h in e["hits"]] for e in expected["recalls"]]
+        assert [[h["context_message_ids"] for h in a["hits"]] for a in answers] == [
+            [h["context_message_ids"] for h in e["hits"]] for e in expected["recalls"]]
 
-    # Since the fixture, `memory_traces` gained `context_message_ids` (TraceProjection v4 -> v6: issue 24 added validity, issue 26 context_message_ids): its
-    # other columns are compared, the old home's table was folded again with it, and `projection_versions` says so.
+    # Since the fixture, `memory_traces` gained columns (TraceProjection v4 -> v6: issue 24 added validity, the memory
+    # edits `metadata`, issue 26 `context_message_ids`): its other columns are compared, the old home's table was
+    # folded again with them, and `projection_versions` says so.
     wanted = _without_versions(expected["projections"])
     assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS)) == wanted
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS)) == wanted

@@ -303,6 +303,17 @@ def test_a_scoped_key_can_neither_replay_the_shared_shard_nor_write_outside_the_
     assert not loot.exists()
 
 
+def test_a_scoped_key_can_neither_reindex_the_home_nor_read_which_agents_need_it(keyed):
+    """Re-embedding rebuilds every agent's vectors, and status's embedder section names every agent: admin only."""
+    with http(keyed, keyed["alice"]) as web:
+        for method, path in (("post", "/v1/reindex"), ("get", "/v1/status")):
+            answer = getattr(web, method)(path)
+            assert answer.status_code == 403 and answer.json()["error"]["code"] == "forbidden", (path, answer.text)
+            assert BOB not in answer.text
+    with http(keyed, keyed["token"]) as web:
+        assert web.get("/v1/status").json()["embedder"]["reindex_needed"] is False
+
+
 def test_jobs_write_only_under_the_home_and_their_files_are_the_owners_alone(keyed, tmp_path):
     outside = tmp_path / "elsewhere"
     inside = keyed["home"] / "exports" / "replay-1"

@@ -25,6 +25,7 @@ HOME_WIDE = {
     ("GET", "/v1/health"): {200},  # that the server is up: nothing else
     ("GET", "/v1/instance"): {422},  # an HMAC of a challenge (none given here): proves the server, grants nothing
     ("GET", "/v1/server"): {403},  # which home, pid, runtime: an admin key's
+    ("POST", "/v1/llm/check"): {403},  # the home's LLM endpoints (URLs, models): an admin key's
     ("GET", "/v1/status"): {403},
     ("POST", "/v1/replay"): {403},
     ("POST", "/v1/shutdown"): {403},
@@ -34,10 +35,22 @@ HOME_WIDE = {
     ("GET", "/v1/discussions/{discussion}"): {404},  # bob's discussion
     ("POST", "/v1/chat/completions"): {404},  # model engram/bob
     ("GET", "/v1/models"): {200},  # only alice's model (checked below)
+    ("GET", "/v1/agents"): {200},  # only alice (checked below, and in tests/server/test_listing_served.py)
     ("POST", "/v1/reshard"): {403},  # the whole home's layout: an admin key's
+    ("POST", "/v1/reindex"): {403},  # re-embeds every agent's memory: an admin key's
     ("POST", "/v1/export"): {403},  # every agent's events: an admin key's
     ("POST", "/v1/regenerate"): {403},  # every discussion of the home through Message Batches: an admin key's
+    ("GET", "/v1/events"): {200},  # only the key's agents' events (checked here: nothing of bob's; tests/server/test_events.py)
+    ("POST", "/v1/completions"): {404},  # model engram/bob
+    ("POST", "/api/chat"): {404},  # model engram/bob:latest (Ollama's "model not found")
+    ("POST", "/api/generate"): {404},  # model engram/bob
+    ("POST", "/api/show"): {404},  # model engram/bob
+    ("GET", "/api/tags"): {200},  # only alice's model (checked below)
+    ("GET", "/api/version"): {200},  # the Ollama API version: nothing of the home
+    ("GET", "/api/ps"): {200},  # no models loaded: nothing of the home
 }
+# Streaming routes, asked for what they hold now and then the end (not followed for ever).
+QUERIES = {"/v1/events": "?after=0&follow=false"}
 
 
 def cli(home, *args) -> str:
@@ -88,12 +101,19 @@ def head(mem) -> int:
 
 
 def fill(path: str, job_id: str) -> str:
-    return (path.replace("{agent}", BOB).replace("{discussion}", BOB_TALK).replace("{job_id}", job_id))
+    return (path.replace("{agent}", BOB).replace("{discussion}", BOB_TALK).replace("{job_id}", job_id)
+            .replace("{kind}", "trace").replace("{memory_id}", "t-1"))
 
 
 BODIES = {"/v1/chat/completions": {"model": f"engram/{BOB}", "messages": [
     {"role": "user", "content": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"}]},
-    "/v1/sql": {"query": "SELECT agent, content FROM messages"}, "/v1/replay": {}}
+    "/v1/sql": {"query": "SELECT agent, content FROM messages"}, "/v1/replay": {},
+    "/v1/completions": {"model": f"engram/{BOB}", "prompt": f"[DiscussionId]{BOB_TALK}[/DiscussionId] My locker code?"},
+    "/api/chat": {"model": f"engram/{BOB}:latest", "stream": False, "messages": [
+        {"role": "user", "content": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"}]},
+    "/api/generate": {"model": f"engram/{BOB}", "stream": False,
+                      "prompt": f"[DiscussionId]{BOB_TALK}[/DiscussionId] What is my locker code?"},
+    "/api/show": {"model": f"engram/{BOB}"}}
 
 
 def test_keys_are_listed_by_id_and_stored_hashed(keyed):
@@ -133,13 +153,13 @@ def test_every_route_refuses_another_keys_agent_and_appends_nothing(keyed):
             method = method.upper()
             body = BODIES.get(path, {"query": "locker", "messages": [{"role": "user", "content": "x"}]}) \
                 if method in ("POST", "PUT") else None
-            status, doc = call(home, method, fill(path, job["id"]), key_a, body)
+            status, doc = call(home, method, fill(path, job["id"]) + QUERIES.get(path, ""), key_a, body)
             if "{agent}" in path:
                 assert (status, doc["error"]["code"]) == (404, "unknown_agent"), (method, path, status, doc)
             else:
                 assert (method, path) in HOME_WIDE, f"{method} {path}: a new route: say what a key limited to agents gets"
                 assert status in HOME_WIDE[(method, path)], (method, path, status, doc)
-                shown = json.dumps(doc)
+                shown = doc.decode() if isinstance(doc, bytes) else json.dumps(doc)
                 assert BOB_SECRET not in shown and f'"agent": "{BOB}"' not in shown, (method, path, shown)
             checked += 1
     assert checked >= 30
@@ -151,6 +171,10 @@ def test_every_route_refuses_another_keys_agent_and_appends_nothing(keyed):
     # What the home-wide reads show alice's key: only alice.
     _, models = call(home, "GET", "/v1/models", key_a)
     assert [m["id"] for m in models["data"]] == ["engram", f"engram/{ALICE}"]
+    _, agents = call(home, "GET", "/v1/agents", key_a)
+    assert [a["agent"] for a in agents["agents"]] == [ALICE]
+    _, tags = call(home, "GET", "/api/tags", key_a)
+    assert [m["model"] for m in tags["models"]] == ["engram:latest", f"engram/{ALICE}:latest"]
     _, jobs = call(home, "GET", "/v1/jobs", key_a)
     assert job["id"] not in [j["id"] for j in jobs["jobs"]]
     status, rows = call(home, "POST", "/v1/sql", key_a, BODIES["/v1/sql"])

@@ -13,6 +13,8 @@ to know what an agent remembers all fold the same events with this class, so the
     ConflictResolved   the loser is contradicted by the winner, and soft-deleted unless both are kept
     MoodChanged        the agent's current mood
     DiscussionForgotten / AgentForgotten   everything derived from that stream or agent is dropped
+    MemoryEdited       a user's new text (and metadata) of one trace supersedes the old
+    MemoryDeleted      one trace is dropped, as forgetting drops it
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from engram.events import cognitive as ev
 from engram.events.background import Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
+from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.kernel.records import Column
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
 from engram.memory.cognitive.graph import TraceGraph
@@ -48,6 +51,8 @@ INTERESTS = frozenset(
         "MoodChanged",
         "DiscussionForgotten",
         "AgentForgotten",
+        "MemoryEdited",
+        "MemoryDeleted",
     }
 )
 
@@ -75,7 +80,7 @@ class Change:
     trace_id: str
     seq: int
     ts_us: Annotated[int, Column("ts", timestamp=True)]
-    change: str  # encoded | retrieved | reinforced | verified | pruned | superseded
+    change: str  # encoded | retrieved | reinforced | verified | pruned | superseded | edited
     strength_before: float  # S(t) at the event, before the change
     strength_after: float
     encoding_strength: float
@@ -92,6 +97,7 @@ class Applied:
     added: list[MemoryTrace] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # soft-deleted or forgotten
     forgotten: list[str] = field(default_factory=list)  # gone entirely (forgetting)
+    edited: list[MemoryTrace] = field(default_factory=list)  # a new text: its index entries change
 
 
 class TraceBook:
@@ -176,6 +182,12 @@ class TraceBook:
             if e.agent_id == self.agent:
                 self._forget(list(self.traces), out)
                 self.mood = None
+        elif isinstance(e, MemoryEdited):
+            if e.kind == "trace":
+                self._edited(rec, e, out)
+        elif isinstance(e, MemoryDeleted):
+            if e.kind == "trace":
+                self._forget([e.memory_id], out)
         self.last_seq = max(self.last_seq, rec.seq)
         return out
 
@@ -188,6 +200,20 @@ class TraceBook:
         self.forgotten_traces.discard(t.trace_id)
         self._log(t, rec, "encoded", e.strength, "flashbulb" if e.flashbulb else "")
         out.added.append(t)
+
+    def _edited(self, rec: Recorded, e: MemoryEdited, out: Applied) -> None:
+        """A user's edit: the trace keeps its id, strength and links; its text (and metadata) are the new ones."""
+        t = self.traces.get(e.memory_id)
+        if t is None:
+            return
+        if e.metadata is not None:
+            t.metadata = tuple(sorted(e.metadata.items()))
+        if e.content is not None and e.content != t.content:
+            t.content = e.content
+            t.asks = asks(e.content)
+            out.edited.append(t)
+        t.last_seq = rec.seq
+        self._log(t, rec, "edited", strength_at(t, rec.ts_us), "")
 
     def _retrieved(self, rec: Recorded, e: ev.TraceRetrieved) -> None:
         """Every returned trace is reinforced; the best HEBBIAN_TOP that the query itself found wire together.

@@ -144,6 +144,8 @@ class AgentMemory(EntityLinks):
             applied = self.book.apply(rec)
             for t in applied.added:
                 self._index_trace(t, vectors[t.trace_id], rec.seq)
+            for t in applied.edited:
+                self._reindex_trace(t, self.vectors_of([(t.content, t.context)], embed)[0], rec.seq)
             for tid in applied.removed:
                 if self.lexical is not None:
                     self.lexical.remove(tid)
@@ -230,6 +232,22 @@ class AgentMemory(EntityLinks):
         for m in t.context_message_ids:
             if t.trace_id not in self.answers[m]:
                 self.answers[m].append(t.trace_id)
+
+    def _reindex_trace(self, t: MemoryTrace, vector: np.ndarray, seq: int) -> None:
+        """A trace whose text was edited: its keyword entry and vector are the new text's. The index is built afresh
+        (in the same order, the new vector in the old one's place): an index keeps an id's first vector for ever."""
+        if self.lexical is not None and t.active:
+            self.lexical.remove(t.trace_id)
+            self.lexical.add(t.trace_id, indexed_text(t))
+        if t.trace_id not in self.index:
+            return
+        keep = [tid for tid in self.index.ids if tid in self.index]
+        vectors = self.index.vectors(keep)
+        vectors[keep.index(t.trace_id)] = np.asarray(vector, dtype=np.float32).reshape(self.dim)
+        self.index = HnswIndex(self.dim)
+        for k, tid in enumerate(keep):
+            self.index.add([tid], vectors[k : k + 1])
+        self.index_seq = seq
 
     def restore_lexical(self) -> None:
         """The keyword index of the active traces, from the book (after loading traces from tables or an old snapshot)."""

@@ -82,6 +82,9 @@ class MemoryTrace:
     valid_from_us: Annotated[int, Column("valid_from", timestamp=True)] = 0
     valid_to_us: Annotated[int | None, Column("valid_to", timestamp=True)] = None
     superseded_by: str = ""
+    # The user's labels (`MemoryEdited`), as sorted (key, value) pairs, stored as a JSON object (NULL: none): a
+    # class-level default, so traces pickled before it have it too.
+    metadata: Annotated[tuple[tuple[str, str], ...], Column(json=True)] = ()
     context_message_ids: tuple[str, ...] = ()  # where `context` comes from
 
     def valid_at(self, at_us: int) -> bool:

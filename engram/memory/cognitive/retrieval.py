@@ -102,6 +102,7 @@ import numpy as np
 from engram.config import defaults as d
 from engram.memory.cognitive.book import TraceBook
 from engram.memory.cognitive.decay import strength_at
+from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.graph import spread
 from engram.memory.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
 from engram.memory.cognitive.lexical import LexicalIndex
@@ -243,6 +244,7 @@ class RecallQuery:
     hyde_text: str = ""  # HyDE's hypothetical memory, and its embedding (None: no HyDE stage)
     hyde_vector: np.ndarray | None = None
     as_of_us: int | None = None  # answer what was true at that event time (step 10); None: what is true now
+    only: TraceFilter | None = None  # a user's filter every candidate passes (`engram.memory.cognitive.filters`)
 
 
 def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -> RecallResult:
@@ -255,7 +257,7 @@ def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -
     weights, pool, spreading, half_life_hours = settings.weights, settings.pool, settings.spreading, settings.half_life_hours
     hyde_settings, similarity, lexical_share = settings.hyde, settings.similarity, settings.lexical_share
     feedback, dormant, question_weight = settings.feedback, settings.dormant, settings.question_weight
-    answers_of, as_of_us = memory.answers_of, asked.as_of_us
+    answers_of, as_of_us, only = memory.answers_of, asked.as_of_us, asked.only
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -268,7 +270,8 @@ def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -
         if ok is None:
             t = traces.get(tid)
             ok = verdicts[tid] = (t is not None and t.active and t.in_scope(discussion)
-                                  and (as_of_us is None or t.valid_at(as_of_us)))
+                                  and (as_of_us is None or t.valid_at(as_of_us))
+                                  and (only is None or only.admits(t)))
         return ok
 
     q = _unit(query_vector)
@@ -353,7 +356,7 @@ def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -
             c = c.times(_uniform(question_weight))
         scored.append((c.total(), tid, f, c))
     asleep = _Dormant.of(traces, dormant_index, dormant_lexical if hybrid else None, lexical, dormant, discussion, q, terms,
-                         share, fb, limit, as_of_us)
+                         share, fb, limit, as_of_us, only)
     if asleep is not None:
         for tid, sim in asleep.sims.items():
             via[tid] = "superseded" if traces[tid].valid_to_us is not None else "dormant"
@@ -411,14 +414,15 @@ class _Dormant:
 
     @classmethod
     def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit,
-           as_of_us: int | None = None):
+           as_of_us: int | None = None, only: TraceFilter | None = None):
         if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
             return None
 
         def allowed(tid: str) -> bool:  # now: the faded; as of a time: what was true then, superseded since or not
             t = traces.get(tid)
             return (t is not None and not t.active and t.in_scope(discussion)
-                    and (t.valid_to_us is None if as_of_us is None else t.valid_at(as_of_us)))
+                    and (t.valid_to_us is None if as_of_us is None else t.valid_at(as_of_us))
+                    and (only is None or only.admits(t)))
 
         found = index.search(q, settings.pool)  # usually all in scope: a filtered search only when not
         if not all(allowed(tid) for tid, _ in found):

@@ -118,6 +118,14 @@ class WorkingMemory:
         self._slots[trace_id] = _SlotState(trace_id, activation, content, self.turn - late)
         return evicted
 
+    def rewrite(self, trace_id: str, content: str) -> bool:
+        """A trace in focus was edited: its slot shows the new text (its activation stays). Whether it was in focus."""
+        slot = self._slots.get(trace_id)
+        if slot is None:
+            return False
+        slot.content = content
+        return True
+
     def drop(self, trace_id: str, reason: str) -> Eviction | None:
         if self._slots.pop(trace_id, None) is None:
             return None

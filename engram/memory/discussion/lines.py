@@ -45,6 +45,7 @@ class ChunkMemory(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     llm: LlmUsed
     workflow: str | None = None  # "<fileMemoryWorkflowName>@<content hash>" when a workflow wrote it
     workflow_error: str | None = None  # why the named workflow was not used (the built-in prompt was)
+    metadata: dict[str, str] | None = None  # the user's labels (`MemoryEdited`); absent: none
 
 
 class RollingSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

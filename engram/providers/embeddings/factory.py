@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 from engram.config.errors import ConfigError
 from engram.config.llm import EmbedderConfig
@@ -41,6 +42,13 @@ def make_embedder(
     config = config or EmbedderConfig()
     if config.name == "hashing":
         return HashingEmbedder()
+    if config.name == "endpoint":
+        from engram.providers.embeddings.endpoint import EndpointEmbedder
+
+        if config.endpoint_settings is None:
+            raise ConfigError(f"embedder endpoint {config.endpoint!r}: its settings were not resolved from "
+                              "llm.endpoints (load the embedder's configuration through ServiceConfig)")
+        return EndpointEmbedder(config.endpoint or "", config.endpoint_settings, batch_size=config.batch_size)
     if files == "installed":
         files = model_files()
     if files is not None:
@@ -65,6 +73,10 @@ def describe_embedder(config: EmbedderConfig | None = None) -> str:
     config = config or EmbedderConfig()
     if config.name == "hashing":
         return "hashing-v1-384 (hashing embedder, chosen in configuration: word overlap, not meaning)"
+    if config.name == "endpoint" and config.endpoint_settings is not None:
+        e = config.endpoint_settings
+        return (f"endpoint {config.endpoint!r} ({e.api_type}{' ' + e.model if e.model else ''} at {e.url}; "
+                "dimension read from the server on first use)")
     if model_files() is not None:
         return f"{MODEL_NAME} (384 dims, onnxruntime, offline)"
     return "hashing-v1-384 (FALLBACK: all-MiniLM-L6-v2 packages not installed; word overlap, not meaning)"
@@ -105,3 +117,20 @@ def open_cached_embedder(home: str | Path, config: EmbedderConfig | None = None,
         log.warning("embeddings: the cache %s is in use by another process (%s); embedding without it",
                     cache_path(home), exc)
         return embedder
+
+
+# Texts embedded per step of a re-embedding (each step reports progress and leaves the cache written).
+REEMBED_STEP = 256
+
+
+def reembed_into(cache: EmbeddingCache, config: EmbedderConfig, texts: list[str],
+                 on_progress: Callable[[int, int], None] | None = None) -> CachedEmbedder:
+    """The embedder `config` asks for, over `cache`, with every one of `texts` embedded into the cache
+    (`on_progress(done, total)` after each step): what `engram reindex` prepares before it switches."""
+    cached = CachedEmbedder(make_embedder(config), cache)
+    for start in range(0, len(texts), REEMBED_STEP):
+        cached.embed(texts[start : start + REEMBED_STEP])
+        cache.flush()
+        if on_progress is not None:
+            on_progress(min(start + REEMBED_STEP, len(texts)), len(texts))
+    return cached

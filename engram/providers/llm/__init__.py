@@ -23,7 +23,7 @@ from engram.providers.llm.types import (
 
 # The anthropic SDK takes about a second to import: these load on first use.
 _LAZY = {
-    "AnthropicTasks": "engram.providers.llm.anthropic_tasks",
+    "EndpointTasks": "engram.providers.llm.endpoint_tasks",
     "BatchRunner": "engram.providers.llm.batches",
     "EventLogJournal": "engram.providers.llm.batches",
 }
@@ -38,7 +38,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "AnthropicTasks",
+    "EndpointTasks",
     "BatchRunner",
     "EventLogJournal",
     "OfflineTasks",

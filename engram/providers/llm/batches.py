@@ -19,8 +19,9 @@ from typing import Callable, Iterable, Protocol, Sequence
 import msgspec
 
 from engram.events.llm import BatchRequestRecord, LlmBatchCollected, LlmBatchPrepared, LlmBatchSubmitted
+from engram.config.errors import ConfigError
 from engram.providers.llm import inputs as i
-from engram.providers.llm.anthropic_tasks import AnthropicTasks, Prepared
+from engram.providers.llm.endpoint_tasks import EndpointTasks, Prepared
 from engram.providers.llm.caller import completion_of
 from engram.providers.llm.hashing import digest
 from engram.providers.llm.types import Result
@@ -77,11 +78,11 @@ class EventLogJournal:
 
 
 class BatchRunner:
-    """Runs many task inputs as Message Batches of one AnthropicTasks provider."""
+    """Runs many task inputs as Message Batches of one EndpointTasks provider."""
 
     def __init__(
         self,
-        tasks: AnthropicTasks,
+        tasks: EndpointTasks,
         journal: BatchJournal,
         *,
         poll_interval_seconds: float | None = None,
@@ -144,6 +145,10 @@ class BatchRunner:
             prepared = [self._prepared(r, record.endpoint) for r in record.requests]
         requests = [{"custom_id": r.custom_id, "params": p.request.params()} for r, p in zip(record.requests, prepared)]
         client = self.tasks.client(record.endpoint)
+        api_type = self.tasks.config.endpoints[record.endpoint].api_type
+        if api_type != "claudeMessages":
+            raise ConfigError(f"Message Batches are Anthropic's: endpoint {record.endpoint!r} is an {api_type} one; "
+                              "regenerate without --batch, or route these tasks to a claudeMessages endpoint")
         batch, _ = client.with_retries(lambda: client.client.messages.batches.create(requests=requests))
         self.journal.record(LlmBatchSubmitted(submission_id=record.submission_id, batch_id=batch.id))
         return batch.id
@@ -196,6 +201,8 @@ class BatchRunner:
             outcome = by_id.get(r.custom_id)
             if outcome is not None and outcome.type == "succeeded":
                 completion = completion_of(outcome.message)
+                if prepared.request.structured is not None:  # asked for as the output format (Request.params)
+                    completion = msgspec.structs.replace(completion, structured="output_format")
                 results[r.custom_id] = self.tasks.finish(task_input, prepared, completion, 1, start, batch_id=batch_id)
             else:
                 error = _batch_error(outcome)

@@ -9,14 +9,16 @@ a call may take. Every outcome says how many attempts it took, for provenance.
 from __future__ import annotations
 
 import email.utils
+import json
 import random
+import re
 import time
 from typing import Any, Callable, TypeVar
 
 import anthropic
 import msgspec
-
 from engram.config.llm import Endpoint, Preset
+from engram.providers.endpoints.wire import CallFailed, Completion, Request, Sampling, claude_schema
 
 R = TypeVar("R")
 
@@ -24,64 +26,20 @@ R = TypeVar("R")
 RETRY_STATUSES = frozenset({408, 409, 429})
 # Backoff jitter: each delay is scaled by a factor in [1 - JITTER, 1] so that clients spread out.
 JITTER = 0.25
+# A 400 refusing the way a JSON answer was asked for (output_config.format, tools): step down, do not fail.
+_REFUSED = re.compile(r"output_config|output_format|json_schema|\bformat\b|tool_choice|tools", re.I)
 
 
-class Request(msgspec.Struct, frozen=True, kw_only=True):
-    """One Messages API request, as plain data (it is also a Message Batch request's `params`)."""
-
-    model: str
-    system: str
-    messages: tuple[tuple[str, str], ...]  # (role, text)
-    max_tokens: int
-    temperature: float | None = None
-    effort: str | None = None
-    cache_system: bool = True
-
-    def params(self) -> dict[str, Any]:
-        system_block: dict[str, Any] = {"type": "text", "text": self.system}
-        if self.cache_system:
-            # The system prompt of a task never changes between calls: cache it. The API caches
-            # only prefixes above a model-dependent minimum (512-4096 tokens); shorter prompts,
-            # like the shipped defaults, are sent normally and billed at the base rate.
-            system_block["cache_control"] = {"type": "ephemeral"}
-        out: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": self.max_tokens,
-            "system": [system_block],
-            "messages": [{"role": role, "content": text} for role, text in self.messages],
-        }
-        if self.temperature is not None:
-            out["temperature"] = self.temperature
-        if self.effort is not None:
-            out["output_config"] = {"effort": self.effort}
-        return out
-
-
-class Completion(msgspec.Struct, frozen=True, kw_only=True):
-    text: str
-    input_tokens: int  # uncached input tokens, as the API counts them
-    output_tokens: int
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    stop_reason: str | None = None
-
-
-class CallFailed(Exception):
-    """The request failed for good (not retryable, or out of attempts).
-
-    `transient`: an outage (timeouts, connection errors, 429, 5xx, overloaded) rather than a request the
-    endpoint refuses (400, 401): the same request may well succeed later."""
-
-    def __init__(self, error: str, attempts: int, *, transient: bool = False):
-        super().__init__(error)
-        self.error = error
-        self.attempts = attempts
-        self.transient = transient
-
-
-def completion_of(message: Any) -> Completion:
-    """A Completion from an SDK `Message` (thinking and tool blocks are not the answer)."""
-    text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
+CLAUDE_WAYS = ("outputFormat", "tool")
+RECORDED_WAYS = {"outputFormat": "output_format", "tool": "tool", "none": "prompt"}
+def completion_of(message: Any, tool: bool = False) -> Completion:
+    """A Completion from an SDK `Message` (thinking blocks are not the answer; a forced tool's input is, as JSON)."""
+    if tool:
+        inputs = [getattr(b, "input", None) for b in message.content if getattr(b, "type", "") == "tool_use"]
+        text = json.dumps(inputs[0]) if inputs else ""
+    else:
+        text = "".join(getattr(block, "text", "") for block in message.content
+                       if getattr(block, "type", "") == "text")
     usage = message.usage
     return Completion(
         text=text,
@@ -136,8 +94,13 @@ class MessagesClient:
         *,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        name: str = "default",
     ):
         self.endpoint = endpoint
+        self.name = name
+        # How JSON answers are asked for: the output format (json_schema), else forced tool use.
+        configured = endpoint.structured_output
+        self._ways = list(CLAUDE_WAYS) if configured == "auto" else [configured]
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.client = anthropic.Anthropic(
@@ -167,7 +130,10 @@ class MessagesClient:
                 if not retryable():
                     raise CallFailed(f"{error} (the answer had started streaming)", attempts, transient=True) from None
                 if exc.status_code not in RETRY_STATUSES and exc.status_code < 500:
-                    raise CallFailed(error, attempts) from None
+                    kind = "refused_structured" if exc.status_code == 400 and _REFUSED.search(error) else None
+                    if exc.status_code in (401, 403):
+                        kind = "auth"
+                    raise CallFailed(error, attempts, kind=kind) from None
                 wait = retry_after_seconds(exc.response.headers)
                 if wait is not None and wait > self.endpoint.max_retry_after_seconds:
                     raise CallFailed(
@@ -186,16 +152,48 @@ class MessagesClient:
                 raise CallFailed(f"{error} (gave up after {attempts} attempts)", attempts, transient=True)
             self._sleep(wait if wait is not None else self.backoff(attempts))
 
+    def who(self) -> str:
+        return f"endpoint {self.name!r} (claudeMessages {self.endpoint.model})"
+
+    def window(self) -> tuple[int | None, str | None]:
+        n = self.endpoint.max_context_tokens
+        return n, ("maxContextTokens" if n else None)
+
+    @property
+    def way(self) -> str:
+        return self._ways[0]
+
     def create(self, request: Request) -> tuple[Completion, int]:
-        """One Messages API call; raises CallFailed when every allowed attempt failed."""
-        params = request.params()
-        extra = {key: params.pop(key) for key in ("temperature",) if key in params}
+        """One Messages API call; raises CallFailed when every allowed attempt failed. A JSON answer is asked for
+        as an output format, or by forced tool use where the model refuses that (one step down, remembered)."""
+        while True:
+            way = self.way if request.structured is not None else "none"
+            params = request.params()
+            extra = {key: params.pop(key) for key in ("temperature", "output_config") if key in params}
+            structured = request.structured
+            if structured is not None and way != "outputFormat":  # the format goes only the outputFormat way
+                config = {k: v for k, v in extra.pop("output_config", {}).items() if k != "format"}
+                if config:
+                    extra["output_config"] = config
+            if structured is not None and way == "tool":
+                params["tools"] = [{"name": structured.name, "description": "Record the answer.",
+                                    "input_schema": claude_schema(structured.schema)}]
+                params["tool_choice"] = {"type": "tool", "name": structured.name}
 
-        def call() -> Completion:
-            # temperature is not in the SDK's typed signature (>= 1.0); it travels in the body.
-            return completion_of(self.client.messages.create(**params, extra_body=extra or None))
+            def call() -> Completion:
+                # temperature (and output_config.format) travel in the body, outside the SDK's typed signature.
+                message = self.client.messages.create(**params, extra_body=extra or None)
+                c = completion_of(message, tool=way == "tool")
+                return msgspec.structs.replace(c, structured=RECORDED_WAYS.get(way) if structured else None)
 
-        return self.with_retries(call)
+            try:
+                return self.with_retries(call)
+            except CallFailed as failed:
+                refused = structured is not None and failed.kind == "refused_structured" and len(self._ways) > 1
+                if not refused:
+                    raise
+                if self._ways[0] == way:
+                    self._ways.pop(0)
 
     def stream(self, request: Request, on_text: Callable[[str], None]) -> tuple[Completion, int]:
         """One Messages API call streamed (`messages.stream`): each text delta goes to `on_text` as it arrives.

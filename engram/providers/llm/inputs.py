@@ -15,6 +15,7 @@ from engram.config import defaults as d
 from engram.events.background import ObservationNote
 from engram.providers.llm.focus import NEUTRAL, Traits
 from engram.providers.llm.types import ChatLine, TraceBrief
+from engram.providers.endpoints.wire import Sampling
 
 
 class TaskInput(msgspec.Struct, frozen=True, kw_only=True, tag_field="task"):
@@ -123,6 +124,11 @@ class Respond(TaskInput, tag="respond", frozen=True):
     system_prompt: str | None = None
     context: tuple[str, ...] = ()
     max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS
+    # The front end's own samplers (the proxy): they win over the preset's unless it says frontEndSamplers "override".
+    sampling: Sampling | None = None
+    # A text prompt the front end formatted itself (/v1/completions, /api/generate): sent as it is to a
+    # text-completion endpoint, as the one user turn to a chat endpoint.
+    completion_prompt: str = ""
 
 
 AnyTaskInput = Union[

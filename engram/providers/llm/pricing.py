@@ -11,8 +11,10 @@ so cost and tokens per agent are plain SQL over the log, e.g.
     GROUP BY agent
 
 (`COST_PER_AGENT_SQL` below.) Prices are list prices from platform.claude.com/docs/en/about-claude/pricing
-(November 2026); `LlmConfig.prices` extends or overrides them. A model missing from the table is
-recorded at cost 0 with a warning, never guessed.
+(November 2026) and platform.openai.com/docs/pricing for OpenAI's models; `LlmConfig.prices` extends or overrides
+them. A model missing from the table is recorded at cost 0 with a warning, never guessed; a model on an endpoint
+the user runs (Ollama, KoboldCpp, a llama.cpp or vLLM server on a loopback or private address, or `local: true`)
+is "local": cost 0, no warning.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ BATCH_DISCOUNT = 0.5
 
 def _p(inp: float, out: float, read: float | None = None) -> ModelPrice:
     return ModelPrice(input_per_mtok=inp, output_per_mtok=out, cache_read_per_mtok=read)
+
+
+def _o(inp: float, out: float, read: float) -> ModelPrice:
+    return ModelPrice(input_per_mtok=inp, output_per_mtok=out, cache_read_per_mtok=read, cache_write_per_mtok=inp)
 
 
 # Keys match a model name exactly or as a prefix (dated snapshots such as "claude-haiku-4-5-20251001").
@@ -57,7 +63,24 @@ PRICES: dict[str, ModelPrice] = {
     "claude-haiku-5-5": _p(0.1, 0.5, 0.01),
     "claude-haiku-4-5": _p(1.0, 5.0, 0.1),
     "claude-3-5-haiku": _p(0.8, 4.0, 0.08),
+    # OpenAI (openAIChatCompletion / openAIV1Completion at api.openai.com; platform.openai.com/docs/pricing). OpenAI
+    # bills no cache writes (cached input is read at the third column's rate).
+    "gpt-5": _o(1.25, 10.0, 0.125),
+    "gpt-5-mini": _o(0.25, 2.0, 0.025),
+    "gpt-5-nano": _o(0.05, 0.4, 0.005),
+    "gpt-4.1": _o(2.0, 8.0, 0.5),
+    "gpt-4.1-mini": _o(0.4, 1.6, 0.1),
+    "gpt-4.1-nano": _o(0.1, 0.4, 0.025),
+    "gpt-4o": _o(2.5, 10.0, 1.25),
+    "gpt-4o-mini": _o(0.15, 0.6, 0.075),
+    "gpt-4-turbo": _o(10.0, 30.0, 10.0),
+    "o3": _o(2.0, 8.0, 0.5),
+    "o4-mini": _o(1.1, 4.4, 0.275),
+    "gpt-3.5-turbo-instruct": _o(1.5, 2.0, 1.5),
 }
+# An endpoint the user runs (`local`: inferred for Ollama and KoboldCpp types and loopback or private hosts) costs
+# nothing: its calls record cost_usd 0 under this name, never "no price known".
+LOCAL = "local"
 
 COST_PER_AGENT_SQL = """
 SELECT agent,

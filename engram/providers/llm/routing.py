@@ -7,7 +7,7 @@ A settings file or a workflow node names endpoints and presets by WilmerAI's key
 
 Names route calls only when an LLM provider answers them: the offline heuristic calls no endpoint,
 so under it names are recorded as written and not checked (a WilmerAI settings file runs as it
-is); they are checked as soon as the anthropic provider is selected.
+is); they are checked as soon as an endpoint provider is selected.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ Named = tuple[str, str | None, str | None]
 def routes_by_name(config: LlmConfig, env: Mapping[str, str] | None = None) -> bool:
     """True when the provider that `config` selects calls endpoints by name."""
 
-    return select_provider(config, env) == "anthropic"
+    return select_provider(config, env) != "offline"
 
 
 def route_problems(config: LlmConfig, named: Iterable[Named]) -> list[str]:
@@ -63,16 +63,43 @@ def check_discussion_settings(
 
 
 def select_provider(config: LlmConfig, env: Mapping[str, str] | None = None) -> str:
-    """"anthropic" or "offline" for `config` in environment `env` (default: os.environ)."""
+    """Which provider answers memory tasks in environment `env` (default: os.environ):
+
+    "anthropic"  the default endpoint is a claudeMessages one and its key is set,
+    "endpoints"  the default endpoint is of another apiType (a local server, OpenAI, ...) and needs no key or has it,
+    "offline"    the labelled heuristic (provider "offline", an offline default endpoint, or a key not set under "auto").
+
+    `llm.provider` "anthropic" insists on a claudeMessages default endpoint with its key set; "auto" takes the
+    default endpoint whatever its type when it can be called (a local server needs no key)."""
     env = os.environ if env is None else env
     default = config.endpoints["default"]
-    has_key = bool(env.get(default.api_key_env))
-    if config.provider == "offline":
+    key_env = default.key_env
+    has_key = key_env is None or bool(env.get(key_env))
+    if config.provider == "offline" or (config.provider == "auto" and default.api_type == "offline"):
         return "offline"
     if config.provider == "anthropic":
-        if default.provider != "anthropic":
-            raise ConfigError('llm.provider is "anthropic" but the "default" endpoint is an offline one')
+        if default.api_type != "claudeMessages":
+            raise ConfigError(f'llm.provider is "anthropic" but the "default" endpoint is a {default.api_type} one '
+                              '(use "provider": "auto" for other endpoint types)')
         if not has_key:
-            raise ConfigError(f'llm.provider is "anthropic" but {default.api_key_env} is not set')
+            raise ConfigError(f'llm.provider is "anthropic" but {key_env} is not set')
         return "anthropic"
-    return "anthropic" if default.provider == "anthropic" and has_key else "offline"
+    if not has_key:
+        return "offline"
+    return "anthropic" if default.api_type == "claudeMessages" else "endpoints"
+
+
+def why_provider(config: LlmConfig, env: Mapping[str, str] | None = None) -> str:
+    """The start-up line saying which provider answers and why."""
+    env = os.environ if env is None else env
+    choice = select_provider(config, env)
+    default = config.endpoints["default"]
+    if choice == "offline":
+        if config.provider == "offline" or default.api_type == "offline":
+            return "LLM: the offline heuristic (configured)"
+        return (f"LLM: the offline heuristic ({default.key_env} is not set for the default {default.api_type} "
+                f"endpoint {default.model or ''})").replace(" )", ")")
+    routed = sorted({f"{task} -> {r.endpoint_name!r}" for task, r in config.tasks.items() if r.endpoint_name != "default"})
+    where = f" at {default.url}" if default.url else ""
+    extra = f"; routed: {', '.join(routed)}" if routed else ""
+    return f"LLM: {default.api_type} {default.model or '(server default model)'}{where} (endpoint 'default'){extra}"

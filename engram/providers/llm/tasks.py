@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from engram.config import defaults as d
 from engram.config.agent import Personality
 from engram.events.background import ObservationNote
+from engram.providers.endpoints.wire import Sampling
 from engram.providers.llm import inputs as i
 from engram.providers.llm.focus import Traits, ingest_policy, traits
 from engram.providers.llm.types import ChatLine, Compaction, Fact, Reflection, Result, StructuredMemory, TraceBrief
@@ -130,6 +131,8 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
         on_text: Callable[[str], None] | None = None,
+        sampling: Sampling | None = None,
+        completion_prompt: str = "",
     ) -> Result[str]:
         """A free-form answer: what the `Standard` node and `engram chat` say to the user.
 
@@ -138,12 +141,15 @@ class MemoryTasks(ABC):
         and may place `context` itself with `[MemoryContext]`); when empty the conversation is
         sent as turns, with `context` shown before its last user message. `context`: memory
         passages (search results, summaries) the answer may draw on. `on_text`: receives the answer's text as
-        the model produces it (`stream`); the result still holds the whole answer.
+        the model produces it (`stream`); the result still holds the whole answer. `sampling`: the front end's
+        own samplers (temperature, top_p, max_tokens, stop, ...), winning over the routed preset's unless the
+        preset says `frontEndSamplers: "override"`. `completion_prompt`: a text prompt the front end formatted
+        itself (/v1/completions): sent as it is to a text-completion endpoint, as the one user turn to a chat one.
 
         The offline provider is not a language model and does not pretend to be one: its answer
         is labelled, and quotes the context passages most relevant to the last user message.
         """
-        if not prompt.strip() and not any(line.content.strip() for line in lines):
+        if not prompt.strip() and not completion_prompt.strip() and not any(line.content.strip() for line in lines):
             raise ValueError("respond needs a conversation or a prompt to answer")
         task_input = i.Respond(
             lines=tuple(lines),
@@ -153,6 +159,8 @@ class MemoryTasks(ABC):
             max_tokens=max_tokens,
             endpoint_name=endpoint_name,
             preset=preset,
+            sampling=sampling,
+            completion_prompt=completion_prompt,
         )
         return self.run(task_input) if on_text is None else self.stream(task_input, on_text)
 

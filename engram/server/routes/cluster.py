@@ -17,6 +17,14 @@ def reshard(api, body: t.ReshardRequest):
     return api.reshard(body)
 
 
+@route(router, "POST", "/v1/reindex", response=t.Job, status=202, errors=("conflict",))
+def reindex(api):
+    """Start a re-embedding job: everything the home's vectors are made of is embedded with the embedder engram.json
+    names (while the home keeps serving with its own), then the home switches to it: the trace indexes are rebuilt
+    from the log, the discussions' vector memories get their new vectors recorded. Progress counts texts."""
+    return api.reindex()
+
+
 @route(router, "POST", "/v1/export", body=t.ExportRequest, response=t.Job, status=202, errors=("conflict",))
 def export(api, body: t.ExportRequest):
     """Start an export job: the log and every projection table of every shard as Parquet files (plus the

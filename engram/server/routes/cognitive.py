@@ -15,19 +15,20 @@ A = "/v1/agents/{agent}"
 
 
 @route(router, "POST", f"{A}/recall", body=t.RecallRequest, response=t.RecallResponse,
-       errors=("invalid_id", "bad_query", "bad_settings"))
+       errors=("invalid_id", "bad_query", "bad_settings"), reads="recall")
 def recall(api, agent: str, body: t.RecallRequest):
     """The agent's memory traces for a query, ranked by the six-factor composite, with the breakdown and sources."""
     return api.recall(agent, body)
 
 
-@route(router, "GET", f"{A}/traces", response=t.Table, errors=("invalid_id",))
+@route(router, "GET", f"{A}/traces", response=t.Table, errors=("invalid_id",), reads="traces")
 def traces(api, agent: str, all: bool = False, limit: Rows | None = None):
     """The agent's memory traces, oldest first (`all`: soft-deleted ones too)."""
     return api.traces(agent, include_inactive=all, limit=limit)
 
 
-@route(router, "GET", f"{A}/working-memory", response=t.WorkingMemoryResponse, errors=("invalid_id",))
+@route(router, "GET", f"{A}/working-memory", response=t.WorkingMemoryResponse, errors=("invalid_id",),
+       reads="working_memory")
 def working_memory(api, agent: str):
     """The slots in focus and working-memory.md."""
     return api.working_memory(agent)
@@ -40,7 +41,7 @@ def write_working_memory(api, agent: str, body: t.WorkingMemoryWrite):
     return api.write_working_memory(agent, body)
 
 
-@route(router, "GET", f"{A}/mood", response=t.Table, errors=("invalid_id",))
+@route(router, "GET", f"{A}/mood", response=t.Table, errors=("invalid_id",), reads="mood")
 def mood(api, agent: str):
     """The agent's mood history (MoodChanged events)."""
     return api.mood_history(agent)
@@ -52,33 +53,34 @@ def set_mood(api, agent: str, body: t.MoodRequest):
     return api.set_mood(agent, body)
 
 
-@route(router, "GET", f"{A}/observations", response=t.Table, errors=("invalid_id",))
+@route(router, "GET", f"{A}/observations", response=t.Table, errors=("invalid_id",), reads="observations")
 def observations(api, agent: str):
     """One row per observation log of the agent."""
     return api.observation_logs(agent)
 
 
 @route(router, "GET", f"{A}/discussions/{{discussion}}/observations", response=t.ObservationLogResponse,
-       errors=("invalid_id",))
+       errors=("invalid_id",), reads="observations")
 def observation_log(api, agent: str, discussion: str):
     """A discussion's observation log as rendered markdown."""
     return api.observation_log(agent, discussion)
 
 
-@route(router, "GET", f"{A}/discussions/{{discussion}}/observation-notes", response=t.Table, errors=("invalid_id",))
+@route(router, "GET", f"{A}/discussions/{{discussion}}/observation-notes", response=t.Table, errors=("invalid_id",),
+       reads="observations")
 def observation_notes(api, agent: str, discussion: str):
     """Every observation note of a discussion, with its status."""
     return api.observation_notes(agent, discussion)
 
 
 @route(router, "GET", f"{A}/discussions/{{discussion}}/recent-observations", response=t.RecentObservations,
-       errors=("invalid_id",))
+       errors=("invalid_id",), reads="observations")
 def recent_observations(api, agent: str, discussion: str, limit: Rows = 10):
     """The Observer's latest notes for a discussion, rendered as its observation log renders them."""
     return api.recent_observations(agent, discussion, limit=limit)
 
 
-@route(router, "GET", f"{A}/consolidations", response=t.ConsolidationsResponse, errors=("invalid_id",))
+@route(router, "GET", f"{A}/consolidations", response=t.ConsolidationsResponse, errors=("invalid_id",), reads="traces")
 def consolidations(api, agent: str, all: bool = False, limit: Rows = 50):
     """What each consolidation run did (`all`: idle runs too), and totals."""
     return api.consolidations(agent, include_idle=all, limit=limit)

@@ -14,31 +14,32 @@ D = "/v1/agents/{agent}/discussions/{discussion}"
 READ_ERRORS = ("invalid_id", "unknown_discussion")
 
 
-@route(router, "POST", f"{D}/search", body=t.SearchRequest, response=t.SearchResponse, errors=(*READ_ERRORS, "bad_query"))
+@route(router, "POST", f"{D}/search", body=t.SearchRequest, response=t.SearchResponse, errors=(*READ_ERRORS, "bad_query"),
+       reads="discussion")
 def search(api, agent: str, discussion: str, body: t.SearchRequest):
     """VectorMemorySearch over the discussion's vector memory: keywords separated by ";" (keyword, semantic, hybrid)."""
     return api.search(agent, discussion, body)
 
 
-@route(router, "GET", f"{D}/memories", response=t.MemoriesResponse, errors=READ_ERRORS)
+@route(router, "GET", f"{D}/memories", response=t.MemoriesResponse, errors=READ_ERRORS, reads="discussion")
 def memories(api, agent: str, discussion: str, last: Annotated[int, Query(ge=1, le=t.MAX_ROWS)] | None = None):
     """The chunk memories of `<id>_memories.jsonl`, oldest first (only the last `last` when given)."""
     return api.memories(agent, discussion, last)
 
 
-@route(router, "GET", f"{D}/summary", response=t.SummaryResponse, errors=READ_ERRORS)
+@route(router, "GET", f"{D}/summary", response=t.SummaryResponse, errors=READ_ERRORS, reads="discussion")
 def summary(api, agent: str, discussion: str):
     """The rolling summary of `<id>_summary.jsonl` (null before the first one)."""
     return api.summary(agent, discussion)
 
 
-@route(router, "GET", f"{D}/compactions", response=t.CompactionsResponse, errors=READ_ERRORS)
+@route(router, "GET", f"{D}/compactions", response=t.CompactionsResponse, errors=READ_ERRORS, reads="context")
 def compactions(api, agent: str, discussion: str):
     """Every context compaction of the discussion and the summary chain now."""
     return api.compactions(agent, discussion)
 
 
-@route(router, "GET", f"{D}/context", response=t.ContextResponse, errors=READ_ERRORS)
+@route(router, "GET", f"{D}/context", response=t.ContextResponse, errors=READ_ERRORS, reads="context")
 def context(api, agent: str, discussion: str, query: str | None = None, recall: bool = True):
     """The context that would be sent to the model now, block by block within its budgets."""
     return api.context(agent, discussion, query=query, recall=recall)

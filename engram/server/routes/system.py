@@ -43,6 +43,14 @@ def status(api):
     return api.status()
 
 
+@route(router, "POST", "/v1/llm/check", response=t.LlmCheckResponse)
+def llm_check(api):
+    """Call each configured LLM endpoint once and say, per endpoint, the model it answered as, the latency, how JSON
+    answers work there and the context window, or one line saying what to fix (a wrong URL, a missing model, a bad
+    key). A key for every agent: it names the home's endpoints. Keys are never in the answer."""
+    return api.llm_check()
+
+
 @route(router, "POST", "/v1/sql", body=t.SqlRequest, response=t.SqlResponse, errors=("bad_query", "forbidden"),
        access="key")
 def sql(api, body: t.SqlRequest):

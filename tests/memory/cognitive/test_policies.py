@@ -266,7 +266,7 @@ def test_a_model_written_reply_that_quotes_injected_memory_makes_no_trace_and_is
     while what the reply adds of its own is still the assistant's."""
     from engram.memory.cognitive.llm_bridge import chat_line, record_injected
     from engram.config.llm import Endpoint, LlmConfig, Preset
-    from engram.providers.llm.anthropic_tasks import AnthropicTasks
+    from engram.providers.llm.endpoint_tasks import EndpointTasks
     from engram.providers.llm.types import ChatLine
     from tests.providers.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
 
@@ -274,7 +274,7 @@ def test_a_model_written_reply_that_quotes_injected_memory_makes_no_trace_and_is
     try:
         config = LlmConfig(provider="anthropic", presets={"default": Preset(temperature=0.2, max_tokens=512)},
                            endpoints={"default": Endpoint(model="claude-sonnet-5-5", base_url=api.url, **FAST_RETRIES)})
-        claude = AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "test-key"})
+        claude = EndpointTasks(config, env={"ANTHROPIC_API_KEY": "test-key"})
         injected = ["User: Hi, my name is Priya and I live in Lisbon with my partner Joao since 2021.",
                     "Priya is training for the Porto half marathon in October."]
         api.answer = lambda body: ("Of course! Your name is Priya and you live in Lisbon with Joao. "

@@ -6,7 +6,7 @@ import pytest
 from tests.providers.llm.fake_messages_api import FAST_RETRIES, FakeMessagesApi
 
 from engram.config.llm import Endpoint, LlmConfig, Preset
-from engram.providers.llm.anthropic_tasks import AnthropicTasks
+from engram.providers.llm.endpoint_tasks import EndpointTasks
 
 
 @pytest.fixture
@@ -33,5 +33,5 @@ def llm_config(fake_api):
 
 @pytest.fixture
 def claude(llm_config):
-    """AnthropicTasks talking to the fake server with a test key."""
-    return AnthropicTasks(llm_config(), env={"ANTHROPIC_API_KEY": "test-key"})
+    """EndpointTasks talking to the fake server with a test key."""
+    return EndpointTasks(llm_config(), env={"ANTHROPIC_API_KEY": "test-key"})

@@ -11,7 +11,7 @@ from engram.config.agent import Personality
 from engram.config.llm import Endpoint, LlmConfig, Preset, TaskRoute
 from engram.events.background import ObservationNote
 from engram.kernel.tokens import estimate_tokens
-from engram.providers.llm.anthropic_tasks import AnthropicTasks
+from engram.providers.llm.endpoint_tasks import EndpointTasks
 from engram.providers.llm.offline.provider import OfflineTasks
 from engram.providers.llm.types import ChatLine
 
@@ -72,7 +72,7 @@ def test_rate_limit_waits_as_long_as_retry_after_says(claude, fake_api):
 
 
 def test_retry_after_longer_than_allowed_is_a_recorded_failure_not_a_wait(llm_config, fake_api):
-    tasks = AnthropicTasks(llm_config(max_retry_after_seconds=1.0), env={"ANTHROPIC_API_KEY": "k"})
+    tasks = EndpointTasks(llm_config(max_retry_after_seconds=1.0), env={"ANTHROPIC_API_KEY": "k"})
     fake_api.then(429, headers={"retry-after": "3600"})
     start = time.perf_counter()
     result = tasks.summarize_chunk(LINES)
@@ -100,14 +100,14 @@ def test_server_errors_past_the_retry_limit_give_the_labelled_offline_fallback(c
 
 
 def test_a_timeout_is_retried(llm_config, fake_api):
-    tasks = AnthropicTasks(llm_config(timeout_seconds=0.3), env={"ANTHROPIC_API_KEY": "k"})
+    tasks = EndpointTasks(llm_config(timeout_seconds=0.3), env={"ANTHROPIC_API_KEY": "k"})
     fake_api.then(delay=1.0, text="too late").then(text="in time")
     result = tasks.hyde("q")
     assert (result.value, result.llm.attempts, result.failed) == ("in time", 2, False)
 
 
 def test_timeouts_past_the_retry_limit_are_a_recorded_failure(llm_config, fake_api):
-    tasks = AnthropicTasks(llm_config(timeout_seconds=0.2, max_retries=1), env={"ANTHROPIC_API_KEY": "k"})
+    tasks = EndpointTasks(llm_config(timeout_seconds=0.2, max_retries=1), env={"ANTHROPIC_API_KEY": "k"})
     fake_api.then(delay=0.6).then(delay=0.6)
     result = tasks.hyde("When did Caroline go?")
     assert result.failed and "timeout after 0.2s" in result.llm.error
@@ -239,7 +239,7 @@ def test_a_prompt_file_in_the_override_directory_replaces_the_default(fake_api, 
     (tmp_path / "hyde.prompt.txt").write_text("Imagine the memory answering: [Query]")
     config = llm_config().model_copy(update={"prompts_dir": str(tmp_path)})
     fake_api.then(text="x")
-    AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"}).hyde("Where is Caroline?")
+    EndpointTasks(config, env={"ANTHROPIC_API_KEY": "k"}).hyde("Where is Caroline?")
     assert user_text(fake_api.requests[0]) == "Imagine the memory answering: Where is Caroline?"
 
 
@@ -254,9 +254,11 @@ def test_task_routes_choose_endpoint_preset_and_response_size(fake_api):
         tasks={"observe": TaskRoute(endpoint_name="cheap", preset="json", max_response_size_in_tokens=2048)},
     )
     fake_api.then(text=NOTES_JSON)
-    result = AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"}).observe(LINES)
+    result = EndpointTasks(config, env={"ANTHROPIC_API_KEY": "k"}).observe(LINES)
     body = fake_api.requests[0]
-    assert (body["model"], body["max_tokens"], body["output_config"]) == ("claude-haiku-4-5", 2048, {"effort": "low"})
+    assert (body["model"], body["max_tokens"], body["output_config"]["effort"]) == ("claude-haiku-4-5", 2048, "low")
+    assert body["output_config"]["format"]["type"] == "json_schema"  # a JSON task asks for its schema's output format
+    assert result.llm.structured == "output_format"
     assert "temperature" not in body  # not set in the preset: not sent
     assert (result.llm.endpoint, result.llm.model) == ("cheap", "claude-haiku-4-5")
 
@@ -266,7 +268,7 @@ def test_a_route_to_an_endpoint_without_its_key_is_a_recorded_failure(fake_api):
         endpoints={"default": Endpoint(base_url=fake_api.url), "other": Endpoint(base_url=fake_api.url, api_key_env="OTHER_KEY")},
         tasks={"hyde": TaskRoute(endpoint_name="other")},
     )
-    result = AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"}).hyde("Where is Caroline?")
+    result = EndpointTasks(config, env={"ANTHROPIC_API_KEY": "k"}).hyde("Where is Caroline?")
     assert result.failed and "OTHER_KEY is not set" in result.llm.error
     assert fake_api.requests == []
 

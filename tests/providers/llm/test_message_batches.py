@@ -6,7 +6,7 @@ import pytest
 
 from engram.events.store import EventStore
 from engram.providers.llm import inputs as i
-from engram.providers.llm.anthropic_tasks import AnthropicTasks
+from engram.providers.llm.endpoint_tasks import EndpointTasks
 from engram.providers.llm.batches import BatchRunner, EventLogJournal
 from engram.providers.llm.caller import CallFailed
 from engram.providers.llm.offline.provider import OfflineTasks
@@ -32,7 +32,7 @@ def echo_speaker(body: dict) -> str:
 @pytest.fixture
 def tasks(llm_config, fake_api):
     fake_api.answer = echo_speaker
-    return AnthropicTasks(llm_config(), env={"ANTHROPIC_API_KEY": "k"})
+    return EndpointTasks(llm_config(), env={"ANTHROPIC_API_KEY": "k"})
 
 
 def test_batch_results_come_back_to_their_own_requests_by_custom_id(tasks, fake_api, tmp_path):
@@ -60,7 +60,7 @@ def test_a_batch_submitted_before_a_crash_is_collected_on_resume_without_resubmi
     store.close()  # the process dies here: submitted, never collected
 
     store = EventStore(path)
-    fresh = AnthropicTasks(llm_config(), env={"ANTHROPIC_API_KEY": "k"})
+    fresh = EndpointTasks(llm_config(), env={"ANTHROPIC_API_KEY": "k"})
     handled: list[dict] = []
     runner = BatchRunner(fresh, EventLogJournal(store, "agent1"), poll_interval_seconds=0.001)
     resumed = runner.resume(handled.append)
@@ -79,8 +79,8 @@ def test_a_batch_recorded_but_never_accepted_is_submitted_on_resume(llm_config, 
     store = EventStore(tmp_path / "log.duckdb")
     unreachable = llm_config(base_url="http://127.0.0.1:9", max_retries=0)
     with pytest.raises(CallFailed):
-        BatchRunner(AnthropicTasks(unreachable, env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "a")).submit(ITEMS[:1])
-    runner = BatchRunner(AnthropicTasks(llm_config(), env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "a"), poll_interval_seconds=0)
+        BatchRunner(EndpointTasks(unreachable, env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "a")).submit(ITEMS[:1])
+    runner = BatchRunner(EndpointTasks(llm_config(), env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "a"), poll_interval_seconds=0)
     (results,) = runner.resume().values()
     assert results["chunk-a"].value == "Summary of Ann"
     assert fake_api.batch_creates == 1
@@ -116,7 +116,7 @@ def test_items_that_name_their_endpoint_go_in_that_endpoints_batch(fake_api, tmp
         "bulk": Endpoint(model="claude-haiku-4-5", base_url=fake_api.url),
     })
     store = EventStore(tmp_path / "log.duckdb")
-    runner = BatchRunner(AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "agent1"),
+    runner = BatchRunner(EndpointTasks(config, env={"ANTHROPIC_API_KEY": "k"}), EventLogJournal(store, "agent1"),
                          poll_interval_seconds=0.001)
     items = [ITEMS[0], ("chunk-b", i.SummarizeChunk(lines=chunk("Bob").lines, endpoint_name="bulk"))]
     results = runner.run(items)

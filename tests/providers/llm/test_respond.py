@@ -9,7 +9,7 @@ from engram.config.discussion import DiscussionSettings
 from engram.config.errors import ConfigError
 from engram.config.llm import Endpoint, LlmConfig, Preset, TaskRoute
 from engram.kernel.tokens import estimate_tokens
-from engram.providers.llm.anthropic_tasks import AnthropicTasks
+from engram.providers.llm.endpoint_tasks import EndpointTasks
 from engram.providers.llm.offline import respond as offline_respond
 from engram.providers.llm.offline.provider import OfflineTasks
 from engram.providers.llm.routing import check_discussion_settings
@@ -127,7 +127,7 @@ def two_endpoints(url: str, **config) -> LlmConfig:
 
 
 def test_a_call_names_its_endpoint_and_preset_and_the_record_says_which_answered(fake_api):
-    tasks = AnthropicTasks(two_endpoints(fake_api.url), env={"ANTHROPIC_API_KEY": "k"})
+    tasks = EndpointTasks(two_endpoints(fake_api.url), env={"ANTHROPIC_API_KEY": "k"})
     routed = tasks.respond(QUESTION, context=MEMORIES, endpoint_name="fast", preset="terse", max_tokens=50)
     plain = tasks.summarize_chunk(CONVERSATION)
     first, second = fake_api.requests
@@ -139,7 +139,7 @@ def test_a_call_names_its_endpoint_and_preset_and_the_record_says_which_answered
 def test_a_per_call_route_wins_over_the_task_route_and_its_response_size(fake_api):
     config = two_endpoints(fake_api.url, tasks={"summarize_chunk": TaskRoute(endpoint_name="fast",
                                                                             max_response_size_in_tokens=99)})
-    tasks = AnthropicTasks(config, env={"ANTHROPIC_API_KEY": "k"})
+    tasks = EndpointTasks(config, env={"ANTHROPIC_API_KEY": "k"})
     by_task = tasks.summarize_chunk(CONVERSATION, max_tokens=300)
     by_call = tasks.summarize_chunk(CONVERSATION, max_tokens=300, endpoint_name="default")
     assert [(b["model"], b["max_tokens"]) for b in fake_api.requests] == [
@@ -148,7 +148,7 @@ def test_a_per_call_route_wins_over_the_task_route_and_its_response_size(fake_ap
 
 
 def test_an_unknown_endpoint_or_preset_is_an_error_naming_the_closest_and_nothing_is_sent(fake_api):
-    tasks = AnthropicTasks(two_endpoints(fake_api.url), env={"ANTHROPIC_API_KEY": "k"})
+    tasks = EndpointTasks(two_endpoints(fake_api.url), env={"ANTHROPIC_API_KEY": "k"})
     with pytest.raises(ConfigError, match=r"endpoint 'fsat', which is not configured \(did you mean 'fast'\?"):
         tasks.hyde("Where?", endpoint_name="fsat")
     with pytest.raises(ConfigError, match=r"preset 'trese'.*did you mean 'terse'\?"):

@@ -23,7 +23,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from engram.config import defaults as d
 from engram.config.home import ProjectionPaths
@@ -100,6 +100,9 @@ class RunContext:
     system_prompt: str = ""  # {chat_system_prompt}: what the front-end sent as its system prompt
     # Receives the text of the `returnToUser` Standard node's answer as the model produces it (a streamed reply).
     stream_to: Callable[[str], None] | None = None
+    # The front end's own samplers (temperature, top_p, max_tokens, stop…) for that same node's call: they win over
+    # its preset's unless the preset says `frontEndSamplers: "override"`. Memory-creating nodes never get them.
+    sampling: Any = None
     # Run consecutive independent memory readers at once (see the module docstring).
     readers_side_by_side: bool = False
 
@@ -298,6 +301,7 @@ def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tup
                 context=referenced((node.system_prompt, node.prompt), out, ctx),
                 endpoint_name=node.endpoint_name or ctx.endpoint_name, preset=node.preset or ctx.preset,
                 on_text=ctx.stream_to if _is_response(out, index) else None,
+                sampling=ctx.sampling if _is_response(out, index) else None,
             )
         except ValueError as exc:  # nothing to answer, or a route that is not configured
             raise NodeFailed(f"Standard node {node.label()!r}: {exc}") from None

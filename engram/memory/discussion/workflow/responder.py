@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 from engram.config import defaults as d
 from engram.events.provenance import LlmCall
+from engram.providers.endpoints.wire import Sampling
 from engram.providers.llm.types import ChatLine
 
 
@@ -39,12 +40,14 @@ class Responder:
 
     def respond(self, *, system_prompt: str, prompt: str, conversation: Sequence[ChatMessage],
                 max_tokens: int | None = None, context: Sequence[str] = (), endpoint_name: str | None = None,
-                preset: str | None = None, on_text: Callable[[str], None] | None = None) -> Response:
-        """`on_text`: receives the answer's text as the model produces it (the response streamed to the user)."""
+                preset: str | None = None, on_text: Callable[[str], None] | None = None,
+                sampling: Sampling | None = None) -> Response:
+        """`on_text`: receives the answer's text as the model produces it (the response streamed to the user).
+        `sampling`: the front end's samplers (see `MemoryTasks.respond`)."""
         result = self.tasks.respond(
             _lines(conversation), prompt=prompt, system_prompt=system_prompt or None, context=context,
             max_tokens=max_tokens or d.MAX_RESPONSE_SIZE_IN_TOKENS, endpoint_name=endpoint_name, preset=preset,
-            on_text=on_text,
+            on_text=on_text, sampling=sampling,
         )
         return Response(result.value, result.llm)
 

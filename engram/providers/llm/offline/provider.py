@@ -18,7 +18,7 @@ from engram.providers.llm.hashing import digest
 from engram.providers.llm.offline import condense, facts, observe, reflect, respond, structured
 from engram.providers.llm.offline.tuning import OFFLINE_MODEL
 from engram.providers.llm.tasks import MemoryTasks
-from engram.providers.llm.types import Result
+from engram.providers.llm.types import ChatLine, Result
 
 PROVIDER = "offline"
 
@@ -38,7 +38,8 @@ def _input_text(task_input: i.TaskInput) -> str:
     if isinstance(task_input, i.Hyde):
         return task_input.query
     if isinstance(task_input, i.Respond):
-        return "\n".join([*(line.content for line in task_input.lines), task_input.prompt, *task_input.context])
+        extra = (task_input.completion_prompt,) if task_input.completion_prompt else ()
+        return "\n".join([*(line.content for line in task_input.lines), task_input.prompt, *extra, *task_input.context])
     raise TypeError(f"not a task input: {type(task_input).__name__}")
 
 
@@ -68,7 +69,10 @@ def compute(task_input: i.TaskInput) -> object:
     if isinstance(t, i.Compact):
         return condense.compact(t.lines, t.target_tokens, t.previous_summary)
     if isinstance(t, i.Respond):
-        return respond.respond(t.lines, t.prompt, t.context, t.max_tokens)
+        lines = t.lines
+        if t.completion_prompt.strip() and not lines:  # a front end's text prompt: the one user turn
+            lines = (ChatLine(role="user", content=t.completion_prompt, seq=0, ts_us=0),)
+        return respond.respond(lines, t.prompt, t.context, t.max_tokens)
     raise TypeError(f"not a task input: {type(t).__name__}")
 
 

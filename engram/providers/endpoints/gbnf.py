@@ -1,0 +1,72 @@
+"""A GBNF grammar (llama.cpp, KoboldCpp) from the bounded JSON-schema subset engram's answers use. Pure.
+
+Objects with fixed properties (all written, in order), strings with maxLength, integers, numbers, booleans,
+enums of strings, arrays with maxItems. Bounds become repetition counts, so every string and array closes.
+Only grammars made here are ever sent: an invalid grammar crashes llama-cpp-python's server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_BASE = r'''ws ::= [ ]?
+char ::= [^"\\\x00-\x1f] | "\\" ["\\/nt]
+integer ::= "-"? ([0-9] | [1-9] [0-9]{1,15})
+number ::= integer ("." [0-9]{1,6})?
+boolean ::= "true" | "false"'''
+
+
+def _literal(text: str) -> str:
+    """A GBNF string literal matching `text` exactly."""
+    return json.dumps(text)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.rules: dict[str, str] = {}
+
+    def add(self, name: str, body: str) -> str:
+        name = re.sub(r"[^a-zA-Z0-9-]", "-", name)
+        base, n = name, 1
+        while name in self.rules and self.rules[name] != body:
+            n += 1
+            name = f"{base}-{n}"
+        self.rules[name] = body
+        return name
+
+    def rule(self, schema: dict[str, Any], name: str) -> str:
+        if "enum" in schema:
+            return self.add(name, " | ".join(_literal(json.dumps(v)) for v in schema["enum"]))
+        kind = schema.get("type")
+        if kind == "string":
+            low, bound = int(schema.get("minLength", 0)), int(schema.get("maxLength", 200))
+            return self.add(f"str{low}-{bound}", f'"\\"" char{{{low},{bound}}} "\\""')
+        if kind == "integer":
+            return "integer"
+        if kind == "number":
+            return "number"
+        if kind == "boolean":
+            return "boolean"
+        if kind == "array":
+            item = self.rule(schema.get("items", {"type": "string", "maxLength": 200}), f"{name}-item")
+            bound = int(schema.get("maxItems", 8))
+            body = f'"[" ws ( {item} ( ws "," ws {item} ){{0,{max(0, bound - 1)}}} )? ws "]"'
+            return self.add(name, body)
+        if kind == "object":
+            parts = []
+            for key, sub in schema.get("properties", {}).items():
+                value = self.rule(sub, f"{name}-{key}")
+                parts.append(f'{_literal(json.dumps(key))} ws ":" ws {value}')
+            inner = ' ws "," ws '.join(parts)
+            return self.add(name, f'"{{" ws {inner} ws "}}"' if parts else '"{" ws "}"')
+        raise ValueError(f"the grammar generator does not take {schema!r:.80}")
+
+
+def grammar(schema: dict[str, Any]) -> str:
+    """The GBNF grammar whose `root` matches JSON values of `schema`."""
+    b = _Builder()
+    top = b.rule(schema, "value")
+    rules = [f"root ::= {top}"] + [f"{name} ::= {body}" for name, body in b.rules.items()]
+    return "\n".join(rules) + "\n" + _BASE + "\n"

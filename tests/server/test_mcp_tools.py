@@ -1,0 +1,233 @@
+"""Every MCP tool is one a model can use well, whoever added it: it says when to use it, describes and bounds every
+parameter, declares its result (outputSchema, answered as structured content) and its effects (annotations), and a
+refusal carries REST's code over stdio and `/mcp` alike. Generic over `tools/list`: a new tool meets the same bar.
+
+The MCP Inspector's CLI (`npx @modelcontextprotocol/inspector --cli`, installed by `make` from npm into
+tests/server/inspector/node_modules) lists the tools and calls each, as a developer trying engram would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram.api.errors import CODES
+
+pytestmark = pytest.mark.server
+
+AGENT = "probe"  # the agent the generic calls use (the destructive ones run last)
+DISCUSSION = "probe-talk"
+FACT = "Probe's cousin Tomas keeps bees in Braga."
+INSPECTOR = Path(__file__).with_name("inspector")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    from tests.server.helpers import served_home
+
+    home = tmp_path_factory.mktemp("mcp-tools") / "home"
+    home.mkdir()
+    with served_home(home, groups=["traces", "working-memory"]) as mem:
+        url = json.loads((home / "instance.json").read_text())["url"]
+        yield mem, home, url
+
+
+def http_client(url: str):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    return Client(streamable_http_client(url + "/mcp", http_client=httpx2.AsyncClient(timeout=120)))
+
+
+def stdio_client(home: Path):
+    from mcp import Client, StdioServerParameters
+
+    engram = Path(sys.executable).with_name("engram")
+    return Client(StdioServerParameters(command=str(engram), args=["--home", str(home), "mcp"]))
+
+
+def listed(url: str) -> list[dict]:
+    async def go():
+        async with http_client(url) as client:
+            return [t.model_dump(by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools]
+
+    return asyncio.run(go())
+
+
+def properties(schema: dict) -> dict[str, dict]:
+    return schema.get("properties", {})
+
+
+def branches(prop: dict) -> list[dict]:
+    """A property's schema and, for an optional one, each of its `anyOf` branches but null."""
+    return [b for b in prop.get("anyOf", [prop]) if b.get("type") != "null"]
+
+
+def test_every_mcp_tool_says_when_to_use_it_and_describes_and_bounds_each_parameter(served):
+    _, _, url = served
+    tools = listed(url)
+    assert {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"} <= {t["name"] for t in tools}
+    for tool in tools:
+        name = tool["name"]
+        assert len(tool.get("description", "")) >= 80, f"{name}: a description saying what it does and when to use it"
+        assert "use" in tool["description"].lower(), f"{name}: the description says when to use it"
+        for pname, prop in properties(tool["inputSchema"]).items():
+            assert prop.get("description"), f"{name}.{pname} has no description"
+            for branch in branches(prop):
+                if branch.get("type") == "string" and "enum" not in branch:
+                    assert "maxLength" in branch, f"{name}.{pname}: a string without a bound"
+                if branch.get("type") == "integer":
+                    assert "minimum" in branch and "maximum" in branch, f"{name}.{pname}: a number without bounds"
+
+
+def test_every_mcp_tool_declares_its_result_and_its_effects(served):
+    _, _, url = served
+    for tool in listed(url):
+        name = tool["name"]
+        output = tool.get("outputSchema")
+        assert output and output["type"] == "object" and output["properties"], f"{name} has no outputSchema"
+        hints = tool.get("annotations", {})
+        for hint in ("readOnlyHint", "destructiveHint", "idempotentHint"):
+            assert isinstance(hints.get(hint), bool), f"{name} does not say {hint}"
+        if hints["readOnlyHint"]:
+            assert not hints["destructiveHint"], f"{name}: read-only and destructive"
+    by_name = {t["name"]: t["annotations"] for t in listed(url)}
+    assert by_name["forget"]["destructiveHint"] and not by_name["forget"]["readOnlyHint"]
+    assert by_name["search"]["readOnlyHint"] and by_name["working_memory"]["readOnlyHint"]
+    assert not by_name["remember"]["idempotentHint"]
+
+
+def arguments(tool: dict) -> dict:
+    """Arguments a caller would send: every required parameter, from its name and schema."""
+    out = {}
+    schema = tool["inputSchema"]
+    for pname in schema.get("required", []):
+        prop = branches(properties(schema)[pname])[0]
+        if pname == "agent":
+            out[pname] = AGENT
+        elif pname == "discussion":
+            out[pname] = DISCUSSION
+        elif "enum" in prop:
+            out[pname] = prop["enum"][0]
+        elif prop.get("type") == "integer":
+            out[pname] = prop.get("minimum", 1)
+        elif prop.get("type") == "boolean":
+            out[pname] = False
+        elif prop.get("type") == "object":
+            out[pname] = {}
+        elif prop.get("type") == "array":
+            out[pname] = []
+        else:
+            out[pname] = FACT if pname in ("content", "text", "markdown") else "Tomas"
+    return out
+
+
+def test_every_mcp_tool_answers_structured_content_that_matches_its_schema_or_a_rest_error(served):
+    """Each tool called once with the arguments a caller would send (destructive ones last): the `mcp` client checks
+    the structured content against the tool's outputSchema; a refusal is REST's error body with a stable code."""
+    _, _, url = served
+
+    async def go():
+        async with http_client(url) as client:
+            tools = [t.model_dump(by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools]
+            await client.call_tool("remember", {"agent": AGENT, "discussion": DISCUSSION, "content": FACT})
+            tools.sort(key=lambda t: (t["annotations"]["destructiveHint"], t["name"] != "remember"))
+            return [(t["name"], await client.call_tool(t["name"], arguments(t))) for t in tools]
+
+    answered = asyncio.run(go())
+    for name, result in answered:
+        if result.is_error:
+            body = result.structured_content
+            assert body and body["error"]["code"] in CODES and body["error"]["message"], (name, result.content)
+            assert result.content[0].text == f"{body['error']['code']}: {body['error']['message']}"
+        else:
+            assert result.structured_content is not None, name
+            assert json.loads(result.content[0].text) == result.structured_content, name
+    ok = {name for name, result in answered if not result.is_error}
+    assert {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"} <= ok
+
+
+def refusals(client_for) -> list:
+    async def go():
+        async with client_for() as client:
+            return [await client.call_tool("recall", {"agent": "../evil", "query": "x"}),
+                    await client.call_tool("remember", {"agent": "ok", "discussion": "a/../../b", "content": "x"}),
+                    await client.call_tool("recall", {"agent": "ok", "query": "x", "limit": -5}),
+                    await client.call_tool("search", {"agent": "ok", "discussion": "d", "keywords": "x",
+                                                      "limit": 5000}),
+                    await client.call_tool("recall", {"agent": "ok", "query": "x", "limit": "many"}),
+                    await client.call_tool("recall", {"agent": "ok"})]
+
+    return [(r.structured_content or {}).get("error", {}) | {"text": r.content[0].text} for r in asyncio.run(go())]
+
+
+def test_a_refused_mcp_call_answers_rests_code_over_stdio_and_http_alike(served):
+    _, home, url = served
+    over_http, over_stdio = refusals(lambda: http_client(url)), refusals(lambda: stdio_client(home))
+    assert [r["code"] for r in over_http] == [r["code"] for r in over_stdio] == [
+        "invalid_id", "invalid_id", "invalid_request", "invalid_request", "invalid_request", "invalid_request"]
+    evil = over_stdio[0]["text"]
+    assert evil.startswith("invalid_id: ") and "'../evil'" in evil and "POST" not in evil and "/v1/" not in evil
+    assert "limit" in over_http[2]["message"] and ">= 1" in over_http[2]["message"]
+    assert "limit" in over_stdio[3]["message"] and "<= 1000" in over_stdio[3]["message"]
+    assert "query" in over_http[5]["message"]
+    # REST answers the same code for the same id.
+    import httpx
+
+    rest = httpx.post(f"{url}/v1/agents/evil!/recall", json={"query": "x"}).json()["error"]
+    assert rest["code"] == over_http[0]["code"] == "invalid_id"
+
+
+def test_the_what_do_you_remember_prompt_asks_the_model_to_recall_first(served):
+    _, _, url = served
+
+    async def go():
+        async with http_client(url) as client:
+            prompts = (await client.list_prompts()).prompts
+            got = await client.get_prompt("what_do_you_remember", {"agent": AGENT, "topic": "Tomas"})
+            return prompts, got
+
+    prompts, got = asyncio.run(go())
+    prompt = next(p for p in prompts if p.name == "what_do_you_remember")
+    assert prompt.description and all(a.description for a in prompt.arguments)
+    text = got.messages[0].content.text
+    assert "`recall`" in text and repr(AGENT) in text and "Tomas" in text
+
+
+def inspector(home: Path, *args: str) -> dict:
+    """`npx @modelcontextprotocol/inspector --cli engram --home HOME mcp …` as installed by make (offline)."""
+    engram = Path(sys.executable).with_name("engram")
+    env = {**os.environ, "npm_config_offline": "true", "MCP_CATALOG_PATH": str(home.with_name("mcp-catalog.json"))}
+    done = subprocess.run(["npx", "--no-install", "@modelcontextprotocol/inspector", "--cli", *args, "--",
+                           str(engram), "--home", str(home), "mcp"], cwd=INSPECTOR, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(shutil.which("npx") is None or not (INSPECTOR / "node_modules").exists(),
+                    reason="the MCP Inspector is installed by `make test` (npm ci in tests/server/inspector)")
+def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(served):
+    _, home, _ = served
+    tools = inspector(home, "--method", "tools/list")["tools"]
+    assert {t["name"] for t in tools} >= {"remember", "recall", "search", "working_memory", "write_working_memory",
+                                          "forget"}
+    assert all(t["description"] and t["outputSchema"] and t["annotations"] for t in tools)
+    tools.sort(key=lambda t: (t["annotations"]["destructiveHint"], t["name"] != "remember"))
+    for tool in tools:
+        args = [f"{k}={v}" for k, v in arguments(tool).items()]
+        answer = inspector(home, "--method", "tools/call", "--tool-name", tool["name"],
+                           *[a for arg in args for a in ("--tool-arg", arg)])
+        assert answer["structuredContent"], tool["name"]
+        if answer.get("isError"):  # a tool whose made-up arguments name nothing that exists: REST's refusal
+            assert answer["structuredContent"]["error"]["code"] in CODES, (tool["name"], answer)
+    called = {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"}
+    assert called <= {t["name"] for t in tools}
