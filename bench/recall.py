@@ -187,7 +187,7 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
     """The composite's factors one by one, on the memory right after ingest (pure core, no Ray), for each similarity."""
     from engram.memory.cognitive.memory import AgentMemory
     from engram.memory.cognitive.personality import Pad
-    from engram.memory.cognitive.retrieval import DormantSettings, FeedbackSettings, RecallSettings, recall
+    from engram.memory.cognitive.retrieval import DormantSettings, FeedbackSettings, RecallQuery, RecallSettings, recall
     from engram.memory.cognitive.scoring import FACTORS, Factors
     from engram.config.agent import AgentConfig
     from engram.events.store import EventStore
@@ -223,16 +223,17 @@ def ablations(home: Path, items_by_conv, turns, embedder) -> dict:
         def retrieve(item, k):
             m = memories[agent_of(item.sample_id)]
             started = time.process_time()
-            res = recall(
-                m.book, m.index, qv[(item.sample_id, item.question)] if focus else raw[item.question], query=item.question, now_us=query_time[item.sample_id], limit=k,
-                discussion=item.sample_id, weights=weights, mood=Pad(), pool=settings.pool, spreading=settings.spreading,
-                hyde_vector=hv[item.question] if hyde else None, hyde_text=hyde_text[item.question] if hyde else "",
-                hyde_settings=settings.hyde, lexical=m.lexical, similarity=similarity,
-                feedback=settings.feedback if feedback else FeedbackSettings(traces=0),
-                focus=focused[(item.sample_id, item.question)],
-                dormant_index=m.dormant_index, dormant_lexical=m.dormant_lexical,
-                dormant=settings.dormant if dormant else DormantSettings(pool=0),
+            asked = RecallQuery(
+                item.question, qv[(item.sample_id, item.question)] if focus else raw[item.question],
+                query_time[item.sample_id], Pad(), limit=k, discussion=item.sample_id,
+                focus=focused[(item.sample_id, item.question)], hyde_text=hyde_text[item.question] if hyde else "",
+                hyde_vector=hv[item.question] if hyde else None,
             )
+            res = recall(m, asked, RecallSettings(
+                weights=weights, pool=settings.pool, spreading=settings.spreading, hyde=settings.hyde, similarity=similarity,
+                feedback=settings.feedback if feedback else FeedbackSettings(traces=0),
+                dormant=settings.dormant if dormant else DormantSettings(pool=0),
+            ))
             cpu.append(time.process_time() - started)
             return [hit(h) for h in res.hits]
 

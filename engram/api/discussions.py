@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import time
 
+import msgspec
+
 from engram.api import types as t
 from engram.api.errors import check_count, error
+from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 
 
 class DiscussionOps:
@@ -79,7 +82,7 @@ class DiscussionOps:
         records = read_memories(path)
         shown = (records or [])[-last:] if last else (records or [])
         return t.MemoriesResponse(discussion=discussion, agent=agent, path=str(path), exists=records is not None,
-                                  total=len(records or []), memories=shown)
+                                  total=len(records or []), memories=msgspec.convert(shown, list[ChunkMemory]))
 
     def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         """The rolling summary of `<id>_summary.jsonl` (None before the first one)."""
@@ -87,7 +90,9 @@ class DiscussionOps:
 
         self.discussion_agent(discussion, agent)
         path = self.files(agent).path(discussion, SUMMARY_SUFFIX)
-        return t.SummaryResponse(discussion=discussion, agent=agent, path=str(path), summary=read_summary(path))
+        record = read_summary(path)
+        return t.SummaryResponse(discussion=discussion, agent=agent, path=str(path),
+                                 summary=None if record is None else msgspec.convert(record, RollingSummary))
 
     def compactions(self, agent: str, discussion: str) -> t.CompactionsResponse:
         """Every compaction of the discussion (as its transparencyLevel kept it) and the chain now, with the

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from engram.memory.discussion.lines import ChunkMemory, RollingSummary
+
 # The id rules of engram.kernel.ids (letters, digits, '_', '-', '.'; 1–128 characters; no leading dot).
 Id = Annotated[str, Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$",
                          description="an agent or discussion id: letters, digits, '_', '-' and '.'")]
@@ -250,14 +252,14 @@ class MemoriesResponse(Model, kw_only=True):
     path: str
     exists: bool
     total: int  # chunk memories in the file
-    memories: list[dict[str, Any]]  # the file's records (the last `last` of them when asked)
+    memories: list[ChunkMemory]  # the file's records (the last `last` of them when asked)
 
 
 class SummaryResponse(Model, kw_only=True):
     discussion: str
     agent: str
     path: str
-    summary: dict[str, Any] | None  # the `<id>_summary.jsonl` record; None before the first one
+    summary: RollingSummary | None  # the `<id>_summary.jsonl` record; None before the first one
 
 
 class DiscussionResponse(Model, kw_only=True):

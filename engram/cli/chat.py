@@ -144,7 +144,7 @@ class ChatSession:
         out = []
         summary = self.mem.summary(self.agent, self.discussion).summary
         if summary:
-            out += [f"rolling summary (through {summary['absorbed_through']}):", summary["summary"]]
+            out += [f"rolling summary (through {summary.absorbed_through}):", summary.summary]
         comp = self.mem.compactions(self.agent, self.discussion)
         chain = sorted((c for c in comp.compactions if c["in_chain"]), key=lambda c: (c["first_seq"], c["level"]))
         if chain:

@@ -62,14 +62,14 @@ def discussion_memory(demo) -> None:
     res = mem.memories(agent, discussion)
     print(f"\n$ engram memories show {discussion}      ({res.total} chunk memories; the first two)")
     for m in res.memories[:2]:
-        print(f"  {m['memory_id']}: messages {m['first_message_id']}..{m['last_message_id']} ({m['message_count']}), "
-              f"{m['mode']} mode, closed by the {m['trigger']} threshold")
-        print(f"    {_clip(m['summary'])}")
+        print(f"  {m.memory_id}: messages {m.first_message_id}..{m.last_message_id} ({m.message_count}), "
+              f"{m.mode} mode, closed by the {m.trigger} threshold")
+        print(f"    {_clip(m.summary)}")
     summary = mem.summary(agent, discussion).summary
     print(f"\n$ engram summary show {discussion}")
     if summary:
-        print(f"  absorbed {summary['memories_absorbed']} chunk memories, through {summary['absorbed_through']}")
-        print(f"    {_clip(summary['summary'], 300)}")
+        print(f"  absorbed {summary.memories_absorbed} chunk memories, through {summary.absorbed_through}")
+        print(f"    {_clip(summary.summary, 300)}")
     else:
         print("  (no rolling summary yet)")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import msgspec
+
 from engram.cli.common import client, discussion_agent
 from engram.kernel.ids import validate_discussion
 
@@ -30,18 +32,18 @@ def run_show(args) -> int:
         return 1
     memories, shown = res.memories, res.memories
     if args.json:
-        print(json.dumps(shown, ensure_ascii=False, indent=1))
+        print(json.dumps(msgspec.to_builtins(shown), ensure_ascii=False, indent=1))
         return 0
     print(res.path)
     print(f"discussion {args.discussion!r}, agent {agent!r}: {res.total} chunk memor{'y' if res.total == 1 else 'ies'}"
           + (f" (the last {len(shown)} shown)" if len(shown) < res.total else "")
-          + f" covering {sum(m['message_count'] for m in memories)} messages (~{sum(m['token_count'] for m in memories)} tokens)")
+          + f" covering {sum(m.message_count for m in memories)} messages (~{sum(m.token_count for m in memories)} tokens)")
     for i, m in enumerate(shown, start=res.total - len(shown) + 1):
-        print(f"\n#{i} {m['memory_id']}  messages {m['first_message_id']} .. {m['last_message_id']} "
-              f"({m['message_count']}, seq {m['first_seq']}-{m['last_seq']}, ~{m['token_count']} tokens)  "
-              f"{m['first_ts']} .. {m['last_ts']}")
-        print(f"   {m['mode']} mode, closed by the {m['trigger']} threshold; {m['llm']['provider']}/{m['llm']['model']}"
-              + (f"; workflow {m['workflow']}" if m.get("workflow") else "")
-              + (f"; workflow not used: {m['workflow_error']}" if m.get("workflow_error") else ""))
-        print(f"   {m['summary']}")
+        print(f"\n#{i} {m.memory_id}  messages {m.first_message_id} .. {m.last_message_id} "
+              f"({m.message_count}, seq {m.first_seq}-{m.last_seq}, ~{m.token_count} tokens)  "
+              f"{m.first_ts} .. {m.last_ts}")
+        print(f"   {m.mode} mode, closed by the {m.trigger} threshold; {m.llm.provider}/{m.llm.model}"
+              + (f"; workflow {m.workflow}" if m.workflow else "")
+              + (f"; workflow not used: {m.workflow_error}" if m.workflow_error else ""))
+        print(f"   {m.summary}")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import msgspec
+
 from engram.cli.common import client, discussion_agent
 from engram.kernel.ids import validate_discussion
 
@@ -29,13 +31,13 @@ def run_show(args) -> int:
               "workflow runs chatSummarySummarizer or FullChatSummary and enough chunk memories wait")
         return 1
     if args.json:
-        print(json.dumps(record, ensure_ascii=False, indent=1))
+        print(json.dumps(msgspec.to_builtins(record), ensure_ascii=False, indent=1))
         return 0
     print(res.path)
-    print(f"discussion {args.discussion!r}, agent {agent!r}, generation {record['generation']}: "
-          f"{record['memories_absorbed']} chunk memories absorbed, through {record['absorbed_through']} "
-          f"(messages up to seq {record['absorbed_through_seq']}); updated {record['updated_at']} "
-          f"by {record['llm']['provider']}/{record['llm']['model']}")
+    print(f"discussion {args.discussion!r}, agent {agent!r}, generation {record.generation}: "
+          f"{record.memories_absorbed} chunk memories absorbed, through {record.absorbed_through} "
+          f"(messages up to seq {record.absorbed_through_seq}); updated {record.updated_at} "
+          f"by {record.llm.provider}/{record.llm.model}")
     print()
-    print(record["summary"])
+    print(record.summary)
     return 0

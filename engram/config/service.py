@@ -165,7 +165,8 @@ class ProxySettings(ConfigModel):
     default_agent: str = "default"
 
 
-WEBHOOK_EVENTS = ("memory.created", "memory.updated", "memory.forgotten")
+WebhookEvent = Literal["memory.created", "memory.updated", "memory.forgotten"]
+WEBHOOK_EVENTS: tuple[WebhookEvent, ...] = ("memory.created", "memory.updated", "memory.forgotten")
 
 
 class WebhookSettings(ConfigModel):
@@ -178,7 +179,7 @@ class WebhookSettings(ConfigModel):
     # The HMAC-SHA256 key of the `X-Engram-Signature` header; or the name of an environment variable holding it.
     secret: str | None = Field(None, min_length=16)
     secret_env: str | None = Field(None, min_length=1)
-    events: list[Literal["memory.created", "memory.updated", "memory.forgotten"]] = list(WEBHOOK_EVENTS)
+    events: list[WebhookEvent] = list(WEBHOOK_EVENTS)
     agents: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = None  # None: every agent
     max_attempts: int = Field(6, ge=1, le=20)  # a delivery is retried with doubling backoff, then dropped (logged)
     backoff_seconds: float = Field(0.5, gt=0, le=60)

@@ -162,7 +162,7 @@ def leave_one_out(runs: dict[str, list[dict]]) -> dict:
     for m in LOO_METRICS:
         values = {conv: f[m] for conv, f in folds.items() if m in f}
         if values:
-            worst = (max if m.startswith("tokens") else min)(values, key=values.get)
+            worst = (max if m.startswith("tokens") else min)(values, key=lambda conv: values[conv])
             summary[m] = {"mean": round(sum(values.values()) / len(values), 1), "worst": values[worst],
                           "worst_conversation": worst}
     return {"configurations": names, "held_out": folds, "mean_and_worst": summary}

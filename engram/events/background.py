@@ -28,7 +28,7 @@ class ObservationNote(msgspec.Struct, frozen=True, kw_only=True):
     source_message_ids: tuple[str, ...] = ()
 
 
-class ObservationsRecorded(Event, tag="ObservationsRecorded"):
+class ObservationsRecorded(Event, tag="ObservationsRecorded", frozen=True):
     """Observer output for the messages `first_seq..last_seq` of this stream (each message is observed once).
 
     `buffered`: an increment observed in the background, waiting for `ObservationsActivated`; otherwise
@@ -48,7 +48,7 @@ class ObservationsRecorded(Event, tag="ObservationsRecorded"):
     messages: int = 0  # messages observed
 
 
-class ObservationsActivated(Event, tag="ObservationsActivated"):
+class ObservationsActivated(Event, tag="ObservationsActivated", frozen=True):
     """The unobserved tokens crossed the Observer's threshold (30K): the buffered notes of this
     observation log recorded up to `through_seq` join it, without observing anything again.
 
@@ -67,7 +67,7 @@ class ObservationsActivated(Event, tag="ObservationsActivated"):
     note_tokens: int = 0
 
 
-class Reflected(Event, tag="Reflected"):
+class Reflected(Event, tag="Reflected", frozen=True):
     """Reflector output: the notes it consumed (they stay in the log, marked), the traces it created,
     what lost a contradiction (note or trace ids). `input_tokens`: the notes' tokens, the 40K threshold's
     measure; `output_tokens`: the traces' (their ratio is the reflection compression)."""
@@ -89,7 +89,7 @@ class Reflected(Event, tag="Reflected"):
     duplicate_note_ids: tuple[tuple[str, ...], ...] = ()
 
 
-class ConsolidationRan(Event, tag="ConsolidationRan"):
+class ConsolidationRan(Event, tag="ConsolidationRan", frozen=True):
     """What consolidation did at a clock tick (its event time), step by step, through everything due since the last.
 
     `traces`: active traces the run looked at; `bounded`: the steps that stopped at `max_traces`
@@ -116,7 +116,7 @@ class ConsolidationRan(Event, tag="ConsolidationRan"):
     first_us: int = 0
 
 
-class ContextCompacted(Event, tag="ContextCompacted"):
+class ContextCompacted(Event, tag="ContextCompacted", frozen=True):
     """One node of a discussion's compaction chain (infinite context): a summary that replaces raw
     turns (`messages` > 0) and/or earlier nodes (`children`) in the context sent to the model.
 

@@ -2,9 +2,12 @@
 
 Every concrete event type subclasses `Event` with an explicit tag:
 
-    class MessageAppended(Event, tag="MessageAppended"):
+    class MessageAppended(Event, tag="MessageAppended", frozen=True):
         SCHEMA_VERSION: ClassVar[int] = 1
         ...
+
+(`frozen=True` is inherited from `Event`; a subclass with fields says it again, or mypy reads it as a mutable
+dataclass inheriting from a frozen one.)
 
 Tags are stored in the log and must never change. New fields get defaults; renames and
 type changes bump SCHEMA_VERSION and register an upcaster (see `upcasters.py`).
@@ -12,7 +15,7 @@ type changes bump SCHEMA_VERSION and register an upcaster (see `upcasters.py`).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -31,7 +34,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
 
         Called before the event is acknowledged (`engram.events.validation`); override to add checks."""
 
-    def identity(self) -> tuple | None:
+    def identity(self) -> tuple[Any, ...] | None:
         """What an event appended again under the same event id must match to be a repeat of this one (the log
         acknowledges a repeat without writing it; a different event under the id is refused: `EventIdConflict`).
         None, the default: repeats are not compared; the first stands (a policy's decision recorded again after a
@@ -52,7 +55,8 @@ _seen_classes = 0
 
 
 def _walk(cls: type) -> list[type]:
-    out = []
+    out: list[type] = []
+    sub: type
     for sub in cls.__subclasses__():
         out.append(sub)
         out.extend(_walk(sub))
@@ -75,7 +79,7 @@ def index_by_tag(classes: list[type]) -> dict[str, type]:
     """Classes by their explicit string tag; two classes with one tag is an error."""
     found: dict[str, type] = {}
     for cls in classes:
-        tag = cls.__struct_config__.tag
+        tag = cls.__struct_config__.tag  # type: ignore[attr-defined]  # a msgspec Struct class
         if tag is None:
             continue  # an abstract intermediate class
         if not isinstance(tag, str):

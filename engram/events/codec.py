@@ -11,7 +11,7 @@ from engram.events.base import Event, event_class
 from engram.events.upcasters import upcast
 
 _encoder = msgspec.json.Encoder()
-_decoders: dict[type, msgspec.json.Decoder] = {}
+_decoders: dict[type, msgspec.json.Decoder[Event]] = {}
 _json = msgspec.json.Decoder()
 
 
@@ -20,7 +20,7 @@ def encode(event: Event) -> str:
     return _encoder.encode(event).decode()
 
 
-_current: dict[tuple[str, int], msgspec.json.Decoder] = {}  # hot path: (type, version) -> decoder
+_current: dict[tuple[str, int], msgspec.json.Decoder[Event]] = {}  # hot path: (type, version) -> decoder
 
 
 def decode(event_type: str, schema_version: int, payload: str | bytes) -> Event:

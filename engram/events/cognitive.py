@@ -23,7 +23,7 @@ class Link(msgspec.Struct, frozen=True, array_like=True):
     weight: float
 
 
-class TraceEncoded(Event, tag="TraceEncoded"):
+class TraceEncoded(Event, tag="TraceEncoded", frozen=True):
     """A new MemoryTrace with its full initial state; its event time is its encoding time.
 
     `links`: the edges it gets as it is encoded (`engram.memory.cognitive.linking`: temporal_sequence,
@@ -62,7 +62,7 @@ class TraceEncoded(Event, tag="TraceEncoded"):
     links: tuple[Link, ...] = ()
 
 
-class TraceRetrieved(Event, tag="TraceRetrieved"):
+class TraceRetrieved(Event, tag="TraceRetrieved", frozen=True):
     """Traces returned by a retrieval, best first; the fold reinforces each and links the top ones (Hebbian)."""
 
     query: str
@@ -75,7 +75,7 @@ class TraceRetrieved(Event, tag="TraceRetrieved"):
     via: tuple[str, ...] = ()
 
 
-class TraceReinforced(Event, tag="TraceReinforced"):
+class TraceReinforced(Event, tag="TraceReinforced", frozen=True):
     """A reinforcement outside retrieval, e.g. a spaced-repetition review that was due (Consolidator)."""
 
     trace_id: str
@@ -89,14 +89,14 @@ class Reinforcement(msgspec.Struct, frozen=True, array_like=True):
     reason: str
 
 
-class TracesReinforced(Event, tag="TracesReinforced"):
+class TracesReinforced(Event, tag="TracesReinforced", frozen=True):
     """Several reinforcements at one time, in order (e.g. the reviews due at one consolidation boundary):
     folds exactly as one `TraceReinforced` per item would."""
 
     items: tuple[Reinforcement, ...]
 
 
-class TracePruned(Event, tag="TracePruned"):
+class TracePruned(Event, tag="TracePruned", frozen=True):
     """Soft deletion of a trace whose Ebbinghaus strength fell below the prune threshold (0.05)."""
 
     trace_id: str
@@ -104,7 +104,7 @@ class TracePruned(Event, tag="TracePruned"):
     reason: str = "decay"
 
 
-class EdgeAdded(Event, tag="EdgeAdded"):
+class EdgeAdded(Event, tag="EdgeAdded", frozen=True):
     src: str
     dst: str
     kind: str  # shared_entity | temporal_sequence | same_topic | contradicts | supersedes | caused_by | co_activated | schema_instance
@@ -120,21 +120,21 @@ class NewEdge(msgspec.Struct, frozen=True, array_like=True):
     weight: float
 
 
-class EdgesAdded(Event, tag="EdgesAdded"):
+class EdgesAdded(Event, tag="EdgesAdded", frozen=True):
     """Several edges at one time, in order (e.g. a consolidation boundary's co-activation replay): folds
     exactly as one `EdgeAdded` per edge would."""
 
     edges: tuple[NewEdge, ...]
 
 
-class EdgeStrengthened(Event, tag="EdgeStrengthened"):
+class EdgeStrengthened(Event, tag="EdgeStrengthened", frozen=True):
     src: str
     dst: str
     kind: str
     delta: float
 
 
-class SchemaCreated(Event, tag="SchemaCreated"):
+class SchemaCreated(Event, tag="SchemaCreated", frozen=True):
     """A semantic trace summarising a cluster of episodic traces."""
 
     schema_trace_id: str
@@ -143,7 +143,7 @@ class SchemaCreated(Event, tag="SchemaCreated"):
     llm: LlmCall | None = None
 
 
-class ConflictResolved(Event, tag="ConflictResolved"):
+class ConflictResolved(Event, tag="ConflictResolved", frozen=True):
     winner: str
     loser: str
     resolution: str  # prefer_newer | keep_both | prefer_confidence
@@ -165,7 +165,7 @@ class Eviction(msgspec.Struct, frozen=True, kw_only=True):
     reason: str  # "capacity" | "decayed" | "pruned"
 
 
-class WorkingMemoryUpdated(Event, tag="WorkingMemoryUpdated"):
+class WorkingMemoryUpdated(Event, tag="WorkingMemoryUpdated", frozen=True):
     """One change of an agent's working memory: a turn's decay and/or traces taking focus.
 
     `slots` is the whole state after the change, strongest first, so the fold is a replacement.
@@ -179,7 +179,7 @@ class WorkingMemoryUpdated(Event, tag="WorkingMemoryUpdated"):
     evicted: tuple[Eviction, ...] = ()
 
 
-class WorkingMemoryWritten(Event, tag="WorkingMemoryWritten"):
+class WorkingMemoryWritten(Event, tag="WorkingMemoryWritten", frozen=True):
     """The persistent markdown memory of `working-memory.md`, replaced (kept within its token budget)."""
 
     markdown: str
@@ -198,7 +198,7 @@ class SkippedFact(msgspec.Struct, frozen=True, kw_only=True):
     similarity: float | None = None
 
 
-class FactsIngested(Event, tag="FactsIngested"):
+class FactsIngested(Event, tag="FactsIngested", frozen=True):
     """Auto-ingest of one turn: the facts kept (as traces) and those skipped, and why."""
 
     source_seq: int
@@ -211,7 +211,7 @@ class FactsIngested(Event, tag="FactsIngested"):
     llm: LlmCall | None = None
 
 
-class LessonLearned(Event, tag="LessonLearned"):
+class LessonLearned(Event, tag="LessonLearned", frozen=True):
     """A tool failure matched one of the six patterns and became a lesson trace."""
 
     pattern: str
@@ -221,7 +221,7 @@ class LessonLearned(Event, tag="LessonLearned"):
     source_seq: int
 
 
-class MoodChanged(Event, tag="MoodChanged"):
+class MoodChanged(Event, tag="MoodChanged", frozen=True):
     """The agent's PAD mood from here on (`engram mood set`, or sentiment tracking)."""
 
     valence: float

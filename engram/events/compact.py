@@ -69,9 +69,8 @@ def compact(items: Sequence[Item]) -> list[Item]:
         if isinstance(event, TraceEncoded):
             links = list(event.links)
             j = i + 1
-            while j < n and items[j][0] == group and isinstance(items[j][2], EdgeAdded) \
-                    and items[j][2].dst == event.trace_id:
-                e = items[j][2]
+            while j < n and items[j][0] == group and isinstance(e := items[j][2], EdgeAdded) \
+                    and e.dst == event.trace_id:
                 links.append(Link(src=e.src, kind=e.kind, weight=e.weight))
                 j += 1
             out.append((group, event_id, msgspec.structs.replace(event, links=tuple(links)) if j > i + 1 else event))
@@ -85,7 +84,7 @@ def compact(items: Sequence[Item]) -> list[Item]:
             while j < n and items[j][0] == group and parts(items[j][2]) is not None:
                 j += 1
             if j > i + 1:
-                merged = tuple(x for _, _, e in items[i:j] for x in parts(e))
+                merged = tuple(x for _, _, e in items[i:j] for x in parts(e) or ())
                 out.append((group, merged_id([item[1] for item in items[i:j]]), make(merged)))
             else:
                 out.append(items[i])

@@ -20,7 +20,7 @@ MODE_STANDARD = "standard"  # the store exists: both thresholds apply
 MODE_CONSOLIDATION = "consolidation"  # the store does not exist yet: only the token threshold applies
 
 
-class MemoryFileCreated(Event, tag="MemoryFileCreated"):
+class MemoryFileCreated(Event, tag="MemoryFileCreated", frozen=True):
     """The first memory check of a generation created `store`: from here on both thresholds apply.
 
     WilmerAI creates the memory file (empty) at the first memory check of a conversation, around
@@ -33,7 +33,7 @@ class MemoryFileCreated(Event, tag="MemoryFileCreated"):
     message_count: int = 0  # messages in the discussion at the check that created it
 
 
-class ChunkSummarized(Event, tag="ChunkSummarized"):
+class ChunkSummarized(Event, tag="ChunkSummarized", frozen=True):
     """One chronological chunk memory: a line of `<id>_memories.jsonl`."""
 
     generation: int
@@ -54,7 +54,7 @@ class ChunkSummarized(Event, tag="ChunkSummarized"):
     workflow_error: str | None = None  # why the named workflow was not used (the built-in prompt was)
 
 
-class SummaryUpdateRequested(Event, tag="SummaryUpdateRequested"):
+class SummaryUpdateRequested(Event, tag="SummaryUpdateRequested", frozen=True):
     """A workflow node (chatSummarySummarizer, FullChatSummary) asks for the rolling summary to catch up.
 
     The node's own parameters travel with the request, so regeneration and restarts see them.
@@ -71,7 +71,7 @@ class SummaryUpdateRequested(Event, tag="SummaryUpdateRequested"):
     preset: str | None = None
 
 
-class RollingSummaryUpdated(Event, tag="RollingSummaryUpdated"):
+class RollingSummaryUpdated(Event, tag="RollingSummaryUpdated", frozen=True):
     """The rolling summary after merging one batch of chunk memories (`<id>_summary.jsonl`)."""
 
     generation: int
@@ -85,7 +85,7 @@ class RollingSummaryUpdated(Event, tag="RollingSummaryUpdated"):
     node: str = "chatSummarySummarizer"
 
 
-class VectorMemoryStored(Event, tag="VectorMemoryStored"):
+class VectorMemoryStored(Event, tag="VectorMemoryStored", frozen=True):
     """A structured, searchable memory: a row of `<id>_vector_memory.db`.
 
     The embedding is recorded with the memory (float32, little-endian, base64) so that the
@@ -115,7 +115,7 @@ class VectorMemoryStored(Event, tag="VectorMemoryStored"):
     workflow_error: str | None = None
 
 
-class VectorMemoryReembedded(Event, tag="VectorMemoryReembedded"):
+class VectorMemoryReembedded(Event, tag="VectorMemoryReembedded", frozen=True):
     """A vector memory's embedding by another embedder (`engram reindex`): it replaces the recorded one.
 
     Recorded like the first (float32, little-endian, base64, with the embedder's name), so that replay rebuilds

@@ -29,7 +29,7 @@ class Erasure(msgspec.Struct, frozen=True):
     texts: list[str]
 
 
-def _quotable(value, key: str = "") -> list[str]:
+def _quotable(value: object, key: str = "") -> list[str]:
     """The texts in a decoded payload worth searching for elsewhere (not ids, tags or short words)."""
     if isinstance(value, str):
         if key.endswith(_ID_FIELD) or len(value) < MIN_QUOTE_CHARS or not any(c.isspace() for c in value):

@@ -22,18 +22,18 @@ class BatchRequestRecord(msgspec.Struct, frozen=True, kw_only=True):
     model: str
 
 
-class LlmBatchPrepared(Event, tag="LlmBatchPrepared"):
+class LlmBatchPrepared(Event, tag="LlmBatchPrepared", frozen=True):
     submission_id: str
     endpoint: str
     requests: tuple[BatchRequestRecord, ...]
 
 
-class LlmBatchSubmitted(Event, tag="LlmBatchSubmitted"):
+class LlmBatchSubmitted(Event, tag="LlmBatchSubmitted", frozen=True):
     submission_id: str
     batch_id: str
 
 
-class LlmBatchCollected(Event, tag="LlmBatchCollected"):
+class LlmBatchCollected(Event, tag="LlmBatchCollected", frozen=True):
     submission_id: str
     batch_id: str
     succeeded: int

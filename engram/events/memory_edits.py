@@ -21,7 +21,7 @@ MAX_MEMORY_METADATA_CHARS = 16_384
 MAX_MEMORY_TEXT_CHARS = 100_000
 
 
-def check_metadata(metadata: dict) -> None:
+def check_metadata(metadata: dict[str, str]) -> None:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise ValueError("metadata must map text to text (a flat JSON object of strings)")
     size = sum(len(k) + len(v) for k, v in metadata.items())
@@ -29,7 +29,7 @@ def check_metadata(metadata: dict) -> None:
         raise ValueError(f"metadata of {size} characters, over the limit of {MAX_MEMORY_METADATA_CHARS}")
 
 
-class MemoryEdited(Event, tag="MemoryEdited"):
+class MemoryEdited(Event, tag="MemoryEdited", frozen=True):
     """A user's new form of one memory: `content` replaces its text, `metadata` (when not None) its metadata."""
 
     kind: str  # trace | chunk | vector
@@ -53,7 +53,7 @@ class MemoryEdited(Event, tag="MemoryEdited"):
             check_metadata(self.metadata)
 
 
-class MemoryDeleted(Event, tag="MemoryDeleted"):
+class MemoryDeleted(Event, tag="MemoryDeleted", frozen=True):
     """One memory forgotten: its text is erased from the log and every projection (a forget marker)."""
 
     kind: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from engram.events.base import Event
 
@@ -12,7 +12,7 @@ ROLES = frozenset({"user", "assistant", "system", "tool"})
 CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
 
 
-class MessageAppended(Event, tag="MessageAppended"):
+class MessageAppended(Event, tag="MessageAppended", frozen=True):
     """A chat message of a discussion (stream = discussion id). Content is stored tag-free."""
 
     SCHEMA_VERSION: ClassVar[int] = 1
@@ -23,7 +23,7 @@ class MessageAppended(Event, tag="MessageAppended"):
     name: str | None = None  # speaker name (LoCoMo speakers, OpenAI `name`)
     metadata: dict[str, str] = {}
 
-    def identity(self) -> tuple:
+    def identity(self) -> tuple[Any, ...]:
         # The same message id with the same role and words is the same message sent again (a client's retry); with
         # other words it is a client's bug, refused instead of silently dropped. Time, speaker name and metadata
         # may differ (the first recorded stands).
@@ -33,7 +33,7 @@ class MessageAppended(Event, tag="MessageAppended"):
         return f"message id {self.message_id!r}"
 
 
-class ToolCallFailed(Event, tag="ToolCallFailed"):
+class ToolCallFailed(Event, tag="ToolCallFailed", frozen=True):
     """A tool call of the agent failed; the tool-failure learner turns it into a lesson."""
 
     tool: str
@@ -41,7 +41,7 @@ class ToolCallFailed(Event, tag="ToolCallFailed"):
     arguments: str = ""
     call_id: str | None = None
 
-    def identity(self) -> tuple:
+    def identity(self) -> tuple[Any, ...]:
         return (self.tool, self.error, self.arguments)
 
     def id_label(self, event_id: str) -> str:

@@ -14,7 +14,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import duckdb
 import msgspec
@@ -71,7 +71,7 @@ class ConcurrencyConflict(AppendError):
         )
         self.stream, self.expected, self.actual = stream, expected, actual
 
-    def __reduce__(self):  # so the error crosses process boundaries (Ray) intact
+    def __reduce__(self) -> tuple[type, tuple[str, int, int]]:  # so the error crosses process boundaries (Ray) intact
         return (type(self), (self.stream, self.expected, self.actual))
 
 
@@ -95,7 +95,7 @@ class EventIdConflict(AppendError):
         super().__init__(message)
         self.stream, self.event_id, self.seq = stream, event_id, seq
 
-    def __reduce__(self):  # so the error crosses process boundaries (Ray) intact
+    def __reduce__(self) -> tuple[type, tuple[str, str, str, int]]:  # crosses process boundaries (Ray) intact
         return (type(self), (str(self), self.stream, self.event_id, self.seq))
 
 
@@ -168,7 +168,7 @@ class _Prepared:
                 )
         classes = [type(item.event) for item in events]
         self.event_ids = [item.event_id for item in events]
-        self.tags = [c.__struct_config__.tag for c in classes]
+        self.tags: list[str] = [c.__struct_config__.tag for c in classes]  # type: ignore[misc]  # str tags: events.base
         self.schemas = [c.SCHEMA_VERSION for c in classes]
         self.payloads = payloads
         self._table = None
@@ -194,7 +194,7 @@ class _Prepared:
             )
         return self._table
 
-    def rows(self, fresh: list[int], first_seq: int, first_version: int) -> list[tuple]:
+    def rows(self, fresh: list[int], first_seq: int, first_version: int) -> list[tuple[Any, ...]]:
         w, events = self.write, self.write.events
         return [
             (first_seq + k, w.stream, first_version + k, self.tags[i], self.schemas[i], events[i].ts_us, w.agent,
@@ -253,8 +253,7 @@ class EventStore:
         self._committing = False
         self._contended = False
         self._closed = False
-        row = self._con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()
-        self._head: int = row[0]
+        self._head: int = self._con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
         # The last seq of each event type appended since the log was opened, set before the head moves past it
         # (`wait_for`); events through `_untyped_through` (those found at open, imported, or after a removal) are of
         # types not tracked here.
@@ -319,7 +318,8 @@ class EventStore:
         return pending.results
 
     def _take_batch(self) -> list[_Pending]:
-        taken, count = [], 0
+        taken: list[_Pending] = []
+        count = 0
         while self._queue:
             size = sum(len(w.events) for w in self._queue[0].writes)
             if taken and count + size > self.max_batch_events:
@@ -377,11 +377,12 @@ class EventStore:
             pending.results = results
             pending.done = True
 
-    def _stage(self, prepared: list[_Prepared], seq, streams_overlay, ids_overlay, identities):
+    def _stage(self, prepared: list[_Prepared], seq: int, streams_overlay: dict[str, tuple[int, str]],
+               ids_overlay: dict[tuple[str, str], int], identities: dict[int, tuple[Any, ...]]) -> Any:
         """Positions for one unit, checked against the log and the batch so far."""
         s_over: dict[str, tuple[int, str]] = {}
         i_over: dict[tuple[str, str], int] = {}
-        n_over: dict[int, tuple] = {}  # seq -> identity of this unit's new events that compare repeats
+        n_over: dict[int, tuple[Any, ...]] = {}  # seq -> identity of this unit's new events that compare repeats
         results, segments = [], []
         for prep in prepared:
             write = prep.write
@@ -425,7 +426,7 @@ class EventStore:
             results.append(Appended(stream=stream, seqs=tuple(seqs), stream_version=version, duplicates=dups))
         return results, segments, s_over, i_over, n_over, seq
 
-    def _recorded_identities(self, batch: list[_Pending]) -> dict[int, tuple]:
+    def _recorded_identities(self, batch: list[_Pending]) -> dict[int, tuple[Any, ...]]:
         """seq -> `Event.identity` of the recorded events that this batch's events repeat by event id, for the types
         that compare repeats: one query per commit that has such repeats (a re-sent message, a re-ingested file)."""
         seqs = []
@@ -442,12 +443,14 @@ class EventStore:
         rows = self._con.execute(
             "SELECT seq, type, schema_version, payload FROM events WHERE seq IN (SELECT unnest(?))", [seqs]
         ).fetchall()
-        found = {}
+        found: dict[int, tuple[Any, ...]] = {}
         for seq, type_, schema_version, payload in rows:
             try:
-                found[seq] = codec.decode(type_, schema_version, payload).identity()
+                identity = codec.decode(type_, schema_version, payload).identity()
             except Exception:  # a row that does not decode (see decode_rows): nothing to compare with
                 continue
+            if identity is not None:
+                found[seq] = identity
         return found
 
     def _insert(self, segments: list[tuple[_Prepared, list[int], int, int]]) -> None:
@@ -533,7 +536,7 @@ class EventStore:
         """Every stream with its (version, agent)."""
         return dict(self._streams)
 
-    def read(self, after: int = 0, **filters) -> list[Recorded]:
+    def read(self, after: int = 0, **filters: Any) -> list[Recorded]:
         """Events with seq > `after` in seq order, filtered by position, stream, type, agent and time
         (the keyword arguments of `read_rows`). A stored event that does not decode reads as an `Unreadable`
         stand-in (for whole-log readers; a reader asking for types gets only events of those types)."""
@@ -553,11 +556,12 @@ class EventStore:
         agent: str | None = None,
         since_us: int | None = None,
         until_us: int | None = None,
-    ) -> list[tuple]:
+    ) -> list[tuple[Any, ...]]:
         """What `read` returns, as the log's rows with their payloads undecoded (`decode_rows` makes the
         events): plain tuples cross a process boundary several times cheaper than event objects, and the
         reader's process decodes them instead of the log's."""
-        where, args = ["seq > ?"], [after]
+        where: list[str] = ["seq > ?"]
+        args: list[Any] = [after]
         if to_seq is not None:
             where.append("seq <= ?")
             args.append(to_seq)
@@ -585,7 +589,7 @@ class EventStore:
         finally:
             cur.close()
 
-    def iter_events(self, after: int = 0, *, to_seq: int | None = None, batch: int = 50_000, **filters) -> Iterator[Recorded]:
+    def iter_events(self, after: int = 0, *, to_seq: int | None = None, batch: int = 50_000, **filters: Any) -> Iterator[Recorded]:
         """All matching events after `after`, read in batches."""
         position = after
         while True:
@@ -623,10 +627,10 @@ class EventStore:
         with self._reader_lock:
             self._reader_base.execute(f"ATTACH '{quoted}' AS {alias}")
 
-    def _record(self, row: tuple) -> Recorded:
+    def _record(self, row: tuple[Any, ...]) -> Recorded:
         return decode_rows([row], self.shard)[0]
 
-    def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run read-only SQL on this shard's connection; returns column names and rows."""
         cur = self._cursor()
         try:
@@ -639,7 +643,7 @@ class EventStore:
     # ------------------------------------------------------------------ erasure
 
     @contextmanager
-    def _commit_turn(self):
+    def _commit_turn(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """The writer's connection for a whole-log change (erase, import, removal): no append commits meanwhile."""
         with self._cond:
             while self._committing:
@@ -676,7 +680,7 @@ class EventStore:
                 con.execute("ROLLBACK")
                 raise
             self._ids.clear()  # event ids of erased events are gone: reload lazily
-            return changed
+            return int(changed)
 
     # ------------------------------------------------------------------ moving agents (re-sharding)
 
@@ -723,19 +727,19 @@ class EventStore:
             self._ids.clear()
             self._untyped_through = max(self._untyped_through, seqs[-1])  # (before the head moves, see wait_for)
             self._head = max(self._head, seqs[-1])  # only once the rows are in: a refused import moves nothing
-        return table.num_rows
+        return int(table.num_rows)
 
     def remove_agents(self, agents: Sequence[str]) -> int:
         """Delete every event of `agents` from this log (they moved to another shard, which holds them now).
         Positions of the other events do not change; the head becomes the last remaining event's, as a reopened
         log would find it (the moved positions may be used again here: they live on in the other shard)."""
         with self._commit_turn() as con:
-            removed = con.execute("DELETE FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)]).fetchone()[0]
+            removed: int = con.execute("DELETE FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)]).fetchall()[0][0]
             gone = set(agents)
             self._streams = {s: va for s, va in self._streams.items() if va[1] not in gone}
             self._ids.clear()
             self._untyped_through = 1 << 62  # positions may be used again: no event type is known any more
-            self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+            self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
             return removed
 
     def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:
@@ -762,7 +766,7 @@ class EventStore:
             self._con.close()
 
 
-def decode_rows(rows: Sequence[tuple], shard: int = 0) -> list[Recorded]:
+def decode_rows(rows: Sequence[tuple[Any, ...]], shard: int = 0) -> list[Recorded]:
     """The events of rows from `EventStore.read_rows` (payloads decoded and upcast). A row that does not decode
     (written before events were validated, or by a newer engram) becomes an `Unreadable` stand-in, so that one
     such row never stops a reader: the projection runner quarantines it (`fold_failed`)."""
@@ -776,7 +780,7 @@ def decode_rows(rows: Sequence[tuple], shard: int = 0) -> list[Recorded]:
         return [_decoded_or_unreadable(row, shard) for row in rows]
 
 
-def _decoded_or_unreadable(row: tuple, shard: int) -> Recorded:
+def _decoded_or_unreadable(row: tuple[Any, ...], shard: int) -> Recorded:
     seq, stream, version, agent, ts_us, type_, schema_version, payload, causation, event_id = row
     try:
         event = codec.decode(type_, schema_version, payload)

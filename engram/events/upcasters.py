@@ -6,9 +6,9 @@ v1 → v2 → v3 runs in order. Stored data is never rewritten.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
-Upcaster = Callable[[dict], dict]
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
 _upcasters: dict[tuple[str, int], Upcaster] = {}
 
@@ -26,7 +26,7 @@ def upcaster(event_type: str, from_version: int) -> Callable[[Upcaster], Upcaste
     return register
 
 
-def upcast(event_type: str, payload: dict, from_version: int, to_version: int) -> dict:
+def upcast(event_type: str, payload: dict[str, Any], from_version: int, to_version: int) -> dict[str, Any]:
     version = from_version
     while version < to_version:
         fn = _upcasters.get((event_type, version))

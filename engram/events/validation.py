@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Any, Sequence
 
 import msgspec
 
@@ -39,10 +39,10 @@ class InvalidEvent(ValueError):
     """An event the log refuses; the message names the stream, the event type and the reason."""
 
 
-_decoders: dict[type, msgspec.json.Decoder] = {}
+_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
 
 
-def _decoder(cls: type) -> msgspec.json.Decoder:
+def _decoder(cls: type) -> msgspec.json.Decoder[Any]:
     dec = _decoders.get(cls)
     if dec is None:
         dec = _decoders[cls] = msgspec.json.Decoder(cls)
@@ -71,7 +71,7 @@ def check_stream(stream: object, agent: object) -> None:
         raise InvalidEvent(str(exc)) from None
 
 
-def _all_finite(value: object) -> bool:
+def _all_finite(value: Any) -> bool:
     """No NaN, infinity or out-of-range integer in `value` (builtins): the check every appended event
     passes, without building the path of each element on the way (`non_finite` names the bad one)."""
     kind = type(value)
@@ -80,7 +80,7 @@ def _all_finite(value: object) -> bool:
     if kind is float:
         return math.isfinite(value)
     if kind is int:
-        return -_INT64 <= value < _INT64
+        return bool(-_INT64 <= value < _INT64)
     if kind is dict:
         value = value.values()
     elif kind is not list and kind is not tuple:

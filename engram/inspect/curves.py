@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from engram.events.envelope import iso
 from engram.inspect.source import MemoryReader
+from engram.kernel import records
 from engram.memory.cognitive.decay import ebbinghaus
+from engram.memory.cognitive.model import MemoryTrace
 
 US = 1_000_000
 RESETS = frozenset({"encoded", "retrieved", "reinforced"})  # changes after which S(t) starts again from S0
@@ -71,15 +73,16 @@ def prune_threshold(reader: MemoryReader, agent: str) -> float:
     return reader.agent_config(agent).memory.decay.prune_threshold
 
 
-_TRACE_COLUMNS = (
-    "trace_id, trace_type, category, content, active, importance, retrieval_count, verification_count, "
-    "epoch_us(encoded_at), epoch_us(next_due), reinforcement_interval_s, deleted_reason"
+_TRACE_COLUMNS = records.columns(
+    MemoryTrace, "trace_id", "trace_type", "category", "content", "active", "importance", "retrieval_count",
+    "verification_count", "epoch_us(encoded_at) AS encoded_at", "epoch_us(next_due) AS next_due",
+    "reinforcement_interval_s", "deleted_reason",
 )
 
 
-def _curve(trace_row: tuple, changes: list[dict], now_us: int) -> dict:
-    (tid, ttype, category, content, active, importance, retrievals, verified, encoded, next_due, interval,
-     deleted_reason) = trace_row
+def _curve(trace: dict, changes: list[dict], now_us: int) -> dict:
+    """The curve of a trace (`trace`: a row of `_TRACE_COLUMNS` by column name)."""
+    active, next_due = trace["active"], trace["next_due"]
     points = sample(changes, now_us)
     events = []
     previous = None
@@ -96,10 +99,11 @@ def _curve(trace_row: tuple, changes: list[dict], now_us: int) -> dict:
             previous = c["ts_us"]
         events.append(mark)
     return {
-        "trace_id": tid, "trace_type": ttype, "category": category, "content": content, "active": active,
-        "importance": importance, "retrievals": retrievals, "verified": verified, "encoded": iso(encoded),
+        "trace_id": trace["trace_id"], "trace_type": trace["trace_type"], "category": trace["category"],
+        "content": trace["content"], "active": active, "importance": trace["importance"],
+        "retrievals": trace["retrieval_count"], "verified": trace["verification_count"], "encoded": iso(trace["encoded_at"]),
         "next_due": iso(next_due) if next_due is not None and active else None,
-        "interval_h": round((interval or 0) / 3600, 3), "deleted_reason": deleted_reason,
+        "interval_h": round((trace["reinforcement_interval_s"] or 0) / 3600, 3), "deleted_reason": trace["deleted_reason"],
         "strength_now": round(points[-1][1], 6) if points else None,
         # Event time in epoch milliseconds (what a date axis reads; shorter than ISO text over hundreds of points).
         "x": [t // 1000 for t, _ in points], "y": [round(s, 6) for _, s in points], "events": events,
@@ -109,10 +113,10 @@ def _curve(trace_row: tuple, changes: list[dict], now_us: int) -> dict:
 def curves_of(reader: MemoryReader, agent: str, trace_ids: list[str], now_us: int) -> list[dict]:
     if not trace_ids:
         return []
-    _, rows = reader.sql(
+    names, rows = reader.sql(
         f"SELECT {_TRACE_COLUMNS} FROM memory_traces WHERE agent = ? AND trace_id IN (SELECT unnest(?))", [agent, trace_ids]
     )
-    by_id = {r[0]: r for r in rows}
+    by_id = {r["trace_id"]: r for r in (dict(zip(names, row)) for row in rows)}
     changes = _changes(reader, agent, [t for t in trace_ids if t in by_id])
     return [_curve(by_id[t], changes[t], now_us) for t in trace_ids if t in by_id]
 

@@ -9,26 +9,31 @@ every schema cluster among them kept whole where the cut allows; the counts say 
 from __future__ import annotations
 
 from engram.inspect.source import MemoryReader
-from engram.memory.cognitive.model import EDGE_KINDS
+from engram.kernel import records
+from engram.memory.cognitive.model import EDGE_KINDS, MemoryTrace
 
 MAX_NODES = 400
 LAYOUT_SEED = 7
 LAYOUT_ITERATIONS = 50
 # Edge weight in the layout: schema_instance pulls a cluster together; the rest at their own weight.
 CLUSTER_PULL = 3.0
+# A node of the graph: columns of `memory_traces` (checked against `MemoryTrace` at import).
+_NODE_COLUMNS = records.columns(MemoryTrace, "t.trace_id AS trace_id", "t.trace_type AS trace_type", "t.category AS category",
+                                "t.source_type AS source_type", "t.active AS active", "t.importance AS importance",
+                                "t.retrieval_count AS retrieval_count", "t.content AS content")
 
 
 def graph(reader: MemoryReader, agent: str, *, max_nodes: int = MAX_NODES, include_inactive: bool = False) -> dict:
     where = "s.agent = ?" + ("" if include_inactive else " AND t.active")
     _, total_rows = reader.sql(f"SELECT count(*) FROM trace_strength s JOIN memory_traces t USING (trace_id) WHERE {where}",
                                [agent])
-    _, rows = reader.sql(
-        "SELECT t.trace_id, t.trace_type, t.category, t.source_type, t.active, s.strength, t.importance, "
-        "t.retrieval_count, t.content FROM trace_strength s JOIN memory_traces t USING (trace_id) "
+    names, found = reader.sql(
+        f"SELECT {_NODE_COLUMNS}, s.strength FROM trace_strength s JOIN memory_traces t USING (trace_id) "
         f"WHERE {where} ORDER BY s.strength DESC, t.trace_id LIMIT ?",
         [agent, max_nodes],
     )
-    ids = [r[0] for r in rows]
+    rows = [dict(zip(names, r)) for r in found]
+    ids = [r["trace_id"] for r in rows]
     _, edge_rows = reader.sql(
         "SELECT src, dst, kind, weight FROM trace_edges WHERE agent = ? AND src IN (SELECT unnest(?)) "
         "AND dst IN (SELECT unnest(?)) ORDER BY kind, src, dst",
@@ -42,12 +47,13 @@ def graph(reader: MemoryReader, agent: str, *, max_nodes: int = MAX_NODES, inclu
     cluster_of = {m: schema for schema, members in clusters.items() for m in [schema, *members]}
     pos = layout(ids, [(s, d, CLUSTER_PULL if k == "schema_instance" else max(w, 0.05)) for s, d, k, w in edge_rows])
     nodes = [
-        {"id": r[0], "trace_type": r[1], "category": r[2], "source_type": r[3], "active": r[4],
-         "strength": round(r[5], 6), "importance": r[6], "retrievals": r[7], "content": r[8],
-         "x": round(pos[r[0]][0], 5), "y": round(pos[r[0]][1], 5), "cluster": cluster_of.get(r[0])}
+        {"id": r["trace_id"], "trace_type": r["trace_type"], "category": r["category"], "source_type": r["source_type"],
+         "active": r["active"], "strength": round(r["strength"], 6), "importance": r["importance"],
+         "retrievals": r["retrieval_count"], "content": r["content"],
+         "x": round(pos[r["trace_id"]][0], 5), "y": round(pos[r["trace_id"]][1], 5), "cluster": cluster_of.get(r["trace_id"])}
         for r in rows
     ]
-    content = {r[0]: r[8] for r in rows}
+    content = {r["trace_id"]: r["content"] for r in rows}
     counts = {k: 0 for k in EDGE_KINDS}
     for _, _, kind, _ in edge_rows:
         counts[kind] = counts.get(kind, 0) + 1

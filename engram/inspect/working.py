@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from engram.events.envelope import iso
 from engram.inspect.source import MemoryReader
+from engram.kernel import records
+from engram.memory.cognitive.working_memory import FocusedSlot
 
 RECENT_TURNS_SHOWN = 20
 SLOT_COLUMNS = ("rank", "tag", "activation", "trace_id", "content", "entered_turn", "rehearsals")
+_SLOT_SELECT = records.columns(FocusedSlot, *SLOT_COLUMNS)
 
 
 def working_memory(reader: MemoryReader, agent: str) -> dict:
-    _, rows = reader.sql(f"SELECT {', '.join(SLOT_COLUMNS)} FROM working_memory WHERE agent = ? ORDER BY rank", [agent])
+    _, rows = reader.sql(f"SELECT {_SLOT_SELECT} FROM working_memory WHERE agent = ? ORDER BY rank", [agent])
     _, state = reader.sql(
         "SELECT turn, capacity, budget_tokens, epoch_us(as_of), as_of_seq FROM working_memory_state WHERE agent = ?", [agent]
     )

@@ -24,7 +24,7 @@ class Backpressure(RuntimeError):
         super().__init__(message)
         self.retry_after_s = retry_after_s
 
-    def __reduce__(self):  # crosses process boundaries (Ray) intact
+    def __reduce__(self) -> tuple[type[Backpressure], tuple[str, float]]:  # crosses process boundaries (Ray) intact
         return (Backpressure, (str(self), self.retry_after_s))
 
 
@@ -50,7 +50,7 @@ class InFlight:
             self.peak = max(self.peak, self.in_flight)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         with self._lock:
             self.in_flight -= 1
         self._slots.release()

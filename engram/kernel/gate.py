@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, TypeVar
-F = TypeVar("F", bound=Callable)
+from typing import Any, Callable, Iterator, TypeVar
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Gate:
@@ -80,7 +80,7 @@ def shared(method: F) -> F:
     """Run the method through its object's `gate`, shared."""
 
     @functools.wraps(method)
-    def gated(self, *args, **kwargs):
+    def gated(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self.gate.shared():
             return method(self, *args, **kwargs)
 
@@ -91,7 +91,7 @@ def alone(method: F) -> F:
     """Run the method through its object's `gate`, alone."""
 
     @functools.wraps(method)
-    def gated(self, *args, **kwargs):
+    def gated(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self.gate.alone():
             return method(self, *args, **kwargs)
 
@@ -111,7 +111,7 @@ class SharedExclusiveLock:
         self._exclusive = False
 
     @contextmanager
-    def shared(self, timeout: float | None = None):
+    def shared(self, timeout: float | None = None) -> Iterator[None]:
         with self._cond:
             if not self._cond.wait_for(lambda: not self._exclusive, timeout):
                 raise self.on_timeout()
@@ -124,7 +124,7 @@ class SharedExclusiveLock:
                 self._cond.notify_all()
 
     @contextmanager
-    def exclusive(self):
+    def exclusive(self) -> Iterator[None]:
         with self._cond:
             self._cond.wait_for(lambda: not self._exclusive)
             self._exclusive = True

@@ -40,7 +40,7 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EXIT_FLUSH_S = 2.0
 
 _lock = threading.Lock()
-_writer: tuple[queue.Queue, threading.Thread] | None = None
+_writer: tuple[queue.Queue[logging.LogRecord | None], threading.Thread] | None = None
 
 
 def one_line(text: str) -> str:
@@ -81,7 +81,7 @@ class OneLineFormatter(logging.Formatter):
 class _Enqueue(logging.handlers.QueueHandler):
     """Puts records on the listener's queue without ever blocking; counts what a full queue dropped."""
 
-    def __init__(self, q: queue.Queue):
+    def __init__(self, q: queue.Queue[logging.LogRecord | None]):
         super().__init__(q)
         self.dropped = 0
 
@@ -98,7 +98,7 @@ class _Enqueue(logging.handlers.QueueHandler):
             self.dropped += 1
 
 
-class _Write(logging.StreamHandler):
+class _Write(logging.StreamHandler[TextIO]):
     """The listener's handler: writes each line, first saying how many records a full queue dropped."""
 
     def __init__(self, stream: TextIO, enqueue: _Enqueue):
@@ -124,7 +124,7 @@ def configure(stream: TextIO | None = None) -> None:
     with _lock:
         if _writer is not None:
             return
-        q: queue.Queue = queue.Queue(QUEUE_RECORDS)
+        q: queue.Queue[logging.LogRecord | None] = queue.Queue(QUEUE_RECORDS)
         enqueue = _Enqueue(q)
         thread = threading.Thread(target=_write_all, args=(q, _Write(stream or sys.stderr, enqueue)),
                                   name="engram-log", daemon=True)
@@ -139,7 +139,7 @@ def configure(stream: TextIO | None = None) -> None:
         logging.getLogger("engram").setLevel(ENGRAM_LEVEL)
 
 
-def _write_all(q: queue.Queue, handler: logging.Handler) -> None:
+def _write_all(q: queue.Queue[logging.LogRecord | None], handler: logging.Handler) -> None:
     """The listener thread: writes records until the end mark (None)."""
     while (record := q.get()) is not None:
         handler.handle(record)

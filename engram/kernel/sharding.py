@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 MODULO = "modulo"
 RENDEZVOUS = "rendezvous"
@@ -60,7 +60,7 @@ class ShardMap:
     hashing: str = RENDEZVOUS
     agents: Mapping[str, int] = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.shards < 1:
             raise ValueError("shard count must be at least 1")
         if self.hashing not in (MODULO, RENDEZVOUS):
@@ -98,12 +98,12 @@ class ShardMap:
         placed = {a: moves[a][1] if a in moves else self.shard_of(a) for a in agents}
         return ShardMap(new_count, RENDEZVOUS, placed)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"version": LAYOUT_VERSION, "shards": self.shards, "hashing": self.hashing,
                 "agents": dict(sorted(self.agents.items()))}
 
     @classmethod
-    def from_json(cls, data: dict) -> "ShardMap":
+    def from_json(cls, data: dict[str, Any]) -> "ShardMap":
         """A layout file's routing; a file without `version` is a home made before the map (modulo)."""
         if "version" not in data:
             return cls(int(data["shards"]), MODULO, {})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import replace
 
 from engram.events.cognitive import TraceRetrieved
 from engram.events.envelope import NewEvent, Recorded, Write
@@ -20,7 +21,7 @@ from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
 from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.ingest import ingest_rules
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import RecallResult, RecallSettings, limit_for, override_weights, recall
+from engram.memory.cognitive.retrieval import RecallQuery, RecallResult, RecallSettings, limit_for, override_weights, recall
 from engram.policies.cognitive_base import CognitivePolicy
 
 
@@ -95,33 +96,13 @@ class TraceReader(CognitivePolicy):
             if hyde_text.strip():
                 texts.append(hyde_text)
         vectors = self.embed_query(texts)
-        result = recall(
-            mem.book,
-            mem.index,
-            vectors[0],
-            query=query,
-            now_us=now_us,
-            limit=k,
-            discussion=discussion,
-            weights=override_weights(settings.weights, weights),
-            mood=Pad(*mood) if mood is not None else self.mood_of(agent),
-            pool=settings.pool,
-            spreading=settings.spreading,
-            half_life_hours=settings.half_life_hours,
-            hyde_vector=vectors[1] if len(texts) > 1 else None,
-            hyde_text=hyde_text,
-            hyde_settings=settings.hyde,
-            lexical=mem.lexical,
-            similarity=similarity or settings.similarity,
-            feedback=settings.feedback,
-            focus=focus,
-            dormant_index=mem.dormant_index,
-            dormant_lexical=mem.dormant_lexical,
-            dormant=settings.dormant,
-            only=only,
-            answers_of=mem.answers_of,
-            as_of_us=as_of_us,
+        asked = RecallQuery(
+            text=query, vector=vectors[0], now_us=now_us, mood=Pad(*mood) if mood is not None else self.mood_of(agent),
+            limit=k, discussion=discussion, focus=focus, hyde_text=hyde_text,
+            hyde_vector=vectors[1] if len(texts) > 1 else None, as_of_us=as_of_us, only=only,
         )
+        result = recall(mem, asked, replace(settings, weights=override_weights(settings.weights, weights),
+                                            similarity=similarity or settings.similarity))
         if record and result.hits:
             self._queue(agent, discussion, query, result, now_us)
         return result

@@ -22,12 +22,8 @@ from engram.events.envelope import Recorded
 from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.kernel.files import atomic_write
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
+from engram.memory.discussion.lines import canonical
 from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
-
-
-def canonical(record: dict) -> str:
-    """One JSON line, canonical (sorted keys, no spaces), as `projections.base.jsonl` writes it."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 class DiscussionFiles(PerDiscussionProjection):
@@ -69,10 +65,10 @@ class DiscussionFiles(PerDiscussionProjection):
             memory_id = chunk_memory_id(ev)
             if not meta.created or (d, memory_id) in self._known:
                 return False
-            line = canonical(memory_line(rec, ev))
+            m = memory_line(rec, ev)
             self._memories.append(
-                (d, meta.agent, ev.generation, meta.count, memory_id, rec.seq, ev.first_seq, ev.last_seq,
-                 len(ev.message_ids), ev.token_count, ev.summary, line)
+                (d, meta.agent, m.generation, meta.count, m.memory_id, m.created_seq, m.first_seq, m.last_seq,
+                 m.message_count, m.token_count, m.summary, canonical(m))
             )
             self._known.add((d, memory_id))
             meta.count += 1
@@ -83,9 +79,9 @@ class DiscussionFiles(PerDiscussionProjection):
             self._changes.append((d, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
             return True
         if isinstance(ev, RollingSummaryUpdated):
-            line = canonical(summary_line(rec, ev))
-            self._summaries[d] = (d, meta.agent, ev.generation, rec.seq, ev.absorbed_through,
-                                  ev.memories_absorbed, ev.summary, line)
+            s = summary_line(rec, ev)
+            self._summaries[d] = (d, meta.agent, s.generation, s.updated_seq, s.absorbed_through,
+                                  s.memories_absorbed, s.summary, canonical(s))
             return True
         return False
 

@@ -34,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 
 from engram.events.envelope import Recorded
+from engram.kernel import records
 from engram.kernel.files import atomic_write
-from engram.memory.cognitive.book import INTERESTS
+from engram.memory.cognitive.book import INTERESTS, Change
 from engram.memory.cognitive.graph import Edge
 from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.memory import AgentMemory
@@ -50,59 +51,14 @@ INDEX_META = "traces.hnsw.json"
 # of its rows and a load of its index file (a few ms), against a few hundred KB held per agent.
 DEFAULT_RESIDENT_AGENTS = 1024
 
-_TS = pa.timestamp("us", tz="UTC")
-_STRS = pa.list_(pa.string())
-TRACE_SCHEMA = pa.schema(
-    [
-        ("trace_id", pa.string()), ("agent", pa.string()), ("stream", pa.string()),
-        ("scope", pa.string()), ("scope_id", pa.string()), ("trace_type", pa.string()), ("category", pa.string()),
-        ("content", pa.string()), ("entities", _STRS), ("tags", _STRS),
-        ("source_type", pa.string()), ("source_seqs", pa.list_(pa.int64())), ("source_message_ids", _STRS),
-        ("confidence", pa.float64()), ("verification_count", pa.int64()), ("contradicted_by", _STRS),
-        ("valence", pa.float64()), ("arousal", pa.float64()), ("dominance", pa.float64()),
-        ("intensity", pa.float64()), ("flashbulb", pa.bool_()),
-        ("importance", pa.float64()), ("encoding_strength", pa.float64()), ("stability_s", pa.float64()),
-        ("retrieval_count", pa.int64()), ("encoded_at", _TS), ("last_access", _TS),
-        ("reinforcement_interval_s", pa.float64()), ("next_due", _TS),
-        ("links", _STRS), ("active", pa.bool_()), ("deleted_at", _TS), ("deleted_reason", pa.string()),
-        ("last_seq", pa.int64()),
-        # Last, so that a table made before it gains it with ALTER TABLE and keeps its column order.
-        ("context", pa.string()),
-        # Validity in time (issue 24): true from valid_from (the event time of what it was made from) until valid_to,
-        # when the newer trace superseded_by contradicted it (NULL: still true).
-        ("valid_from", _TS), ("valid_to", _TS), ("superseded_by", pa.string()),
-        ("metadata", pa.string()),  # the user's labels, a JSON object (`MemoryEdited`)
-    ]
-)
-EDGE_SCHEMA = pa.schema(
-    [
-        ("agent", pa.string()), ("src", pa.string()), ("dst", pa.string()), ("kind", pa.string()),
-        ("weight", pa.float64()), ("created_seq", pa.int64()), ("updated_seq", pa.int64()), ("strengthened", pa.int64()),
-    ]
-)
-CHANGE_SCHEMA = pa.schema(
-    [
-        ("agent", pa.string()), ("trace_id", pa.string()), ("seq", pa.int64()), ("ts", _TS), ("change", pa.string()),
-        ("strength_before", pa.float64()), ("strength_after", pa.float64()), ("encoding_strength", pa.float64()),
-        ("stability_s", pa.float64()), ("interval_s", pa.float64()), ("retrieval_count", pa.int64()),
-        ("detail", pa.string()),
-    ]
-)
+# Derived from the records' declarations (`engram.kernel.records`): a trace's row is `MemoryTrace`, an edge's and a
+# change's are `Edge` and `Change` after their agent.
+_AGENT_SQL = [("agent", "VARCHAR")]
 
 
-def _ddl(table: str, schema: pa.Schema, key: str) -> str:
-    types = {
-        pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", _TS: "TIMESTAMPTZ",
-        _STRS: "VARCHAR[]", pa.list_(pa.int64()): "BIGINT[]",
-    }
-    cols = ", ".join(f"{f.name} {types[f.type]}" for f in schema)
-    return f"CREATE TABLE IF NOT EXISTS {table} ({cols}{', ' + key if key else ''})"
-
-
-def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
-    if not rows:
+def _insert(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> None:
+    if not arrow.num_rows:
         return
-    arrow = pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)], schema=schema)
     name = f"_{table}_batch"
     db.register(name, arrow)
     try:
@@ -111,16 +67,8 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: 
         db.unregister(name)
 
 
-def trace_row(t: MemoryTrace) -> tuple:
-    return (
-        t.trace_id, t.agent, t.stream, t.scope, t.scope_id, t.trace_type, t.category, t.content,
-        list(t.entities), list(t.tags), t.source_type, list(t.source_seqs), list(t.source_message_ids),
-        t.confidence, t.verification_count, list(t.contradicted_by), t.valence, t.arousal, t.dominance,
-        t.intensity, t.flashbulb, t.importance, t.encoding_strength, t.stability_s, t.retrieval_count,
-        t.encoded_us, t.last_access_us, t.interval_s, t.next_due_us, sorted(t.links), t.active,
-        t.deleted_us, t.deleted_reason, t.last_seq, t.context, t.valid_from_us, t.valid_to_us, t.superseded_by,
-        json.dumps(dict(t.metadata), sort_keys=True) if t.metadata else None,
-    )
+def _of_agent(record: type, agent: str, items: list) -> pa.Table:
+    return records.arrow_table(record, items, before=[("agent", pa.string(), [agent] * len(items))])
 
 
 class TraceProjection(TableProjection):
@@ -129,19 +77,16 @@ class TraceProjection(TableProjection):
     # 3: the spacing effect changes how a retrieval reinforces (engram.memory.cognitive.decay.reinforce).
     # 4: a reply's index vector combines the embeddings of its content and of its question (engram.memory.cognitive.indexing).
     # 5: validity in time (valid_from, valid_to, superseded_by).
+    # 6: `context_message_ids` reaches the table (a trace read back after an eviction or a restart kept it nowhere).
     # A home folded by an older version folds again.
-    version = 5
+    version = 6
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
-        db.execute(_ddl("memory_traces", TRACE_SCHEMA, "PRIMARY KEY (trace_id)"))
-        db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS context VARCHAR")
-        for column, kind in (("valid_from", "TIMESTAMPTZ"), ("valid_to", "TIMESTAMPTZ"), ("superseded_by", "VARCHAR")):
-            db.execute(f"ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS {column} {kind}")
-        db.execute("ALTER TABLE memory_traces ADD COLUMN IF NOT EXISTS metadata VARCHAR")
-        db.execute(_ddl("trace_edges", EDGE_SCHEMA, "PRIMARY KEY (agent, src, dst, kind)"))
-        db.execute(_ddl("trace_changes", CHANGE_SCHEMA, ""))
+        db.execute(records.ddl("memory_traces", MemoryTrace, "PRIMARY KEY (trace_id)"))
+        db.execute(records.ddl("trace_edges", Edge, "PRIMARY KEY (agent, src, dst, kind)", before=_AGENT_SQL))
+        db.execute(records.ddl("trace_changes", Change, before=_AGENT_SQL))
         # The resident agents' memories, least recently folded first; the others are in the tables and files.
         self.memories: OrderedDict[str, AgentMemory] = OrderedDict()
         self._saved_index: dict[str, int] = {}  # resident agent -> index seq last written
@@ -212,7 +157,8 @@ class TraceProjection(TableProjection):
             gone = sorted(dirty | forgotten)
             if gone:
                 db.execute("DELETE FROM memory_traces WHERE trace_id IN (SELECT unnest(?))", [gone])
-            _insert(db, "memory_traces", TRACE_SCHEMA, [trace_row(mem.book.traces[t]) for t in sorted(dirty) if t in mem.book.traces])
+            _insert(db, "memory_traces",
+                    records.arrow_table(MemoryTrace, [mem.book.traces[t] for t in sorted(dirty) if t in mem.book.traces]))
             if forgotten:
                 db.execute("DELETE FROM trace_changes WHERE agent = ? AND trace_id IN (SELECT unnest(?))", [agent, sorted(forgotten)])
             edges = sorted(dirty_edges | removed_edges)
@@ -221,15 +167,9 @@ class TraceProjection(TableProjection):
                     "DELETE FROM trace_edges WHERE agent = ? AND (src || chr(31) || dst || chr(31) || kind) IN (SELECT unnest(?))",
                     [agent, [f"{s}\x1f{d}\x1f{k}" for s, d, k in edges]],
                 )
-            _insert(
-                db, "trace_edges", EDGE_SCHEMA,
-                [_edge_row(agent, mem.book.graph.edges[k]) for k in sorted(dirty_edges) if k in mem.book.graph.edges],
-            )
-            _insert(
-                db, "trace_changes", CHANGE_SCHEMA,
-                [(agent, c.trace_id, c.seq, c.ts_us, c.change, c.strength_before, c.strength_after, c.encoding_strength,
-                  c.stability_s, c.interval_s, c.retrieval_count, c.detail) for c in changes],
-            )
+            _insert(db, "trace_edges", _of_agent(
+                Edge, agent, [mem.book.graph.edges[k] for k in sorted(dirty_edges) if k in mem.book.graph.edges]))
+            _insert(db, "trace_changes", _of_agent(Change, agent, changes))
             if self._saved_index.get(agent) != mem.index_seq:
                 self._save_index(agent, mem)
 
@@ -265,45 +205,33 @@ class TraceProjection(TableProjection):
         """Make `agents` resident: each memory read back from its rows and index files as the last checkpoint
         wrote them (an agent with neither is new: an empty memory)."""
         db = self.ctx.db
-        rows = db.execute(
-            "SELECT * EXCLUDE (encoded_at, last_access, next_due, deleted_at, valid_from, valid_to), epoch_us(encoded_at), "
-            "epoch_us(last_access), "
-            "epoch_us(next_due), epoch_us(deleted_at) FROM memory_traces WHERE agent IN (SELECT unnest(?)) "
+        cursor = db.execute(
+            f"SELECT {records.select_list(MemoryTrace)} FROM memory_traces WHERE agent IN (SELECT unnest(?)) "
             "ORDER BY last_seq, trace_id", [agents]
-        ).fetchall()
-        edges: dict[str, list[tuple]] = {}
-        if rows:
-            for row in db.execute(
-                "SELECT agent, src, dst, kind, weight, created_seq, updated_seq, strengthened FROM trace_edges "
+        )
+        names = [d[0] for d in cursor.description]
+        traces = records.from_rows(MemoryTrace, names, cursor.fetchall())
+        edges: dict[str, list[Edge]] = {}
+        if traces:
+            cursor = db.execute(
+                f"SELECT agent, {records.select_list(Edge)} FROM trace_edges "
                 "WHERE agent IN (SELECT unnest(?)) ORDER BY agent, created_seq, src, dst, kind", [agents]
-            ).fetchall():
-                edges.setdefault(row[0], []).append(row[1:])
-        names = [f.name for f in TRACE_SCHEMA
-                 if f.name not in ("encoded_at", "last_access", "next_due", "deleted_at", "valid_from", "valid_to")]
-        traces_by_agent: dict[str, list[MemoryTrace]] = {}
-        for row in rows:
-            r = dict(zip(names + ["encoded_at", "last_access", "next_due", "deleted_at"], row))
-            t = MemoryTrace(
-                trace_id=r["trace_id"], agent=r["agent"], stream=r["stream"], content=r["content"],
-                trace_type=r["trace_type"], scope=r["scope"], scope_id=r["scope_id"], source_type=r["source_type"],
-                source_seqs=tuple(r["source_seqs"]), source_message_ids=tuple(r["source_message_ids"]),
-                confidence=r["confidence"], valence=r["valence"], arousal=r["arousal"], dominance=r["dominance"],
-                intensity=r["intensity"], flashbulb=r["flashbulb"], importance=r["importance"],
-                encoding_strength=r["encoding_strength"], stability_s=r["stability_s"], encoded_us=r["encoded_at"],
-                last_access_us=r["last_access"], interval_s=r["reinforcement_interval_s"], next_due_us=r["next_due"],
-                entities=tuple(r["entities"]), tags=tuple(r["tags"]), category=r["category"],
-                retrieval_count=r["retrieval_count"], verification_count=r["verification_count"],
-                contradicted_by=tuple(r["contradicted_by"]), active=r["active"], deleted_us=r["deleted_at"],
-                deleted_reason=r["deleted_reason"], last_seq=r["last_seq"], links=set(r["links"]),
-                context=r["context"] or "", metadata=tuple(sorted(json.loads(r["metadata"] or "{}").items())),
-                asks=asks(r["content"]), valid_from_us=r["encoded_at"],
             )
+            rows = cursor.fetchall()
+            names = [d[0] for d in cursor.description]
+            for row, edge in zip(rows, records.from_rows(Edge, names, rows)):
+                edges.setdefault(row[0], []).append(edge)
+        traces_by_agent: dict[str, list[MemoryTrace]] = {}
+        for t in traces:
+            # What is derived, as the fold derives it: whether it only asks; its validity from its encoding (closed again
+            # by `close_validity` below, from the traces that contradict it).
+            t.asks, t.valid_from_us, t.valid_to_us, t.superseded_by = asks(t.content), t.encoded_us, None, ""
             traces_by_agent.setdefault(t.agent, []).append(t)
         for agent in agents:
             self._restore_agent(agent, traces_by_agent.get(agent, []), edges.get(agent, []))
         self.restored += len(agents)
 
-    def _restore_agent(self, agent: str, traces: list[MemoryTrace], edges: list[tuple]) -> None:
+    def _restore_agent(self, agent: str, traces: list[MemoryTrace], edges: list[Edge]) -> None:
         meta_path = self.ctx.paths.agent_dir(agent) / INDEX_META
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else None
         if not traces and (meta is None or meta["ids"] or meta["seq"] > self.position):
@@ -332,10 +260,10 @@ class TraceProjection(TableProjection):
         for t in mem.book.traces.values():
             mem.book.close_validity(t)  # derived, as the fold derives it
         mem.restore_lexical()
-        for src, dst, kind, weight, created, updated, strengthened in edges:
-            edge = mem.book.graph.add(src, dst, kind, weight, created)
+        for e in edges:
+            edge = mem.book.graph.add(e.src, e.dst, e.kind, e.weight, e.created_seq)
             if edge is not None:
-                edge.updated_seq, edge.strengthened = updated, strengthened
+                edge.updated_seq, edge.strengthened = e.updated_seq, e.strengthened
         if meta is not None:
             mem.index_seq = meta["seq"]
             self._saved_index[agent] = meta["seq"]
@@ -359,6 +287,3 @@ class TraceProjection(TableProjection):
             ),
         }
 
-
-def _edge_row(agent: str, e: Edge) -> tuple:
-    return (agent, e.src, e.dst, e.kind, e.weight, e.created_seq, e.updated_seq, e.strengthened)

@@ -21,11 +21,19 @@ from engram.config.recorded import SCOPE_AGENT
 from engram.events import cognitive as ev
 from engram.events.control import AgentForgotten, SettingsChanged
 from engram.events.envelope import Recorded, iso
+from engram.kernel import records
 from engram.kernel.files import atomic_write
 from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS, TraceBook
 from engram.memory.cognitive.ingest import NAME_TAG
 from engram.memory.cognitive.model import MemoryTrace
-from engram.memory.cognitive.working_memory import DEFAULT_NOTES, budget_tokens, render_file, tag, with_profile_name
+from engram.memory.cognitive.working_memory import (
+    DEFAULT_NOTES,
+    FocusedSlot,
+    budget_tokens,
+    render_file,
+    tag,
+    with_profile_name,
+)
 from engram.memory.settings import SettingsView
 from engram.projections.base import TableProjection
 
@@ -35,13 +43,6 @@ KEY_MEMORIES = 20
 DEFAULT_BUDGET = budget_tokens(AgentConfig().memory.infinite_context.context_window_tokens)
 
 _TS = pa.timestamp("us", tz="UTC")
-_SLOTS = pa.schema(
-    [
-        ("agent", pa.string()), ("rank", pa.int64()), ("trace_id", pa.string()), ("activation", pa.float64()),
-        ("tag", pa.string()), ("content", pa.string()), ("entered_turn", pa.int64()), ("rehearsals", pa.int64()),
-        ("turn", pa.int64()), ("capacity", pa.int64()), ("as_of_seq", pa.int64()),
-    ]
-)
 _STATE = pa.schema(
     [
         ("agent", pa.string()), ("notes", pa.string()), ("turn", pa.int64()), ("capacity", pa.int64()),
@@ -74,7 +75,10 @@ class _AgentState:
 def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
     if not rows:
         return
-    arrow = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(zip(*rows), schema)], schema=schema)
+    _insert_arrow(db, table, pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(zip(*rows), schema)], schema=schema))
+
+
+def _insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> None:
     db.register(f"_{table}_batch", arrow)
     try:
         db.execute(f"INSERT INTO {table} SELECT * FROM _{table}_batch")
@@ -91,11 +95,7 @@ class WorkingMemoryProjection(TableProjection):
     interests = frozenset({"WorkingMemoryUpdated", "WorkingMemoryWritten", "SettingsChanged"}) | TRACE_EVENTS
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
-        db.execute(
-            "CREATE TABLE IF NOT EXISTS working_memory (agent VARCHAR, rank BIGINT, trace_id VARCHAR, activation DOUBLE, "
-            "tag VARCHAR, content VARCHAR, entered_turn BIGINT, rehearsals BIGINT, turn BIGINT, capacity BIGINT, "
-            "as_of_seq BIGINT, PRIMARY KEY (agent, rank))"
-        )
+        db.execute(records.ddl("working_memory", FocusedSlot, "PRIMARY KEY (agent, rank)"))
         db.execute(
             "CREATE TABLE IF NOT EXISTS working_memory_state (agent VARCHAR PRIMARY KEY, notes VARCHAR, turn BIGINT, "
             "capacity BIGINT, slots_seq BIGINT, as_of_seq BIGINT, as_of TIMESTAMPTZ, budget_tokens BIGINT)"
@@ -176,13 +176,15 @@ class WorkingMemoryProjection(TableProjection):
         slots_changed = sorted(self._dirty_slots | self._forgotten)
         if slots_changed:
             db.execute("DELETE FROM working_memory WHERE agent IN (SELECT unnest(?))", [slots_changed])
-        rows = []
+        focused = []
         for agent in sorted(self._dirty_slots):
             st = self.agents[agent]
-            for rank, s in enumerate(st.slots, 1):
-                rows.append((agent, rank, s.trace_id, s.activation, tag(s.activation), s.content, s.entered_turn,
-                             s.rehearsals, st.turn, st.capacity, st.slots_seq))
-        _insert(db, "working_memory", _SLOTS, rows)
+            focused += [FocusedSlot(agent=agent, rank=rank, trace_id=s.trace_id, activation=s.activation,
+                                    tag=tag(s.activation), content=s.content, entered_turn=s.entered_turn,
+                                    rehearsals=s.rehearsals, turn=st.turn, capacity=st.capacity, as_of_seq=st.slots_seq)
+                        for rank, s in enumerate(st.slots, 1)]
+        if focused:
+            _insert_arrow(db, "working_memory", records.arrow_table(FocusedSlot, focused))
         changed = sorted(self._dirty | self._forgotten)
         if changed:
             db.execute("DELETE FROM working_memory_state WHERE agent IN (SELECT unnest(?))", [changed])
@@ -222,12 +224,10 @@ class WorkingMemoryProjection(TableProjection):
             st.notes, st.turn, st.capacity, st.slots_seq = notes, turn, capacity, slots_seq
             st.template = with_profile_name(notes, "").rstrip() == with_profile_name(DEFAULT_NOTES, "").rstrip()
             st.as_of_seq, st.as_of_us, st.budget = as_of_seq, as_of_us, budget
-        for agent, trace_id, activation, content, entered, rehearsals in db.execute(
-            "SELECT agent, trace_id, activation, content, entered_turn, rehearsals FROM working_memory ORDER BY agent, rank"
-        ).fetchall():
-            st = self._state(agent)
-            st.slots += (ev.Slot(trace_id=trace_id, activation=activation, content=content, entered_turn=entered,
-                                 rehearsals=rehearsals),)
+        cursor = db.execute(f"SELECT {records.select_list(FocusedSlot)} FROM working_memory ORDER BY agent, rank")
+        for f in records.from_rows(FocusedSlot, [c[0] for c in cursor.description], cursor.fetchall()):
+            st = self._state(f.agent)
+            st.slots += (f.slot(),)
         for agent, tid, stream, category, content, importance, retrievals, encoded_us, active in db.execute(
             "SELECT agent, trace_id, stream, category, content, importance, retrieval_count, epoch_us(encoded_at), active "
             "FROM working_memory_keys ORDER BY agent, encoded_at, trace_id"

@@ -178,8 +178,8 @@ def test_an_edited_chunk_or_vector_memory_shows_its_new_form_and_a_deleted_one_l
     edited = mem.edit_memory(AGENT, kind, memory_id, t.MemoryEdit(content=NEW_FORM, metadata={"checked": "yes"}))
     assert edited.memory.content == NEW_FORM and edited.memory.metadata == {"checked": "yes"}
     if kind == "chunk":
-        lines = [m["summary"] for m in mem.memories(AGENT, DISCUSSION).memories]
-        assert lines[0] == NEW_FORM
+        lines = mem.memories(AGENT, DISCUSSION).memories
+        assert (lines[0].summary, lines[0].metadata) == (NEW_FORM, {"checked": "yes"})
     else:
         found = mem.search(AGENT, DISCUSSION, t.SearchRequest(keywords="grilled sardines pescatarian", mode="keyword"))
         assert NEW_FORM in json.dumps(found.hits)

@@ -127,7 +127,7 @@ def test_the_discussions_memories_reach_a_later_turns_system_prompt(proxy):
     system = last_seen["system"][0]["text"]
     assert system.startswith(PERSONA)  # the front-end's own system prompt first, its tag stripped
     assert TAG not in system
-    assert memories.memories[-1]["summary"] in system  # the memory the discussion has, injected
+    assert memories.memories[-1].summary in system  # the memory the discussion has, injected
     assert last_seen["messages"][-1]["content"].endswith(USER_TURNS[4])
     assert [c for _, c in logged(mem)].count(USER_TURNS[4]) == 1
     assert len(logged(mem)) == len([m for m in history if m["role"] != "system"])

@@ -20,6 +20,7 @@ to know what an agent remembers all fold the same events with this class, so the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from engram.config import defaults as d
 from engram.events import cognitive as ev
@@ -27,6 +28,7 @@ from engram.events.background import Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 from engram.events.memory_edits import MemoryDeleted, MemoryEdited
+from engram.kernel.records import Column
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
 from engram.memory.cognitive.graph import TraceGraph
 from engram.memory.cognitive.indexing import asks
@@ -55,13 +57,29 @@ INTERESTS = frozenset(
 )
 
 
+# A `TraceEncoded` becomes a `MemoryTrace` field by field: the same names, these renamed, and these the event
+# alone carries (tests/memory/cognitive/test_declarations.py fails on an event field that is none of the three). The
+# event is the write side's contract and the trace the read model's, so neither is derived from the other.
+TRACE_FROM_EVENT = {"strength": "encoding_strength"}
+EVENT_ONLY = frozenset({"llm", "links"})
+
+
+def trace_of(rec: Recorded, e: ev.TraceEncoded) -> MemoryTrace:
+    """The trace `e` encodes, as of its event (`rec`): its time is the encoding, the first access and the start of
+    its first review interval."""
+    shared = {TRACE_FROM_EVENT.get(name, name): getattr(e, name) for name in e.__struct_fields__ if name not in EVENT_ONLY}
+    return MemoryTrace(**shared, agent=rec.agent, stream=rec.stream, encoded_us=rec.ts_us, last_access_us=rec.ts_us,
+                       next_due_us=rec.ts_us + int(e.interval_s * US_PER_S), last_seq=rec.seq, asks=asks(e.content),
+                       valid_from_us=rec.ts_us)
+
+
 @dataclass(frozen=True)
 class Change:
-    """One step in a trace's life, as the `trace_changes` table shows it."""
+    """One step in a trace's life, as the `trace_changes` table shows it (after its `agent`; `engram.kernel.records`)."""
 
     trace_id: str
     seq: int
-    ts_us: int
+    ts_us: Annotated[int, Column("ts", timestamp=True)]
     change: str  # encoded | retrieved | reinforced | verified | pruned | superseded | edited
     strength_before: float  # S(t) at the event, before the change
     strength_after: float
@@ -176,39 +194,7 @@ class TraceBook:
     def _encoded(self, rec: Recorded, e: ev.TraceEncoded, out: Applied) -> None:
         if e.trace_id in self.traces:
             return  # encoded once; a repeated id is the same memory
-        t = MemoryTrace(
-            trace_id=e.trace_id,
-            agent=rec.agent,
-            stream=rec.stream,
-            content=e.content,
-            trace_type=e.trace_type,
-            scope=e.scope,
-            scope_id=e.scope_id,
-            source_type=e.source_type,
-            source_seqs=tuple(e.source_seqs),
-            source_message_ids=tuple(e.source_message_ids),
-            confidence=e.confidence,
-            valence=e.valence,
-            arousal=e.arousal,
-            dominance=e.dominance,
-            intensity=e.intensity,
-            flashbulb=e.flashbulb,
-            importance=e.importance,
-            encoding_strength=e.strength,
-            stability_s=e.stability_s,
-            encoded_us=rec.ts_us,
-            last_access_us=rec.ts_us,
-            interval_s=e.interval_s,
-            next_due_us=rec.ts_us + int(e.interval_s * US_PER_S),
-            entities=tuple(e.entities),
-            tags=tuple(e.tags),
-            category=e.category,
-            last_seq=rec.seq,
-            context=e.context,
-            context_message_ids=tuple(e.context_message_ids),
-            asks=asks(e.content),
-            valid_from_us=rec.ts_us,
-        )
+        t = trace_of(rec, e)
         self.traces[t.trace_id] = t
         self.latest_encoded_us = max(self.latest_encoded_us, t.encoded_us)
         self.forgotten_traces.discard(t.trace_id)

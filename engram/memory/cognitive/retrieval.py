@@ -208,44 +208,56 @@ class RecallResult:
     dormant_candidates: int = 0  # dormant traces scored (step 8)
 
 
-def recall(
-    book: TraceBook,
-    index: VectorIndex,
-    query_vector: np.ndarray,
-    *,
-    query: str,
-    now_us: int,
-    limit: int = d.RECALL_DEFAULT_LIMIT,
-    discussion: str | None = None,
-    weights: Factors = DEFAULT_WEIGHTS,
-    mood: Pad,
-    pool: int = d.RECALL_CANDIDATE_POOL,
-    spreading: SpreadSettings = SpreadSettings(),
-    half_life_hours: float = d.RECENCY_HALF_LIFE_HOURS,
-    hyde_vector: np.ndarray | None = None,
-    hyde_text: str = "",
-    hyde_settings: HydeSettings = HydeSettings(),
-    lexical: LexicalIndex | None = None,
-    similarity: str = "hybrid",
-    lexical_share: float = d.SIMILARITY_LEXICAL_SHARE,
-    feedback: FeedbackSettings = FeedbackSettings(),
-    focus: str = "",
-    dormant_index: VectorIndex | None = None,
-    dormant_lexical: LexicalIndex | None = None,
-    dormant: DormantSettings = DormantSettings(),
-    question_weight: float = d.QUESTION_WEIGHT,
-    answers_of: Callable[[str], list[str]] | None = None,
-    as_of_us: int | None = None,
-    only: TraceFilter | None = None,
-) -> RecallResult:
-    """`lexical`: the agent's keyword index; hybrid similarity needs it (without it, similarity is the cosine).
-    `focus`: the text `query_vector` embeds, when it is not `query` itself (reported, not used).
-    `dormant_index`, `dormant_lexical`: the agent's decay-pruned traces (step 8; None: no dormant stage).
-    `question_weight`: the factor on the composite of a trace that only asks (step 9).
-    `answers_of`: trace id -> the traces made from replies to it (`AgentMemory.answers_of`; None: no answer link).
-    `as_of_us`: answer what was true at that event time (step 10): only traces valid then (learned by then, not yet
-    superseded), superseded ones included; None: what is true now.
-    `only`: a user's filter every candidate passes (`engram.memory.cognitive.filters`)."""
+class RecallMemory(Protocol):
+    """What recall reads of an agent's memory (`engram.memory.cognitive.memory.AgentMemory` is one)."""
+
+    @property
+    def book(self) -> TraceBook: ...
+
+    @property
+    def index(self) -> VectorIndex: ...
+
+    @property
+    def lexical(self) -> LexicalIndex | None: ...  # the keyword index; hybrid similarity needs it
+
+    @property
+    def dormant_index(self) -> VectorIndex | None: ...  # the decay-pruned traces (step 8; None: no dormant stage)
+
+    @property
+    def dormant_lexical(self) -> LexicalIndex | None: ...
+
+    @property
+    def answers_of(self) -> Callable[[str], list[str]] | None: ...  # trace id -> the traces made from replies to it
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """What one recall asks: the question, its embedding, and the moment and mood it is asked in."""
+
+    text: str
+    vector: np.ndarray  # the embedding of `focus` (or of `text`)
+    now_us: int
+    mood: Pad
+    limit: int = d.RECALL_DEFAULT_LIMIT
+    discussion: str | None = None  # None: the whole agent
+    focus: str = ""  # the text `vector` embeds, when it is not `text` itself (reported, not used)
+    hyde_text: str = ""  # HyDE's hypothetical memory, and its embedding (None: no HyDE stage)
+    hyde_vector: np.ndarray | None = None
+    as_of_us: int | None = None  # answer what was true at that event time (step 10); None: what is true now
+    only: TraceFilter | None = None  # a user's filter every candidate passes (`engram.memory.cognitive.filters`)
+
+
+def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -> RecallResult:
+    """The best `asked.limit` traces of `memory` for `asked`, scored as the agent's `settings` say (per-call
+    overrides, such as a request's weights, are a `dataclasses.replace` of them)."""
+    book, index, lexical = memory.book, memory.index, memory.lexical
+    dormant_index, dormant_lexical = memory.dormant_index, memory.dormant_lexical
+    query, query_vector, now_us, mood, limit = asked.text, asked.vector, asked.now_us, asked.mood, asked.limit
+    discussion, focus, hyde_text, hyde_vector = asked.discussion, asked.focus, asked.hyde_text, asked.hyde_vector
+    weights, pool, spreading, half_life_hours = settings.weights, settings.pool, settings.spreading, settings.half_life_hours
+    hyde_settings, similarity, lexical_share = settings.hyde, settings.similarity, settings.lexical_share
+    feedback, dormant, question_weight = settings.feedback, settings.dormant, settings.question_weight
+    answers_of, as_of_us, only = memory.answers_of, asked.as_of_us, asked.only
     if similarity not in SIMILARITY_MODES:
         raise ValueError(f"similarity must be one of {SIMILARITY_MODES}, got {similarity!r}")
     traces = book.traces
@@ -644,17 +656,19 @@ def override_weights(base: Factors, overrides: Mapping[str, float] | None) -> Fa
 class RecallSettings:
     """What an agent's configuration says about recall (memory.retrieval, decay, rag.hyde)."""
 
-    weights: Factors
-    default_limit: int
-    pool: int
-    spreading: SpreadSettings
-    half_life_hours: float
-    hyde: HydeSettings
-    hyde_enabled: bool
+    weights: Factors = DEFAULT_WEIGHTS
+    default_limit: int = d.RECALL_DEFAULT_LIMIT
+    pool: int = d.RECALL_CANDIDATE_POOL
+    spreading: SpreadSettings = SpreadSettings()
+    half_life_hours: float = d.RECENCY_HALF_LIFE_HOURS
+    hyde: HydeSettings = HydeSettings()
+    hyde_enabled: bool = False
     similarity: str = "hybrid"
     feedback: FeedbackSettings = FeedbackSettings()
     focus_common_share: float = d.QUERY_FOCUS_COMMON_SHARE
     dormant: DormantSettings = DormantSettings()
+    lexical_share: float = d.SIMILARITY_LEXICAL_SHARE  # keywords' share of hybrid similarity
+    question_weight: float = d.QUESTION_WEIGHT  # the factor on the composite of a trace that only asks (step 9)
 
     @classmethod
     def of(cls, config) -> "RecallSettings":

@@ -59,7 +59,8 @@ def snippet(content: str, terms: set[str], words: int) -> str:
     sentences = [x for x in _SENTENCE.split(body) if x.strip()]
     stems = [set(tokenize(x)) for x in sentences]
     order = sorted(range(len(sentences)), key=lambda i: (-len(stems[i] & terms), -len(stems[i]), i))
-    keep, n = [], 0
+    keep: list[int] = []
+    n = 0
     for i in order:
         w = len(sentences[i].split())
         if keep and (n + w > words or not stems[i] & terms):

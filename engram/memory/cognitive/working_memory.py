@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from engram.config import defaults as d
 from engram.events.cognitive import Eviction, Slot
 from engram.kernel.tokens import estimate_tokens
@@ -39,6 +41,28 @@ class _SlotState:
             entered_turn=self.entered_turn,
             rehearsals=self.rehearsals,
         )
+
+
+class FocusedSlot(msgspec.Struct, frozen=True, kw_only=True):
+    """A slot in focus as the `working_memory` table shows it (its one declaration: the table, its rows and the
+    column lists that read it derive from it, `engram.kernel.records`): the slot of `WorkingMemoryUpdated`, where it
+    ranks, its prompt tag, and the turn, capacity and event (`as_of_seq`) of the working memory it is in."""
+
+    agent: str
+    rank: int  # 1 = the most active
+    trace_id: str
+    activation: float
+    tag: str  # how the prompt block marks it (`tag`)
+    content: str
+    entered_turn: int
+    rehearsals: int
+    turn: int
+    capacity: int
+    as_of_seq: int
+
+    def slot(self) -> Slot:
+        return Slot(trace_id=self.trace_id, activation=self.activation, content=self.content,
+                    entered_turn=self.entered_turn, rehearsals=self.rehearsals)
 
 
 class WorkingMemory:

@@ -16,7 +16,9 @@ from pathlib import Path
 from engram.config.home import ProjectionPaths
 from engram.events.discussion import ChunkSummarized, RollingSummaryUpdated
 from engram.events.envelope import Recorded, iso
+from engram.events.provenance import LlmCall
 from engram.kernel.ids import validate_agent, validate_discussion
+from engram.memory.discussion.lines import ChunkMemory, LlmUsed, RollingSummary
 
 MEMORIES_SUFFIX = "_memories.jsonl"
 SUMMARY_SUFFIX = "_summary.jsonl"
@@ -33,51 +35,29 @@ def chunk_memory_id(ev: ChunkSummarized) -> str:
     return ev.memory_id or f"g{ev.generation}-m{ev.first_seq}-{ev.last_seq}"
 
 
-def memory_line(rec: Recorded, ev: ChunkSummarized) -> dict:
+def memory_line(rec: Recorded, ev: ChunkSummarized) -> ChunkMemory:
     """A line of `<id>_memories.jsonl`: the summary and the messages it was made from."""
-    line = {
-        "memory_id": chunk_memory_id(ev),
-        "generation": ev.generation,
-        "summary": ev.summary,
-        "first_seq": ev.first_seq,
-        "last_seq": ev.last_seq,
-        "first_message_id": ev.message_ids[0],
-        "last_message_id": ev.message_ids[-1],
-        "message_ids": list(ev.message_ids),
-        "message_count": len(ev.message_ids),
-        "token_count": ev.token_count,
-        "first_ts": iso(ev.first_ts_us),
-        "last_ts": iso(ev.last_ts_us),
-        "created_seq": rec.seq,
-        "created_at": iso(rec.ts_us),
-        "mode": ev.mode,
-        "trigger": ev.trigger,
-        "llm": {"provider": ev.llm.provider, "model": ev.llm.model},
-    }
-    if ev.llm.error:
-        line["llm"]["error"] = ev.llm.error
-    if ev.workflow:
-        line["workflow"] = ev.workflow
-    if ev.workflow_error:
-        line["workflow_error"] = ev.workflow_error
-    return line
+    return ChunkMemory(
+        memory_id=chunk_memory_id(ev), generation=ev.generation, summary=ev.summary, first_seq=ev.first_seq,
+        last_seq=ev.last_seq, first_message_id=ev.message_ids[0], last_message_id=ev.message_ids[-1],
+        message_ids=list(ev.message_ids), message_count=len(ev.message_ids), token_count=ev.token_count,
+        first_ts=iso(ev.first_ts_us), last_ts=iso(ev.last_ts_us), created_seq=rec.seq, created_at=iso(rec.ts_us),
+        mode=ev.mode, trigger=ev.trigger, llm=_llm(ev.llm), workflow=ev.workflow or None,
+        workflow_error=ev.workflow_error or None,
+    )
 
 
-def summary_line(rec: Recorded, ev: RollingSummaryUpdated) -> dict:
+def summary_line(rec: Recorded, ev: RollingSummaryUpdated) -> RollingSummary:
     """The one line of `<id>_summary.jsonl`: the summary and the memory it has absorbed up to."""
-    line = {
-        "summary": ev.summary,
-        "generation": ev.generation,
-        "absorbed_through": ev.absorbed_through,
-        "absorbed_through_seq": ev.absorbed_through_seq,
-        "memories_absorbed": ev.memories_absorbed,
-        "updated_seq": rec.seq,
-        "updated_at": iso(rec.ts_us),
-        "llm": {"provider": ev.llm.provider, "model": ev.llm.model},
-    }
-    if ev.llm.error:
-        line["llm"]["error"] = ev.llm.error
-    return line
+    return RollingSummary(
+        summary=ev.summary, generation=ev.generation, absorbed_through=ev.absorbed_through,
+        absorbed_through_seq=ev.absorbed_through_seq, memories_absorbed=ev.memories_absorbed, updated_seq=rec.seq,
+        updated_at=iso(rec.ts_us), llm=_llm(ev.llm),
+    )
+
+
+def _llm(call: LlmCall) -> LlmUsed:
+    return LlmUsed(provider=call.provider, model=call.model, error=call.error or None)
 
 
 def discussion_paths(paths: ProjectionPaths, agent: str, discussion: str) -> dict[str, Path]:

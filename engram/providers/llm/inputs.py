@@ -34,7 +34,7 @@ class TaskInput(msgspec.Struct, frozen=True, kw_only=True, tag_field="task"):
         return self.__struct_config__.tag  # type: ignore[return-value]
 
 
-class SummarizeChunk(TaskInput, tag="summarize_chunk"):
+class SummarizeChunk(TaskInput, tag="summarize_chunk", frozen=True):
     """A chronological chunk memory (WilmerAI `[TextChunk]`), optionally with earlier memories."""
 
     lines: tuple[ChatLine, ...]
@@ -46,7 +46,7 @@ class SummarizeChunk(TaskInput, tag="summarize_chunk"):
     prompt: str | None = None  # the discussion's `prompt`, overriding the template
 
 
-class MergeSummary(TaskInput, tag="merge_summary"):
+class MergeSummary(TaskInput, tag="merge_summary", frozen=True):
     """The rolling chat summary with `new_memories` merged in (WilmerAI chatSummarySummarizer)."""
 
     previous_summary: str
@@ -57,21 +57,21 @@ class MergeSummary(TaskInput, tag="merge_summary"):
     prompt: str | None = None
 
 
-class ExtractMemory(TaskInput, tag="extract_memory"):
+class ExtractMemory(TaskInput, tag="extract_memory", frozen=True):
     """A structured vector memory (WilmerAI QualityMemory): title, summary, entities, key phrases."""
 
     lines: tuple[ChatLine, ...]
     max_tokens: int = d.VECTOR_MEMORY_MAX_RESPONSE_TOKENS
 
 
-class Observe(TaskInput, tag="observe"):
+class Observe(TaskInput, tag="observe", frozen=True):
     """Typed observation notes about `lines` (the Wunderland Observer)."""
 
     lines: tuple[ChatLine, ...]
     traits: Traits = NEUTRAL
 
 
-class Reflect(TaskInput, tag="reflect"):
+class Reflect(TaskInput, tag="reflect", frozen=True):
     """Long-term trace candidates from `notes`, contradictions flagged and resolved (the Reflector)."""
 
     notes: tuple[ObservationNote, ...]
@@ -79,7 +79,7 @@ class Reflect(TaskInput, tag="reflect"):
     traits: Traits = NEUTRAL
 
 
-class ExtractFacts(TaskInput, tag="extract_facts"):
+class ExtractFacts(TaskInput, tag="extract_facts", frozen=True):
     """Auto-ingest facts from one turn, within the personality's threshold and per-turn limit."""
 
     lines: tuple[ChatLine, ...]
@@ -88,21 +88,21 @@ class ExtractFacts(TaskInput, tag="extract_facts"):
     max_per_turn: int = d.AUTO_INGEST_MAX_PER_TURN
 
 
-class SummarizeSchema(TaskInput, tag="summarize_schema"):
+class SummarizeSchema(TaskInput, tag="summarize_schema", frozen=True):
     """A semantic summary of a cluster of episodic traces (consolidation, schema integration)."""
 
     members: tuple[str, ...]
     max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS
 
 
-class Hyde(TaskInput, tag="hyde"):
+class Hyde(TaskInput, tag="hyde", frozen=True):
     """A hypothetical memory that would answer `query` (HyDE retrieval)."""
 
     query: str
     max_tokens: int = d.MAX_RESPONSE_SIZE_IN_TOKENS
 
 
-class Compact(TaskInput, tag="compact"):
+class Compact(TaskInput, tag="compact", frozen=True):
     """A summary of `lines` within `target_tokens` for infinite-context compaction."""
 
     lines: tuple[ChatLine, ...]
@@ -110,7 +110,7 @@ class Compact(TaskInput, tag="compact"):
     previous_summary: str = ""
 
 
-class Respond(TaskInput, tag="respond"):
+class Respond(TaskInput, tag="respond", frozen=True):
     """A free-form answer (the `Standard` workflow node, `engram chat`).
 
     Without `prompt`, the conversation `lines` are the turns the model answers, with `context` (memory

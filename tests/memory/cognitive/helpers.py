@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from engram.config import defaults as d
@@ -46,6 +49,18 @@ def memory_of(texts: dict[str, str], embedder):
                                       source_message_ids=(f"D1:{seq}",)), seq=seq)
                      for seq, (tid, text) in enumerate(texts.items(), 1)], embedder.embed)
     return mem
+
+
+@dataclass
+class Held:
+    """A memory made of a book and an index built apart (what recall reads: `retrieval.RecallMemory`)."""
+
+    book: Any
+    index: Any
+    lexical: Any = None
+    dormant_index: Any = None
+    dormant_lexical: Any = None
+    answers_of: Any = None
 
 
 def reader_query(mem, embedder, query: str):

@@ -11,7 +11,7 @@ from engram.events.cognitive import TraceEncoded, TracePruned
 from engram.events.control import DiscussionForgotten
 from engram.memory.cognitive.memory import AgentMemory
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import DormantSettings, RecallSettings, recall
+from engram.memory.cognitive.retrieval import DormantSettings, RecallQuery, RecallSettings, recall
 
 DAY_US = 24 * HOUR_US
 
@@ -39,11 +39,8 @@ def _memory(embedder, contents: dict[str, str], pruned: dict[str, str]) -> Agent
 
 def _recall(mem: AgentMemory, embedder, query: str, dormant: DormantSettings = DormantSettings(), limit: int = 5):
     settings = RecallSettings.of(AgentConfig())
-    return recall(
-        mem.book, mem.index, embedder.embed([query])[0], query=query, now_us=T0 + 2 * DAY_US, limit=limit,
-        discussion="d", weights=settings.weights, mood=Pad(), lexical=mem.lexical, feedback=settings.feedback,
-        dormant_index=mem.dormant_index, dormant_lexical=mem.dormant_lexical, dormant=dormant,
-    )
+    asked = RecallQuery(query, embedder.embed([query])[0], T0 + 2 * DAY_US, Pad(), limit=limit, discussion="d")
+    return recall(mem, asked, RecallSettings(weights=settings.weights, feedback=settings.feedback, dormant=dormant))
 
 
 EVERYDAY = {

@@ -7,7 +7,7 @@ import pytest
 from tests.memory.cognitive.helpers import T0, memory_of, reader_query
 
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import recall
+from engram.memory.cognitive.retrieval import RecallQuery, RecallSettings, recall
 
 
 # Every memory names Priya, so the query's focus leaves her out (a word more than a tenth of the memories hold);
@@ -32,9 +32,9 @@ MEMORIES = {
 def _recall(mem, embedder, query: str):
     """As the trace reader asks (embedding similarity, to see HyDE's part alone)."""
     settings, focus, hypothesis, q, h = reader_query(mem, embedder, query)
-    result = recall(mem.book, mem.index, q, query=query, now_us=T0, limit=len(MEMORIES), discussion="d", weights=settings.weights,
-                    mood=Pad(), hyde_vector=h, hyde_text=hypothesis, lexical=mem.lexical, similarity="embedding",
-                    feedback=settings.feedback, focus=focus)
+    asked = RecallQuery(query, q, T0, Pad(), limit=len(MEMORIES), discussion="d", focus=focus, hyde_text=hypothesis,
+                        hyde_vector=h)
+    result = recall(mem, asked, RecallSettings(weights=settings.weights, similarity="embedding", feedback=settings.feedback))
     return result, q, h
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.memory.cognitive.helpers import HOUR_US, T0, memory_of, reader_query
 
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import recall
+from engram.memory.cognitive.retrieval import RecallQuery, RecallSettings, recall
 
 
 MEMORIES = {
@@ -32,9 +32,9 @@ def _recall(embedder, query: str):
     feedback stage, hybrid similarity at its default share."""
     mem = memory_of(MEMORIES, embedder)
     settings, focus, hypothesis, q, h = reader_query(mem, embedder, query)
-    return recall(mem.book, mem.index, q, query=query, now_us=T0 + HOUR_US, limit=3, discussion="d", weights=settings.weights,
-                  mood=Pad(), hyde_vector=h, hyde_text=hypothesis, hyde_settings=settings.hyde, lexical=mem.lexical,
-                  feedback=settings.feedback, focus=focus)
+    asked = RecallQuery(query, q, T0 + HOUR_US, Pad(), limit=3, discussion="d", focus=focus, hyde_text=hypothesis,
+                        hyde_vector=h)
+    return recall(mem, asked, RecallSettings(weights=settings.weights, hyde=settings.hyde, feedback=settings.feedback))
 
 
 def test_a_memory_that_answers_in_other_words_outranks_one_that_shares_the_questions_word_in_another_sense(embedder):

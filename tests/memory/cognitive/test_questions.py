@@ -11,10 +11,10 @@ from engram.events.cognitive import TraceEncoded
 from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.memory import AgentMemory
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import recall
+from engram.memory.cognitive.retrieval import RecallQuery, RecallSettings, recall
 from engram.memory.cognitive.shown import shown_texts, snippet
 
-from tests.memory.cognitive.helpers import HOUR_US, T0, reader_query, rec
+from tests.memory.cognitive.helpers import HOUR_US, T0, Held, reader_query, rec
 
 FILLERS = {
     "trip": "User: We booked a flight to Lisbon for May 3rd.",
@@ -39,10 +39,11 @@ def _memory(embedder, traces: dict[str, tuple[str, str, tuple[str, ...]]]) -> Ag
 
 def _recall(mem, embedder, query: str, *, question_weight: float = d.QUESTION_WEIGHT, link: bool = True, limit: int = 5):
     settings, focus, hypothesis, q, h = reader_query(mem, embedder, query)
-    return recall(mem.book, mem.index, q, query=query, now_us=T0 + HOUR_US, limit=limit, discussion="d",
-                  weights=settings.weights, mood=Pad(), hyde_vector=h, hyde_text=hypothesis, hyde_settings=settings.hyde,
-                  lexical=mem.lexical, feedback=settings.feedback, focus=focus, question_weight=question_weight,
-                  answers_of=mem.answers_of if link else None)
+    asked = RecallQuery(query, q, T0 + HOUR_US, Pad(), limit=limit, discussion="d", focus=focus, hyde_text=hypothesis,
+                        hyde_vector=h)
+    memory = Held(mem.book, mem.index, mem.lexical, answers_of=mem.answers_of if link else None)
+    return recall(memory, asked, RecallSettings(weights=settings.weights, hyde=settings.hyde, feedback=settings.feedback,
+                                                question_weight=question_weight))
 
 
 def test_a_statement_that_answers_outranks_a_stored_question_that_resembles_the_query(embedder):

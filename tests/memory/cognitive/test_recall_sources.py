@@ -8,7 +8,7 @@ from engram.config.agent import AgentConfig
 from engram.events.cognitive import TraceEncoded
 from engram.memory.cognitive.memory import AgentMemory
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import RecallSettings, recall
+from engram.memory.cognitive.retrieval import RecallQuery, RecallSettings, recall
 
 
 # (trace id, content, its message, the question it answers and that question's message)
@@ -38,8 +38,8 @@ def test_the_message_of_the_question_a_hit_answers_is_not_returned_again_on_its_
     mem = _memory(embedder)
     settings = RecallSettings.of(AgentConfig())
     query = "What did Ben cook for the party?"
-    result = recall(mem.book, mem.index, embedder.embed([query])[0], query=query, now_us=T0, limit=2, discussion="d",
-                    weights=settings.weights, mood=Pad(), lexical=mem.lexical, feedback=settings.feedback)
+    result = recall(mem, RecallQuery(query, embedder.embed([query])[0], T0, Pad(), limit=2, discussion="d"),
+                    RecallSettings(weights=settings.weights, feedback=settings.feedback))
     first = result.hits[0]
     assert first.trace_id == "paella"
     # The hit shows the question it answers, with that question's message...

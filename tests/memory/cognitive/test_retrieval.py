@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.memory.cognitive.helpers import HOUR_US, T0, rec, trace, unit
+from tests.memory.cognitive.helpers import HOUR_US, T0, Held, rec, trace, unit
 
 from engram.config.agent import AgentConfig
 from engram.events.cognitive import EdgeAdded, TraceEncoded
 from engram.memory.cognitive.book import TraceBook
 from engram.memory.cognitive.hyde import HydeSettings, adaptive_search, thresholds
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import FeedbackSettings, RecallSettings, limit_for, recall
+from engram.memory.cognitive.retrieval import FeedbackSettings, RecallQuery, RecallSettings, limit_for, recall
 from engram.memory.cognitive.scoring import DEFAULT_WEIGHTS, Factors, factors, weights_with
 from engram.providers.search.hnsw import HnswIndex
 
@@ -66,7 +66,7 @@ def _book_with(vectors: dict[str, np.ndarray], *, edges=(), scopes=None) -> tupl
 
 def test_recall_scores_each_hit_by_factor_and_the_contributions_sum_to_the_score():
     book, index = _book_with({"near": unit(1, 0.1), "far": unit(0.2, 1), "mid": unit(1, 0.6)})
-    result = recall(book, index, unit(1, 0), query="q", now_us=T0 + HOUR_US, limit=3, mood=Pad())
+    result = recall(Held(book, index), RecallQuery("q", unit(1, 0), T0 + HOUR_US, Pad(), limit=3), RecallSettings())
     assert [h.trace_id for h in result.hits] == ["near", "mid", "far"]
     for h in result.hits:
         assert h.score == pytest.approx(h.contributions.total())
@@ -78,10 +78,9 @@ def test_per_call_weights_change_the_ranking():
     book, index = _book_with({"similar": unit(1, 0), "important": unit(0.7, 0.7)})
     book.traces["important"].importance = 1.0
     book.traces["similar"].importance = 0.0
-    by_similarity = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(),
-                           weights=Factors(similarity=1.0))
-    by_importance = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(),
-                           weights=Factors(similarity=0.1, importance=1.0))
+    asked = RecallQuery("q", unit(1, 0), T0, Pad(), limit=2)
+    by_similarity = recall(Held(book, index), asked, RecallSettings(weights=Factors(similarity=1.0)))
+    by_importance = recall(Held(book, index), asked, RecallSettings(weights=Factors(similarity=0.1, importance=1.0)))
     assert by_similarity.hits[0].trace_id == "similar"
     assert by_importance.hits[0].trace_id == "important"
     assert by_importance.weights == Factors(similarity=0.1, importance=1.0)
@@ -91,11 +90,11 @@ def test_spreading_activation_brings_in_and_lifts_associated_traces():
     vectors = {"seed": unit(1, 0), "linked": unit(0, 1), "unlinked": unit(0, 1, 0.01)}
     vectors.update({f"near{i}": unit(1, 0.3 + 0.1 * i) for i in range(10)})
     book, index = _book_with(vectors, edges=[("seed", "linked", 1.0)])
-    result = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(), pool=1)
+    asked = RecallQuery("q", unit(1, 0), T0, Pad(), limit=2)
+    result = recall(Held(book, index), asked, RecallSettings(pool=1))
     assert result.candidates == 9  # the 8 nearest (4 × limit) and what activation reached
     assert "linked" in result.spread and "unlinked" not in result.spread
-    lifted = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(), pool=1,
-                    weights=Factors(similarity=0.1, activation=1.0))
+    lifted = recall(Held(book, index), asked, RecallSettings(pool=1, weights=Factors(similarity=0.1, activation=1.0)))
     top = lifted.hits[0]
     assert (top.trace_id, top.via) == ("linked", "activation") and top.factors.activation > 0
 
@@ -103,9 +102,10 @@ def test_spreading_activation_brings_in_and_lifts_associated_traces():
 def test_recall_respects_the_discussion_scope():
     scopes = {"here": ("discussion", "d"), "there": ("discussion", "e"), "everywhere": ("agent", "a")}
     book, index = _book_with({k: unit(1, i * 0.1) for i, k in enumerate(scopes)}, scopes=scopes)
-    found = {h.trace_id for h in recall(book, index, unit(1, 0), query="q", now_us=T0, discussion="d", mood=Pad()).hits}
+    found = {h.trace_id for h in recall(Held(book, index), RecallQuery("q", unit(1, 0), T0, Pad(), discussion="d"),
+                                        RecallSettings()).hits}
     assert found == {"here", "everywhere"}
-    everything = {h.trace_id for h in recall(book, index, unit(1, 0), query="q", now_us=T0, mood=Pad()).hits}
+    everything = {h.trace_id for h in recall(Held(book, index), RecallQuery("q", unit(1, 0), T0, Pad()), RecallSettings()).hits}
     assert everything == set(scopes)
 
 
@@ -138,6 +138,6 @@ def test_a_second_memory_of_the_same_message_gives_its_place_to_another_message(
                           stability_s=3600.0, interval_s=3600.0, source_message_ids=(message,))
         book.apply(rec(ev, seq=seq))
         index.add([tid], vector.reshape(1, -1))
-    result = recall(book, index, unit(1, 0), query="q", now_us=T0, limit=2, mood=Pad(), similarity="embedding",
-                    feedback=FeedbackSettings(traces=0))  # similarity to the query alone: "fact" is the better
+    result = recall(Held(book, index), RecallQuery("q", unit(1, 0), T0, Pad(), limit=2),
+                    RecallSettings(similarity="embedding", feedback=FeedbackSettings(traces=0)))  # similarity to the query alone: "fact" is the better
     assert [h.trace_id for h in result.hits] == ["fact", "other"] and result.candidates == 3

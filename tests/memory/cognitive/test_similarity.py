@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from pydantic import ValidationError
-from tests.memory.cognitive.helpers import T0, rec, unit
+from tests.memory.cognitive.helpers import T0, Held, rec, unit
 
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
@@ -16,7 +16,7 @@ from engram.memory.cognitive.indexing import index_text, reply_context
 from engram.memory.cognitive.lexical import LexicalIndex
 from engram.memory.cognitive.memory import AgentMemory, VECTOR_TEXT
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import FeedbackSettings, RecallSettings, recall
+from engram.memory.cognitive.retrieval import FeedbackSettings, RecallQuery, RecallSettings, recall
 from engram.providers.search.bm25 import BM25
 
 MAY_8_2023_US = 1_683_554_160 * 1_000_000  # 1:56 pm on 8 May 2023, UTC
@@ -67,13 +67,12 @@ def _memory(texts: dict[str, tuple[str, np.ndarray]], scopes: dict[str, str] | N
     return mem
 
 
-def _ask(mem: AgentMemory, query: str, vector: np.ndarray, **kw):
+def _ask(mem: AgentMemory, query: str, vector: np.ndarray, *, limit: int = 3, discussion: str | None = None, **settings):
     """Recall with similarity to the query alone (the feedback stage, which blends in a second query, is tested
-    on its own below)."""
-    kw.setdefault("limit", 3)
-    kw.setdefault("pool", 1)
-    kw.setdefault("feedback", FeedbackSettings(traces=0))
-    return recall(mem.book, mem.index, vector, query=query, now_us=T0, mood=Pad(), lexical=mem.lexical, **kw)
+    on its own below); `settings`: RecallSettings' fields."""
+    settings.setdefault("pool", 1)
+    settings.setdefault("feedback", FeedbackSettings(traces=0))
+    return recall(mem, RecallQuery(query, vector, T0, Pad(), limit=limit, discussion=discussion), RecallSettings(**settings))
 
 
 def test_hybrid_similarity_weighs_the_cosine_0_7_and_the_lexical_match_0_3():
@@ -325,10 +324,9 @@ def test_feedback_ranks_by_the_stored_vectors_of_the_first_hits_without_a_second
     # recall without it makes. Its new candidates come from its words, through the keyword index ("clay" below).
     traces, mem = _pottery_memory()
     plain, fed = _CountingIndex(mem.index), _CountingIndex(mem.index)
-    off = recall(mem.book, plain, unit(1, 0), query="How does Ana unwind?", now_us=T0, mood=Pad(), lexical=mem.lexical,
-                 limit=2, pool=1, feedback=FeedbackSettings(traces=0))
-    on = recall(mem.book, fed, unit(1, 0), query="How does Ana unwind?", now_us=T0, mood=Pad(), lexical=mem.lexical,
-                limit=2, pool=1, feedback=FeedbackSettings(traces=1))
+    asked = RecallQuery("How does Ana unwind?", unit(1, 0), T0, Pad(), limit=2)
+    off = recall(Held(mem.book, plain, mem.lexical), asked, RecallSettings(pool=1, feedback=FeedbackSettings(traces=0)))
+    on = recall(Held(mem.book, fed, mem.lexical), asked, RecallSettings(pool=1, feedback=FeedbackSettings(traces=1)))
     assert plain.searches == fed.searches == 1
     assert off.candidates < len(traces) and on.feedback_traces == ("pottery",)
     assert "clay" not in {h.trace_id for h in off.hits} and [h.trace_id for h in on.hits] == ["pottery", "clay"]

@@ -9,9 +9,9 @@ from engram.config.agent import AgentConfig
 from engram.events.cognitive import ConflictResolved, TraceEncoded
 from engram.memory.cognitive.memory import AgentMemory
 from engram.memory.cognitive.personality import Pad
-from engram.memory.cognitive.retrieval import RecallSettings, recall
+from engram.memory.cognitive.retrieval import RecallQuery, RecallSettings, recall
 
-from tests.memory.cognitive.helpers import HOUR_US, T0, rec
+from tests.memory.cognitive.helpers import HOUR_US, T0, Held, rec
 
 DAY_US = 24 * HOUR_US
 MOVED = T0 + 10 * DAY_US  # when the conversation said she had moved
@@ -42,9 +42,9 @@ def _memory(embedder, resolution: str = "prefer_newer") -> AgentMemory:
 def _ask(mem, embedder, as_of_us=None):
     settings = RecallSettings.of(AgentConfig())
     query = "Where does Ana live?"
-    return recall(mem.book, mem.index, embedder.embed([query])[0], query=query, now_us=MOVED + DAY_US, limit=5,
-                  discussion="d", weights=settings.weights, mood=Pad(), lexical=mem.lexical, feedback=settings.feedback,
-                  dormant_index=mem.dormant_index, dormant_lexical=mem.dormant_lexical, as_of_us=as_of_us)
+    asked = RecallQuery(query, embedder.embed([query])[0], MOVED + DAY_US, Pad(), limit=5, discussion="d", as_of_us=as_of_us)
+    memory = Held(mem.book, mem.index, mem.lexical, mem.dormant_index, mem.dormant_lexical)  # no answer link
+    return recall(memory, asked, RecallSettings(weights=settings.weights, feedback=settings.feedback))
 
 
 def test_a_correction_closes_the_older_fact_at_the_moment_the_conversation_said_the_newer_one(embedder):

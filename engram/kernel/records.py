@@ -1,0 +1,225 @@
+"""One declaration per record: a table's Arrow schema, DDL, rows and SQL column lists derived from it.
+
+A record that crosses layers (a memory trace, a chunk memory, a working-memory slot, ...) is declared once, as a
+`msgspec.Struct` or a dataclass whose fields say how each is stored:
+
+    class Slot(msgspec.Struct):
+        trace_id: str
+        entered_us: Annotated[int, Column("entered_at", timestamp=True)]
+
+A field's column is named after the field unless `Column(name)` says otherwise, and its SQL and Arrow types follow
+from its Python type (`str` VARCHAR, `int` BIGINT, `float` DOUBLE, `bool` BOOLEAN, `tuple[str, ...]` / `list[str]`
+/ `set[str]` VARCHAR[] (a set sorted), `tuple[int, ...]` BIGINT[], `X | None` nullable); `timestamp=True` stores
+an int of microseconds as TIMESTAMPTZ; `json=True` stores a `tuple[tuple[str, str], ...]` of (key, value) pairs
+as a JSON object in a VARCHAR (keys sorted; NULL when empty), read back as its pairs sorted. Columns come in the order of the fields, so the declaration is the table.
+`Column(stored=False)` keeps a field out of the table.
+
+Everything else is derived, never retyped:
+- `arrow_schema(T)`, `ddl(table, T, key)`: the table;
+- `arrow_table(T, records)`: rows built column by column, by attribute name (no positional tuples);
+- `select_list(T)` and `from_rows(T, names, rows)`: a record read back by column name;
+- `columns(T, *items)`: a SQL select list checked against the declaration when it is built (at
+  import), so that a renamed or dropped column fails there, not in a user's browser.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import types
+import typing
+from typing import Any, Iterable, Sequence
+
+import msgspec
+
+
+class Column(msgspec.Struct, frozen=True):
+    """How a field is stored: its column name (None: the field's), a microsecond int stored as TIMESTAMPTZ, (key,
+    value) pairs stored as a JSON object."""
+
+    name: str | None = None
+    timestamp: bool = False
+    stored: bool = True
+    json: bool = False
+
+
+class Field(msgspec.Struct, frozen=True):
+    """One stored field of a record, resolved: attribute, column, SQL type, and how its value is read back."""
+
+    attr: str
+    column: str
+    sql: str  # DuckDB type
+    kind: str  # "scalar", "tuple", "list", "set": the Python container a list column is read back into; "json": pairs
+    timestamp: bool
+    nullable: bool
+    default: Any  # the field's default, or NODEFAULT
+
+
+_SCALARS = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
+
+
+def _resolve(annotation: Any) -> tuple[Any, Column, bool]:
+    """The bare type of an annotation, its Column (or the default one), and whether None is allowed."""
+    column = Column()
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation, *extras = typing.get_args(annotation)
+        column = next((e for e in extras if isinstance(e, Column)), column)
+    nullable = False
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
+        if len(args) != 1:
+            raise TypeError(f"a stored field must have one type (or it and None), not {annotation}")
+        annotation = args[0]
+    return annotation, column, nullable
+
+
+def _sql_type(bare: Any, where: str) -> tuple[str, str]:
+    if bare in _SCALARS:
+        return _SCALARS[bare], "scalar"
+    origin = typing.get_origin(bare)
+    if origin in (tuple, list, set, frozenset):
+        item = typing.get_args(bare)[0]
+        if item in _SCALARS:
+            return _SCALARS[item] + "[]", {tuple: "tuple", list: "list", set: "set", frozenset: "set"}[origin]
+    raise TypeError(f"{where}: no column type for {bare}")
+
+
+@functools.cache
+def fields(record: type) -> tuple[Field, ...]:
+    """The stored fields of `record`, in declaration order."""
+    hints = typing.get_type_hints(record, include_extras=True)
+    if isinstance(record, type) and issubclass(record, msgspec.Struct):
+        info = msgspec.structs.fields(record)
+        declared = [(f.name, f.default if f.default is not msgspec.NODEFAULT else
+                     (f.default_factory() if f.default_factory is not msgspec.NODEFAULT else msgspec.NODEFAULT))
+                    for f in info]
+    elif dataclasses.is_dataclass(record):
+        declared = [(f.name, f.default if f.default is not dataclasses.MISSING else
+                     (f.default_factory() if f.default_factory is not dataclasses.MISSING else msgspec.NODEFAULT))
+                    for f in dataclasses.fields(record)]
+    else:
+        raise TypeError(f"{record} is neither a msgspec Struct nor a dataclass")
+    out = []
+    for name, default in declared:
+        bare, column, nullable = _resolve(hints[name])
+        if not column.stored:
+            continue
+        if column.timestamp:
+            if bare is not int:
+                raise TypeError(f"{record.__name__}.{name}: a timestamp column holds int microseconds")
+            sql, kind = "TIMESTAMP WITH TIME ZONE", "scalar"
+        elif column.json:
+            if bare != tuple[tuple[str, str], ...]:
+                raise TypeError(f"{record.__name__}.{name}: a JSON column holds tuple[tuple[str, str], ...] pairs")
+            sql, kind = "VARCHAR", "json"
+        else:
+            sql, kind = _sql_type(bare, f"{record.__name__}.{name}")
+        out.append(Field(name, column.name or name, sql, kind, column.timestamp, nullable, default))
+    return tuple(out)
+
+
+def column_names(record: type) -> tuple[str, ...]:
+    return tuple(f.column for f in fields(record))
+
+
+def _arrow_type(f: Field) -> Any:
+    import pyarrow as pa
+
+    if f.timestamp:
+        return pa.timestamp("us", tz="UTC")
+    scalar = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
+    if f.sql.endswith("[]"):
+        return pa.list_(scalar[f.sql[:-2]])
+    return scalar[f.sql]
+
+
+def arrow_schema(record: type, *, before: Sequence[tuple[str, Any]] = ()) -> Any:
+    """The Arrow schema of `record`'s table (`before`: (name, arrow type) columns the table adds in front)."""
+    import pyarrow as pa
+
+    return pa.schema([*before, *((f.column, _arrow_type(f)) for f in fields(record))])
+
+
+def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, str]] = ()) -> str:
+    """CREATE TABLE IF NOT EXISTS for `record` (`before`: (name, SQL type) columns in front; `key`: a constraint)."""
+    cols = ", ".join([*(f"{n} {t}" for n, t in before), *(f"{f.column} {f.sql}" for f in fields(record))])
+    return f"CREATE TABLE IF NOT EXISTS {table} ({cols}{', ' + key if key else ''})"
+
+
+def _stored(f: Field, value: Any) -> Any:
+    if f.kind == "json":
+        return json.dumps(dict(value), sort_keys=True) if value else None
+    if f.kind == "set":
+        return sorted(value)
+    if f.kind == "tuple":
+        return list(value)
+    return value
+
+
+def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[str, Any, Sequence[Any]]] = ()) -> Any:
+    """`records` as an Arrow table of `record`'s schema, column by column by attribute name (`before`: (name,
+    arrow type, values) columns in front)."""
+    import pyarrow as pa
+
+    items = list(records)
+    arrays = [pa.array(list(values), type=typ) for _, typ, values in before]
+    arrays += [pa.array([_stored(f, getattr(r, f.attr)) for r in items], type=_arrow_type(f)) for f in fields(record)]
+    return pa.Table.from_arrays(arrays, schema=arrow_schema(record, before=[(n, t) for n, t, _ in before]))
+
+
+def select_list(record: type, prefix: str = "") -> str:
+    """The columns of `record` for reading it back: timestamps as epoch microseconds, named as their column."""
+    return ", ".join(f"epoch_us({prefix}{f.column}) AS {f.column}" if f.timestamp else f"{prefix}{f.column}"
+                     for f in fields(record))
+
+
+def _read(f: Field, value: Any) -> Any:
+    if value is None:
+        if f.nullable:
+            return None
+        if f.default is not msgspec.NODEFAULT:  # a column added to the table after the row was written
+            return f.default
+        return value
+    if f.kind == "tuple":
+        return tuple(value)
+    if f.kind == "json":
+        return tuple(sorted(json.loads(value).items()))
+    if f.kind == "set":
+        return set(value)
+    if f.kind == "list":
+        return list(value)
+    return value
+
+
+def from_rows(record: type, names: Sequence[str], rows: Iterable[Sequence[Any]], **extra: Any) -> list[Any]:
+    """Records built from SQL rows by column name (`names`: the cursor's column names, `select_list` order or any
+    other); columns that are not the record's are ignored, `extra` fills fields that are not stored."""
+    by_column = {f.column: f for f in fields(record)}
+    at = [(i, by_column[n]) for i, n in enumerate(names) if n in by_column]
+    missing = set(by_column) - {f.column for _, f in at}
+    if missing:
+        raise ValueError(f"{record.__name__} read back without columns {sorted(missing)}")
+    return [record(**{f.attr: _read(f, row[i]) for i, f in at}, **extra) for row in rows]
+
+
+def columns(record: type, *items: str) -> str:
+    """A SQL select list over `record`'s table: each item a column name or `expression AS alias`. A name that is
+    not one of its columns, or an expression that reads none of them, raises here (at import, where the list is
+    built), not when a user's query runs."""
+    known = set(column_names(record))
+    for item in items:
+        expression, _, alias = item.rpartition(" AS ")
+        if not alias or not expression:
+            if item not in known:
+                raise ValueError(f"{record.__name__} has no column {item!r} (it has {sorted(known)})")
+        elif not any(_mentions(expression, c) for c in known):
+            raise ValueError(f"{record.__name__}: {item!r} reads none of its columns")
+    return ", ".join(items)
+
+
+def _mentions(expression: str, column: str) -> bool:
+    import re
+
+    return re.search(rf"(?<!\w){re.escape(column)}(?!\w)", expression) is not None

@@ -1,0 +1,138 @@
+"""Each projection table is its record's declaration (issue 26: one declaration per read model).
+
+The tables are created as the projections create them, in a scratch DuckDB, and compared column by column (name and
+type, in order) with what `engram.kernel.records` derives from the record. A column added, renamed or retyped in one
+place and not the other fails here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+
+from engram.events.cognitive import TraceEncoded
+from engram.kernel import records
+from engram.memory.cognitive.book import EVENT_ONLY, TRACE_FROM_EVENT, Change
+from engram.memory.cognitive.graph import Edge
+from engram.memory.cognitive.model import MemoryTrace
+from engram.memory.cognitive.working_memory import FocusedSlot
+from engram.projections.traces import TraceProjection
+from engram.projections.working_memory import WorkingMemoryProjection
+
+AGENT = [("agent", "VARCHAR")]
+
+# (projection, table, record, the columns the table has in front of the record's)
+DECLARED = [
+    (TraceProjection, "memory_traces", MemoryTrace, []),
+    (TraceProjection, "trace_edges", Edge, AGENT),
+    (TraceProjection, "trace_changes", Change, AGENT),
+    (WorkingMemoryProjection, "working_memory", FocusedSlot, []),
+]
+
+
+def _created(projection: type) -> duckdb.DuckDBPyConnection:
+    db = duckdb.connect()
+    proj = object.__new__(projection)  # only `create`: no context, no fold
+    proj.create(db)
+    return db
+
+
+def _described(db: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    return [(name, typ) for name, typ, *_ in db.execute(f"DESCRIBE {table}").fetchall()]
+
+
+@pytest.mark.parametrize("projection, table, record, before", DECLARED, ids=[d[1] for d in DECLARED])
+def test_every_projection_table_matches_its_declaration(projection, table, record, before):
+    db = _created(projection)
+    expected = duckdb.connect()
+    expected.execute(records.ddl(table, record, before=before))
+    assert _described(db, table) == _described(expected, table)
+
+
+def test_a_trace_keeps_every_field_of_its_encoding_event_but_the_event_only_ones():
+    trace_fields = {f.name for f in dataclasses.fields(MemoryTrace)}
+    unmapped = [name for name in TraceEncoded.__struct_fields__
+                if name not in EVENT_ONLY and TRACE_FROM_EVENT.get(name, name) not in trace_fields]
+    assert unmapped == []
+
+
+def test_the_trace_table_stores_where_a_replys_context_came_from():
+    assert "context_message_ids" in records.column_names(MemoryTrace)
+
+
+def test_a_select_list_naming_a_column_the_declaration_lacks_fails_when_it_is_built():
+    with pytest.raises(ValueError, match="no column 'strength'"):
+        records.columns(MemoryTrace, "trace_id", "strength")
+    with pytest.raises(ValueError, match="reads none of its columns"):
+        records.columns(MemoryTrace, "round(s0, 3) AS s0")
+    assert records.columns(MemoryTrace, "trace_id", "round(encoding_strength, 3) AS s0") == \
+        "trace_id, round(encoding_strength, 3) AS s0"
+
+
+def test_a_trace_read_back_from_its_table_is_the_trace_that_was_written_with_its_context_provenance():
+    """What `TraceProjection._restore` reads after an eviction or a restart: before the declaration, the table had
+    no `context_message_ids`, and a recall answered after it showed no context provenance."""
+    trace = MemoryTrace(
+        trace_id="t1", agent="ann", stream="d1", scope="discussion", scope_id="d1", trace_type="episodic",
+        content="I moved to Lisbon", entities=("Lisbon",), source_type="user_statement", source_seqs=(3, 4),
+        source_message_ids=("m3",), confidence=0.9, valence=0.1, arousal=0.2, dominance=0.3, intensity=0.4,
+        flashbulb=False, importance=0.7, encoding_strength=1.0, stability_s=86400.0, encoded_us=1_700_000_000_000_000,
+        last_access_us=1_700_000_000_000_000, interval_s=3600.0, next_due_us=1_700_003_600_000_000, links={"t0", "t2"},
+        deleted_us=None, last_seq=4, context="where do you live now?", context_message_ids=("m2",),
+    )
+    db = _created(TraceProjection)
+    db.register("batch", records.arrow_table(MemoryTrace, [trace]))
+    db.execute("INSERT INTO memory_traces SELECT * FROM batch")
+    cursor = db.execute(f"SELECT {records.select_list(MemoryTrace)} FROM memory_traces")
+    [back] = records.from_rows(MemoryTrace, [d[0] for d in cursor.description], cursor.fetchall())
+    assert back == trace
+    assert back.context_message_ids == ("m2",)
+
+
+def test_a_traces_labels_are_stored_as_a_json_object_and_read_back_as_the_same_pairs():
+    """`metadata` (`MemoryEdited`) is a JSON object in its VARCHAR column, keys sorted, NULL when there are none (as
+    the table held it before the declaration), and a trace restored from the table has the labels it was written with."""
+    base = dict(
+        agent="ann", stream="d1", scope="discussion", scope_id="d1", trace_type="episodic", content="I moved to Lisbon",
+        source_type="user_statement", source_seqs=(3,), source_message_ids=("m3",), confidence=0.9, valence=0.1,
+        arousal=0.2, dominance=0.3, intensity=0.4, flashbulb=False, importance=0.7, encoding_strength=1.0,
+        stability_s=86400.0, encoded_us=1_700_000_000_000_000, last_access_us=1_700_000_000_000_000, interval_s=3600.0,
+        next_due_us=1_700_003_600_000_000,
+    )
+    labelled = MemoryTrace(trace_id="t1", **base, metadata=(("source", "user-fix"), ("topic", "home")))
+    plain = MemoryTrace(trace_id="t2", **base)
+    db = _created(TraceProjection)
+    db.register("batch", records.arrow_table(MemoryTrace, [labelled, plain]))
+    db.execute("INSERT INTO memory_traces SELECT * FROM batch")
+    assert db.execute("SELECT trace_id, metadata FROM memory_traces ORDER BY trace_id").fetchall() == [
+        ("t1", '{"source": "user-fix", "topic": "home"}'), ("t2", None)]
+    cursor = db.execute(f"SELECT {records.select_list(MemoryTrace)} FROM memory_traces ORDER BY trace_id")
+    back = records.from_rows(MemoryTrace, [d[0] for d in cursor.description], cursor.fetchall())
+    assert [t.metadata for t in back] == [(("source", "user-fix"), ("topic", "home")), ()]
+    assert back == [labelled, plain]
+
+
+def test_a_chunk_memory_line_is_its_declaration_and_leaves_out_what_is_empty_as_the_files_always_did():
+    import json
+
+    import msgspec
+
+    from engram.events.discussion import ChunkSummarized
+    from engram.events.envelope import Recorded
+    from engram.events.provenance import LlmCall
+    from engram.memory.discussion.files import memory_line
+    from engram.memory.discussion.lines import ChunkMemory, canonical
+
+    ev = ChunkSummarized(generation=1, first_seq=3, last_seq=5, message_ids=("m3", "m4", "m5"), token_count=42,
+                         summary="They planned the trip.", llm=LlmCall(provider="offline", model="offline-heuristic", task="summarize_chunk",
+                                                   prompt_hash="h"),
+                         memory_id="g1-m3-5", first_ts_us=1_700_000_000_000_000, last_ts_us=1_700_000_060_000_000,
+                         trigger="messages")
+    rec = Recorded(seq=7, stream="d1", stream_version=7, agent="ann", ts_us=1_700_000_120_000_000, event=ev)
+    line = json.loads(canonical(memory_line(rec, ev)))
+    assert list(line) == sorted(f for f in ChunkMemory.__struct_fields__ if f not in ("workflow", "workflow_error", "metadata"))
+    assert line["llm"] == {"provider": "offline", "model": "offline-heuristic"}  # no error key
+    assert (line["message_count"], line["first_message_id"], line["created_seq"]) == (3, "m3", 7)
+    assert msgspec.convert(line, ChunkMemory) == memory_line(rec, ev)  # what the API answers with, read back
