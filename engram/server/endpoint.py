@@ -85,7 +85,9 @@ PARAMETERS = {
     "query": "The question the context is assembled for (its recalled memories).",
     "recall": "Recall memories for the query into the context (default true).",
     "order": "oldest (default) or newest first.",
-    "kind": "Which memories: traces (default), chunk memories, vector memories or observations.",
+    "kind": "Which kind of memory: a trace or a fact, a chunk memory or a vector memory (listing: traces by default, "
+            "or chunk memories, vector memories, observations).",
+    "memory_id": "The memory's id: a recall hit's trace_id, or a chunk or vector memory's memory_id.",
 }
 
 

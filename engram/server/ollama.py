@@ -307,6 +307,7 @@ async def tags(request: Request):
 
 @router.get("/api/version", summary="The Ollama API version this front door speaks")
 async def version(request: Request):
+    """The version of Ollama's API this door speaks, so that Ollama clients that check it go on."""
     await _ready(request)
     return Response(line({"version": OLLAMA_VERSION}), media_type="application/json")
 
@@ -318,6 +319,7 @@ router.add_api_route("/api/version", version, methods=["HEAD"], include_in_schem
 
 @router.get("/api/ps", summary="Running models (Ollama's list; engram loads none)")
 async def running(request: Request):
+    """The models loaded in memory, as Ollama lists them: engram loads none (its model is the upstream's)."""
     await _ready(request)
     return Response(line({"models": []}), media_type="application/json")
 
@@ -331,6 +333,7 @@ class ShowBody(msgspec.Struct, kw_only=True):
 @router.post("/api/show", summary="A model's details (Ollama's show) for the names /api/tags lists",
              openapi_extra=_body_schema(["model"], {"model": {"type": "string"}}))
 async def show(request: Request):
+    """A model's details as Ollama's show answers them, for the names /api/tags lists (another key's agent: 404)."""
     state, principal = await _ready(request)
     try:
         req = msgspec.json.decode(await request.body() or b"{}", type=ShowBody)

@@ -166,7 +166,7 @@ def injected(client, discussion: str, made_before: list[dict], last: dict) -> bo
     """Whether a chunk memory of the discussion (one existed before the last turn) was in the last reply's system
     prompt (more may have been made since: the recent ones are injected)."""
     assert made_before
-    return any(m["summary"] and m["summary"] in system_of(last) for m in client.memories(AGENT, discussion).memories)
+    return any(m.summary and m.summary in system_of(last) for m in client.memories(AGENT, discussion).memories)
 
 
 def from_the_model(relay: RecordingRelay, reply: str) -> bool:

@@ -22,7 +22,7 @@ class _Url:
 def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
     from engram.client import Client
     from engram.config.service import load_service_config
-    from engram.runtime import serve as ray_serve
+    from engram.boot import ray_serve
 
     home = tmp_path / "home"
     home.mkdir()
