@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench._common import pct, run_threads  # noqa: E402
+from engram.evaluation import unique_facts  # noqa: E402
 
 SAMPLE = ROOT / "engram" / "samples" / "acme-dashboard.jsonl"
 AGENT = "priya"
@@ -251,38 +252,6 @@ def stream_load(url: str, turns: int, questions: list[str]) -> dict:
             "memory_work_whole_request_p50_ms": pct(whole, 0.5) if whole else None}
 
 
-RYW_NAMES = ["Ines", "Marco", "Yuki", "Ahmed", "Olga", "Pedro", "Chen", "Fatima", "Lars", "Amara", "Tomasz", "Priya",
-             "Kofi", "Elena", "Raj", "Sofia", "Hiro"]
-RYW_THINGS = ["passport", "violin", "bicycle", "telescope", "sourdough starter", "chess set", "kayak", "typewriter",
-              "herb garden", "vinyl records", "drone", "sewing machine", "aquarium", "snowboard", "espresso machine",
-              "oil paintings", "beehive", "rowing boat", "camera"]
-RYW_PLACES = ["Lisbon", "Oslo", "Nairobi", "Kyoto", "Lima", "Krakow", "Montreal", "Hanoi", "Dublin", "Tunis", "Perth",
-              "Bergen", "Quito", "Seville", "Tallinn", "Osaka", "Accra", "Porto", "Tbilisi", "Cusco", "Zagreb", "Cork",
-              "Malmo"]
-RYW_SHAPES = ["{name} keeps the {thing} in a storage unit in {place}, tagged {word}.",
-              "Last spring {name} sold the {thing} to a collector from {place}; the receipt says {word}.",
-              "The {thing} that {name} repaired came from a flea market in {place} (lot {word}).",
-              "{name} is shipping the {thing} to {place} next month under booking {word}.",
-              "In {place}, {name} borrowed a {thing} from a neighbour, who wrote {word} on it.",
-              "{name}'s insurance for the {thing} lists {place} as its home, policy {word}.",
-              "A friend in {place} gave {name} the {thing} as a wedding gift, engraved {word}.",
-              "{name} rents out the {thing} to tourists in {place}; the listing is {word}.",
-              "The {thing} {name} lost on the train to {place} was found with tag {word}.",
-              "{name} won the {thing} in a raffle in {place}, ticket number {word}.",
-              "Before moving to {place}, {name} stored the {thing} with code {word}.",
-              "{name} and her brother built the {thing} together in {place}; they call it {word}.",
-              "The museum in {place} asked {name} to lend them the {thing}, reference {word}."]
-
-
-def ryw_fact(i: int) -> tuple[str, str, str]:
-    """Fact `i` (i < 323): any two share at most one of name, thing and place, so memory never merges them as
-    near-duplicates (auto-ingest's cosine >= 0.85), and each has a word no other has; the question naming it."""
-    word = f"zq{i:04d}vex"
-    name, thing, place = RYW_NAMES[i % 17], RYW_THINGS[(7 * i) % 19], RYW_PLACES[(11 * i) % 23]
-    return (RYW_SHAPES[i % 13].format(name=name, thing=thing, place=place, word=word),
-            f"What about {name}'s {thing} and {place}, {word}?", word)
-
-
 def read_your_writes(url: str, writers: int, per_writer: int, offset: int = 0) -> dict:
     """Each writer (its own client) appends a message with a unique word, then recalls that word: the first recall
     after the write (its position passed as `after`) must find it."""
@@ -296,7 +265,7 @@ def read_your_writes(url: str, writers: int, per_writer: int, offset: int = 0) -
         with Client(url) as c:
             mine, mine_reads = [], []
             for j in range(per_writer):
-                text, question, word = ryw_fact(offset + i * per_writer + j)
+                text, question, word = unique_facts.fact(offset + i * per_writer + j)
                 started = time.perf_counter()
                 try:
                     c.append_messages(AGENT, f"ryw-{writers}-{i}", [Message(role="user", content=text)])

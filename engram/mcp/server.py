@@ -10,9 +10,12 @@ the request's API key (`McpEndpoint`).
 What a model needs to use a tool well is declared with the tool (`tool`): a description saying when to use it,
 a description and the bounds of every parameter (`param`), the JSON Schema of its structured result (derived
 from the API's response type, so it cannot drift) and its annotations (`READ`, `WRITE`, `REPLACE`, `ERASE`).
-Bounds and ids are checked by the API, as REST checks them, so a refusal carries REST's code and message: the
-result is an error whose text is `<code>: <message>` and whose structured content is REST's error body
-`{"error": {"code", "message"}}`. tests/server/test_mcp_tools.py holds every tool to this.
+Bounds and ids are checked by the API, as REST checks them, so a refusal carries REST's code and message. It is
+answered as MCP says a tool error is (`isError: true`, the message in text content): the text is `<code>: <message>`
+(the code first, for a model to read), without structured content (REST's error body is not the tool's
+outputSchema, and clients such as the MCP Inspector check structured content against it even in an error), and with
+REST's error body in `_meta["engram/error"]` for a program that wants the code without parsing text.
+tests/server/test_mcp_tools.py holds every tool to this.
 """
 
 
@@ -38,6 +41,8 @@ INSTRUCTIONS = (
     "and chunk memories. A refused call answers `<code>: <message>` with the codes of engram's REST API "
     "(invalid_id, invalid_request, unknown_agent, …)."
 )
+
+ERROR_META = "engram/error"  # where a refusal carries REST's error body (`_meta`), beside its text
 
 # What each tool does to memory (MCP's tool annotations; none reaches outside engram's home).
 READ = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
@@ -118,9 +123,10 @@ def build(backend_for: Callable):
     from engram.kernel.logs import keep_root_handlers
 
     def refused(exc) -> CallToolResult:
+        """A tool error as MCP's spec has it: no structured content (it would not match the outputSchema)."""
         body = {"error": {"code": exc.code, "message": exc.message}}
         return CallToolResult(content=[TextContent(type="text", text=f"{exc.code}: {exc.message}")],
-                              structured_content=body, is_error=True)
+                              is_error=True, _meta={ERROR_META: body})
 
     class EngramMCP(MCPServer):
         async def _handle_list_resources(self, ctx, params):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from engram.api import types as t
+from engram.evaluation.unique_facts import fact
 
 pytestmark = [pytest.mark.ray, pytest.mark.server]
 
@@ -39,38 +40,6 @@ def served(ray_session, tmp_path_factory):
             yield mem, served
     finally:
         mem.close()
-
-
-NAMES = ["Ines", "Marco", "Yuki", "Ahmed", "Olga", "Pedro", "Chen", "Fatima", "Lars", "Amara", "Tomasz", "Priya",
-         "Kofi", "Elena", "Raj", "Sofia", "Hiro"]
-THINGS = ["passport", "violin", "bicycle", "telescope", "sourdough starter", "chess set", "kayak", "typewriter",
-          "herb garden", "vinyl records", "drone", "sewing machine", "aquarium", "snowboard", "espresso machine",
-          "oil paintings", "beehive", "rowing boat", "camera"]
-PLACES = ["Lisbon", "Oslo", "Nairobi", "Kyoto", "Lima", "Krakow", "Montreal", "Hanoi", "Dublin", "Tunis", "Perth",
-          "Bergen", "Quito", "Seville", "Tallinn", "Osaka", "Accra", "Porto", "Tbilisi", "Cusco", "Zagreb", "Cork",
-          "Malmo"]
-SHAPES = ["{name} keeps the {thing} in a storage unit in {place}, tagged {word}.",
-          "Last spring {name} sold the {thing} to a collector from {place}; the receipt says {word}.",
-          "The {thing} that {name} repaired came from a flea market in {place} (lot {word}).",
-          "{name} is shipping the {thing} to {place} next month under booking {word}.",
-          "In {place}, {name} borrowed a {thing} from a neighbour, who wrote {word} on it.",
-          "{name}'s insurance for the {thing} lists {place} as its home, policy {word}.",
-          "A friend in {place} gave {name} the {thing} as a wedding gift, engraved {word}.",
-          "{name} rents out the {thing} to tourists in {place}; the listing is {word}.",
-          "The {thing} {name} lost on the train to {place} was found with tag {word}.",
-          "{name} won the {thing} in a raffle in {place}, ticket number {word}.",
-          "Before moving to {place}, {name} stored the {thing} with code {word}.",
-          "{name} and her brother built the {thing} together in {place}; they call it {word}.",
-          "The museum in {place} asked {name} to lend them the {thing}, reference {word}."]
-
-
-def fact(i: int) -> tuple[str, str, str]:
-    """A fact no other fact nearly repeats (any two share at most one of name, thing and place, which a memory
-    would otherwise merge as a near-duplicate), a word only it has, and the question that names them."""
-    word = f"zq{i:04d}vex"
-    name, thing, place = NAMES[i % 17], THINGS[(7 * i) % 19], PLACES[(11 * i) % 23]
-    text = SHAPES[i % 13].format(name=name, thing=thing, place=place, word=word)
-    return text, f"What about {name}'s {thing} and {place}, {word}?", word
 
 
 class Ingest:

@@ -131,9 +131,21 @@ def arguments(tool: dict) -> dict:
     return out
 
 
+def refusal(result) -> dict:
+    """A refused call as MCP's spec has a tool error: `isError`, the code and message as text, no structured content
+    (it would not match the outputSchema), REST's error body in `_meta`. Returns that body's error."""
+    from engram.mcp.server import ERROR_META
+
+    assert result.is_error and result.structured_content is None, result
+    body = (result.meta or {})[ERROR_META]["error"]
+    assert body["code"] in CODES and body["message"], body
+    assert result.content[0].text == f"{body['code']}: {body['message']}"
+    return body
+
+
 def test_every_mcp_tool_answers_structured_content_that_matches_its_schema_or_a_rest_error(served):
     """Each tool called once with the arguments a caller would send (destructive ones last): the `mcp` client checks
-    the structured content against the tool's outputSchema; a refusal is REST's error body with a stable code."""
+    the structured content against the tool's outputSchema; a refusal is a tool error with REST's code."""
     _, _, url = served
 
     async def go():
@@ -146,9 +158,7 @@ def test_every_mcp_tool_answers_structured_content_that_matches_its_schema_or_a_
     answered = asyncio.run(go())
     for name, result in answered:
         if result.is_error:
-            body = result.structured_content
-            assert body and body["error"]["code"] in CODES and body["error"]["message"], (name, result.content)
-            assert result.content[0].text == f"{body['error']['code']}: {body['error']['message']}"
+            refusal(result)
         else:
             assert result.structured_content is not None, name
             assert json.loads(result.content[0].text) == result.structured_content, name
@@ -167,7 +177,7 @@ def refusals(client_for) -> list:
                     await client.call_tool("recall", {"agent": "ok", "query": "x", "limit": "many"}),
                     await client.call_tool("recall", {"agent": "ok"})]
 
-    return [(r.structured_content or {}).get("error", {}) | {"text": r.content[0].text} for r in asyncio.run(go())]
+    return [refusal(r) | {"text": r.content[0].text} for r in asyncio.run(go())]
 
 
 def test_a_refused_mcp_call_answers_rests_code_over_stdio_and_http_alike(served):
@@ -187,6 +197,29 @@ def test_a_refused_mcp_call_answers_rests_code_over_stdio_and_http_alike(served)
     assert rest["code"] == over_http[0]["code"] == "invalid_id"
 
 
+def test_editing_or_deleting_a_memory_that_does_not_exist_is_a_tool_error_naming_it_over_stdio_and_http(served):
+    """The refusal a model reads when it names a memory that is not there: `not_found: …` naming the id, as a tool
+    error any client accepts (the `mcp` client's own result check included), over both transports."""
+    _, home, url = served
+
+    def calls(client_for) -> list:
+        async def go():
+            async with client_for() as client:
+                await client.call_tool("remember", {"agent": AGENT, "discussion": DISCUSSION, "content": FACT})
+            return [await client.call_tool("edit_memory", {"agent": AGENT, "memory_id": "no-such-trace",
+                                                               "content": "Tomas keeps wasps."}),
+                        await client.call_tool("delete_memory", {"agent": AGENT, "memory_id": "no-such-trace"}),
+                        await client.call_tool("edit_memory", {"agent": AGENT, "memory_id": "no-such-fact",
+                                                               "kind": "fact", "metadata": {"topic": "bees"}})]
+
+        return [refusal(r) for r in asyncio.run(go())]
+
+    for answered in (calls(lambda: http_client(url)), calls(lambda: stdio_client(home))):
+        assert [r["code"] for r in answered] == ["not_found"] * 3
+        assert "'no-such-trace'" in answered[0]["message"] and "'no-such-trace'" in answered[1]["message"]
+        assert "'no-such-fact'" in answered[2]["message"]
+
+
 def test_the_what_do_you_remember_prompt_asks_the_model_to_recall_first(served):
     _, _, url = served
 
@@ -203,14 +236,19 @@ def test_the_what_do_you_remember_prompt_asks_the_model_to_recall_first(served):
     assert "`recall`" in text and repr(AGENT) in text and "Tomas" in text
 
 
-def inspector(home: Path, *args: str) -> dict:
-    """`npx @modelcontextprotocol/inspector --cli engram --home HOME mcp …` as installed by make (offline)."""
+TOOL_ERROR = 5  # the Inspector CLI's exit code for a tool that answered `isError: true` (its result still printed)
+
+
+def inspector(home: Path, *args: str, refused: bool = False) -> dict:
+    """`npx @modelcontextprotocol/inspector --cli engram --home HOME mcp …` as installed by make (offline). A call
+    the tool refuses exits TOOL_ERROR with the result on stdout; a result the Inspector rejects (structured content
+    that does not match the outputSchema) exits otherwise, so it fails here."""
     engram = Path(sys.executable).with_name("engram")
     env = {**os.environ, "npm_config_offline": "true", "MCP_CATALOG_PATH": str(home.with_name("mcp-catalog.json"))}
     done = subprocess.run(["npx", "--no-install", "@modelcontextprotocol/inspector", "--cli", *args, "--",
                            str(engram), "--home", str(home), "mcp"], cwd=INSPECTOR, env=env, capture_output=True,
                           text=True, timeout=300)
-    assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+    assert done.returncode == (TOOL_ERROR if refused else 0), (args, done.stdout[-2000:], done.stderr[-2000:])
     return json.loads(done.stdout)
 
 
@@ -227,16 +265,24 @@ def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(
                               {"delete_memory": 1, "forget": 2}.get(t["name"], 0)))
     by_name = {t["name"]: t for t in tools}
 
-    def call(tool: dict, given: dict) -> dict:
+    def call(tool: dict, given: dict, refused: bool = False) -> dict:
         args = [f"{k}={v}" for k, v in given.items()]
         return inspector(home, "--method", "tools/call", "--tool-name", tool["name"],
-                         *[a for arg in args for a in ("--tool-arg", arg)])
+                         *[a for arg in args for a in ("--tool-arg", arg)], refused=refused)
 
-    # The tools that name one memory get ids of memories that exist (made-up ids would be refused, and the Inspector
-    # checks even a refusal against the tool's output schema): two more facts, then what recall finds.
+    # Two more facts (the agent exists for what follows; its memories for the tools that name one).
     for fact in ("Probe's aunt Rita sails from Porto every June.", "Probe's friend Joao repairs clocks in Lisbon."):
         remember = arguments(by_name["remember"])
         call(by_name["remember"], {**remember, **{k: fact for k in ("content", "text") if k in remember}})
+    # A model naming a memory that is not there: the Inspector accepts the refusal (a tool error without structured
+    # content) and shows REST's code and the id as text.
+    for name in ("edit_memory", "delete_memory"):
+        answer = call(by_name[name], {**arguments(by_name[name]), "memory_id": "no-such-memory"}, refused=True)
+        assert answer["isError"] is True and "structuredContent" not in answer, answer
+        text = answer["content"][0]["text"]
+        assert text.startswith("not_found: ") and "'no-such-memory'" in text, text
+        assert answer["_meta"]["engram/error"]["error"]["code"] == "not_found"
+
     ids: list[str] = []
     for _ in range(5):  # each Inspector call is a new `engram mcp` process: its session has not seen those writes
         found = call(by_name["recall"], {**arguments(by_name["recall"]), "query": "Rita sails; Joao repairs clocks",
@@ -249,14 +295,9 @@ def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(
         given = arguments(tool)
         if "memory_id" in given:
             if not ids:
-                # This home's groups make no traces from what was remembered: a made-up id would be refused, and the
-                # Inspector rejects a refusal whose structured content is not the tool's output schema (issue 23's
-                # note). The SDK-based test above calls these tools and checks their refusals.
-                continue
+                continue  # no memory to name: the refusal above is what these tools answer
             given["memory_id"] = ids[0]  # edited (a replace), then deleted
         answer = call(tool, given)
-        assert answer["structuredContent"], tool["name"]
-        if answer.get("isError"):  # a tool whose made-up arguments name nothing that exists: REST's refusal
-            assert answer["structuredContent"]["error"]["code"] in CODES, (tool["name"], answer)
+        assert answer["structuredContent"] and not answer.get("isError"), (tool["name"], answer)
     called = {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"}
     assert called <= {t["name"] for t in tools}
