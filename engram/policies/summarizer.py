@@ -26,7 +26,9 @@ from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequest
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.kernel.placement import owner
+from engram.events.memory_edits import MemoryEdited
 from engram.memory.discussion.chunking import Msg
+from engram.memory.discussion.files import with_edits
 from engram.memory.discussion.memory_workflows import MemoryWorkflowLibrary
 from engram.memory.discussion.state import DiscussionState, HISTORY_TYPES, state_from_log
 from engram.memory.discussion.summarizer import DiscussionSummarizer, EmbeddingJob, to_msg
@@ -60,8 +62,9 @@ class _Log:
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
         return [to_msg(r) for r in self._read(after=after_seq, to_seq=to_seq, stream=discussion, types=["MessageAppended"])]
 
-    def chunk_memories(self, discussion: str, after_seq: int) -> list[Recorded]:
-        return self._read(after=after_seq, stream=discussion, types=["ChunkSummarized"])
+    def chunk_memories(self, discussion: str, after_seq: int, to_seq: int | None = None) -> list[Recorded]:
+        return with_edits(self._read(after=after_seq, to_seq=to_seq, stream=discussion,
+                                     types=["ChunkSummarized", "MemoryEdited"]))
 
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
         return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))
@@ -76,6 +79,7 @@ class Summarizer(Policy):
             "GenerationStarted",
             "SummaryUpdateRequested",
             "RollingSummaryUpdated",
+            "MemoryEdited",
             "DiscussionForgotten",
             "AgentForgotten",
         }
@@ -194,6 +198,8 @@ class Summarizer(Policy):
                 actor.on_summary_request(rec, settings, emit, self.flush)
             elif isinstance(ev, RollingSummaryUpdated):
                 actor.adopt_summary(rec)
+            elif isinstance(ev, MemoryEdited):
+                actor.on_memory_edit(rec, settings, emit, self.flush)
             if time.monotonic() - self._last_flush > FLUSH_INTERVAL_S:
                 self.flush(wait=False)
 

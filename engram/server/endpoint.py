@@ -163,11 +163,7 @@ def _struct_at(info, path: str):
     import re
 
     for name, _index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
-        while isinstance(info, msgspec.inspect.UnionType):  # an optional field: its non-null member
-            members = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
-            if len(members) != 1:
-                return None
-            info = members[0]
+        info = _bare(info)
         if name:
             fields = {f.encode_name: f.type for f in getattr(info, "fields", ())}
             if name not in fields:
@@ -177,12 +173,23 @@ def _struct_at(info, path: str):
             info = getattr(info, "item_type", None)
         if info is None:
             return None
-    while isinstance(info, msgspec.inspect.UnionType):
-        members = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
-        if len(members) != 1:
-            return None
-        info = members[0]
+    info = _bare(info)
     return info if isinstance(info, msgspec.inspect.StructType) else None
+
+
+def _bare(info):
+    """A type without its metadata (a description, bounds) and, for an optional one, its non-null member (None when
+    it has several)."""
+    while True:
+        if isinstance(info, msgspec.inspect.Metadata):
+            info = info.type
+        elif isinstance(info, msgspec.inspect.UnionType):
+            members = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+            if len(members) != 1:
+                return None
+            info = members[0]
+        else:
+            return info
 
 
 AFTER_DOC = ("Read your writes: the `position` a write answered with. The read answers once what it reads has "

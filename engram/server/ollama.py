@@ -228,18 +228,26 @@ def _body_schema(required: list[str], properties: dict) -> dict:
         "type": "object", "required": required, "properties": properties}}}}}
 
 
-OPTIONS_SCHEMA = {"type": "object", "properties": {
-    "temperature": {"type": "number"}, "top_p": {"type": "number"}, "top_k": {"type": "integer"},
-    "num_predict": {"type": "integer"}, "seed": {"type": "integer"},
-    "stop": {"type": "array", "items": {"type": "string"}}}}
+OPTIONS_SCHEMA = {"type": "object", "description": "Ollama's sampling options (the ones engram passes to the model).",
+                  "properties": {
+    "temperature": {"type": "number", "description": "Sampling temperature."},
+    "top_p": {"type": "number", "description": "Nucleus sampling's probability mass."},
+    "top_k": {"type": "integer", "description": "Sample from the k likeliest tokens."},
+    "num_predict": {"type": "integer", "description": "The most tokens the reply may have."},
+    "seed": {"type": "integer", "description": "A seed for reproducible sampling."},
+    "stop": {"type": "array", "items": {"type": "string"}, "description": "Texts that end the reply."}}}
+MODEL = {"type": "string", "description": "A model name /api/tags lists (the agent whose memory answers)."}
+STREAM = {"type": "boolean", "description": "Answer as NDJSON lines as the model writes (default true)."}
 
 
 @router.post("/api/chat", summary="Ollama-compatible chat with memory (NDJSON stream unless stream is false)",
              openapi_extra=_body_schema(["model", "messages"], {
-                 "model": {"type": "string"}, "stream": {"type": "boolean"}, "options": OPTIONS_SCHEMA,
-                 "messages": {"type": "array", "minItems": 1, "items": {
+                 "model": MODEL, "stream": STREAM, "options": OPTIONS_SCHEMA,
+                 "messages": {"type": "array", "minItems": 1, "description": "The conversation, the whole history "
+                              "every turn; a `[DiscussionId]` tag in any message switches memory on.", "items": {
                      "type": "object", "required": ["role"],
-                     "properties": {"role": {"type": "string", "enum": sorted(ROLES)}, "content": {"type": "string"}}}}}))
+                     "properties": {"role": {"type": "string", "enum": sorted(ROLES), "description": "Who said it."},
+                                    "content": {"type": "string", "description": "What was said."}}}}}))
 async def chat(request: Request):
     """Ollama's chat. A `[DiscussionId]…[/DiscussionId]` tag in any message switches memory on (the rules of
     `/v1/chat/completions`); without one the conversation is forwarded to the model unchanged."""
@@ -261,8 +269,13 @@ async def chat(request: Request):
 
 @router.post("/api/generate", summary="Ollama-compatible generate with memory (NDJSON stream unless stream is false)",
              openapi_extra=_body_schema(["model"], {
-                 "model": {"type": "string"}, "prompt": {"type": "string"}, "system": {"type": "string"},
-                 "stream": {"type": "boolean"}, "raw": {"type": "boolean"}, "options": OPTIONS_SCHEMA}))
+                 "model": MODEL,
+                 "prompt": {"type": "string", "description": "The prompt; a `[DiscussionId]` tag in it makes it the "
+                            "discussion's next user turn, answered with its memory."},
+                 "system": {"type": "string", "description": "A system prompt for this request."},
+                 "stream": STREAM,
+                 "raw": {"type": "boolean", "description": "Send the prompt to the model as it is (no template)."},
+                 "options": OPTIONS_SCHEMA}))
 async def generate(request: Request):
     """Ollama's generate. Without a `[DiscussionId]` tag the prompt is answered as one user message (with `raw`:
     sent as it is); with one, the prompt is the discussion's next user turn, answered with its memory."""
@@ -331,7 +344,7 @@ class ShowBody(msgspec.Struct, kw_only=True):
 
 
 @router.post("/api/show", summary="A model's details (Ollama's show) for the names /api/tags lists",
-             openapi_extra=_body_schema(["model"], {"model": {"type": "string"}}))
+             openapi_extra=_body_schema(["model"], {"model": MODEL}))
 async def show(request: Request):
     """A model's details as Ollama's show answers them, for the names /api/tags lists (another key's agent: 404)."""
     state, principal = await _ready(request)

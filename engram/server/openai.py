@@ -194,6 +194,15 @@ def pieces(text: str, size: int = STREAM_PIECE_CHARS) -> list[str]:
     return out
 
 
+# The request bodies' fields as the OpenAPI document describes them (what engram reads of OpenAI's requests).
+MODEL = ("The model; `engram/<agent>` names the agent whose memory answers (else the `X-Engram-Agent` header, the "
+         "key's one agent or `proxy.defaultAgent`).")
+STREAM = "Answer as server-sent events as the model writes (default false)."
+MAX_TOKENS = "The most tokens the reply may have."
+MESSAGES = ("The conversation, the whole history every turn; a `[DiscussionId]…[/DiscussionId]` tag in any message "
+            "switches memory on for that discussion.")
+
+
 @router.post("/v1/chat/completions", summary="OpenAI-compatible chat completion with memory",
              responses={**error_responses("invalid_id", "malformed_messages", "conflict", "unknown_agent", "bad_workflow",
                                           "llm_error", "llm_unavailable"),
@@ -201,12 +210,16 @@ def pieces(text: str, size: int = STREAM_PIECE_CHARS) -> list[str]:
                                              "chat.completion.chunk objects ending with `data: [DONE]`"}},
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["model", "messages"],
-                 "properties": {"model": {"type": "string"}, "stream": {"type": "boolean"},
-                                "max_tokens": {"type": "integer", "minimum": 1},
-                                "messages": {"type": "array", "minItems": 1, "items": {
+                 "properties": {"model": {"type": "string", "description": MODEL},
+                                "stream": {"type": "boolean", "description": STREAM},
+                                "max_tokens": {"type": "integer", "minimum": 1, "description": MAX_TOKENS},
+                                "messages": {"type": "array", "minItems": 1, "description": MESSAGES, "items": {
                                     "type": "object", "required": ["role"],
-                                    "properties": {"role": {"type": "string", "enum": sorted(ROLES)},
-                                                   "content": {"type": "string"}, "name": {"type": "string"}}}}}}}}}})
+                                    "properties": {"role": {"type": "string", "enum": sorted(ROLES),
+                                                            "description": "Who said it."},
+                                                   "content": {"type": "string", "description": "What was said."},
+                                                   "name": {"type": "string",
+                                                            "description": "The speaker's name, if any."}}}}}}}}}})
 async def chat_completions(request: Request):
     """OpenAI's chat completion. A `[DiscussionId]…[/DiscussionId]` tag in any message switches memory on: new
     messages are appended once, the memory workflow injects summary, memories and recall into the system prompt,
@@ -359,10 +372,15 @@ def text_request(prompt: str, system: str, *, raw: bool, max_tokens: int | None,
                                              "text_completion objects ending with `data: [DONE]`"}},
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
                  "type": "object", "required": ["model", "prompt"],
-                 "properties": {"model": {"type": "string"}, "prompt": {"type": "string"},
-                                "stream": {"type": "boolean"}, "max_tokens": {"type": "integer", "minimum": 1},
-                                "temperature": {"type": "number"}, "top_p": {"type": "number"},
-                                "stop": {"type": "array", "items": {"type": "string"}}}}}}}})
+                 "properties": {"model": {"type": "string", "description": MODEL},
+                                "prompt": {"type": "string", "description": "The prompt: a chat template's transcript "
+                                           "or plain text; a `[DiscussionId]` tag in it switches memory on."},
+                                "stream": {"type": "boolean", "description": STREAM},
+                                "max_tokens": {"type": "integer", "minimum": 1, "description": MAX_TOKENS},
+                                "temperature": {"type": "number", "description": "Sampling temperature."},
+                                "top_p": {"type": "number", "description": "Nucleus sampling's probability mass."},
+                                "stop": {"type": "array", "items": {"type": "string"},
+                                         "description": "Texts that end the reply."}}}}}}})
 async def text_completions(request: Request):
     """OpenAI's text completion. Without a `[DiscussionId]` tag in the prompt it is forwarded to the model as it is
     (a text-completion endpoint gets it untouched). With one, a transcript in a chat template (ChatML, Llama 3,

@@ -206,3 +206,46 @@ def test_an_edited_chunk_or_vector_memory_shows_its_new_form_and_a_deleted_one_l
     assert memory_id not in [r[0] for r in left] and len(left) == len(rows) - 1
     job = mem.replay(t.ReplayRequest(verify=True))
     assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
+
+
+def _ask_for_the_summary(mem, name: str) -> None:
+    """What a workflow's chatSummarySummarizer node does: ask the rolling summary to catch up (batches of 3)."""
+    from engram.api.clock import now_us
+    from engram.events.envelope import NewEvent, Write
+    from engram.memory.discussion.memory_files import summary_request
+
+    request = summary_request("chatSummarySummarizer", min_memories_per_summary=1, loop_if_memories_exceed=3)
+    mem.rt.append([Write(DISCUSSION, AGENT, (NewEvent(request, now_us(), f"summary-request:{name}"),))])
+    mem.wait_idle()
+
+
+def test_the_rolling_summary_is_written_again_when_a_chunk_memory_it_absorbed_is_edited(chunked):
+    mem = chunked
+    home = mem.home.root
+    chunks = mem.memories(AGENT, DISCUSSION).memories
+    first, second = chunks[0], chunks[1]
+    # A chunk memory edited before the summary absorbs it is merged in its edited form.
+    mem.edit_memory(AGENT, "chunk", second.memory_id, t.MemoryEdit(content="Ines books the tram 28 tickets ZT-9902."))
+    _ask_for_the_summary(mem, "first")
+    summary = mem.summary(AGENT, DISCUSSION).summary
+    assert summary.memories_absorbed == len(chunks) and summary.absorbed_through == chunks[-1].memory_id
+    assert "ZT-9902" in summary.summary and second.summary not in summary.summary
+    assert first.summary in summary.summary
+
+    # One it absorbed already: the summary is written again over the chunk memories as they are now.
+    edited = mem.edit_memory(AGENT, "chunk", first.memory_id, t.MemoryEdit(content=NEW_FORM))
+    mem.wait_idle()
+    again = mem.summary(AGENT, DISCUSSION).summary
+    assert again.updated_seq > edited.seq
+    assert NEW_FORM in again.summary and first.summary not in again.summary and "ZT-9902" in again.summary
+    assert (again.memories_absorbed, again.absorbed_through) == (len(chunks), chunks[-1].memory_id)
+    file = json.loads(Path(mem.summary(AGENT, DISCUSSION).path).read_text())
+    assert file["summary"] == again.summary
+    job = mem.replay(t.ReplayRequest(verify=True))
+    assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []
+
+    # Deleting the edited chunk memory takes its words out of the summary that quoted them, too.
+    job = mem.delete_memory(AGENT, "chunk", first.memory_id, t.ForgetRequest())
+    assert mem.jobs.wait(job.id, timeout=300).state == "succeeded"
+    mem.wait_idle()
+    assert files_holding(home, b"QX-4471") == []

@@ -89,3 +89,37 @@ def test_a_cli_count_out_of_bounds_names_the_option_the_user_typed(tmp_path, typ
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert f"argument {named}: " in last and "from 1 to" in last, last
+
+
+def undescribed(node, where: str = "") -> list[str]:
+    """Every property of every schema in `node` (components, request bodies, inline objects, nested) without a
+    description, by where it is."""
+    out = []
+    if isinstance(node, dict):
+        for name, prop in (node.get("properties") or {}).items() if isinstance(node.get("properties"), dict) else ():
+            if not (isinstance(prop, dict) and prop.get("description")):
+                out.append(f"{where}.{name}")
+        for key, value in node.items():
+            out += undescribed(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += undescribed(value, f"{where}[{i}]")
+    return out
+
+
+def test_every_field_of_every_schema_is_described(document):
+    assert undescribed(document) == []
+    recall = document["components"]["schemas"]["RecallRequest"]["properties"]
+    assert "ISO 8601" in recall["since"]["description"]
+    item = document["components"]["schemas"]["MemoryItem"]["properties"]
+    assert set(item["kind"]["enum"]) == {"trace", "fact", "chunk", "vector"}  # not the listing's kinds
+    assert "<out>/log/" in document["components"]["schemas"]["ExportRequest"]["properties"]["out"]["description"]
+
+
+def test_the_check_finds_an_undescribed_field_wherever_it_is():
+    doc = {"components": {"schemas": {"A": {"properties": {"x": {"type": "string", "description": "X."},
+                                                           "y": {"type": "integer"}}}}},
+           "paths": {"/p": {"post": {"requestBody": {"content": {"application/json": {"schema": {
+               "properties": {"o": {"description": "O.", "properties": {"deep": {"type": "number"}}}}}}}}}}}}
+    assert undescribed(doc) == ["/components/schemas/A.y",
+                                "/paths//p/post/requestBody/content/application/json/schema/properties/o.deep"]

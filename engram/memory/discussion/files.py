@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
+
+import msgspec
 
 from engram.config.home import ProjectionPaths
 from engram.events.discussion import ChunkSummarized, RollingSummaryUpdated
 from engram.events.envelope import Recorded, iso
+from engram.events.memory_edits import MemoryEdited
 from engram.events.provenance import LlmCall
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.memory.discussion.lines import ChunkMemory, LlmUsed, RollingSummary
@@ -33,6 +37,20 @@ class DiscussionNotFound(LookupError):
 def chunk_memory_id(ev: ChunkSummarized) -> str:
     """The memory's id (derived the Summarizer's way when a producer recorded none)."""
     return ev.memory_id or f"g{ev.generation}-m{ev.first_seq}-{ev.last_seq}"
+
+
+def with_edits(records: Sequence[Recorded]) -> list[Recorded]:
+    """The ChunkSummarized records of `records` (a discussion's events in log order), each with the text of the
+    latest `MemoryEdited` of its chunk memory among them: a chunk memory as the user left it."""
+    edited = {r.event.memory_id: r.event.content for r in records
+              if isinstance(r.event, MemoryEdited) and r.event.kind == "chunk" and r.event.content is not None}
+    out = []
+    for r in records:
+        if isinstance(r.event, ChunkSummarized):
+            text = edited.get(chunk_memory_id(r.event))
+            out.append(r if text is None else msgspec.structs.replace(r, event=msgspec.structs.replace(
+                r.event, summary=text)))
+    return out
 
 
 def memory_line(rec: Recorded, ev: ChunkSummarized) -> ChunkMemory:

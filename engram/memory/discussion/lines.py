@@ -10,55 +10,58 @@ command) can use them without loading the configuration models.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+
+from engram.kernel.describe import doc
 
 
 class LlmUsed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Which provider and model wrote the line; `error`: why it fell back, when it did."""
 
-    provider: str
-    model: str
-    error: str | None = None
+    provider: Annotated[str, doc("The provider that wrote it (anthropic, offline, an endpoint's name, …).")]
+    model: Annotated[str, doc("The model that wrote it.")]
+    error: Annotated[str | None, doc("Why it fell back to another provider, when it did.")] = None
 
 
 class ChunkMemory(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A chunk memory: the summary of a run of messages, and the messages it was made from."""
 
-    memory_id: str
-    generation: int
-    summary: str
-    first_seq: int
-    last_seq: int
-    first_message_id: str
-    last_message_id: str
-    message_ids: list[str]
-    message_count: int
-    token_count: int
-    first_ts: str
-    last_ts: str
-    created_seq: int
-    created_at: str
-    mode: str  # standard | consolidation
-    trigger: str  # the threshold that closed the chunk
-    llm: LlmUsed
-    workflow: str | None = None  # "<fileMemoryWorkflowName>@<content hash>" when a workflow wrote it
-    workflow_error: str | None = None  # why the named workflow was not used (the built-in prompt was)
-    metadata: dict[str, str] | None = None  # the user's labels (`MemoryEdited`); absent: none
+    memory_id: Annotated[str, doc("The chunk memory's id.")]
+    generation: Annotated[int, doc(
+        "The generation it belongs to (a regenerate writes a new one that supersedes the old).")]
+    summary: Annotated[str, doc("The summary of the chunk's messages.")]
+    first_seq: Annotated[int, doc("The log position of the chunk's first message.")]
+    last_seq: Annotated[int, doc("The log position of its last message.")]
+    first_message_id: Annotated[str, doc("The id of its first message.")]
+    last_message_id: Annotated[str, doc("The id of its last message.")]
+    message_ids: Annotated[list[str], doc("The ids of its messages, in order.")]
+    message_count: Annotated[int, doc("How many messages it summarises.")]
+    token_count: Annotated[int, doc("The estimated tokens of those messages.")]
+    first_ts: Annotated[str, doc("When its first message was said (ISO 8601).")]
+    last_ts: Annotated[str, doc("When its last message was said (ISO 8601).")]
+    created_seq: Annotated[int, doc("The log position of the event that made it.")]
+    created_at: Annotated[str, doc("When it was made (event time, ISO 8601).")]
+    mode: Annotated[str, doc("How it was made: standard (as messages arrived) or consolidation (a regenerate).")]
+    trigger: Annotated[str, doc("The threshold that closed the chunk.")]
+    llm: Annotated[LlmUsed, doc("Which provider and model wrote the summary.")]
+    workflow: Annotated[str | None, doc("\"<fileMemoryWorkflowName>@<content hash>\" when a workflow wrote it.")] = None
+    workflow_error: Annotated[str | None, doc("Why the named workflow was not used (the built-in prompt was).")] = None
+    metadata: Annotated[dict[str, str] | None, doc("The user's labels (`MemoryEdited`); absent: none.")] = None
 
 
 class RollingSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The rolling summary of a discussion and the chunk memory it has absorbed up to."""
 
-    summary: str
-    generation: int
-    absorbed_through: str
-    absorbed_through_seq: int
-    memories_absorbed: int
-    updated_seq: int
-    updated_at: str
-    llm: LlmUsed
+    summary: Annotated[str, doc("The summary of the discussion so far.")]
+    generation: Annotated[int, doc("The generation of chunk memories it was written from.")]
+    absorbed_through: Annotated[str, doc("The id of the last chunk memory it has absorbed.")]
+    absorbed_through_seq: Annotated[int, doc("The log position of that chunk memory.")]
+    memories_absorbed: Annotated[int, doc("How many chunk memories it has absorbed.")]
+    updated_seq: Annotated[int, doc("The log position of the event that last updated it.")]
+    updated_at: Annotated[str, doc("When it was last updated (event time, ISO 8601).")]
+    llm: Annotated[LlmUsed, doc("Which provider and model wrote it.")]
 
 
 def canonical(record: Any) -> str:

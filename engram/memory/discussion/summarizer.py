@@ -8,6 +8,9 @@ written) and reacts to the discussion's events in log order:
 - `GenerationStarted` (regeneration): everything starts over without a store (consolidation mode),
   from the full history, and the check runs at once.
 - `SummaryUpdateRequested` (chatSummarySummarizer, FullChatSummary): the merge loop (see `rolling`).
+- `MemoryEdited` of a chunk memory the rolling summary has absorbed: the summary is written again from the
+  chunk memories as they are now (an edit supersedes: the summary must not keep the old words). Chunk memories are
+  always read with their edits (`MemoryLog.chunk_memories`), so one absorbed later is merged in its edited form.
 
 Its decisions only depend on the events it has seen and the settings in force (folded from
 `SettingsChanged` by the host). Every event it emits has a deterministic id, so handling the
@@ -58,7 +61,10 @@ class MemoryLog(Protocol):
 
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]: ...
 
-    def chunk_memories(self, discussion: str, after_seq: int) -> list[Recorded]: ...
+    def chunk_memories(self, discussion: str, after_seq: int, to_seq: int | None = None) -> list[Recorded]:
+        """The discussion's ChunkSummarized events after `after_seq`, each with the text of its latest
+        `MemoryEdited` up to `to_seq` (`engram.memory.discussion.files.with_edits`)."""
+        ...
 
     def history(self, discussion: str, to_seq: int) -> list[Recorded]:
         """The discussion's own events up to `to_seq` (messages, generations, memory events)."""
@@ -175,13 +181,40 @@ class DiscussionSummarizer:
         if rec.seq <= st.decided_through:
             return
         waiting = [
-            r for r in self.log.chunk_memories(st.discussion, st.summary.cursor)
+            r for r in self.log.chunk_memories(st.discussion, st.summary.cursor, rec.seq)
             if r.event.generation == st.generation
             and st.summary.absorbed_through_seq < r.event.last_seq < rec.seq
         ]
         policy = MergePolicy(ev.min_memories_per_summary, ev.loop_if_memories_exceed)
+        self._merge(waiting, plan_merges(len(waiting), policy), rec, ev, settings, emit, flush,
+                    f"summary:g{st.generation}:")
+
+    def on_memory_edit(self, rec: Recorded, settings: DiscussionSettings, emit: Emit,
+                       flush: Callable[[], None]) -> None:
+        """A chunk memory the rolling summary absorbed has a new text: the summary is written again, from nothing,
+        over the same chunk memories as they are now (in batches of the guide's `loopIfMemoriesExceed`, with the
+        built-in prompt and the settings' endpoint: the edit names no workflow node). A chunk memory not absorbed
+        yet needs nothing: it is merged in its edited form when its turn comes."""
+        ev = rec.event
+        st = self.state
+        if rec.seq <= st.decided_through or ev.kind != "chunk" or ev.content is None or not st.summary.absorbed:
+            return
+        absorbed = [r for r in self.log.chunk_memories(st.discussion, 0, rec.seq)
+                    if r.event.generation == st.generation and r.event.last_seq <= st.summary.absorbed_through_seq]
+        if ev.memory_id not in {chunk_memory_id(r.event) for r in absorbed}:
+            return
+        loop = d.LOOP_IF_MEMORIES_EXCEED
+        sizes = [min(loop, len(absorbed) - i) for i in range(0, len(absorbed), loop)]
+        request = SummaryUpdateRequested(node="memoryEdited", min_memories_per_summary=1, loop_if_memories_exceed=loop)
+        st.summary = SummaryState()
+        self._merge(absorbed, sizes, rec, request, settings, emit, flush, f"summary:g{st.generation}:edit{rec.seq}:")
+
+    def _merge(self, waiting: list[Recorded], sizes: list[int], rec: Recorded, ev: SummaryUpdateRequested,
+               settings: DiscussionSettings, emit: Emit, flush: Callable[[], None], id_prefix: str) -> None:
+        """Merge `waiting` (oldest first) into the rolling summary in batches of `sizes`, one event a batch."""
+        st = self.state
         max_tokens = ev.max_response_size_in_tokens or settings.max_response_size_in_tokens
-        for size in plan_merges(len(waiting), policy):
+        for size in sizes:
             batch, waiting = waiting[:size], waiting[size:]
             result = self.tasks.merge_summary(
                 st.summary.text, [r.event.summary for r in batch], max_tokens=max_tokens,
@@ -197,7 +230,7 @@ class DiscussionSummarizer:
                 memories_absorbed=st.summary.absorbed, merged_memory_ids=tuple(chunk_memory_id(r.event) for r in batch),
                 llm=result.llm, node=ev.node,
             )
-            emit(NewEvent(event, rec.ts_us, f"summary:g{st.generation}:{last_id}", rec.seq))
+            emit(NewEvent(event, rec.ts_us, f"{id_prefix}{last_id}", rec.seq))
             st.summary.text = result.value
             st.summary.absorbed_through, st.summary.absorbed_through_seq = last_id, last.last_seq
             st.summary.cursor = batch[-1].seq
