@@ -277,10 +277,10 @@ class _Operations:
         return self._call("GET", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryItem)
 
     def edit_memory(self, agent: str, kind: str, memory_id: str, *, content: str | None = None,
-                    metadata: dict[str, str] | None = None):
-        """A new text and/or metadata for one memory (the edit supersedes the old form)."""
+                    metadata: dict[str, str] | None = None, title: str | None = None):
+        """A new text, title (a vector memory's) and/or metadata for one memory (the edit supersedes the old form)."""
         return self._call("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
-                          t.MemoryEdit(content=content, metadata=metadata))
+                          t.MemoryEdit(content=content, metadata=metadata, title=title))
 
     def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = ""):
         """A job erasing one memory from the log and every projection (`wait_job` to see it done)."""

@@ -55,16 +55,19 @@ class MemoryOps:
         projections show it (recall and search find the new form from then on)."""
         from engram.events.memory_edits import MemoryEdited
 
-        if req.content is None and req.metadata is None:
-            raise error("invalid_request", "an edit needs `content`, `metadata` or both")
+        if req.content is None and req.metadata is None and req.title is None:
+            raise error("invalid_request", "an edit needs `content`, `title` (a vector memory's), `metadata` or more")
         if req.content is not None and not req.content.strip():
             raise error("invalid_request", "`content` is empty")
+        if req.title is not None and event_kind(kind) != "vector":
+            raise error("invalid_request", f"`title`: a {kind} memory has no title (a vector memory has)")
         before = self.memory(agent, kind, memory_id)
         stream = self._memory_stream(agent, event_kind(before.kind), memory_id)
         extra = {}
-        if req.content is not None and event_kind(kind) == "vector":
-            extra = self._vector_embedding(req.content)
-        event = MemoryEdited(kind=event_kind(kind), memory_id=memory_id, content=req.content,
+        if (req.content is not None or req.title is not None) and event_kind(kind) == "vector":
+            extra = self._vector_embedding(agent, memory_id, req.title or before.title or "",
+                                           req.content if req.content is not None else before.content)
+        event = MemoryEdited(kind=event_kind(kind), memory_id=memory_id, content=req.content, title=req.title,
                              metadata=dict(req.metadata) if req.metadata is not None else None, **extra)
         try:
             event.check()
@@ -116,11 +119,19 @@ class MemoryOps:
             raise error("not_found", f"agent {agent!r} has no {kind} memory {memory_id!r}")
         return rows[0][0]
 
-    def _vector_embedding(self, content: str) -> dict:
+    def _vector_embedding(self, agent: str, memory_id: str, title: str, summary: str) -> dict:
+        """The vector of a vector memory's new form, made as the Summarizer makes one (its title, summary and key
+        phrases: `embedding_text`), recorded with the edit so that replay embeds nothing."""
+        from engram.memory.discussion.summarizer import embedding_text
         from engram.memory.discussion.vectors import encode_vector
+        from engram.providers.llm.types import StructuredMemory
 
+        _, rows = self.sql_rows("SELECT key_phrases FROM vector_memories WHERE agent = ? AND memory_id = ?",
+                                [agent, memory_id])
+        phrases = tuple(rows[0][0] or ()) if rows else ()
+        text = embedding_text(StructuredMemory(title=title, summary=summary, key_phrases=phrases))
         embedder = self.query_embedder()
-        return {"embedding": encode_vector(embedder.embed([content])[0]), "embedding_model": embedder.name}
+        return {"embedding": encode_vector(embedder.embed([text])[0]), "embedding_model": embedder.name}
 
     def _wait_folded(self, agent: str, seq: int) -> None:
         """Until the agent's shard's projections have folded `seq` (read-your-writes for the edit's answer)."""

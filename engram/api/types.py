@@ -663,10 +663,12 @@ class MemoryItem(Model, kw_only=True):
 
 
 class MemoryEdit(Model, kw_only=True):
-    """A new form of one memory: its text, its metadata, or both (what is not given stays)."""
+    """A new form of one memory: its text, its title (a vector memory's), its metadata (what is not given stays)."""
 
     content: Annotated[Annotated[str, Meta(min_length=1, max_length=100_000)] | None, doc(
         "The memory's new text (default: keep the text).")] = None
+    title: Annotated[Annotated[str, Meta(min_length=1, max_length=1_000)] | None, doc(
+        "A vector memory's new title (default: keep it); other kinds have none.")] = None
     metadata: Annotated[Metadata | None, doc(
         "Labels to set: a flat object of strings, replacing the old ones (default: keep them; {} clears them).")] = None
 

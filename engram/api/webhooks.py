@@ -49,7 +49,7 @@ def notification(data: dict) -> tuple[str, dict] | None:
     if kind == "MemoryEdited":
         return "memory.updated", {**base, "kind": payload["kind"], "memory_id": payload["memory_id"],
                                   "discussion": discussion, "content": payload.get("content"),
-                                  "metadata": payload.get("metadata")}
+                                  "title": payload.get("title"), "metadata": payload.get("metadata")}
     if kind == "MemoryDeleted":
         return "memory.forgotten", {**base, "kind": payload["kind"], "memory_id": payload["memory_id"],
                                     "discussion": discussion}

@@ -21,6 +21,7 @@ def register(sub) -> None:
     p.add_argument("--agent", default="default")
     p.add_argument("--kind", choices=KINDS, default="trace")
     p.add_argument("--content", help="edit: the memory's new text")
+    p.add_argument("--title", help="edit: a vector memory's new title")
     p.add_argument("--metadata", action="append", default=None, metavar="KEY=VALUE",
                    help="edit: the memory's metadata (repeat for several keys; replaces the old metadata)")
     p.add_argument("--reason", default="", help="delete: why (recorded)")
@@ -42,8 +43,8 @@ def _metadata(pairs: list[str] | None) -> dict[str, str] | None:
 
 def run(args) -> int:
     agent = validate_agent(args.agent)
-    if args.action == "edit" and args.content is None and args.metadata is None:
-        raise UsageError("memory edit needs --content, --metadata or both")
+    if args.action == "edit" and args.content is None and args.metadata is None and args.title is None:
+        raise UsageError("memory edit needs --content, --title (a vector memory's), --metadata or more")
     if args.action == "delete" and not args.yes:
         answer = input(f"erase {args.kind} memory {args.memory_id!r} of agent {agent!r} for good? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
@@ -56,7 +57,7 @@ def run(args) -> int:
             out = mem.memory(agent, args.kind, args.memory_id)
         elif args.action == "edit":
             out = mem.edit_memory(agent, args.kind, args.memory_id, content=args.content,
-                                  metadata=_metadata(args.metadata))
+                                  metadata=_metadata(args.metadata), title=args.title)
         else:
             out = wait_job(mem, mem.delete_memory(agent, args.kind, args.memory_id, reason=args.reason), "delete")
     print(json.dumps(msgspec.to_builtins(out)))

@@ -4,7 +4,7 @@ A memory is a trace (a fact auto-ingest kept is a trace too), a chunk memory (a 
 or a vector memory (a row of `<id>_vector_memory.db`). Both events go to the stream the memory lives in (its
 discussion, or `agent:<agent>` for an agent-wide trace), so forgetting that discussion forgets its edits too.
 
-- `MemoryEdited` supersedes the memory's text (and its metadata): every fold of the memory shows the new form
+- `MemoryEdited` supersedes the memory's text (a vector memory's title, and its metadata): every fold of the memory shows the new form
   from here on; the old form stays in the log, and replay folds both in order.
 - `MemoryDeleted` is a forget marker, like `DiscussionForgotten`: it holds nothing but the memory's kind and id.
   The shard erases the memory's events (its creation, its edits, what they caused, agent-wide events quoting
@@ -19,6 +19,7 @@ MEMORY_KINDS = ("trace", "chunk", "vector")
 # What `metadata` may hold: a flat object of text to text, this many characters in all.
 MAX_MEMORY_METADATA_CHARS = 16_384
 MAX_MEMORY_TEXT_CHARS = 100_000
+MAX_MEMORY_TITLE_CHARS = 1_000
 
 
 def check_metadata(metadata: dict[str, str]) -> None:
@@ -35,6 +36,7 @@ class MemoryEdited(Event, tag="MemoryEdited", frozen=True):
     kind: str  # trace | chunk | vector
     memory_id: str
     content: str | None = None  # None: the text stays
+    title: str | None = None  # a vector memory's new title; None: the title stays
     metadata: dict[str, str] | None = None  # None: the metadata stays
     # A vector memory's new embedding (as `VectorMemoryStored.embedding`), recorded so replay needs no embedder.
     embedding: str = ""
@@ -49,6 +51,11 @@ class MemoryEdited(Event, tag="MemoryEdited", frozen=True):
             raise ValueError("content is empty")
         if self.content is not None and len(self.content) > MAX_MEMORY_TEXT_CHARS:
             raise ValueError(f"content of {len(self.content)} characters, over the limit of {MAX_MEMORY_TEXT_CHARS}")
+        if self.title is not None and (self.kind != "vector" or not self.title.strip()):
+            raise ValueError("title is a vector memory's, and not empty" if self.kind == "vector"
+                             else f"a {self.kind} memory has no title (a vector memory has)")
+        if self.title is not None and len(self.title) > MAX_MEMORY_TITLE_CHARS:
+            raise ValueError(f"title of {len(self.title)} characters, over the limit of {MAX_MEMORY_TITLE_CHARS}")
         if self.metadata is not None:
             check_metadata(self.metadata)
 

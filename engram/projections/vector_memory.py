@@ -152,11 +152,16 @@ class VectorMemory(PerDiscussionProjection):
                            "WHERE discussion_id = ? AND memory_id = ?",
                            [decode_vector(change.embedding).tolist(), change.embedding_model, *key])
                 continue
-            if change.content is not None:
-                # The new text is the memory's summary; its vector the one recorded with the edit (replay embeds nothing).
-                db.execute("UPDATE vector_memories SET summary = ?, embedding = ?, embedding_model = ? "
+            if change.content is not None:  # the new text is the memory's summary
+                db.execute("UPDATE vector_memories SET summary = ? WHERE discussion_id = ? AND memory_id = ?",
+                           [change.content, *key])
+            if change.title is not None:
+                db.execute("UPDATE vector_memories SET title = ? WHERE discussion_id = ? AND memory_id = ?",
+                           [change.title, *key])
+            if change.embedding:  # the new form's vector, recorded with the edit (replay embeds nothing)
+                db.execute("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
                            "WHERE discussion_id = ? AND memory_id = ?",
-                           [change.content, decode_vector(change.embedding).tolist(), change.embedding_model, *key])
+                           [decode_vector(change.embedding).tolist(), change.embedding_model, *key])
             if change.metadata is not None:
                 db.execute("UPDATE vector_memories SET metadata = ? WHERE discussion_id = ? AND memory_id = ?",
                            [json.dumps(change.metadata, sort_keys=True) if change.metadata else None, *key])

@@ -249,3 +249,25 @@ def test_the_rolling_summary_is_written_again_when_a_chunk_memory_it_absorbed_is
     assert mem.jobs.wait(job.id, timeout=300).state == "succeeded"
     mem.wait_idle()
     assert files_holding(home, b"QX-4471") == []
+
+
+def test_a_vector_memorys_title_is_editable_and_its_vector_follows_the_new_form(chunked):
+    mem = chunked
+    _, rows = mem.sql_rows("SELECT memory_id, title, embedding FROM vector_memories WHERE discussion_id = ? "
+                           "ORDER BY ordinal", [DISCUSSION])
+    memory_id, old_title, old_vector = rows[0]
+    title = "Azulejo workshop QX-4471 booking"
+    edited = mem.edit_memory(AGENT, "vector", memory_id, t.MemoryEdit(title=title))
+    assert edited.memory.title == title and mem.memory(AGENT, "vector", memory_id).title == title
+    assert edited.memory.content == mem.memory(AGENT, "vector", memory_id).content  # the text stays
+    _, (row,) = mem.sql_rows("SELECT title, embedding FROM vector_memories WHERE memory_id = ?", [memory_id])
+    assert row[0] == title and row[1] != old_vector
+    found = mem.search(AGENT, DISCUSSION, t.SearchRequest(keywords="azulejo workshop", mode="semantic", limit=1)).hits
+    assert [h["memory_id"] for h in found] == [memory_id] and found[0]["title"] == title
+    with pytest.raises(ApiError) as refused:
+        chunk = mem.memories(AGENT, DISCUSSION).memories[0].memory_id
+        mem.edit_memory(AGENT, "chunk", chunk, t.MemoryEdit(title=title))
+    assert refused.value.code == "invalid_request" and "no title" in refused.value.message
+    mem.wait_idle()
+    job = mem.replay(t.ReplayRequest(verify=True))
+    assert mem.jobs.wait(job.id, timeout=300).result["differences"] == []

@@ -234,20 +234,29 @@ class AgentMemory(EntityLinks):
                 self.answers[m].append(t.trace_id)
 
     def _reindex_trace(self, t: MemoryTrace, vector: np.ndarray, seq: int) -> None:
-        """A trace whose text was edited: its keyword entry and vector are the new text's. The index is built afresh
-        (in the same order, the new vector in the old one's place): an index keeps an id's first vector for ever."""
+        """A trace whose text was edited: its keyword entry and vector are the new text's, in the index it is in (the
+        active one, or the dormant one for a pruned or superseded trace, which recall's dormant stage still finds)."""
         if self.lexical is not None and t.active:
             self.lexical.remove(t.trace_id)
             self.lexical.add(t.trace_id, indexed_text(t))
-        if t.trace_id not in self.index:
-            return
-        keep = [tid for tid in self.index.ids if tid in self.index]
-        vectors = self.index.vectors(keep)
-        vectors[keep.index(t.trace_id)] = np.asarray(vector, dtype=np.float32).reshape(self.dim)
-        self.index = HnswIndex(self.dim)
+        if t.trace_id in self.index:
+            self.index = self._with_vector(self.index, t.trace_id, vector)
+            self.index_seq = seq
+        if self.dormant_index is not None and t.trace_id in self.dormant_index:
+            self.dormant_index = self._with_vector(self.dormant_index, t.trace_id, vector)
+            self.dormant_lexical.remove(t.trace_id)
+            self.dormant_lexical.add(t.trace_id, indexed_text(t))
+
+    def _with_vector(self, index: HnswIndex, trace_id: str, vector: np.ndarray) -> HnswIndex:
+        """`index` built afresh in the same order with `vector` in the place of `trace_id`'s: an index keeps an id's
+        first vector for ever."""
+        keep = [tid for tid in index.ids if tid in index]
+        vectors = index.vectors(keep)
+        vectors[keep.index(trace_id)] = np.asarray(vector, dtype=np.float32).reshape(self.dim)
+        fresh = HnswIndex(self.dim)
         for k, tid in enumerate(keep):
-            self.index.add([tid], vectors[k : k + 1])
-        self.index_seq = seq
+            fresh.add([tid], vectors[k : k + 1])
+        return fresh
 
     def restore_lexical(self) -> None:
         """The keyword index of the active traces, from the book (after loading traces from tables or an old snapshot)."""

@@ -162,3 +162,20 @@ def test_the_trace_reader_answers_from_a_pruned_trace_through_its_source_message
                              for h in found)
     finally:
         shard.close()
+
+
+def test_an_edited_dormant_trace_is_found_by_its_new_words_and_its_old_vector_is_gone(embedder):
+    import numpy as np
+
+    from engram.events.memory_edits import MemoryEdited
+
+    mem = _memory(embedder, {**EVERYDAY, "clarinet": "Ana plays the clarinet in a jazz band."}, {"clarinet": "decay"})
+    cello = "Ana restores antique harpsichords in a workshop by the harbour."
+    mem.apply_batch([rec(MemoryEdited(kind="trace", memory_id="clarinet", content=cello), seq=20,
+                         ts_us=T0 + DAY_US + HOUR_US)], embedder.embed)
+    assert "clarinet" in mem.dormant_index and "clarinet" not in mem.index  # still dormant, re-embedded there
+    (vector,) = mem.dormant_index.vectors(["clarinet"])
+    (expected,) = mem.vectors_of([(cello, mem.book.traces["clarinet"].context)], embedder.embed)
+    assert np.allclose(vector, expected, atol=1e-5)
+    top = _recall(mem, embedder, "Who restores harpsichords?").hits[0]
+    assert (top.trace_id, top.via, top.content) == ("clarinet", "dormant", cello)
