@@ -395,7 +395,8 @@ class CompletionOps:
         return t.CompletionResponse(
             agent=agent, discussion=discussion, reply=reply, responder=responder, appended=len(appended),
             reply_seq=seqs[-1], memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
-            input_tokens=llm.input_tokens if llm else 0, output_tokens=llm.output_tokens if llm else 0)
+            input_tokens=llm.input_tokens if llm else 0, output_tokens=llm.output_tokens if llm else 0,
+            position=self.position(agent, appended + list(seqs)))
 
     def _proxy_memory(self, agent: str):
         """The workflow's memory access for `agent`, kept between requests (its vector stores stay open, reopened

@@ -635,6 +635,9 @@ class CompletionResponse(Model, kw_only=True):
     llm_ms: Annotated[float, doc("The model's answer.")]
     input_tokens: Annotated[int, doc("Tokens of the prompt, as the model counted them.")] = 0
     output_tokens: Annotated[int, doc("Tokens of the reply, as the model counted them.")] = 0
+    position: Annotated[str | None, doc(
+        "Where the request's messages and the reply are in the log (engram.api.positions): pass it as `after` to a "
+        "read that must see them; null when nothing was recorded.")] = None
 
 
 # --------------------------------------------------------------------------- forgetting and jobs

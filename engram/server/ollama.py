@@ -49,6 +49,7 @@ from engram.api.errors import ApiError, error
 from engram.server.auth import authenticate
 from engram.server.endpoint import ensure_state
 from engram.server.openai import MODEL_PREFIX, choose_agent, positive, samplers, text_request
+from engram.server.openai import headers_of
 from engram.server.streaming import ReplyStream, refusal
 
 log = logging.getLogger("engram.proxy")
@@ -148,14 +149,6 @@ def final_fields(result: t.CompletionResponse, reason: str = "stop") -> dict:
     return {"done": True, "done_reason": reason, "total_duration": int(total_ms * 1e6), "load_duration": 0,
             "prompt_eval_count": result.input_tokens, "prompt_eval_duration": 0,
             "eval_count": result.output_tokens, "eval_duration": int(result.llm_ms * 1e6)}
-
-
-def headers_of(result: t.CompletionResponse) -> dict[str, str]:
-    out = {"X-Engram-Memory-Ms": f"{result.memory_ms:.2f}", "X-Engram-Llm-Ms": f"{result.llm_ms:.2f}",
-           "X-Engram-Agent": result.agent, "X-Engram-Responder": result.responder}
-    if result.discussion:
-        out["X-Engram-Discussion"] = result.discussion
-    return out
 
 
 def line(doc: dict) -> bytes:

@@ -21,11 +21,14 @@ lists one per agent the key may touch), else the key's only agent, else `proxy.d
 model they were set up with). The key's agents bound all of it.
 
 Every response carries engram's timings: `X-Engram-Memory-Ms` (engram's own work in the request) and
-`X-Engram-Llm-Ms` (the model's), `X-Engram-Agent`, and `X-Engram-Discussion` when memory was on. A stream's
+`X-Engram-Llm-Ms` (the model's), `X-Engram-Agent`, and `X-Engram-Discussion` when memory was on; with memory on,
+`X-Engram-Position` is the position token of what the request recorded (its new messages and the reply), the one
+REST's writes answer as `position`: pass it as `after` to a read that must see them (read your writes). A stream's
 headers leave with the reply's first text, so there they cover the time until that first byte
 (`X-Engram-Timing: first-byte`): the memory work that preceded it, and the model's time to its first text. The
 whole request's timings follow at the end of the stream, before `data: [DONE]`, as an SSE comment (which SSE
-clients, the `openai` SDK among them, skip): `: engram-timings {"memory_ms": …, "llm_ms": …, "responder": …}`.
+clients, the `openai` SDK among them, skip): `: engram-timings {"memory_ms": …, "llm_ms": …, "responder": …,
+"position": …}` (a stream's position: the reply is recorded after its headers left).
 """
 
 from __future__ import annotations
@@ -162,17 +165,24 @@ def choose_agent(request: Request, model: str, principal, default_agent: str) ->
     return agent
 
 
-def _headers(result: t.CompletionResponse) -> dict[str, str]:
+POSITION_HEADER = "X-Engram-Position"  # a write's position token (read your writes), as REST's `position`
+
+
+def headers_of(result: t.CompletionResponse) -> dict[str, str]:
+    """The headers of an answered completion (the proxies' own and Ollama's)."""
     out = {"X-Engram-Memory-Ms": f"{result.memory_ms:.2f}", "X-Engram-Llm-Ms": f"{result.llm_ms:.2f}",
            "X-Engram-Agent": result.agent, "X-Engram-Responder": result.responder}
     if result.discussion:
         out["X-Engram-Discussion"] = result.discussion
+    if result.position:
+        out[POSITION_HEADER] = result.position
     return out
 
 
 def timings_comment(result: t.CompletionResponse) -> bytes:
     """The whole request's timings as an SSE comment line (a stream's headers only cover the time to its first byte)."""
-    doc = {"memory_ms": round(result.memory_ms, 2), "llm_ms": round(result.llm_ms, 2), "responder": result.responder}
+    doc = {"memory_ms": round(result.memory_ms, 2), "llm_ms": round(result.llm_ms, 2), "responder": result.responder,
+           **({"position": result.position} if result.position else {})}
     return b": engram-timings " + msgspec.json.encode(doc) + b"\n\n"
 
 
@@ -245,7 +255,7 @@ async def chat_completions(request: Request):
         "choices": [{"index": 0, "message": {"role": "assistant", "content": result.reply, "refusal": None},
                      "logprobs": None, "finish_reason": "stop"}],
         "usage": _usage(result),
-    }), media_type="application/json", headers=_headers(result))
+    }), media_type="application/json", headers=headers_of(result))
 
 
 async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest):
@@ -412,7 +422,7 @@ async def text_completions(request: Request):
         except Exception as exc:
             raise refusal(exc) from None
         return Response(msgspec.json.encode({**choice(result.reply, "stop"), "usage": _usage(result)}),
-                        media_type="application/json", headers=_headers(result))
+                        media_type="application/json", headers=headers_of(result))
     from engram.kernel.ids import find_discussion_id
 
     discussion = find_discussion_id([prompt])

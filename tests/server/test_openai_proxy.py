@@ -316,6 +316,8 @@ def test_a_streamed_reply_carries_the_timings_to_its_first_byte_in_headers_and_t
     assert whole["llm_ms"] >= first_llm + 300
     assert whole["memory_ms"] >= first_memory  # engram's work before the first byte, then the reply's append
     assert logged(mem) == [("user", "Plan three days in Lisbon."), ("assistant", LONG_REPLY.strip())]
+    _, rows = mem.sql("SELECT seq FROM messages WHERE discussion_id = ? ORDER BY seq", [DISCUSSION])
+    assert whole["position"] == f"{mem.rt.shard_of(AGENT)}:{rows[-1][0]}"  # the stream's: the reply recorded last
 
 
 def test_a_model_error_mid_stream_ends_the_stream_with_an_openai_error_and_keeps_the_users_message(proxy):
@@ -444,3 +446,28 @@ def test_every_refused_proxy_request_is_an_openai_error_object_the_sdk_reads(pro
                 {"role": "user", "content": f"{TAG} " + "very long " * 1000}])
         assert err.value.status_code == 413 and err.value.code == "body_too_large"
     assert logged(mem) == [("user", "Ines lands on the 3rd.")]  # nothing refused was appended
+
+
+def test_a_proxied_completion_answers_the_position_of_what_it_recorded_and_a_read_after_it_sees_it(proxy):
+    """Read your writes through the proxy: the `openai` SDK's raw response carries `X-Engram-Position`, the token
+    REST's writes answer with; a read passing it as `after` sees the turn (the reply included) at once."""
+    import httpx
+
+    server, mem, _ = proxy
+    with openai_client(server) as client:
+        raw = client.chat.completions.with_raw_response.create(model=f"engram/{AGENT}", messages=[
+            {"role": "system", "content": f"{PERSONA} {TAG}"}, {"role": "user", "content": USER_TURNS[0]}])
+        reply = raw.parse().choices[0].message.content
+        position = raw.headers["X-Engram-Position"]
+        untagged = client.chat.completions.with_raw_response.create(
+            model=f"engram/{AGENT}", messages=[{"role": "user", "content": "Hello there."}])
+    assert "X-Engram-Position" not in untagged.headers  # no memory, nothing recorded: no position
+    _, rows = mem.sql("SELECT seq FROM messages WHERE discussion_id = ? AND role = 'assistant'", [DISCUSSION])
+    shard = mem.rt.shard_of(AGENT)
+    assert position == f"{shard}:{rows[-1][0]}"  # the reply's place in the log, as REST's `position` names it
+    page = httpx.get(f"{server.url}/v1/agents/{AGENT}/discussions/{DISCUSSION}/messages",
+                     params={"after": position, "order": "newest", "limit": 2}).json()
+    assert [(m["role"], m["content"]) for m in page["messages"]] == [("assistant", reply), ("user", USER_TURNS[0])]
+    refused = httpx.get(f"{server.url}/v1/agents/{AGENT}/discussions/{DISCUSSION}/messages",
+                        params={"after": position + "x"})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request"
