@@ -5,6 +5,10 @@ the ingress of a Serve deployment whose replicas each hold an `Api` over a `RayR
 named) actors, so every replica reaches the same shard actors and each DuckDB file keeps one writer.
 `deploy` runs it on the Ray instance this process is connected to; `serve_on_ray` is `engram serve` with this
 backend (it starts or joins Ray, deploys, records instance.json, and stops it all on `engram down`/SIGTERM).
+
+Webhooks (`webhooks` in engram.json) are delivered by the process that deployed the app (`deploy`), never by the
+replicas: every replica following the log would POST each memory change once per replica. It holds an `Api` over the
+home's shared actors for that alone, made only when engram.json names a webhook, and closed by `stop`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from ray import serve
 
 APP_PREFIX = "engram"
+_WEBHOOKS: dict[str, object] = {}  # home -> the Api delivering its webhooks from this process (`deploy`, `stop`)
 
 
 def free_port(host: str) -> int:
@@ -78,13 +83,34 @@ def deploy(config, home: Path, token: str, *, host: str, port: int, owner_pid: i
     from engram.server.instance import probe
 
     probe(url, timeout=600)  # the first request builds the replica's runtime: made before anyone waits on it
+    start_webhooks(config)
     return url
 
 
-def stop(config) -> None:
-    """Undeploy, then close the home's actors cleanly (projections checkpointed, DuckDB closed)."""
+def start_webhooks(config) -> None:
+    """Deliver the home's webhooks from this process, over the actors the replicas made (see the module docstring);
+    a webhook whose secret variable is not set is a ValueError."""
+    if not config.webhooks or str(config.home) in _WEBHOOKS:
+        return
+    from engram.api.service import Api
     from engram.runtime.ray_runtime import RayRuntime
 
+    api = Api(RayRuntime(config, shared=True).start())
+    try:
+        api.start_webhooks()
+    except ValueError:
+        api.close()
+        raise
+    _WEBHOOKS[str(config.home)] = api
+
+
+def stop(config) -> None:
+    """Stop the webhooks, undeploy, then close the home's actors cleanly (projections checkpointed, DuckDB closed)."""
+    from engram.runtime.ray_runtime import RayRuntime
+
+    webhooks = _WEBHOOKS.pop(str(config.home), None)
+    if webhooks is not None:
+        webhooks.close()
     serve.shutdown()
     RayRuntime(config, shared=True).stop_named_actors()
 
@@ -93,6 +119,12 @@ def serve_on_ray(config, home: Path, host: str, port: int, token: str, args) -> 
     from engram.runtime.startup import RayStartError, init_ray
     from engram.server.instance import remove_instance, write_instance
 
+    try:
+        for webhook in config.webhooks:  # before anything starts: a secret variable that is not set
+            webhook.key()
+    except ValueError as exc:
+        print(f"engram: error: {exc}", flush=True)
+        return 2
     try:
         started = init_ray(home=home, address=args.address or config.ray.address, namespace=config.ray.namespace,
                            num_cpus=config.ray.num_cpus, timeout_s=config.ray.start_timeout_seconds)

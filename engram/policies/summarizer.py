@@ -62,9 +62,10 @@ class _Log:
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
         return [to_msg(r) for r in self._read(after=after_seq, to_seq=to_seq, stream=discussion, types=["MessageAppended"])]
 
-    def chunk_memories(self, discussion: str, after_seq: int, to_seq: int | None = None) -> list[Recorded]:
-        return with_edits(self._read(after=after_seq, to_seq=to_seq, stream=discussion,
-                                     types=["ChunkSummarized", "MemoryEdited"]))
+    def chunk_memories(self, discussion: str, after_seq: int, edits_through: int | None = None) -> list[Recorded]:
+        recs = self._read(after=after_seq, stream=discussion, types=["ChunkSummarized", "MemoryEdited"])
+        return with_edits([r for r in recs if edits_through is None or r.type != "MemoryEdited"
+                           or r.seq <= edits_through])
 
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
         return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))

@@ -206,7 +206,7 @@ def test_editing_or_deleting_a_memory_that_does_not_exist_is_a_tool_error_naming
         async def go():
             async with client_for() as client:
                 await client.call_tool("remember", {"agent": AGENT, "discussion": DISCUSSION, "content": FACT})
-            return [await client.call_tool("edit_memory", {"agent": AGENT, "memory_id": "no-such-trace",
+                return [await client.call_tool("edit_memory", {"agent": AGENT, "memory_id": "no-such-trace",
                                                                "content": "Tomas keeps wasps."}),
                         await client.call_tool("delete_memory", {"agent": AGENT, "memory_id": "no-such-trace"}),
                         await client.call_tool("edit_memory", {"agent": AGENT, "memory_id": "no-such-fact",

@@ -24,9 +24,13 @@ def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
     from engram.config.service import load_service_config
     from engram.boot import ray_serve
 
+    from tests.api.test_webhooks import SECRET, StandInReceiver, wait_for
+
     home = tmp_path / "home"
     home.mkdir()
-    (home / "engram.json").write_text(json.dumps({"server": {"replicas": 2}}))  # two replicas, one log
+    receiver = StandInReceiver()
+    (home / "engram.json").write_text(json.dumps({"server": {"replicas": 2},  # two replicas, one log
+                                                  "webhooks": [{"url": receiver.url, "secret": SECRET}]}))
     config = load_service_config(home)
     url = ray_serve.deploy(config, home, "token-1", host="127.0.0.1", port=ray_serve.free_port("127.0.0.1"),
                            owner_pid=os.getpid())
@@ -38,6 +42,11 @@ def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
             res = client.append_conversations(AGENT, sample_conversations())
             assert res.results[0].appended == 45
             assert client.wait_idle(timeout=300)
+            # Webhooks under Ray Serve: the memory made of the conversation is POSTed, each change once (the
+            # deploying process delivers them, not each of the two replicas).
+            made = lambda: [e for e in receiver.events() if e["event"] == "memory.created" and e["agent"] == AGENT]
+            assert wait_for(lambda: made(), timeout=60), receiver.posts[:3]
+            assert len(receiver.posts) == len(receiver.events())  # no delivery twice
             recalled = client.recall(AGENT, "Which CSS approach does Priya dislike?", discussion=DISCUSSION, limit=3)
             assert isinstance(recalled, t.RecallResponse) and len(recalled.hits) == 3
             assert client.search(AGENT, DISCUSSION, "deadline", mode="keyword").hits
@@ -55,6 +64,7 @@ def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
             proxy_and_mcp_checks(url, client)
     finally:
         ray_serve.stop(config)
+        receiver.close()
 
 
 def proxy_and_mcp_checks(url: str, client) -> None:

@@ -106,9 +106,8 @@ class _PlanLog:
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
         return [m for m in self._messages if after_seq < m.seq <= to_seq]
 
-    def chunk_memories(self, discussion: str, after_seq: int, to_seq: int | None = None) -> list[Recorded]:
-        return [r for r in self._emitted if isinstance(r.event, ChunkSummarized) and after_seq < r.seq
-                and (to_seq is None or r.seq <= to_seq)]
+    def chunk_memories(self, discussion: str, after_seq: int, edits_through: int | None = None) -> list[Recorded]:
+        return [r for r in self._emitted if isinstance(r.event, ChunkSummarized) and r.seq > after_seq]
 
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:  # not asked by the checks
         return []

@@ -61,9 +61,9 @@ class MemoryLog(Protocol):
 
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]: ...
 
-    def chunk_memories(self, discussion: str, after_seq: int, to_seq: int | None = None) -> list[Recorded]:
+    def chunk_memories(self, discussion: str, after_seq: int, edits_through: int | None = None) -> list[Recorded]:
         """The discussion's ChunkSummarized events after `after_seq`, each with the text of its latest
-        `MemoryEdited` up to `to_seq` (`engram.memory.discussion.files.with_edits`)."""
+        `MemoryEdited` up to `edits_through` (`engram.memory.discussion.files.with_edits`)."""
         ...
 
     def history(self, discussion: str, to_seq: int) -> list[Recorded]:
