@@ -306,7 +306,8 @@ class CompactionsResponse(Model, kw_only=True):
 class ContextResponse(Model, kw_only=True):
     discussion: Annotated[str, doc("The discussion.")]
     agent: Annotated[str, doc("The agent whose discussion it is.")]
-    context: Annotated[dict[str, Any], doc("Engram.memory.context.assemble's JSON form: blocks, budgets, turns.")]
+    context: Annotated[dict[str, Any], doc(
+        "The assembled context (`engram.memory.context.assemble`'s JSON form): blocks, budgets, turns.")]
     rendered: Annotated[str, doc("The context as a model is given it, as text.")]
 
 
@@ -631,7 +632,7 @@ class CompletionResponse(Model, kw_only=True):
     appended: Annotated[int, doc("Messages of the request the log did not hold yet (the reply not counted).")]
     reply_seq: Annotated[int | None, doc("The log position of the reply, when it was recorded.")]
     memory_ms: Annotated[float, doc(
-        "Engram's own work in the request: appending, the workflow's readers, the reply's append.")]
+        "engram's own work in the request: appending, the workflow's readers, the reply's append.")]
     llm_ms: Annotated[float, doc("The model's answer.")]
     input_tokens: Annotated[int, doc("Tokens of the prompt, as the model counted them.")] = 0
     output_tokens: Annotated[int, doc("Tokens of the reply, as the model counted them.")] = 0

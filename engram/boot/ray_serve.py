@@ -19,11 +19,12 @@ import socket
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from ray import serve
 
 APP_PREFIX = "engram"
-_WEBHOOKS: dict[str, object] = {}  # home -> the Api delivering its webhooks from this process (`deploy`, `stop`)
+_WEBHOOKS: dict[str, Any] = {}  # home -> the Api delivering its webhooks from this process (`deploy`, `stop`)
 
 
 def free_port(host: str) -> int:

@@ -276,8 +276,11 @@ def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(
         call(by_name["remember"], {**remember, **{k: fact for k in ("content", "text") if k in remember}})
     # A model naming a memory that is not there: the Inspector accepts the refusal (a tool error without structured
     # content) and shows REST's code and the id as text.
+    correction = {"content": "Probe's aunt Rita sails from Faro every July."}  # what edit_memory is given
     for name in ("edit_memory", "delete_memory"):
-        answer = call(by_name[name], {**arguments(by_name[name]), "memory_id": "no-such-memory"}, refused=True)
+        given = {**arguments(by_name[name]), "memory_id": "no-such-memory",
+                 **(correction if name == "edit_memory" else {})}
+        answer = call(by_name[name], given, refused=True)
         assert answer["isError"] is True and "structuredContent" not in answer, answer
         text = answer["content"][0]["text"]
         assert text.startswith("not_found: ") and "'no-such-memory'" in text, text
@@ -296,7 +299,7 @@ def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(
         if "memory_id" in given:
             if not ids:
                 continue  # no memory to name: the refusal above is what these tools answer
-            given["memory_id"] = ids[0]  # edited (a replace), then deleted
+            given.update(memory_id=ids[0], **(correction if tool["name"] == "edit_memory" else {}))  # edited, deleted
         answer = call(tool, given)
         assert answer["structuredContent"] and not answer.get("isError"), (tool["name"], answer)
     called = {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"}
