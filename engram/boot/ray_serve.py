@@ -24,6 +24,7 @@ from typing import Any
 from ray import serve
 
 APP_PREFIX = "engram"
+SERVE_NAMESPACE = "serve"  # where Ray Serve's replicas run, and so the named actors they make (Ray Serve's own name)
 _WEBHOOKS: dict[str, Any] = {}  # home -> the Api delivering its webhooks from this process (`deploy`, `stop`)
 
 
@@ -96,7 +97,7 @@ def start_webhooks(config) -> None:
     from engram.api.service import Api
     from engram.runtime.ray_runtime import RayRuntime
 
-    api = Api(RayRuntime(config, shared=True).start())
+    api = Api(RayRuntime(config, shared=True, namespace=SERVE_NAMESPACE).start())
     try:
         api.start_webhooks()
     except ValueError:

@@ -62,8 +62,12 @@ def get(refs, timeout: float | None = None):
 
 
 class RayRuntime(Runtime):
-    def __init__(self, config: ServiceConfig, *, address: str | None = None, shared: bool | None = None):
+    def __init__(self, config: ServiceConfig, *, address: str | None = None, shared: bool | None = None,
+                 namespace: str | None = None):
         self.config = config = self._open_home(config)
+        # The Ray namespace of the named actors (None: this process's): a driver reaching the actors a Serve
+        # deployment's replicas made names theirs (`engram.boot.ray_serve.start_webhooks`).
+        self.namespace = namespace
         self.address = address or config.ray.address
         self.started_ray = False
         # Joined a cluster (or one of several Serve replicas): actors are detached and shared.
@@ -157,6 +161,8 @@ class RayRuntime(Runtime):
 
     def _options(self, role: str, **extra) -> dict:
         options = dict(name=self.actor_name(role), get_if_exists=True, **extra)
+        if self.namespace is not None:
+            options["namespace"] = self.namespace
         if self.shared:
             options["lifetime"] = "detached"
         return options
