@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ray
 from ray import serve
 
 APP_PREFIX = "engram"
-SERVE_NAMESPACE = "serve"  # where Ray Serve's replicas run, and so the named actors they make (Ray Serve's own name)
 _WEBHOOKS: dict[str, Any] = {}  # home -> the Api delivering its webhooks from this process (`deploy`, `stop`)
 
 
@@ -97,7 +97,15 @@ def start_webhooks(config) -> None:
     from engram.api.service import Api
     from engram.runtime.ray_runtime import RayRuntime
 
-    api = Api(RayRuntime(config, shared=True, namespace=SERVE_NAMESPACE).start())
+    runtime = RayRuntime(config, shared=True)
+    # The replicas made the home's actors (the probe's first request did), in the namespace of their job: reach those,
+    # never make a second ShardActor for a log that has one.
+    where = {a["name"]: a["namespace"] for a in ray.util.list_named_actors(all_namespaces=True)}
+    namespace = where.get(runtime.actor_name("shard-000"))
+    if namespace is None:
+        raise RuntimeError("webhooks: the deployment's replicas have not made the home's actors")
+    runtime.namespace = namespace
+    api = Api(runtime.start())
     try:
         api.start_webhooks()
     except ValueError:
