@@ -104,6 +104,7 @@ from engram.memory.cognitive.book import TraceBook
 from engram.memory.cognitive.decay import strength_at
 from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.graph import spread
+from engram.memory.cognitive.hit import HitShown
 from engram.memory.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
 from engram.memory.cognitive.lexical import LexicalIndex
 from engram.memory.cognitive.model import MemoryTrace
@@ -150,41 +151,24 @@ class DormantSettings:
     weight: float = d.DORMANT_WEIGHT
 
 
-@dataclass(frozen=True)
-class RecallHit:
+class RecallHit(HitShown, frozen=True, kw_only=True):
     """One result: the trace as it was at retrieval, its composite score and the score by factor."""
 
-    rank: int
-    trace_id: str
-    content: str
     score: float
     factors: Factors  # raw factor values in [0, 1]
     contributions: Factors  # weight · factor; they sum to `score`
-    trace_type: str
-    category: str
-    scope: str
-    scope_id: str
     source_type: str
-    source_seqs: tuple[int, ...]
-    source_message_ids: tuple[str, ...]
     entities: tuple[str, ...]
     importance: float
     strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "answer" | "activation" | "correction" | "dormant" | "superseded": how it became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to the HyDE vector when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
     feedback: float = 0.0  # similarity to the feedback query (step 3; 0 without feedback)
-    context: str = ""  # for a reply, the question it answers (shown with it)
-    context_message_ids: tuple[str, ...] = ()  # where the context comes from
     pruned_us: int | None = None  # a dormant trace's pruning time (step 8); None for an active trace
-    dormant_weight: float = 1.0  # the factor on a dormant trace's composite (its contributions include it)
-    asks: bool = False  # the trace only asks (step 9): its composite includes QUESTION_WEIGHT
     valid_from_us: int = 0  # validity in time (step 10): true from ...
     valid_to_us: int | None = None  # ... until a newer trace contradicted it (None: still true)
-    superseded_by: str = ""  # the trace that closed it
-    shown: str = ""  # what a prompt shows of it (engram.memory.cognitive.shown): context and content, shaped
 
 
 @dataclass(frozen=True)
