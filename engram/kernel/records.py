@@ -13,7 +13,8 @@ from its Python type (`str` VARCHAR, `int` BIGINT, `float` DOUBLE, `bool` BOOLEA
 an int of microseconds as TIMESTAMPTZ; `json=True` stores a `tuple[tuple[str, str], ...]` of (key, value) pairs
 as a JSON object in a VARCHAR (keys sorted; NULL when empty), read back as its pairs sorted. Columns come in the order of the fields, so the declaration is the table.
 `Column(stored=False)` keeps a field out of the table; `Column(sql="INTEGER")` stores an int in 32 bits and
-`Column(sql="FLOAT[]")` a numpy vector as float32s (read back as a float32 array); `required=True` is NOT NULL.
+`Column(sql="FLOAT[]")` a numpy vector as float32s (read back as a float32 array); `required=True` is NOT NULL;
+`Column(flatten=True)` on a field that holds a record makes that record's columns this one's, at its place.
 
 Everything else is derived, never retyped:
 - `arrow_schema(T)`, `ddl(table, T, key)`: the table;
@@ -45,6 +46,7 @@ class Column(msgspec.Struct, frozen=True):
     json: bool = False
     sql: str | None = None  # a narrower type than the derived one: "INTEGER" for an int, "FLOAT[]" for a vector
     required: bool = False  # NOT NULL
+    flatten: bool = False  # a field holding a record: its stored fields are columns here, in its declaration's order
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -114,10 +116,13 @@ def fields(record: type) -> tuple[Field, ...]:
                     for f in dataclasses.fields(record)]
     else:
         raise TypeError(f"{record} is neither a msgspec Struct nor a dataclass")
-    out = []
+    out: list[Field] = []
     for name, default in declared:
         bare, column, nullable = _resolve(hints[name])
         if not column.stored:
+            continue
+        if column.flatten:
+            out += [msgspec.structs.replace(f, attr=f"{name}.{f.attr}") for f in fields(bare)]
             continue
         if column.timestamp:
             if bare is not int:
@@ -137,6 +142,19 @@ def fields(record: type) -> tuple[Field, ...]:
 
 def column_names(record: type) -> tuple[str, ...]:
     return tuple(f.column for f in fields(record))
+
+
+def _nested(record: type) -> dict[str, type]:
+    """The flattened fields of `record`: attribute -> the record type it holds."""
+    hints = typing.get_type_hints(record, include_extras=True)
+    return {f.attr.split(".", 1)[0]: _resolve(hints[f.attr.split(".", 1)[0]])[0]
+            for f in fields(record) if "." in f.attr}
+
+
+def _get(item: Any, attr: str) -> Any:
+    for part in attr.split("."):
+        item = getattr(item, part)
+    return item
 
 
 def _arrow_type(f: Field) -> Any:
@@ -184,13 +202,13 @@ def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[
 
     items = list(records)
     arrays = [pa.array(list(values), type=typ) for _, typ, values in before]
-    arrays += [pa.array([_stored(f, getattr(r, f.attr)) for r in items], type=_arrow_type(f)) for f in fields(record)]
+    arrays += [pa.array([_stored(f, _get(r, f.attr)) for r in items], type=_arrow_type(f)) for f in fields(record)]
     return pa.Table.from_arrays(arrays, schema=arrow_schema(record, before=[(n, t) for n, t, _ in before]))
 
 
 def stored_values(record: type, item: Any) -> dict[str, Any]:
     """`item`'s stored fields as its table holds them, by column name (for a row that adds columns of its own)."""
-    return {f.column: _stored(f, getattr(item, f.attr)) for f in fields(record)}
+    return {f.column: _stored(f, _get(item, f.attr)) for f in fields(record)}
 
 
 def select_list(record: type, prefix: str = "") -> str:
@@ -229,7 +247,21 @@ def from_rows(record: type, names: Sequence[str], rows: Iterable[Sequence[Any]],
     missing = set(by_column) - {f.column for _, f in at}
     if missing:
         raise ValueError(f"{record.__name__} read back without columns {sorted(missing)}")
-    return [record(**{f.attr: _read(f, row[i]) for i, f in at}, **extra) for row in rows]
+    nested = _nested(record)
+    if not nested:
+        return [record(**{f.attr: _read(f, row[i]) for i, f in at}, **extra) for row in rows]
+    out = []
+    for row in rows:
+        values: dict[str, Any] = {}
+        inner: dict[str, dict[str, Any]] = {name: {} for name in nested}
+        for i, f in at:
+            outer, _, attr = f.attr.partition(".")
+            if attr:
+                inner[outer][attr] = _read(f, row[i])
+            else:
+                values[outer] = _read(f, row[i])
+        out.append(record(**values, **{name: nested[name](**kw) for name, kw in inner.items()}, **extra))
+    return out
 
 
 def columns(record: type, *items: str) -> str:

@@ -16,12 +16,14 @@ this class, so that they agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from engram.config import defaults as d
 from engram.events.background import ObservationNote, ObservationsActivated, ObservationsRecorded, Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import Recorded
 from engram.events.messages import CONVERSATION_ROLES, MessageAppended
+from engram.kernel.records import Column
 from engram.kernel.tokens import estimate_tokens
 from engram.memory.cognitive.llm_bridge import injected_memory, own_words
 from engram.memory.settings import SettingsView
@@ -50,15 +52,19 @@ def log_key(agent: str, scope: str, scope_id: str) -> LogKey:
     return (agent, scope, scope_id)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NoteEntry:
-    note: ObservationNote
+    """A note of a log and where it stands. Declared once: a row of `observation_notes` (`engram.kernel.records`,
+    behind the log's agent, scope and scope id) is this record, the note's own fields flattened in; the Reflector's
+    snapshot pickles it (the field order is not its pickled shape)."""
+
     stream: str  # the discussion whose messages it observed
-    recorded_seq: int
-    increment_last_seq: int  # last message seq of the increment that recorded it
+    note: Annotated[ObservationNote, Column(flatten=True)]
+    tokens: int
     buffered: bool
     status: str
-    tokens: int
+    recorded_seq: int
+    increment_last_seq: int  # last message seq of the increment that recorded it
     activated_seq: int | None = None
     reflected_seq: int | None = None
 
