@@ -176,10 +176,13 @@ def arrow_schema(record: type, *, before: Sequence[tuple[str, Any]] = ()) -> Any
     return pa.schema([*before, *((f.column, _arrow_type(f)) for f in fields(record))])
 
 
-def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, str]] = ()) -> str:
-    """CREATE TABLE IF NOT EXISTS for `record` (`before`: (name, SQL type) columns in front; `key`: a constraint)."""
+def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, str]] = (),
+        after: Sequence[tuple[str, str]] = ()) -> str:
+    """CREATE TABLE IF NOT EXISTS for `record` (`before`, `after`: (name, SQL type) columns the table adds in front
+    and behind; `key`: a constraint)."""
     cols = ", ".join([*(f"{n} {t}" for n, t in before),
-                      *(f"{f.column} {f.sql}{' NOT NULL' if f.required else ''}" for f in fields(record))])
+                      *(f"{f.column} {f.sql}{' NOT NULL' if f.required else ''}" for f in fields(record)),
+                      *(f"{n} {t}" for n, t in after)])
     return f"CREATE TABLE IF NOT EXISTS {table} ({cols}{', ' + key if key else ''})"
 
 
@@ -195,15 +198,20 @@ def _stored(f: Field, value: Any) -> Any:
     return value
 
 
-def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[str, Any, Sequence[Any]]] = ()) -> Any:
-    """`records` as an Arrow table of `record`'s schema, column by column by attribute name (`before`: (name,
-    arrow type, values) columns in front)."""
+def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[str, Any, Sequence[Any]]] = (),
+                after: Sequence[tuple[str, Any, Sequence[Any]]] = ()) -> Any:
+    """`records` as an Arrow table of `record`'s schema, column by column by attribute name (`before`, `after`:
+    (name, arrow type, values) columns in front and behind)."""
     import pyarrow as pa
 
     items = list(records)
     arrays = [pa.array(list(values), type=typ) for _, typ, values in before]
     arrays += [pa.array([_stored(f, _get(r, f.attr)) for r in items], type=_arrow_type(f)) for f in fields(record)]
-    return pa.Table.from_arrays(arrays, schema=arrow_schema(record, before=[(n, t) for n, t, _ in before]))
+    arrays += [pa.array(list(values), type=typ) for _, typ, values in after]
+    schema = arrow_schema(record, before=[(n, t) for n, t, _ in before])
+    for name, typ, _ in after:
+        schema = schema.append(pa.field(name, typ))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def stored_values(record: type, item: Any) -> dict[str, Any]:

@@ -18,20 +18,30 @@ from engram.memory.cognitive.book import EVENT_ONLY, TRACE_FROM_EVENT, Change
 from engram.memory.cognitive.graph import Edge
 from engram.memory.cognitive.model import MemoryTrace
 from engram.memory.cognitive.working_memory import FocusedSlot
+from engram.memory.background.observation_log import NoteEntry
+from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 from engram.memory.discussion.vectors import VectorMemoryRow
+from engram.projections.discussion_files import DiscussionFiles
+from engram.projections.observations import ObservationLogProjection
 from engram.projections.traces import TraceProjection
 from engram.projections.vector_memory import VectorMemory
 from engram.projections.working_memory import WorkingMemoryProjection
 
 AGENT = [("agent", "VARCHAR")]
 
-# (projection, table, record, the columns the table has in front of the record's)
+DISCUSSION = [("discussion_id", "VARCHAR"), AGENT[0]]
+LINE = [("line", "VARCHAR")]
+# (projection, table, record, the columns the table has in front of the record's, and behind them)
 DECLARED = [
-    (TraceProjection, "memory_traces", MemoryTrace, []),
-    (TraceProjection, "trace_edges", Edge, AGENT),
-    (TraceProjection, "trace_changes", Change, AGENT),
-    (WorkingMemoryProjection, "working_memory", FocusedSlot, []),
-    (VectorMemory, "vector_memories", VectorMemoryRow, [("discussion_id", "VARCHAR"), AGENT[0]]),
+    (TraceProjection, "memory_traces", MemoryTrace, [], []),
+    (TraceProjection, "trace_edges", Edge, AGENT, []),
+    (TraceProjection, "trace_changes", Change, AGENT, []),
+    (WorkingMemoryProjection, "working_memory", FocusedSlot, [], []),
+    (VectorMemory, "vector_memories", VectorMemoryRow, DISCUSSION, []),
+    (DiscussionFiles, "discussion_memories", ChunkMemory, [*DISCUSSION, ("ordinal", "INTEGER")], LINE),
+    (DiscussionFiles, "discussion_summaries", RollingSummary, DISCUSSION, LINE),
+    (ObservationLogProjection, "observation_notes", NoteEntry, [("agent", "VARCHAR"), ("scope", "VARCHAR"),
+                                                                 ("scope_id", "VARCHAR")], []),
 ]
 
 
@@ -46,11 +56,11 @@ def _described(db: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str
     return [(name, typ) for name, typ, *_ in db.execute(f"DESCRIBE {table}").fetchall()]
 
 
-@pytest.mark.parametrize("projection, table, record, before", DECLARED, ids=[d[1] for d in DECLARED])
-def test_every_projection_table_matches_its_declaration(projection, table, record, before):
+@pytest.mark.parametrize("projection, table, record, before, after", DECLARED, ids=[d[1] for d in DECLARED])
+def test_every_projection_table_matches_its_declaration(projection, table, record, before, after):
     db = _created(projection)
     expected = duckdb.connect()
-    expected.execute(records.ddl(table, record, before=before))
+    expected.execute(records.ddl(table, record, before=before, after=after))
     assert _described(db, table) == _described(expected, table)
 
 
@@ -168,3 +178,18 @@ def test_the_vector_memory_table_keeps_its_constraints_and_a_row_reads_back_whol
     [back] = records.from_rows(VectorMemoryRow, [c[0] for c in cur.description], cur.fetchall())
     assert back.vector.dtype == np.float32 and back.vector.tolist() == [0.5, -1.25]
     assert dataclasses.replace(back, vector=row.vector) == row
+
+
+@pytest.mark.parametrize("module", ["traces", "working_memory", "vector_memory", "discussion_files", "observations"])
+def test_no_declared_table_is_created_or_filled_by_hand_a_second_time(module):
+    """A declared table's DDL and rows come from its record only: a hand-written CREATE TABLE or a positional
+    INSERT ... VALUES for one of them in its projection's source is a second declaration."""
+    import importlib
+    import inspect
+
+    import re
+
+    source = inspect.getsource(importlib.import_module(f"engram.projections.{module}"))
+    for _, table, *_ in DECLARED:
+        assert not re.search(rf"CREATE TABLE (IF NOT EXISTS )?{table}\b", source)
+        assert not re.search(rf"INSERT INTO {table} VALUES", source)

@@ -58,7 +58,14 @@ ADDED_COLUMNS = {"memory_traces": ("valid_from", "valid_to", "superseded_by", "m
 NOTES_BEFORE = ("agent", "scope", "scope_id", "stream", "note_id", "type", "text", "details", "importance", "confidence",
                 "observed_at", "refers_to", "entities", "source_seqs", "source_message_ids", "tokens", "buffered",
                 "status", "recorded_seq", "increment_last_seq", "activated_seq", "reflected_seq")
-REORDERED = {"observation_notes": NOTES_BEFORE}
+# discussion_memories and discussion_summaries became their lines' tables (DiscussionFiles v2) the same way.
+REORDERED = {
+    "observation_notes": NOTES_BEFORE,
+    "discussion_memories": ("discussion_id", "agent", "generation", "ordinal", "memory_id", "created_seq", "first_seq",
+                            "last_seq", "message_count", "token_count", "summary", "line"),
+    "discussion_summaries": ("discussion_id", "agent", "generation", "updated_seq", "absorbed_through",
+                             "memories_absorbed", "summary", "line"),
+}
 
 
 def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_the_same(old_home, tmp_path):
@@ -90,7 +97,7 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
     assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS, REORDERED)) == wanted
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS, REORDERED)) == wanted
     versions = _versions(old_home / "projections" / "shard-000.duckdb")
-    assert versions["traces"] == 6 and versions["observations"] == 5
+    assert versions["traces"] == 6 and versions["observations"] == 5 and versions["discussion_files"] == 2
     assert set(_columns(old_home / "projections" / "shard-000.duckdb", "observation_notes")) == set(NOTES_BEFORE)
 
 
