@@ -170,6 +170,7 @@ class ObservationLog:
         is kept to a few dictionary look-ups: the assistant's own words are worked out only for the assistant
         (`own_words` returns any other speaker's text as it is)."""
         msg = rec.event
+        assert isinstance(msg, MessageAppended), rec.type
         role = msg.role
         if role not in CONVERSATION_ROLES:  # the conversation the Observer watches (system prompts are not)
             return None
@@ -203,8 +204,8 @@ class ObservationLog:
                         changed.add(key)
             return changed
         if isinstance(e, MessageAppended):
-            key = self.message(rec)
-            return set() if key is None else {key}
+            watched = self.message(rec)
+            return set() if watched is None else {watched}
         if isinstance(e, ObservationsRecorded):
             st = self.log(log_key(rec.agent, e.scope, e.scope_id or rec.stream))
             status = BUFFERED if e.buffered else ACTIVE
@@ -236,10 +237,10 @@ class ObservationLog:
             st = self.log(log_key(rec.agent, e.scope, e.scope_id or rec.stream))
             superseded = set(e.superseded)
             for nid in e.consumed_note_ids:
-                n = st.notes.get(nid)
-                if n is not None:
-                    n.status = SUPERSEDED if nid in superseded else REFLECTED
-                    n.reflected_seq = rec.seq
+                consumed = st.notes.get(nid)
+                if consumed is not None:
+                    consumed.status = SUPERSEDED if nid in superseded else REFLECTED
+                    consumed.reflected_seq = rec.seq
             st.reflections.append(
                 ReflectionEntry(rec.seq, rec.ts_us, rec.stream, tuple(e.trace_ids), len(e.consumed_note_ids),
                                 e.input_tokens, e.output_tokens, tuple(e.duplicates),
