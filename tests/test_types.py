@@ -23,8 +23,7 @@ def test_mypy_finds_no_type_error():
 
 # Checked strictly: the kernel, the event log and the pure memory core (issue 26). A package listed here that is
 # put back in the not-typed-yet list, or dropped from the strict override, fails the test below.
-STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.cognitive.*", "engram.memory.ingest.*",
-          "engram.memory.background.*", "engram.memory.context.*", "engram.memory.settings")
+STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*")
 
 
 def _overrides() -> list[dict]:

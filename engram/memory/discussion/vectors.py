@@ -108,7 +108,7 @@ class VectorMemoryRow:
             [self.title, self.summary, " ; ".join(self.entities), " ; ".join(self.key_phrases), " ; ".join(self.topics)]
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "memory_id": self.memory_id,
             "title": self.title,
