@@ -634,7 +634,10 @@ class JobList(Model, kw_only=True):
 # --------------------------------------------------------------------------- listing and paging (engram.api.listing)
 
 MAX_PAGE = 1000  # rows a page holds at most
-MemoryKind = Literal["traces", "chunks", "vectors", "observations"]
+# What a listing lists (plural: a route segment, `GET /v1/agents/{agent}/memories?kind=traces`); one memory's kind
+# is `MemoryKind` above. (Both were named MemoryKind: the second replaced the first, and `MemoryItem.kind`'s schema
+# listed the plural kinds its answers never carry.)
+ListedKind = Literal["traces", "chunks", "vectors", "observations"]
 PageOrder = Literal["oldest", "newest"]
 
 
@@ -686,7 +689,7 @@ class MessagePage(Model, kw_only=True):
 
 class MemoryPage(Model, kw_only=True):
     agent: str
-    kind: MemoryKind
+    kind: ListedKind
     discussion: str | None
     memories: list[dict[str, Any]]
     next_cursor: str | None = None

@@ -32,7 +32,7 @@ def test_no_field_of_the_shown_hit_is_declared_a_second_time():
 
 
 def test_a_field_added_to_the_declaration_reaches_the_api_answer():
-    class Wider(HitShown, frozen=True, kw_only=True):
+    class Wider(HitShown, kw_only=True):
         novelty: float = 0.25
 
     class ApiWider(Wider, t.Model, kw_only=True):

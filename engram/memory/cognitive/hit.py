@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 
 
-class HitShown(msgspec.Struct, frozen=True, kw_only=True):
+class HitShown(msgspec.Struct, kw_only=True):
     """What a recall hit shows as it is: declared once, here, for the core's hit (`RecallHit`) and the API's
     (`engram.api.types.RecallHit`), which both extend it. A field added here reaches the recall answer; a field the
     API computes (a rounded score, an ISO time) is the API's, a scoring input the core's."""

@@ -156,7 +156,7 @@ class DormantSettings:
     weight: float = d.DORMANT_WEIGHT
 
 
-class RecallHit(HitShown, frozen=True, kw_only=True):
+class RecallHit(HitShown, kw_only=True):
     """One result: the trace as it was at retrieval, its composite score and the score by factor."""
 
     score: float
