@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Generator, Iterator, Sequence
 
 from engram.api.errors import error
 
@@ -132,16 +132,18 @@ class EventFeed:
             self._threads.append(thread)
 
     def _follow(self, shard: int) -> None:
+        heads = self._heads
+        assert heads is not None  # set before the followers start
         while not self._stop.is_set():
             try:
-                after = self._heads[shard]
+                after = heads[shard]
                 if not self.rt.shard_call(shard, "wait", after + 1, WAIT_S):
                     continue
                 events = self.read(shard, after, PAGE)
                 if not events:
                     continue
                 with self._lock:
-                    self._heads[shard] = events[-1].seq
+                    heads[shard] = events[-1].seq
                     subs = list(self._subs)
                 for sub in subs:
                     sub.offer(events)
@@ -163,7 +165,7 @@ class EventFeed:
 
 
 def stream(feed: EventFeed, *, after: list[int] | None, agents: frozenset[str] | None, types: frozenset[str] | None,
-           buffer: int = DEFAULT_BUFFER, keepalive_s: float = 15.0, follow: bool = True) -> Iterator[tuple[str, str, str]]:
+           buffer: int = DEFAULT_BUFFER, keepalive_s: float = 15.0, follow: bool = True) -> Generator[tuple[str, str, str], None, None]:
     """What one subscriber receives, as (SSE event name, id, data) triples; ("", "", "") is a keep-alive.
 
     Events after `after` (None: from now on) of `agents` (None: every agent) and `types` (None: every type), in log

@@ -695,7 +695,7 @@ class MemoryPage(Model, kw_only=True):
     next_cursor: str | None = None
 
 
-def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
+def schema_components(types: list[type]) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
 
