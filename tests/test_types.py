@@ -21,15 +21,20 @@ def test_mypy_finds_no_type_error():
     assert out.stdout.strip().splitlines()[-1].startswith("Success: no issues found")
 
 
-# Checked strictly: the kernel, the event log and the pure memory core (issue 26). A package listed here that is
+# Checked strictly: the kernel, the event log, the pure memory core and the API's typed modules (issue 26). A package listed here that is
 # put back in the not-typed-yet list, or dropped from the strict override, fails the test below.
-STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*")
+STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.types", "engram.api.errors",
+          "engram.api.clock", "engram.api.positions", "engram.api.events", "engram.api.jobs")
+
+
+def tomllib_config() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
 
 
 def _overrides() -> list[dict]:
-    import tomllib
-
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["overrides"]
+    return tomllib_config()["overrides"]
 
 
 def test_the_kernel_the_event_log_and_the_memory_core_are_checked_strictly():
@@ -38,6 +43,7 @@ def test_the_kernel_the_event_log_and_the_memory_core_are_checked_strictly():
     strict = next(o for o in overrides if o.get("disallow_untyped_defs"))
     assert set(STRICT) <= set(strict["module"])
     assert strict["disallow_any_generics"] and strict["warn_return_any"] and strict["check_untyped_defs"]
+    assert tomllib_config()["warn_redundant_casts"]  # strict's global flag
     untyped = {m for o in overrides if o.get("ignore_errors") for m in o["module"]}
     assert sorted(m for m in untyped if any(fnmatch.fnmatchcase(m, p) for p in STRICT)) == []
 

@@ -17,9 +17,12 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Generator, Iterator, Sequence
 
 from engram.api.errors import error
+
+if TYPE_CHECKING:
+    from engram.runtime.base import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class Subscriber:
     """One subscriber's queue: what the feed has read and the subscriber has not yet taken."""
 
     buffer: int
-    queue: collections.deque = field(default_factory=collections.deque)
+    queue: collections.deque[FeedEvent] = field(default_factory=collections.deque)
     cond: threading.Condition = field(default_factory=threading.Condition)
     cut: str | None = None  # why it was cut (it gets a final `cut` event)
     closed: bool = False
@@ -92,7 +95,7 @@ class Subscriber:
 class EventFeed:
     """The fan-out of one server: a long-poll thread per shard, started with the first subscriber."""
 
-    def __init__(self, runtime):
+    def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self._lock = threading.Lock()
         self._subs: list[Subscriber] = []
@@ -101,7 +104,9 @@ class EventFeed:
         self._stop = threading.Event()
 
     def shards(self) -> int:
-        return self.rt.config.shards
+        config = self.rt.config
+        assert config is not None  # a runtime is made with its configuration
+        return int(config.shards)
 
     def heads(self) -> list[int]:
         heads = self.rt.heads()

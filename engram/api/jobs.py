@@ -25,7 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import msgspec
 
@@ -71,7 +71,7 @@ class _Record:
         self.state: t.JobState = "queued"
         self.created = now_us()
         self.finished: int | None = None
-        self.result: dict | None = None
+        self.result: dict[str, Any] | None = None
         self.error: t.ErrorBody | None = None
         self.followers_known = False  # whether `follow` said who may follow it:
         self.followers: frozenset[str] | None = None  # the agents of the key that started it (None: every agent)
@@ -139,7 +139,7 @@ class Jobs:
                     except OSError:  # a full or vanished directory: the next beat tries again
                         pass
 
-    def _published_job(self, doc: dict) -> t.Job:
+    def _published_job(self, doc: dict[str, Any]) -> t.Job:
         """A job another replica published, as it stands: failed when it is unfinished and its replica is gone."""
         job = msgspec.convert(doc["job"], t.Job)
         if job.state not in ("queued", "running"):
@@ -151,11 +151,12 @@ class Jobs:
             code="job_lost", message=f"the server replica running this {job.kind} job {cause}; the job did not finish "
                                      "(what it completed is in the log): start it again"))
 
-    def _published(self, job_id: str) -> dict | None:
+    def _published(self, job_id: str) -> dict[str, Any] | None:
         if self._shared is None:
             return None
         try:
-            return msgspec.json.decode((self._shared / f"{job_id}.json").read_bytes())
+            doc: dict[str, Any] = msgspec.json.decode((self._shared / f"{job_id}.json").read_bytes(), type=dict)
+            return doc
         except (FileNotFoundError, msgspec.DecodeError):
             return None
 
@@ -176,7 +177,7 @@ class Jobs:
             return False, None
         return True, None if doc["followers"] is None else frozenset(doc["followers"])
 
-    def start(self, kind: t.JobKind, total: int, unit: str, work: Callable[[JobProgress], dict],
+    def start(self, kind: t.JobKind, total: int, unit: str, work: Callable[[JobProgress], dict[str, Any]],
               on_end: Callable[[], None] | None = None) -> t.Job:
         """Run `work(progress) -> result` in the background; its id to poll. `on_end` runs once when the job ends,
         also when the server stops before it ran (e.g. to let go of what the job holds)."""
@@ -267,7 +268,7 @@ class Jobs:
             self._heartbeat.join(timeout=5)
 
 
-def lost(owner: dict | None, lease_until: float | None, *, now: float | None = None) -> str | None:
+def lost(owner: dict[str, Any] | None, lease_until: float | None, *, now: float | None = None) -> str | None:
     """Why a published unfinished job's replica is gone (None: it may still run it): its process has ended (same
     host), or its lease ran out without a heartbeat."""
     if owner is not None and owner.get("host") == socket.gethostname():
