@@ -20,6 +20,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from engram.kernel.describe import doc
+from engram.memory.cognitive.hit import HitShown
 from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 
 # The id rules of engram.kernel.ids (letters, digits, '_', '-', '.'; 1–128 characters; no leading dot).
@@ -415,44 +416,23 @@ class SourceMessage(Model, kw_only=True):
     ts: Annotated[str, doc("When it was said (ISO 8601).")]
 
 
-class RecallHit(Model, kw_only=True):
-    rank: Annotated[int, doc("1 for the best hit.")]
-    trace_id: Annotated[str, doc("The memory trace's id (what `PATCH`/`DELETE …/memories/trace/{id}` take).")]
+class RecallHit(HitShown, Model, kw_only=True):
+    """One memory recall found: the core's hit as it is (`HitShown`, declared once in
+    engram.memory.cognitive.retrieval) and what the API computes from the core's own fields."""
+
     score: Annotated[float, doc("The composite score the hits are ranked by.")]
-    content: Annotated[str, doc("The memory's text, whole.")]
     factors: Annotated[dict[str, float], doc(
         "Each factor of the ranking (strength, similarity, recency, emotional, activation, importance) -> its value "
         "for this memory (0..1).")]
     similarity_parts: Annotated[dict[str, float], doc(
         "Cosine, lexical (to the query), feedback (to the feedback query).")]
     contributions: Annotated[dict[str, float], doc("Each factor -> its weighted share of the score.")]
-    trace_type: Annotated[str, doc("The trace's type: episodic, semantic, procedural, prospective or relational.")]
-    category: Annotated[str | None, doc("The trace's category (a fact's, \"lesson\", \"observation\", …), if any.")]
-    scope: Annotated[str, doc("What the memory belongs to: `discussion` or `agent`.")]
-    scope_id: Annotated[str, doc("The discussion's id (scope discussion) or the agent's (scope agent).")]
-    via: Annotated[str, doc(
-        "How it was found: the vector search, keywords, spreading activation over the trace graph, HyDE, or `dormant`"
-        " (a pruned trace found again).")]
-    source_seqs: Annotated[list[int], doc("Log positions of the messages it was made from.")]
-    source_message_ids: Annotated[list[str], doc("Ids of the messages it was made from.")]
     sources: Annotated[list[SourceMessage], doc("The messages it was made from (with `sources`: true).")] = []
-    context: Annotated[str, doc("For a reply, the question it answers (shown with it).")] = ""
-    context_message_ids: Annotated[list[str], doc("Where the context comes from.")] = []
-    # A dormant hit (via "dormant"): a trace the decay sweep pruned, found again through what it was made from;
-    # when it was pruned and the factor on its composite (its contributions include it).
     pruned_at: Annotated[str | None, doc(
         "For a dormant hit (via `dormant`): when the decay sweep pruned the trace.")] = None
-    dormant_weight: Annotated[float, doc(
-        "The factor on a dormant hit's score (1 for a live trace); its contributions include it.")] = 1.0
     # Validity in time: true from `valid_from` until `valid_to` (None: still true), when `superseded_by` replaced it.
     valid_from: Annotated[str | None, doc("True from this time on (ISO 8601), when known.")] = None
     valid_to: Annotated[str | None, doc("True until this time (ISO 8601); null: still true.")] = None
-    superseded_by: Annotated[str, doc("The trace that replaced it (empty: none).")] = ""
-    asks: Annotated[bool, doc(
-        "The memory only asks (a stored question): its composite includes the question weight (0.5).")] = False
-    shown: Annotated[str, doc(
-        "What a prompt shows of it: the context cut to its last question, the content whole for the best three "
-        "hits and as the sentences sharing the query's words for the others (`content` stays whole).")] = ""
 
 
 class Feedback(Model, kw_only=True):
@@ -736,7 +716,10 @@ class JobList(Model, kw_only=True):
 # --------------------------------------------------------------------------- listing and paging (engram.api.listing)
 
 MAX_PAGE = 1000  # rows a page holds at most
-ListedKind = Literal["traces", "chunks", "vectors", "observations"]  # what `GET …/memories` lists
+# What a listing lists (plural: a route segment, `GET /v1/agents/{agent}/memories?kind=traces`); one memory's kind
+# is `MemoryKind` above. (Both were named MemoryKind: the second replaced the first, and `MemoryItem.kind`'s schema
+# listed the plural kinds its answers never carry.)
+ListedKind = Literal["traces", "chunks", "vectors", "observations"]
 PageOrder = Literal["oldest", "newest"]
 
 
@@ -795,7 +778,7 @@ class MemoryPage(Model, kw_only=True):
     next_cursor: Annotated[str | None, doc("Pass as `cursor` for the next page; null: this was the last page.")] = None
 
 
-def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
+def schema_components(types: list[type]) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
 
