@@ -248,8 +248,9 @@ class AgentMemory(EntityLinks):
             self.index_seq = seq
         if self.dormant_index is not None and t.trace_id in self.dormant_index:
             self.dormant_index = self._with_vector(self.dormant_index, t.trace_id, vector)
-            self.dormant_lexical.remove(t.trace_id)
-            self.dormant_lexical.add(t.trace_id, indexed_text(t))
+            if self.dormant_lexical is not None:
+                self.dormant_lexical.remove(t.trace_id)
+                self.dormant_lexical.add(t.trace_id, indexed_text(t))
 
     def _with_vector(self, index: HnswIndex, trace_id: str, vector: np.ndarray) -> HnswIndex:
         """`index` built afresh in the same order with `vector` in the place of `trace_id`'s: an index keeps an id's
