@@ -22,6 +22,7 @@ from typing import Callable, Mapping
 
 import msgspec
 
+from engram.config import defaults as d
 from engram.config.errors import ConfigError
 from engram.config.llm import Endpoint, LlmConfig, Preset, TaskRoute
 from engram.events.provenance import LlmCall
@@ -70,6 +71,19 @@ class Route:
     preset: Preset
     # The task route's maxResponseSizeInTokens; None when the call routes itself (its own size wins).
     max_response_size_in_tokens: int | None = None
+
+
+def answer_size(route: Route, asked: int | None, front_end: Sampling | None) -> int:
+    """The most tokens a call's answer may take. The size asked for: the front end's max_tokens (the proxy's reply,
+    unless the preset overrides the front end's samplers and sets maxTokens), else the task route's
+    maxResponseSizeInTokens, else the caller's own (a workflow node's maxResponseSizeInTokens), else
+    d.PRESET_MAX_TOKENS. The preset's maxTokens, when set, caps it whichever it is."""
+    cap = route.preset.max_tokens
+    front = front_end.max_tokens if front_end is not None else None
+    if cap is not None and route.preset.front_end_samplers == "override":
+        front = None
+    size = front or route.max_response_size_in_tokens or asked or d.PRESET_MAX_TOKENS
+    return min(size, cap) if cap is not None else size
 
 
 class _Usage:
@@ -226,10 +240,9 @@ class EndpointTasks(MemoryTasks):
         else:
             prompt = getattr(task_input, "prompt", None) or self.templates.prompt(task)
             messages = (("user", render(prompt, values)),)
-        sampling = self.sampling(route.preset, getattr(task_input, "sampling", None))
-        max_tokens = (sampling.max_tokens if getattr(task_input, "sampling", None) is not None and sampling.max_tokens
-                      else route.max_response_size_in_tokens or spec.response_tokens(task_input)
-                      or route.preset.max_tokens)
+        front_end = getattr(task_input, "sampling", None)
+        sampling = self.sampling(route.preset, front_end)
+        max_tokens = answer_size(route, spec.response_tokens(task_input), front_end)
         request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
         return msgspec.structs.replace(
             request, temperature=sampling.temperature,
