@@ -61,6 +61,22 @@ def response_path_reads_only(workflow) -> bool:
     return all(node.reads_only for node in nodes[:lock])
 
 
+def reply_node(workflow):
+    """The workflow's node whose answer is the reply: the first Standard node marked returnToUser before its
+    WorkflowLock, else the last Standard node before it (None: no Standard node answers)."""
+    from engram.memory.discussion.workflow.nodes import Standard, WorkflowLock
+
+    standard = []
+    for node in workflow.nodes:
+        if isinstance(node, WorkflowLock):
+            break
+        if isinstance(node, Standard):
+            if node.return_to_user:
+                return node
+            standard.append(node)
+    return standard[-1] if standard else None
+
+
 def fresh_seqs(result) -> list[int | None]:
     """Per event of an Appended, its seq when this append made it, None when the log held it already: a duplicate
     keeps its original seq, older than every seq the append gave (the `duplicates` smallest are the old ones)."""
@@ -156,15 +172,37 @@ class MemoryWorkers:
                 log.exception("the proxy's memory work failed")
 
 
+def asks_of(req: t.CompletionRequest):
+    """The front end's format, keep_alive, options and images as the LLM layer takes them (None: it asked none)."""
+    from engram.providers.endpoints.wire import ANY_JSON, Asks, Structured
+
+    images = tuple(image for m in req.messages for image in m.images)
+    if req.format is None and req.keep_alive is None and not req.options and not images:
+        return None
+    if req.format is None:
+        structured = None
+    elif req.format == ANY_JSON:
+        structured = Structured(ANY_JSON, {"type": "object"})
+    elif isinstance(req.format, dict):
+        structured = Structured("reply", req.format)
+    else:
+        raise error("invalid_request", f'"format": {req.format!r:.40} is neither "json" nor a JSON schema')
+    num_ctx = req.options.get("num_ctx")
+    if num_ctx is not None and (isinstance(num_ctx, bool) or not isinstance(num_ctx, int) or num_ctx < 1):
+        raise error("invalid_request", 'option "num_ctx" must be a positive integer')
+    return Asks(format=structured, keep_alive=req.keep_alive, num_ctx=num_ctx, images=images,
+                options=tuple((k, v) for k, v in req.options.items() if k != "num_ctx"))
+
+
 def sampling_of(req: t.CompletionRequest):
-    """The front end's samplers as the LLM layer takes them (None: the request set none)."""
+    """The front end's samplers (and its other asks) as the LLM layer takes them (None: the request set none)."""
     from engram.providers.endpoints.wire import Sampling
 
-    s = req.sampling
+    s, asks = req.sampling, asks_of(req)
     if s is None:
-        return None
+        return Sampling(asks=asks) if asks is not None else None
     return Sampling(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=s.max_tokens,
-                    stop=tuple(s.stop), seed=s.seed)
+                    stop=tuple(s.stop), seed=s.seed, asks=asks)
 
 
 class ReplyAbandoned(Exception):
@@ -273,6 +311,7 @@ class CompletionOps:
         started = timing.started
         validate_agent(agent)
         discussion = find_discussion_id([m.content for m in req.messages])
+        self._check_asks(req, discussion)
         if discussion is None and req.text_prompt:
             return self._forward_text_prompt(agent, req, started, on_text, timing)
         system = "\n\n".join(x for x in (strip_discussion_tags(m.content) for m in req.messages if m.role == "system") if x)
@@ -287,6 +326,23 @@ class CompletionOps:
         workflow = self.proxy_workflow()
         with self._discussion_lock(discussion):
             return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text, timing)
+
+    def _check_asks(self, req: t.CompletionRequest, discussion: str | None) -> None:
+        """Refuse (400, naming the field) what the front end asked that the reply's upstream cannot do: before
+        anything is appended or called."""
+        from engram.providers.endpoints.adapters import refused_asks
+        from engram.providers.llm.routing import reply_endpoint
+
+        asks = asks_of(req)
+        if asks is None:
+            return
+        node = reply_node(self.proxy_workflow()) if discussion is not None else None
+        endpoint = reply_endpoint(self.config.llm, getattr(self.tasks(), "provider", ""),
+                                  getattr(node, "endpoint_name", None))
+        api_type = endpoint.api_type if endpoint is not None else "offline"
+        why = refused_asks(api_type, asks, endpoint.structured_output if endpoint is not None else "auto")
+        if why:
+            raise error("invalid_request", why)
 
     def _complete_without_memory(self, agent, system, turns, req, started, on_text=None, timing=None
                                  ) -> t.CompletionResponse:

@@ -520,6 +520,8 @@ class ChatTurn(Model, kw_only=True):
     role: Role
     content: Annotated[str, Meta(max_length=10_000_000)]
     name: str | None = None
+    # Base64 images with the message (the Ollama door's `images`): they go to the model with the turn it answers.
+    images: Annotated[list[Annotated[str, Meta(max_length=20_000_000)]], Meta(max_length=64)] = []
 
 
 class Samplers(Model, kw_only=True):
@@ -547,6 +549,12 @@ class CompletionRequest(Model, kw_only=True):
     max_tokens: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
     sampling: Samplers | None = None
     text_prompt: bool = False
+    # The Ollama door's other fields, for the reply's call: `format` ("json" or a JSON schema: the reply in JSON,
+    # asked the strongest way the upstream takes), `keep_alive` (an Ollama upstream's), `options` (Ollama's options
+    # beyond the samplers, num_ctx among them). What the reply's upstream cannot do is refused (400), never dropped.
+    format: str | dict[str, Any] | None = None
+    keep_alive: str | float | None = None
+    options: dict[str, Any] = {}
 
 
 class CompletionResponse(Model, kw_only=True):

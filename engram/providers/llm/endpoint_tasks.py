@@ -222,6 +222,8 @@ class EndpointTasks(MemoryTasks):
         parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
         if request.prompt is not None:
             parts += (request.prompt,)
+        if request.asks is not None:  # a front end's format, images and options make another prompt too
+            parts += (msgspec.json.encode(request.asks).decode(),)
         if route.endpoint.api_type != "claudeMessages":
             parts = (route.endpoint.api_type, *parts)  # the same prompt to another kind of server is another prompt
         return Prepared(task, route.endpoint_name, request, digest(*parts))
@@ -244,10 +246,13 @@ class EndpointTasks(MemoryTasks):
         sampling = self.sampling(route.preset, front_end)
         max_tokens = answer_size(route, spec.response_tokens(task_input), front_end)
         request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
+        asks = front_end.asks if front_end is not None else None
         return msgspec.structs.replace(
             request, temperature=sampling.temperature,
             sampling=Sampling(top_p=sampling.top_p, top_k=sampling.top_k, stop=sampling.stop, seed=sampling.seed),
-            prompt=completion_prompt,
+            prompt=completion_prompt, asks=asks,
+            # A front end's format: its JSON, asked for the strongest way the endpoint takes (as the memory tasks ask).
+            structured=asks.format if asks is not None else None,
         )
 
     # ------------------------------------------------------------------ context
@@ -274,6 +279,10 @@ class EndpointTasks(MemoryTasks):
         the system prompt nor the last user message), then any task takes less room for its answer (the maximum
         is a ceiling, not a need) down to MIN_ANSWER_TOKENS. Raises `PromptTooLarge` when it still cannot fit."""
         window = self.window(route.endpoint_name)
+        asked = request.asks.num_ctx if request.asks is not None else None
+        if asked and (not window or asked < window):  # the front end's num_ctx: this call's window
+            window = asked
+            request = msgspec.structs.replace(request, window=window)
         if not window:
             return request
         endpoint = route.endpoint
