@@ -61,6 +61,22 @@ def response_path_reads_only(workflow) -> bool:
     return all(node.reads_only for node in nodes[:lock])
 
 
+def retried_prompt(logged: list[str], keys: list[str]) -> int | None:
+    """A text door's prompt (`keys`: its one user message) read back as a transcript: the log's history plus the
+    prompt. The chat door's rule for a history that ends with a message the log already ends with (a client's
+    retry, a regenerate) applies: nothing is new. So when the log's last message is this prompt (its reply failed),
+    or the one before its last (the reply), the prompt is not appended again; the reply is chained on the history up
+    to it, as the first answer was (the same reply is then the same message, stored once). Returns the length of
+    that history's last index (the prompt's), or None when the prompt is new."""
+    if len(keys) != 1:
+        return None
+    if logged and logged[-1] == keys[0]:
+        return len(logged) - 1
+    if len(logged) >= 2 and logged[-2] == keys[0]:
+        return len(logged) - 2
+    return None
+
+
 def reply_node(workflow):
     """The workflow's node whose answer is the reply: the first Standard node marked returnToUser before its
     WorkflowLock, else the last Standard node before it (None: no Standard node answers)."""
@@ -393,13 +409,16 @@ class CompletionOps:
 
         keys = [message_key(role, text) for role, text, _ in turns]
         logged, mark = self._logged_keys(agent, discussion)
-        if req.text_prompt:  # the next turn after the log's messages, whatever they are
+        if req.text_prompt:  # the next turn after the log's messages, unless it is a retry of the last one
+            retried = retried_prompt(logged, keys)
             ids = chain_ids(discussion, logged + keys)[len(logged):]
-            new = list(range(len(keys)))
+            new = list(range(len(keys))) if retried is None else []
+            # the history the reply's id is chained on: a retry's is the first answer's (the log up to the prompt)
+            chain = logged + keys if retried is None else logged[:retried + 1]
         else:
             ids = chain_ids(discussion, keys)
             new = new_positions(logged, keys)
-        chain = logged + keys if req.text_prompt else keys  # the history the reply's id is chained on
+            chain = keys
         ts = now_us()
         incoming = [(turns[i], ids[i], {}) for i in new]
         new_keys = [keys[i] for i in new]
