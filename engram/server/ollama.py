@@ -17,8 +17,10 @@ shape with the whole reply. Errors are Ollama's `{"error": "<message>"}` with th
 raises `ResponseError(error, status_code)`); after the stream started, a line `{"error": …}` ends it.
 
 Samplers come from `options` (`temperature`, `top_p`, `top_k`, `num_predict`, `stop`, `seed`) and win over the
-route's preset unless it says `frontEndSamplers: "override"`; other options, `format`, `keep_alive`, `tools`,
-`think` and `images` are accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
+route's preset unless it says `frontEndSamplers: "override"`. `format`, `keep_alive`, the other options and
+`images` go to the reply's call (`engram.api.completions.asks_of`; which upstream type takes which:
+`engram.providers.endpoints.adapters.refused_asks`), or are refused with a 400 naming the field, before anything is
+appended; `tools` are refused (the replies are text); `think` is accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
 prompt is answered as one user message (Ollama templates it), or with `"raw": true` sent to the model as it is;
 with a tag, a transcript in a chat template (SillyTavern's text modes send one) is read back into its messages
 and handled as a chat history, any other prompt is the discussion's next user turn (`openai.text_request`). An empty prompt without
