@@ -402,7 +402,7 @@ class EndpointTasks(MemoryTasks):
             return Result(value=tuple(parts[0].value) + tuple(parts[1].value), llm=llm)
         route = self.route(task_input.task, task_input.endpoint_name, task_input.preset)
         llm = LlmCall(provider=provider_of(route.endpoint), model=route.endpoint.model, task=task_input.task,
-                      prompt_hash="", endpoint=route.endpoint_name, attempts=0, error=str(too_large),
+                      prompt_hash="", endpoint=route.endpoint_name, local=route.endpoint.is_local, attempts=0, error=str(too_large),
                       fallback=OFFLINE_MODEL, latency_ms=round((self.clock() - start) * 1000.0, 3))
         return Result(value=offline_compute(task_input), llm=llm)
 
@@ -489,6 +489,7 @@ class EndpointTasks(MemoryTasks):
             batch_id=batch_id,
             structured=first.structured if first is not None else None,
             usage_estimated=any(c.usage_estimated for c, _ in usage.parts),
+            local=endpoint.is_local,
         )
 
 
