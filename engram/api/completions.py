@@ -61,6 +61,38 @@ def response_path_reads_only(workflow) -> bool:
     return all(node.reads_only for node in nodes[:lock])
 
 
+def retried_prompt(logged: list[str], keys: list[str]) -> int | None:
+    """A text door's prompt (`keys`: its one user message) read back as a transcript: the log's history plus the
+    prompt. The chat door's rule for a history that ends with a message the log already ends with (a client's
+    retry, a regenerate) applies: nothing is new. So when the log's last message is this prompt (its reply failed),
+    or the one before its last (the reply), the prompt is not appended again; the reply is chained on the history up
+    to it, as the first answer was (the same reply is then the same message, stored once). Returns the length of
+    that history's last index (the prompt's), or None when the prompt is new."""
+    if len(keys) != 1:
+        return None
+    if logged and logged[-1] == keys[0]:
+        return len(logged) - 1
+    if len(logged) >= 2 and logged[-2] == keys[0]:
+        return len(logged) - 2
+    return None
+
+
+def reply_node(workflow):
+    """The workflow's node whose answer is the reply: the first Standard node marked returnToUser before its
+    WorkflowLock, else the last Standard node before it (None: no Standard node answers)."""
+    from engram.memory.discussion.workflow.nodes import Standard, WorkflowLock
+
+    standard = []
+    for node in workflow.nodes:
+        if isinstance(node, WorkflowLock):
+            break
+        if isinstance(node, Standard):
+            if node.return_to_user:
+                return node
+            standard.append(node)
+    return standard[-1] if standard else None
+
+
 def fresh_seqs(result) -> list[int | None]:
     """Per event of an Appended, its seq when this append made it, None when the log held it already: a duplicate
     keeps its original seq, older than every seq the append gave (the `duplicates` smallest are the old ones)."""
@@ -156,15 +188,37 @@ class MemoryWorkers:
                 log.exception("the proxy's memory work failed")
 
 
+def asks_of(req: t.CompletionRequest):
+    """The front end's format, keep_alive, options and images as the LLM layer takes them (None: it asked none)."""
+    from engram.providers.endpoints.wire import ANY_JSON, Asks, Structured
+
+    images = tuple(image for m in req.messages for image in m.images)
+    if req.format is None and req.keep_alive is None and not req.options and not images:
+        return None
+    if req.format is None:
+        structured = None
+    elif req.format == ANY_JSON:
+        structured = Structured(ANY_JSON, {"type": "object"})
+    elif isinstance(req.format, dict):
+        structured = Structured("reply", req.format)
+    else:
+        raise error("invalid_request", f'"format": {req.format!r:.40} is neither "json" nor a JSON schema')
+    num_ctx = req.options.get("num_ctx")
+    if num_ctx is not None and (isinstance(num_ctx, bool) or not isinstance(num_ctx, int) or num_ctx < 1):
+        raise error("invalid_request", 'option "num_ctx" must be a positive integer')
+    return Asks(format=structured, keep_alive=req.keep_alive, num_ctx=num_ctx, images=images,
+                options=tuple((k, v) for k, v in req.options.items() if k != "num_ctx"))
+
+
 def sampling_of(req: t.CompletionRequest):
-    """The front end's samplers as the LLM layer takes them (None: the request set none)."""
+    """The front end's samplers (and its other asks) as the LLM layer takes them (None: the request set none)."""
     from engram.providers.endpoints.wire import Sampling
 
-    s = req.sampling
+    s, asks = req.sampling, asks_of(req)
     if s is None:
-        return None
+        return Sampling(asks=asks) if asks is not None else None
     return Sampling(temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, max_tokens=s.max_tokens,
-                    stop=tuple(s.stop), seed=s.seed)
+                    stop=tuple(s.stop), seed=s.seed, asks=asks)
 
 
 class ReplyAbandoned(Exception):
@@ -273,6 +327,7 @@ class CompletionOps:
         started = timing.started
         validate_agent(agent)
         discussion = find_discussion_id([m.content for m in req.messages])
+        self._check_asks(req, discussion)
         if discussion is None and req.text_prompt:
             return self._forward_text_prompt(agent, req, started, on_text, timing)
         system = "\n\n".join(x for x in (strip_discussion_tags(m.content) for m in req.messages if m.role == "system") if x)
@@ -287,6 +342,23 @@ class CompletionOps:
         workflow = self.proxy_workflow()
         with self._discussion_lock(discussion):
             return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text, timing)
+
+    def _check_asks(self, req: t.CompletionRequest, discussion: str | None) -> None:
+        """Refuse (400, naming the field) what the front end asked that the reply's upstream cannot do: before
+        anything is appended or called."""
+        from engram.providers.endpoints.adapters import refused_asks
+        from engram.providers.llm.routing import reply_endpoint
+
+        asks = asks_of(req)
+        if asks is None:
+            return
+        node = reply_node(self.proxy_workflow()) if discussion is not None else None
+        endpoint = reply_endpoint(self.config.llm, getattr(self.tasks(), "provider", ""),
+                                  getattr(node, "endpoint_name", None))
+        api_type = endpoint.api_type if endpoint is not None else "offline"
+        why = refused_asks(api_type, asks, endpoint.structured_output if endpoint is not None else "auto")
+        if why:
+            raise error("invalid_request", why)
 
     def _complete_without_memory(self, agent, system, turns, req, started, on_text=None, timing=None
                                  ) -> t.CompletionResponse:
@@ -337,13 +409,16 @@ class CompletionOps:
 
         keys = [message_key(role, text) for role, text, _ in turns]
         logged, mark = self._logged_keys(agent, discussion)
-        if req.text_prompt:  # the next turn after the log's messages, whatever they are
+        if req.text_prompt:  # the next turn after the log's messages, unless it is a retry of the last one
+            retried = retried_prompt(logged, keys)
             ids = chain_ids(discussion, logged + keys)[len(logged):]
-            new = list(range(len(keys)))
+            new = list(range(len(keys))) if retried is None else []
+            # the history the reply's id is chained on: a retry's is the first answer's (the log up to the prompt)
+            chain = logged + keys if retried is None else logged[:retried + 1]
         else:
             ids = chain_ids(discussion, keys)
             new = new_positions(logged, keys)
-        chain = logged + keys if req.text_prompt else keys  # the history the reply's id is chained on
+            chain = keys
         ts = now_us()
         incoming = [(turns[i], ids[i], {}) for i in new]
         new_keys = [keys[i] for i in new]

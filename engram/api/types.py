@@ -569,6 +569,9 @@ class ChatTurn(Model, kw_only=True):
     role: Annotated[Role, doc("Who said it: user, assistant, system or tool.")]
     content: Annotated[Annotated[str, Meta(max_length=10_000_000)], doc("What was said.")]
     name: Annotated[str | None, doc("The speaker's name, if given.")] = None
+    images: Annotated[list[Annotated[str, Meta(max_length=20_000_000)]], Meta(max_length=64), doc(
+        "Base64 images with the message (the Ollama door's `images`): they go to the model with the turn it "
+        "answers.")] = []
 
 
 class Samplers(Model, kw_only=True):
@@ -601,6 +604,14 @@ class CompletionRequest(Model, kw_only=True):
         "The most tokens the reply may have.")] = None
     sampling: Annotated[Samplers | None, doc("Sampling settings passed to the model.")] = None
     text_prompt: Annotated[bool, doc("True for a text completion (one prompt) rather than a chat.")] = False
+    # What the reply's upstream cannot do is refused (400), never dropped.
+    format: Annotated[str | dict[str, Any] | None, doc(
+        "The Ollama door's `format`: \"json\" or a JSON schema; the reply in JSON, asked the strongest way the "
+        "upstream takes.")] = None
+    keep_alive: Annotated[str | float | None, doc(
+        "The Ollama door's `keep_alive`, passed to an Ollama upstream.")] = None
+    options: Annotated[dict[str, Any], doc(
+        "The Ollama door's options beyond the samplers (num_ctx among them), for the reply's call.")] = {}
 
 
 class CompletionResponse(Model, kw_only=True):

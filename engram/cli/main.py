@@ -25,6 +25,7 @@ COMMANDS = [
     "demo",
     "ingest",
     "sql",
+    "costs",
     "status",
     "replay",
     "reshard",

@@ -223,14 +223,18 @@ class Preset(ConfigModel):
     """
 
     temperature: float | None = Field(None, ge=0.0, le=2.0)
-    max_tokens: int = Field(1024, gt=0)
+    # A cap on every answer routed through this preset when set (the proxy's reply: on the front end's max_tokens
+    # and the workflow node's maxResponseSizeInTokens alike); None: no cap, and a task that states no size of its
+    # own gets d.PRESET_MAX_TOKENS.
+    max_tokens: int | None = Field(None, gt=0)
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     top_k: int | None = Field(None, ge=0)
     stop: tuple[str, ...] = ()
     seed: int | None = None
     # The proxy's reply: the front end's own samplers (temperature, top_p, max_tokens, stop) pass through
-    # ("passThrough") unless this preset overrides them where it sets them ("override").
+    # ("passThrough") unless this preset overrides them where it sets them ("override": the front end's max_tokens
+    # is not used when the preset sets maxTokens).
     front_end_samplers: Literal["passThrough", "override"] = "passThrough"
 
 
@@ -239,7 +243,7 @@ class TaskRoute(ConfigModel):
 
     endpoint_name: str = "default"
     preset: str = "default"
-    # None: the preset's max_tokens (or the size the caller asks for).
+    # None: the size the caller asks for (or d.PRESET_MAX_TOKENS); the preset's maxTokens caps it either way.
     max_response_size_in_tokens: int | None = Field(None, gt=0)
 
 

@@ -35,3 +35,5 @@ class LlmCall(msgspec.Struct, frozen=True, kw_only=True):
     structured: str | None = None
     repaired: bool = False
     usage_estimated: bool = False
+    # A server the user runs (the endpoint's `local`): its cost is 0 and the cost view says "local", not a price.
+    local: bool = False

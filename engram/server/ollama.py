@@ -17,8 +17,10 @@ shape with the whole reply. Errors are Ollama's `{"error": "<message>"}` with th
 raises `ResponseError(error, status_code)`); after the stream started, a line `{"error": …}` ends it.
 
 Samplers come from `options` (`temperature`, `top_p`, `top_k`, `num_predict`, `stop`, `seed`) and win over the
-route's preset unless it says `frontEndSamplers: "override"`; other options, `format`, `keep_alive`, `tools`,
-`think` and `images` are accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
+route's preset unless it says `frontEndSamplers: "override"`. `format`, `keep_alive`, the other options and
+`images` go to the reply's call (`engram.api.completions.asks_of`; which upstream type takes which:
+`engram.providers.endpoints.adapters.refused_asks`), or are refused with a 400 naming the field, before anything is
+appended; `tools` are refused (the replies are text); `think` is accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
 prompt is answered as one user message (Ollama templates it), or with `"raw": true` sent to the model as it is;
 with a tag, a transcript in a chat template (SillyTavern's text modes send one) is read back into its messages
 and handled as a chat history, any other prompt is the discussion's next user turn (`openai.text_request`). An empty prompt without
@@ -64,7 +66,8 @@ NO_LIMIT = (-1, -2)  # num_predict: -1 until the model stops, -2 fill the contex
 class OllamaMessage(msgspec.Struct, kw_only=True):
     role: str
     content: str = ""
-    # images, tool_calls, thinking, tool_name: accepted and not used (Go's decoder ignores unknown fields too)
+    images: list[str] | None = None  # base64: to the model with the turn it answers, where the upstream takes images
+    # tool_calls, thinking, tool_name: accepted and not used (Go's decoder ignores unknown fields too)
 
 
 class ChatBody(msgspec.Struct, kw_only=True):
@@ -72,9 +75,9 @@ class ChatBody(msgspec.Struct, kw_only=True):
     messages: list[OllamaMessage] = []
     stream: bool = True
     options: dict[str, Any] | None = None
-    format: Any = None
-    keep_alive: Any = None
-    tools: Any = None
+    format: str | dict[str, Any] | None = None
+    keep_alive: str | float | None = None
+    tools: list[Any] | None = None
     think: Any = None
 
 
@@ -88,9 +91,9 @@ class GenerateBody(msgspec.Struct, kw_only=True):
     suffix: str | None = None
     template: str | None = None
     context: Any = None
-    format: Any = None
-    keep_alive: Any = None
-    images: Any = None
+    format: str | dict[str, Any] | None = None
+    keep_alive: str | float | None = None
+    images: list[str] | None = None
     think: Any = None
 
 
@@ -108,6 +111,18 @@ def _decode(cls: type, raw: bytes):
     if not body.model:
         raise error("invalid_request", "model is required")
     return body
+
+
+SAMPLER_OPTIONS = ("temperature", "top_p", "top_k", "num_predict", "stop", "seed")  # mapped to engram's samplers
+
+
+def asked(body: t.CompletionRequest, req) -> t.CompletionRequest:
+    """`body` with the request's format, keep_alive and options beyond the samplers (checked against the reply's
+    upstream by `CompletionOps`: what it cannot do is refused there, naming the field)."""
+    if req.format is not None and not isinstance(req.format, dict) and req.format != "json":
+        raise error("invalid_request", f'invalid format: {req.format!r:.40} (give "json" or a JSON schema)')
+    extra = {k: v for k, v in (req.options or {}).items() if k not in SAMPLER_OPTIONS}
+    return msgspec.structs.replace(body, format=req.format or None, keep_alive=req.keep_alive, options=extra)
 
 
 def sampling_of(options: dict[str, Any] | None) -> tuple[int | None, t.Samplers | None]:
@@ -253,10 +268,13 @@ async def chat(request: Request):
         role = ROLES.get(m.role)
         if role is None:
             raise error("malformed_messages", f"messages[{i}].role {m.role!r} is not one of {', '.join(sorted(ROLES))}")
-        turns.append(t.ChatTurn(role=role, content=m.content))
+        turns.append(t.ChatTurn(role=role, content=m.content, images=m.images or []))
+    if req.tools:
+        raise error("invalid_request", '"tools": engram\'s proxy does not pass tool definitions to the model (its '
+                    "replies are text); send the request without tools")
     agent = _choose(request, req.model, principal, state)
     max_tokens, sampling = sampling_of(req.options)
-    body = t.CompletionRequest(messages=turns, max_tokens=max_tokens, sampling=sampling)
+    body = asked(t.CompletionRequest(messages=turns, max_tokens=max_tokens, sampling=sampling), req)
     return await _answer(request, state, principal, req.model, agent, body, req.stream, "message")
 
 
@@ -284,7 +302,11 @@ async def generate(request: Request):
         raise error("malformed_messages", "prompt is empty: give the text to answer")
     tagged = find_discussion_id([req.system, req.prompt]) is not None
     max_tokens, sampling = sampling_of(req.options)
-    body = text_request(req.prompt, req.system, raw=req.raw, max_tokens=max_tokens, sampling=sampling)
+    body = asked(text_request(req.prompt, req.system, raw=req.raw, max_tokens=max_tokens, sampling=sampling), req)
+    if req.images:  # the prompt's images: with the user turn the model answers
+        last = max(i for i, m in enumerate(body.messages) if m.role != "system")
+        turn = msgspec.structs.replace(body.messages[last], images=list(req.images))
+        body = msgspec.structs.replace(body, messages=[*body.messages[:last], turn, *body.messages[last + 1:]])
     return await _answer(request, state, principal, req.model, agent, body, req.stream, "response",
                          trim=tagged or not req.raw)
 

@@ -262,38 +262,51 @@ async def _streamed(api, agent: str, body: t.CompletionRequest, req: OaiRequest)
     """Server-sent events of the reply as the model produces it (see the module docstring)."""
     from engram.kernel.ids import find_discussion_id
 
-    reply = ReplyStream(api, agent, body)
+    ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+
+    def chunk(delta: dict, finish: str | None) -> dict:
+        return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": req.model,
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+    return await stream_reply(
+        api, agent, body, trim=True, include_usage=req.stream_options is not None and req.stream_options.include_usage,
+        discussion=find_discussion_id([m.content for m in body.messages]),
+        piece=lambda text, finish: chunk({"content": text} if finish is None else {}, finish),
+        opening=chunk({"role": "assistant", "content": ""}, None))
+
+
+def sse(doc: dict) -> bytes:
+    return b"data: " + msgspec.json.encode(doc) + b"\n\n"
+
+
+async def stream_reply(api, agent: str, body: t.CompletionRequest, *, trim: bool, include_usage: bool,
+                       discussion: str | None, piece, opening: dict | None = None) -> StreamingResponse:
+    """The reply as server-sent events, for both OpenAI doors: `piece(text, None)` is the door's object for a piece of
+    the reply, `piece("", "stop")` its last; the usage object (`include_usage`) is the last's envelope with no
+    choices; `opening` (the chat door's role chunk) goes first. The headers leave with the reply's first text."""
+    reply = ReplyStream(api, agent, body, trim=trim)
     # The headers leave with the first text: the timings until this first byte (the whole ones end the stream).
     memory_ms, llm_ms = await reply.first()
-    ident, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
-    include_usage = req.stream_options is not None and req.stream_options.include_usage
 
-    def chunk(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
-        out = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": req.model,
-               "system_fingerprint": None,
-               "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else []}
-        if usage is not None:
-            out["usage"] = usage
-        return b"data: " + msgspec.json.encode(out) + b"\n\n"
-
-    async def sse():
-        yield chunk({"role": "assistant", "content": ""})
+    async def events():
+        if opening is not None:
+            yield sse(opening)
         async for kind, value in reply.events():
             if kind == "text":
-                for piece in pieces(value):
-                    yield chunk({"content": piece})
+                for part in pieces(value):
+                    yield sse(piece(part, None))
             elif kind == "done":
-                yield chunk({}, "stop")
+                yield sse(piece("", "stop"))
                 if include_usage:
-                    yield chunk({}, usage=_usage(value), choices=False)
+                    yield sse({**piece("", None), "choices": [], "usage": _usage(value)})
                 yield timings_comment(value)
                 yield b"data: [DONE]\n\n"
             else:
                 yield stream_error(value)
 
-    return StreamingResponse(sse(), media_type="text/event-stream",
-                             headers=stream_headers(agent, memory_ms, llm_ms, find_discussion_id(
-                                 [m.content for m in body.messages])))
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers=stream_headers(agent, memory_ms, llm_ms, discussion))
 
 
 def stream_error(exc: BaseException) -> bytes:
@@ -302,7 +315,7 @@ def stream_error(exc: BaseException) -> bytes:
     if not isinstance(refused, ApiError):
         log.error("a streamed completion failed", exc_info=refused)
         refused = error("internal", f"{type(refused).__name__}: {refused} (the server log has the details)")
-    return b"data: " + msgspec.json.encode(error_body(refused)) + b"\n\n"
+    return sse(error_body(refused))
 
 
 def stream_headers(agent: str, memory_ms: float, llm_ms: float, discussion: str | None) -> dict[str, str]:
@@ -426,27 +439,9 @@ async def text_completions(request: Request):
     from engram.kernel.ids import find_discussion_id
 
     discussion = find_discussion_id([prompt])
-    reply = ReplyStream(api, agent, body, trim=discussion is not None)
-    memory_ms, llm_ms = await reply.first()
-    include_usage = req.stream_options is not None and req.stream_options.include_usage
-
-    async def sse():
-        async for kind, value in reply.events():
-            if kind == "text":
-                for piece in pieces(value):
-                    yield b"data: " + msgspec.json.encode(choice(piece, None)) + b"\n\n"
-            elif kind == "done":
-                yield b"data: " + msgspec.json.encode(choice("", "stop")) + b"\n\n"
-                if include_usage:
-                    usage = {**choice("", None), "choices": [], "usage": _usage(value)}
-                    yield b"data: " + msgspec.json.encode(usage) + b"\n\n"
-                yield timings_comment(value)
-                yield b"data: [DONE]\n\n"
-            else:
-                yield stream_error(value)
-
-    return StreamingResponse(sse(), media_type="text/event-stream",
-                             headers=stream_headers(agent, memory_ms, llm_ms, discussion))
+    return await stream_reply(api, agent, body, trim=discussion is not None, discussion=discussion,
+                              include_usage=req.stream_options is not None and req.stream_options.include_usage,
+                              piece=choice)
 
 
 @router.get("/v1/models", summary="The models engram answers as (OpenAI's list)",

@@ -10,6 +10,8 @@ the views, over whatever relations a session is given.
   compact shapes (`TraceEncoded.links`, `EdgesAdded`, `TracesReinforced`; `engram.events.compact`),
   one row each, with the envelope of the event that carries them.
 - `messages`: the conversation, one row per MessageAppended.
+- `llm_costs`: the memory tasks' LLM calls per agent, endpoint and model, with tokens, dollars and `cost` ("local"
+  for a server the user runs).
 - every projection table (union over shards) and every projection file view.
 """
 
@@ -110,6 +112,33 @@ _COMPACT_VIEW_TYPES = {
 }
 
 
+# What the memory tasks' LLM calls cost, per agent, endpoint and model, from the `LlmCall` every LLM-made event carries
+# (a compaction's several). `cost`: "local" for a server the user runs (cost 0, never a price), "offline" for the
+# labelled heuristic, else the dollars at list price (`llm.prices` adds models).
+def llm_costs_sql(events: str = "events_raw") -> str:
+    """The `llm_costs` view's query over `events` (a relation of the log's envelope and payload)."""
+    return LLM_COSTS_SQL.replace("events_raw", events)
+
+
+LLM_COSTS_SQL = """
+WITH calls AS (
+    SELECT agent, payload->'$.llm' AS c FROM events_raw WHERE json_type(payload->'$.llm') = 'OBJECT'
+    UNION ALL
+    SELECT agent, unnest(from_json(payload->'$.llm', '["JSON"]')) AS c FROM events_raw
+    WHERE json_type(payload->'$.llm') = 'ARRAY'
+)
+SELECT agent, c->>'$.endpoint' AS endpoint, c->>'$.provider' AS provider, c->>'$.model' AS model,
+       count(*) AS calls, count(*) FILTER (WHERE c->>'$.error' IS NOT NULL) AS failed,
+       sum(TRY_CAST(c->>'$.input_tokens' AS BIGINT)) AS input_tokens,
+       sum(TRY_CAST(c->>'$.output_tokens' AS BIGINT)) AS output_tokens,
+       round(sum(TRY_CAST(c->>'$.cost_usd' AS DOUBLE)), 6) AS usd,
+       CASE WHEN bool_and(coalesce(TRY_CAST(c->>'$.local' AS BOOLEAN), false)) THEN 'local'
+            WHEN starts_with(c->>'$.model', 'offline-heuristic') THEN 'offline'
+            ELSE printf('$%.4f', sum(TRY_CAST(c->>'$.cost_usd' AS DOUBLE))) END AS cost
+FROM calls GROUP BY agent, endpoint, provider, model ORDER BY agent, endpoint, provider, model
+"""
+
+
 def log_view_sql() -> dict[str, str]:
     """The SQL of every view over `events_raw` by view name (built once per catalogue: inspecting it is slow)."""
     global _log_views_cache
@@ -129,6 +158,7 @@ def log_view_sql() -> dict[str, str]:
         "payload->>'$.content' AS content, payload->>'$.message_id' AS message_id, "
         "TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate FROM events_raw WHERE type = 'MessageAppended'"
     )
+    views["llm_costs"] = LLM_COSTS_SQL
     _log_views_cache = (len(reg), views)
     return views
 
@@ -155,6 +185,7 @@ def log_view_types() -> dict[str, frozenset[str] | None]:
     views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended"})}
     views.update({f"ev_{snake(tag)}": frozenset({tag}) for tag in registry()})
     views.update(_COMPACT_VIEW_TYPES)
+    views["llm_costs"] = None
     return views
 
 

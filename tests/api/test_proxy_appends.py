@@ -140,3 +140,21 @@ def test_a_workflow_that_creates_memories_before_answering_gets_the_message_appe
     turn(mem, history)
     assert [roles for roles in spy.appends if roles] == [["user"], ["assistant"]]
     assert logged(mem) == expected(history)
+
+
+def text_turn(mem, prompt: str) -> t.CompletionResponse:
+    """One request of a text front end (/v1/completions, /api/generate): the tagged prompt alone, no history."""
+    return mem.complete(AGENT, t.CompletionRequest(messages=[t.ChatTurn(role="user", content=f"{TAG} {prompt}")],
+                                                   text_prompt=True))
+
+
+def test_a_retried_text_prompt_is_stored_once_and_a_later_repeat_is_a_new_turn(mem):
+    first = text_turn(mem, USER[0])
+    again = text_turn(mem, USER[0])  # the client did not get the answer and sends the prompt again
+    assert (first.appended, again.appended) == (1, 0) and again.reply == first.reply
+    assert logged(mem) == [("user", USER[0]), ("assistant", first.reply)]
+    other = text_turn(mem, USER[1])
+    repeat = text_turn(mem, USER[0])  # said again after another exchange: a new turn
+    assert (other.appended, repeat.appended) == (1, 1)
+    assert logged(mem) == [("user", USER[0]), ("assistant", first.reply), ("user", USER[1]),
+                           ("assistant", other.reply), ("user", USER[0]), ("assistant", repeat.reply)]

@@ -36,6 +36,10 @@ def test_ingest_then_sql_in_a_new_process_sees_what_was_ingested(home_dir, tmp_p
     assert {k: shard["events_by_type"][k] for k in ("MessageAppended", "SettingsChanged")} == {"MessageAppended": 45, "SettingsChanged": 2}
     assert shard["head"] == sum(shard["events_by_type"].values())
 
+    # The memories were made by the labelled offline heuristic: the cost view says so, and costs nothing.
+    costs = json.loads(engram(home_dir, "costs", "priya-bot", "--json").stdout)
+    assert costs and {(c["agent"], c["cost"], c["usd"]) for c in costs} == {("priya-bot", "offline", 0.0)}
+
     # Re-ingesting the same file appends nothing.
     again = engram(home_dir, "ingest", str(SAMPLE), "--agent", "priya-bot", "--no-wait")
     assert "0 new message(s), 45 already recorded" in again.stdout

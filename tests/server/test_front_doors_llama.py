@@ -342,3 +342,33 @@ def test_ollama_tags_version_and_the_load_call_answer_as_ollama_does(front):
     assert httpx.get(f"{url}/api/version").json() == {"version": "0.12.0"}
     loaded = httpx.post(f"{url}/api/generate", json={"model": "engram"}).json()
     assert (loaded["done"], loaded["done_reason"], loaded["response"]) == (True, "load", "")
+
+
+def test_an_ollama_clients_format_is_the_llama_servers_constrained_json(front):
+    """Ollama's `format` on a llama.cpp upstream: asked the strongest way the server takes (llama-cpp-python refuses
+    `json_schema`, so `json_object` with the schema), the reply the server's grammar-constrained JSON."""
+    import ollama
+
+    url, relay, _, _ = front
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    done = ollama.Client(host=url, timeout=120).chat(model="engram", messages=[{"role": "user", "content": "OK?"}],
+                                                     format=schema, stream=False)
+    sent = relay.calls[-1]["body"]
+    assert sent["response_format"] == {"type": "json_object", "schema": schema}
+    assert done.message.content == relay.calls[-1]["answer"].strip()
+    assert json.loads(done.message.content)["ok"] in (True, False)
+
+
+def test_an_option_a_llama_server_has_no_name_for_is_refused_naming_it(front):
+    import ollama
+
+    url, relay, _, _ = front
+    calls = len(relay.calls)
+    with pytest.raises(ollama.ResponseError) as refused:
+        ollama.Client(host=url, timeout=120).chat(model="engram", messages=[{"role": "user", "content": "Hi"}],
+                                                  options={"num_gpu": 1}, stream=False)
+    assert refused.value.status_code == 400 and refused.value.error.startswith('option "num_gpu"')
+    ollama.Client(host=url, timeout=120).chat(model="engram", messages=[{"role": "user", "content": "Hi"}],
+                                              options={"repeat_penalty": 1.2, "min_p": 0.1}, stream=False)
+    sent = relay.calls[-1]["body"]
+    assert (sent["repeat_penalty"], sent["min_p"]) == (1.2, 0.1) and len(relay.calls) == calls + 1

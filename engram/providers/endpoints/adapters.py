@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from engram.config.llm import Endpoint, PromptTemplate
 from engram.providers.endpoints import gbnf
-from engram.providers.endpoints.wire import Completion, Request, Sampling
+from engram.providers.endpoints.wire import ANY_JSON, Asks, Completion, Request, Sampling
 
 # The ways of asking for JSON, as recorded on LlmCall.structured.
 RECORDED_WAY = {
@@ -91,18 +91,94 @@ def render_prompt(request: Request, endpoint: Endpoint) -> tuple[str, tuple[str,
     return "".join(out), stops
 
 
-def chat_messages(request: Request) -> list[dict[str, str]]:
-    out = [{"role": "system", "content": request.system}] if request.system else []
+def chat_messages(request: Request) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
     out += [{"role": role, "content": text} for role, text in request.messages]
     if request.prompt is not None:
         out.append({"role": "user", "content": request.prompt})
     return out
 
 
+def answered_turn(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The user turn the model answers (the last one): the front end's images go with it."""
+    return next((m for m in reversed(messages) if m["role"] == "user"), None)
+
+
+# ---------------------------------------------------------------------------------------------- a front end's asks
+
+# Ollama's sampling options (beyond temperature, top_p, top_k, num_predict, stop, seed, which engram maps itself) as
+# each other type names them. An Ollama upstream takes every option as it is; an option a type has no name for
+# (a load option such as num_gpu, or a sampler the server lacks) is refused, never dropped.
+OPTION_NAMES: dict[str, dict[str, str]] = {
+    # OpenAI's penalties, and llama.cpp's (llama-server, llama-cpp-python) own samplers in its OpenAI-compatible body.
+    "openAIChatCompletion": {"presence_penalty": "presence_penalty", "frequency_penalty": "frequency_penalty",
+                             "repeat_penalty": "repeat_penalty", "min_p": "min_p", "typical_p": "typical_p",
+                             "repeat_last_n": "repeat_last_n", "mirostat": "mirostat_mode",
+                             "mirostat_tau": "mirostat_tau", "mirostat_eta": "mirostat_eta"},
+    "koboldCppGenerate": {"presence_penalty": "presence_penalty", "repeat_penalty": "rep_pen",
+                          "repeat_last_n": "rep_pen_range", "min_p": "min_p", "typical_p": "typical",
+                          "tfs_z": "tfs", "mirostat": "mirostat", "mirostat_tau": "mirostat_tau",
+                          "mirostat_eta": "mirostat_eta"},
+}
+OPTION_NAMES["openAIV1Completion"] = OPTION_NAMES["openAIChatCompletion"]
+OLLAMA_TYPES = ("ollamaApiChat", "ollamaApiGenerate")
+# The types that take a front end's images with the turn the model answers.
+IMAGE_TYPES = ("ollamaApiChat", "openAIChatCompletion")
+# The types whose strongest JSON way is a grammar made here (the front end's schema must be one it can write).
+GRAMMAR_FIRST = ("openAIV1Completion", "koboldCppGenerate")
+
+
+def refused_asks(api_type: str, asks: Asks, structured_output: str = "auto") -> str | None:
+    """Why the reply's upstream (of `api_type`) cannot do what the front end asked, naming the field; None: it can.
+    `keep_alive` is for an Ollama upstream only and means nothing to the others (no other server unloads its model),
+    so it is never a reason."""
+    where = "the model engram's reply comes from" + (" (the offline responder, not a language model)"
+                                                      if api_type == "offline" else f" ({api_type})")
+    if asks.images and api_type not in IMAGE_TYPES:
+        return f'"images": {where} takes no images (an Ollama /api/chat or OpenAI chat endpoint does)'
+    if asks.format is not None:
+        if api_type == "offline":
+            return f'"format": {where} cannot answer in JSON'
+        if api_type in GRAMMAR_FIRST and structured_output in ("auto", "grammar"):
+            from engram.providers.endpoints import gbnf
+
+            try:
+                gbnf.grammar(asks.format.schema)
+            except (ValueError, TypeError, AttributeError) as exc:
+                return f'"format": {where} is constrained by a grammar engram writes from the schema, and {exc}'
+    if api_type not in OLLAMA_TYPES:
+        names = OPTION_NAMES.get(api_type, {})
+        unknown = [k for k, _ in asks.options if k not in names]
+        if unknown:
+            return f'option "{unknown[0]}": {where} has no such setting'
+    return None
+
+
+def put_options(body: dict, api_type: str, asks: Asks | None) -> None:
+    """A front end's extra options in the body of a non-Ollama type, under that type's names."""
+    if asks is None:
+        return
+    names = OPTION_NAMES.get(api_type, {})
+    for key, value in asks.options:
+        if key in names:
+            body[names[key]] = value
+
+
 def sampling_of(request: Request) -> Sampling:
     """Every sampler of the request, temperature and max_tokens included."""
     base = request.sampling or Sampling()
     return Sampling(temperature=request.temperature, max_tokens=request.max_tokens).over(base)
+
+
+def image_url(image: str) -> str:
+    """A base64 image (as Ollama clients send them) as an OpenAI image part's data URL, its type read from its
+    first bytes."""
+    if image.startswith("data:"):
+        return image
+    head = image[:16]
+    kind = ("png" if head.startswith("iVBOR") else "gif" if head.startswith("R0lG") else
+            "webp" if head.startswith("UklGR") else "jpeg")
+    return f"data:image/{kind};base64,{image}"
 
 
 class WireError(Exception):
@@ -293,11 +369,17 @@ class OpenAIChat(_OpenAI):
         return "/v1/chat/completions"
 
     def body(self, request: Request, endpoint: Endpoint, way: str, stream: bool, window: int | None) -> dict:
-        body: dict[str, Any] = {"messages": chat_messages(request)}
+        messages = chat_messages(request)
+        turn = answered_turn(messages)
+        if request.asks is not None and request.asks.images and turn is not None:
+            turn["content"] = [{"type": "text", "text": turn["content"]}] + [
+                {"type": "image_url", "image_url": {"url": image_url(image)}} for image in request.asks.images]
+        body: dict[str, Any] = {"messages": messages}
         if request.model:
             body["model"] = request.model
         self.samplers(body, request, stream)
         _put(body, "stop", sampling_of(request).stop)
+        put_options(body, self.api_type, request.asks)
         st = request.structured
         if st is not None:
             if way == "jsonSchema":
@@ -335,6 +417,7 @@ class OpenAICompletion(_OpenAI):
             body["model"] = request.model
         self.samplers(body, request, stream)
         _put(body, "stop", tuple(dict.fromkeys(stops + sampling_of(request).stop)))
+        put_options(body, self.api_type, request.asks)
         if request.structured is not None and way == "grammar":
             body["grammar"] = gbnf.grammar(request.structured.schema)
         return body
@@ -358,7 +441,7 @@ class _Ollama(Adapter):
 
     def options(self, request: Request, window: int | None) -> dict:
         s = sampling_of(request)
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = dict(request.asks.options) if request.asks is not None else {}
         _put(options, "num_ctx", window)  # always when known: Ollama otherwise silently drops the oldest messages
         _put(options, "num_predict", s.max_tokens)
         _put(options, "temperature", s.temperature)
@@ -375,10 +458,13 @@ class _Ollama(Adapter):
         options = self.options(request, window)
         if options:
             body["options"] = options
-        if endpoint.keep_alive is not None:
-            body["keep_alive"] = endpoint.keep_alive
-        if request.structured is not None and way == "ollamaFormat":
-            body["format"] = request.structured.schema
+        keep_alive = request.asks.keep_alive if request.asks is not None else None
+        keep_alive = keep_alive if keep_alive is not None else endpoint.keep_alive
+        if keep_alive is not None:
+            body["keep_alive"] = keep_alive
+        st = request.structured
+        if st is not None and way == "ollamaFormat":
+            body["format"] = "json" if st.name == ANY_JSON else st.schema
         return body
 
     def text_of(self, obj: dict) -> str:
@@ -411,7 +497,11 @@ class OllamaChat(_Ollama):
         return "/api/chat"
 
     def body(self, request: Request, endpoint: Endpoint, way: str, stream: bool, window: int | None) -> dict:
-        return self.common({"messages": chat_messages(request)}, request, endpoint, way, stream, window)
+        messages = chat_messages(request)
+        turn = answered_turn(messages)
+        if request.asks is not None and request.asks.images and turn is not None:
+            turn["images"] = list(request.asks.images)
+        return self.common({"messages": messages}, request, endpoint, way, stream, window)
 
     def text_of(self, obj: dict) -> str:
         return (obj.get("message") or {}).get("content") or ""
@@ -458,6 +548,7 @@ class KoboldCpp(Adapter):
         _put(body, "top_k", s.top_k)
         _put(body, "sampler_seed", s.seed)
         _put(body, "stop_sequence", tuple(dict.fromkeys(stops + s.stop)))
+        put_options(body, self.api_type, request.asks)
         if request.structured is not None and way == "grammar":
             body["grammar"] = gbnf.grammar(request.structured.schema)
             body["grammar_retain_state"] = False

@@ -262,7 +262,7 @@ class EndpointClient:
     def create(self, request: Request) -> tuple[Completion, int]:
         """One call; raises CallFailed when every allowed attempt failed."""
         adapter = self._need_adapter()
-        window, _ = self.window()
+        window = request.window or self.window()[0]
 
         def attempt(way: str) -> tuple[Completion, int]:
             body = adapter.body(request, self.endpoint, way, False, window)
@@ -282,7 +282,7 @@ class EndpointClient:
         """One call streamed: each text delta goes to `on_text` as it arrives. Retried until the first delta; a
         failure after it is final. An exception raised by `on_text` ends the call and propagates."""
         adapter = self._need_adapter()
-        window, _ = self.window()
+        window = request.window or self.window()[0]
         started = False
 
         def attempt(way: str) -> tuple[Completion, int]:

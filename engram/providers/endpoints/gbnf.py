@@ -54,6 +54,8 @@ class _Builder:
             bound = int(schema.get("maxItems", 8))
             body = f'"[" ws ( {item} ( ws "," ws {item} ){{0,{max(0, bound - 1)}}} )? ws "]"'
             return self.add(name, body)
+        if kind == "object" and "properties" not in schema:  # any JSON object (Ollama's "format": "json")
+            return self.any_object()
         if kind == "object":
             parts = []
             for key, sub in schema.get("properties", {}).items():
@@ -62,6 +64,16 @@ class _Builder:
             inner = ' ws "," ws '.join(parts)
             return self.add(name, f'"{{" ws {inner} ws "}}"' if parts else '"{" ws "}"')
         raise ValueError(f"the grammar generator does not take {schema!r:.80}")
+
+    def any_object(self) -> str:
+        """Any JSON object, nesting bounded (four levels) so that the rules stay finite and every value closes."""
+        self.add("jstr", '"\\"" char{0,200} "\\""')
+        inner = "jstr | number | boolean | \"null\""
+        for depth in range(4):
+            obj = self.add(f"jobj{depth}", f'"{{" ws ( jstr ws ":" ws ( {inner} ) ( ws "," ws jstr ws ":" ws ( {inner} ) ){{0,15}} )? ws "}}"')
+            arr = self.add(f"jarr{depth}", f'"[" ws ( ( {inner} ) ( ws "," ws ( {inner} ) ){{0,15}} )? ws "]"')
+            inner = f"jstr | number | boolean | \"null\" | {obj} | {arr}"
+        return "jobj3"
 
 
 def grammar(schema: dict[str, Any]) -> str:

@@ -7,8 +7,32 @@ from typing import Any
 import msgspec
 
 
+class Structured(msgspec.Struct, frozen=True):
+    """A JSON answer asked for: its name and (bounded) JSON schema."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+# The name of a JSON answer of any shape (Ollama's `"format": "json"`): an Ollama upstream gets "json", the others
+# the schema of any JSON object.
+ANY_JSON = "json"
+
+
+class Asks(msgspec.Struct, frozen=True, kw_only=True):
+    """What a front end asks of the reply's call beyond its messages and samplers (the Ollama door's `format`,
+    `keep_alive`, `options`, `images`). Which upstream types take which: `adapters.refused_asks`."""
+
+    format: Structured | None = None  # the front end's JSON schema, or ANY_JSON
+    keep_alive: str | float | None = None  # an Ollama upstream's keep_alive (no other server unloads its model)
+    num_ctx: int | None = None  # the window the front end wants: the call's, when smaller than the endpoint's
+    options: tuple[tuple[str, Any], ...] = ()  # Ollama options beyond the samplers and num_ctx, in Ollama's names
+    images: tuple[str, ...] = ()  # base64 images, sent with the user turn the model answers
+
+
 class Sampling(msgspec.Struct, frozen=True, kw_only=True):
-    """Sampler values (WilmerAI's canonical names); None: not sent (the server's default)."""
+    """Sampler values (WilmerAI's canonical names); None: not sent (the server's default). `asks`: the front end's
+    other wishes for the same call (never a preset's)."""
 
     temperature: float | None = None
     top_p: float | None = None
@@ -16,6 +40,7 @@ class Sampling(msgspec.Struct, frozen=True, kw_only=True):
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    asks: Asks | None = None
 
     def over(self, base: "Sampling") -> "Sampling":
         """These values where set, `base`'s elsewhere."""
@@ -26,14 +51,8 @@ class Sampling(msgspec.Struct, frozen=True, kw_only=True):
             max_tokens=self.max_tokens if self.max_tokens is not None else base.max_tokens,
             stop=self.stop or base.stop,
             seed=self.seed if self.seed is not None else base.seed,
+            asks=self.asks or base.asks,
         )
-
-
-class Structured(msgspec.Struct, frozen=True):
-    """A JSON answer asked for: its name and (bounded) JSON schema."""
-
-    name: str
-    schema: dict[str, Any]
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +70,9 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     # A text prompt sent as it is to a text-completion type (the front end formatted it); a chat type reads it
     # as one more user turn.
     prompt: str | None = None
+    # The front end's other wishes (the Ollama door): keep_alive, options, images; its `format` is `structured`.
+    asks: Asks | None = None
+    window: int | None = None  # the call's own context window (the front end's num_ctx), smaller than the endpoint's
 
     def params(self) -> dict[str, Any]:
         """The Messages API body (claudeMessages)."""

@@ -22,6 +22,7 @@ from typing import Callable, Mapping
 
 import msgspec
 
+from engram.config import defaults as d
 from engram.config.errors import ConfigError
 from engram.config.llm import Endpoint, LlmConfig, Preset, TaskRoute
 from engram.events.provenance import LlmCall
@@ -70,6 +71,19 @@ class Route:
     preset: Preset
     # The task route's maxResponseSizeInTokens; None when the call routes itself (its own size wins).
     max_response_size_in_tokens: int | None = None
+
+
+def answer_size(route: Route, asked: int | None, front_end: Sampling | None) -> int:
+    """The most tokens a call's answer may take. The size asked for: the front end's max_tokens (the proxy's reply,
+    unless the preset overrides the front end's samplers and sets maxTokens), else the task route's
+    maxResponseSizeInTokens, else the caller's own (a workflow node's maxResponseSizeInTokens), else
+    d.PRESET_MAX_TOKENS. The preset's maxTokens, when set, caps it whichever it is."""
+    cap = route.preset.max_tokens
+    front = front_end.max_tokens if front_end is not None else None
+    if cap is not None and route.preset.front_end_samplers == "override":
+        front = None
+    size = front or route.max_response_size_in_tokens or asked or d.PRESET_MAX_TOKENS
+    return min(size, cap) if cap is not None else size
 
 
 class _Usage:
@@ -208,6 +222,8 @@ class EndpointTasks(MemoryTasks):
         parts = (route.endpoint.model, request.system, *(text for _, text in request.messages))
         if request.prompt is not None:
             parts += (request.prompt,)
+        if request.asks is not None:  # a front end's format, images and options make another prompt too
+            parts += (msgspec.json.encode(request.asks).decode(),)
         if route.endpoint.api_type != "claudeMessages":
             parts = (route.endpoint.api_type, *parts)  # the same prompt to another kind of server is another prompt
         return Prepared(task, route.endpoint_name, request, digest(*parts))
@@ -226,15 +242,17 @@ class EndpointTasks(MemoryTasks):
         else:
             prompt = getattr(task_input, "prompt", None) or self.templates.prompt(task)
             messages = (("user", render(prompt, values)),)
-        sampling = self.sampling(route.preset, getattr(task_input, "sampling", None))
-        max_tokens = (sampling.max_tokens if getattr(task_input, "sampling", None) is not None and sampling.max_tokens
-                      else route.max_response_size_in_tokens or spec.response_tokens(task_input)
-                      or route.preset.max_tokens)
+        front_end = getattr(task_input, "sampling", None)
+        sampling = self.sampling(route.preset, front_end)
+        max_tokens = answer_size(route, spec.response_tokens(task_input), front_end)
         request = request_for(route.endpoint, route.preset, system=system, messages=messages, max_tokens=max_tokens)
+        asks = front_end.asks if front_end is not None else None
         return msgspec.structs.replace(
             request, temperature=sampling.temperature,
             sampling=Sampling(top_p=sampling.top_p, top_k=sampling.top_k, stop=sampling.stop, seed=sampling.seed),
-            prompt=completion_prompt,
+            prompt=completion_prompt, asks=asks,
+            # A front end's format: its JSON, asked for the strongest way the endpoint takes (as the memory tasks ask).
+            structured=asks.format if asks is not None else None,
         )
 
     # ------------------------------------------------------------------ context
@@ -261,6 +279,10 @@ class EndpointTasks(MemoryTasks):
         the system prompt nor the last user message), then any task takes less room for its answer (the maximum
         is a ceiling, not a need) down to MIN_ANSWER_TOKENS. Raises `PromptTooLarge` when it still cannot fit."""
         window = self.window(route.endpoint_name)
+        asked = request.asks.num_ctx if request.asks is not None else None
+        if asked and (not window or asked < window):  # the front end's num_ctx: this call's window
+            window = asked
+            request = msgspec.structs.replace(request, window=window)
         if not window:
             return request
         endpoint = route.endpoint
@@ -380,7 +402,7 @@ class EndpointTasks(MemoryTasks):
             return Result(value=tuple(parts[0].value) + tuple(parts[1].value), llm=llm)
         route = self.route(task_input.task, task_input.endpoint_name, task_input.preset)
         llm = LlmCall(provider=provider_of(route.endpoint), model=route.endpoint.model, task=task_input.task,
-                      prompt_hash="", endpoint=route.endpoint_name, attempts=0, error=str(too_large),
+                      prompt_hash="", endpoint=route.endpoint_name, local=route.endpoint.is_local, attempts=0, error=str(too_large),
                       fallback=OFFLINE_MODEL, latency_ms=round((self.clock() - start) * 1000.0, 3))
         return Result(value=offline_compute(task_input), llm=llm)
 
@@ -467,6 +489,7 @@ class EndpointTasks(MemoryTasks):
             batch_id=batch_id,
             structured=first.structured if first is not None else None,
             usage_estimated=any(c.usage_estimated for c, _ in usage.parts),
+            local=endpoint.is_local,
         )
 
 

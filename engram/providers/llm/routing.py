@@ -103,3 +103,14 @@ def why_provider(config: LlmConfig, env: Mapping[str, str] | None = None) -> str
     where = f" at {default.url}" if default.url else ""
     extra = f"; routed: {', '.join(routed)}" if routed else ""
     return f"LLM: {default.api_type} {default.model or '(server default model)'}{where} (endpoint 'default'){extra}"
+
+
+def reply_endpoint(config: LlmConfig, provider: str, endpoint_name: str | None = None):
+    """The endpoint the proxy's reply is answered by: the reply node's own `endpointName`, else the `respond` task's
+    route, else "default"; None when the offline responder answers (no LLM selected, or an endpoint of type
+    offline)."""
+    if provider == "offline":
+        return None
+    route = config.tasks.get("respond")
+    endpoint = config.endpoints.get(endpoint_name or (route.endpoint_name if route else "default"))
+    return None if endpoint is None or endpoint.api_type == "offline" else endpoint

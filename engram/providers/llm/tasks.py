@@ -25,6 +25,11 @@ from engram.providers.llm.focus import Traits, ingest_policy, traits
 from engram.providers.llm.types import ChatLine, Compaction, Fact, Reflection, Result, StructuredMemory, TraceBrief
 
 
+# The task inputs' fields that hold sequences (callers pass any iterable; the frozen inputs hold tuples).
+SEQUENCES = frozenset({"lines", "recent_memories", "all_memories", "new_memories", "context", "notes", "existing",
+                       "members"})
+
+
 class MemoryTasks(ABC):
     """Summaries, structured memories, observations, reflections, facts, schemas, HyDE, compaction."""
 
@@ -54,6 +59,14 @@ class MemoryTasks(ABC):
         nothing for a provider that calls no endpoint (the offline heuristic)."""
         return []
 
+    def task(self, cls: type[i.TaskInput], endpoint_name: str | None, preset: str | None,
+             on_text: Callable[[str], None] | None = None, **fields) -> Result:
+        """Run the task `cls` with `fields` on the call's own route (`endpoint_name`, `preset`); sequences become the
+        tuples the frozen inputs hold. `on_text`: stream the answer (`stream`)."""
+        values = {k: tuple(v) if k in SEQUENCES else v for k, v in fields.items()}
+        task_input = cls(**values, endpoint_name=endpoint_name, preset=preset)
+        return self.run(task_input) if on_text is None else self.stream(task_input, on_text)
+
     # ------------------------------------------------------------------ discussion memory (WilmerAI)
 
     def summarize_chunk(
@@ -69,19 +82,9 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[str]:
-        return self.run(
-            i.SummarizeChunk(
-                lines=tuple(lines),
-                max_tokens=max_tokens,
-                recent_memories=tuple(recent_memories),
-                all_memories=tuple(all_memories),
-                chat_summary=chat_summary,
-                system_prompt=system_prompt,
-                prompt=prompt,
-                endpoint_name=endpoint_name,
-                preset=preset,
-            )
-        )
+        return self.task(i.SummarizeChunk, endpoint_name, preset, lines=lines, max_tokens=max_tokens,
+                         recent_memories=recent_memories, all_memories=all_memories, chat_summary=chat_summary,
+                         system_prompt=system_prompt, prompt=prompt)
 
     def merge_summary(
         self,
@@ -95,18 +98,9 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[str]:
-        return self.run(
-            i.MergeSummary(
-                previous_summary=previous_summary,
-                new_memories=tuple(new_memories),
-                all_memories=tuple(all_memories),
-                max_tokens=max_tokens,
-                system_prompt=system_prompt,
-                prompt=prompt,
-                endpoint_name=endpoint_name,
-                preset=preset,
-            )
-        )
+        return self.task(i.MergeSummary, endpoint_name, preset, previous_summary=previous_summary,
+                         new_memories=new_memories, all_memories=all_memories, max_tokens=max_tokens,
+                         system_prompt=system_prompt, prompt=prompt)
 
     def extract_memory(
         self,
@@ -116,9 +110,7 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[StructuredMemory]:
-        return self.run(
-            i.ExtractMemory(lines=tuple(lines), max_tokens=max_tokens, endpoint_name=endpoint_name, preset=preset)
-        )
+        return self.task(i.ExtractMemory, endpoint_name, preset, lines=lines, max_tokens=max_tokens)
 
     def respond(
         self,
@@ -151,18 +143,9 @@ class MemoryTasks(ABC):
         """
         if not prompt.strip() and not completion_prompt.strip() and not any(line.content.strip() for line in lines):
             raise ValueError("respond needs a conversation or a prompt to answer")
-        task_input = i.Respond(
-            lines=tuple(lines),
-            prompt=prompt,
-            system_prompt=system_prompt,
-            context=tuple(context),
-            max_tokens=max_tokens,
-            endpoint_name=endpoint_name,
-            preset=preset,
-            sampling=sampling,
-            completion_prompt=completion_prompt,
-        )
-        return self.run(task_input) if on_text is None else self.stream(task_input, on_text)
+        return self.task(i.Respond, endpoint_name, preset, on_text, lines=lines, prompt=prompt,
+                         system_prompt=system_prompt, context=context, max_tokens=max_tokens, sampling=sampling,
+                         completion_prompt=completion_prompt)
 
     # ------------------------------------------------------------------ cognitive memory (Wunderland)
 
@@ -174,9 +157,7 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[tuple[ObservationNote, ...]]:
-        return self.run(
-            i.Observe(lines=tuple(lines), traits=traits(personality), endpoint_name=endpoint_name, preset=preset)
-        )
+        return self.task(i.Observe, endpoint_name, preset, lines=lines, traits=traits(personality))
 
     def reflect(
         self,
@@ -187,15 +168,7 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[Reflection]:
-        return self.run(
-            i.Reflect(
-                notes=tuple(notes),
-                existing=tuple(existing),
-                traits=traits(personality),
-                endpoint_name=endpoint_name,
-                preset=preset,
-            )
-        )
+        return self.task(i.Reflect, endpoint_name, preset, notes=notes, existing=existing, traits=traits(personality))
 
     def extract_facts(
         self,
@@ -211,16 +184,8 @@ class MemoryTasks(ABC):
         (Wunderland: high openness lowers one and raises the other) before the task applies them."""
         t = traits(personality)
         policy = ingest_policy(t, importance_threshold, max_per_turn)
-        return self.run(
-            i.ExtractFacts(
-                lines=tuple(lines),
-                traits=t,
-                importance_threshold=policy.importance_threshold,
-                max_per_turn=policy.max_per_turn,
-                endpoint_name=endpoint_name,
-                preset=preset,
-            )
-        )
+        return self.task(i.ExtractFacts, endpoint_name, preset, lines=lines, traits=t,
+                         importance_threshold=policy.importance_threshold, max_per_turn=policy.max_per_turn)
 
     def summarize_schema(
         self,
@@ -230,9 +195,7 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[str]:
-        return self.run(
-            i.SummarizeSchema(members=tuple(members), max_tokens=max_tokens, endpoint_name=endpoint_name, preset=preset)
-        )
+        return self.task(i.SummarizeSchema, endpoint_name, preset, members=members, max_tokens=max_tokens)
 
     def hyde(
         self,
@@ -242,7 +205,7 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[str]:
-        return self.run(i.Hyde(query=query, max_tokens=max_tokens, endpoint_name=endpoint_name, preset=preset))
+        return self.task(i.Hyde, endpoint_name, preset, query=query, max_tokens=max_tokens)
 
     def compact(
         self,
@@ -253,12 +216,5 @@ class MemoryTasks(ABC):
         endpoint_name: str | None = None,
         preset: str | None = None,
     ) -> Result[Compaction]:
-        return self.run(
-            i.Compact(
-                lines=tuple(lines),
-                target_tokens=target_tokens,
-                previous_summary=previous_summary,
-                endpoint_name=endpoint_name,
-                preset=preset,
-            )
-        )
+        return self.task(i.Compact, endpoint_name, preset, lines=lines, target_tokens=target_tokens,
+                         previous_summary=previous_summary)

@@ -62,7 +62,8 @@ def test_chunk_memories_use_the_settings_endpoint_and_vector_memories_their_own(
     assert set(routes(chunks)) == {("writer", HAIKU)}
     assert set(routes(vectors)) == {("default", SONNET)}
     vector_bodies = [b for b in api.requests if "structured" in b["system"][0]["text"]]
-    assert {(b["model"], b["temperature"], b["max_tokens"]) for b in vector_bodies} == {(SONNET, 0.0, 1024)}
+    # The settings' vectorMemoryMaxResponseSizeInTokens (1024), capped by the preset's maxTokens (700).
+    assert {(b["model"], b["temperature"], b["max_tokens"]) for b in vector_bodies} == {(SONNET, 0.0, 700)}
     assert chunks[0].event.summary == f"Answered by {HAIKU}."
 
 

@@ -10,7 +10,9 @@ for real (`llama_server.py`).
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -192,6 +194,17 @@ class OllamaStandIn(_StandIn):
         fmt = body.get("format")
         if fmt is not None and fmt != "json" and not isinstance(fmt, dict):
             return handler.send(400, {"error": "invalid format"})
+        keep_alive = body.get("keep_alive")
+        if keep_alive is not None and not isinstance(keep_alive, (int, float)) and not (
+                isinstance(keep_alive, str) and re.fullmatch(r"-?\d+(\.\d+)?(ns|us|ms|s|m|h)?", keep_alive)):
+            return handler.send(400, {"error": f'time: invalid duration "{keep_alive}"'})
+        images = [image for m in body.get("messages") or [] for image in m.get("images") or []]
+        images += body.get("images") or []
+        for image in images:  # Ollama decodes each one: base64 strings only
+            try:
+                base64.b64decode(image, validate=True)
+            except (ValueError, TypeError):
+                return handler.send(400, {"error": "illegal base64 data at input byte 0"})
         if path == "/api/chat":
             messages = body.get("messages")
             if not isinstance(messages, list) or any(

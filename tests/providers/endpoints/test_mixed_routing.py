@@ -104,6 +104,16 @@ def test_summaries_come_from_llama_cpp_and_reflections_from_claude_and_replay_ca
         ("anthropic", "claude", "claude-sonnet-5-5", "output_format", None)}
     assert {(c.endpoint, c.error) for c in observed} == {("claude", None)}
     assert all(c.cost_usd > 0 for c in reflected)  # Claude is billed; the local server is not
+    assert {c.local for c in summaries} == {True} and {c.local for c in reflected} == {False}
+    # The cost view (`engram costs`, `engram sql "SELECT * FROM llm_costs"`) says "local" for the server the user runs.
+    from engram.sql.views import llm_costs_sql
+
+    cols, rows = pipeline.sql(llm_costs_sql("events"))
+    costs = {(r["endpoint"], r["model"]): r for r in (dict(zip(cols, row)) for row in rows)}
+    local = costs[("default", "tiny")]
+    assert (local["cost"], local["usd"]) == ("local", 0.0) and local["calls"] >= len(summaries)
+    billed = costs[("claude", "claude-sonnet-5-5")]
+    assert billed["usd"] > 0 and billed["cost"] == f"${billed['usd']:.4f}"
 
     calls, claude_requests = tasks.total, len(claude.requests)
     llama.stop()
