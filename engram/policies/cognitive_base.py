@@ -185,5 +185,5 @@ class CognitivePolicy(Policy):
                 if mem.content_vectors != self.content_vectors:  # a snapshot from before the flag: content vectors
                     mem.content_vectors = self.content_vectors
                     mem.restore_lexical()
-                if mem.vector_text != VECTOR_TEXT:  # indexed by other texts' vectors
+                if not mem.content_vectors and mem.vector_text != VECTOR_TEXT:  # indexed by other texts' vectors
                     mem.reembed(self.embed)

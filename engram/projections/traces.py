@@ -78,9 +78,8 @@ class TraceProjection(TableProjection):
     # 4: a reply's index vector combines the embeddings of its content and of its question (engram.memory.cognitive.indexing).
     # 5: validity in time (valid_from, valid_to, superseded_by).
     # 6: `context_message_ids` reaches the table (a trace read back after an eviction or a restart kept it nowhere).
-    # 7: a schema summary's tail is left out of its vector (engram.memory.cognitive.indexing.embedded_content).
     # A home folded by an older version folds again.
-    version = 7
+    version = 6
     tables: ClassVar[tuple[str, ...]] = ("memory_traces", "trace_edges", "trace_changes")
     interests = INTERESTS
 

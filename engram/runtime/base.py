@@ -348,7 +348,7 @@ class Runtime(ABC):
         except QueryError:
             rows = []
         for content, context in rows:
-            texts.update(dict.fromkeys(vector_parts(content, "")))  # a content-vector memory's (auto-ingest's)
+            texts[content] = None
             texts.update(dict.fromkeys(vector_parts(content, context)))
         for row in self.vector_memory_rows():
             texts[embedding_text(row)] = None

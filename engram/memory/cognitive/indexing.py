@@ -56,26 +56,12 @@ def vector_text(content: str, context: str) -> str:
     return f"{context}\n{content.strip()}" if context else content
 
 
-# The tail the offline schema summary adds to its cluster's central member (`summarize_schema`): the phrases the
-# members share, "(recurring across N memories: …)".
-SCHEMA_TAIL = re.compile(r" \(recurring across \d+ memories:[^)]*\)$")
-
-
-def embedded_content(content: str) -> str:
-    """What of a trace's content its embedding is made of: the content, without a schema summary's tail. The rest is
-    the central member's content, whose embedding is computed already (embed once: a schema costs no text of its
-    own); the tail's phrases stay in the keyword entry, where they match exactly. A function of the content alone."""
-    tail = SCHEMA_TAIL.search(content)
-    return content[: tail.start()] if tail and tail.start() else content
-
-
 def vector_parts(content: str, context: str) -> tuple[str, ...]:
-    """The texts whose embeddings make a trace's vector (`combine`): its content (`embedded_content`), and the
-    question it answers when it has one. Each is a text embedded anyway or shared: auto-ingest embeds the content
-    to deduplicate it, and the facts of one reply share its question, so a reply's trace costs no embedding of its
-    own (the embedding of "question\ncontent", `vector_text`, was one more text per reply trace)."""
+    """The texts whose embeddings make a trace's vector (`combine`): its content, and the question it answers
+    when it has one. Each is a text embedded anyway or shared: auto-ingest embeds the content to deduplicate
+    it, and the facts of one reply share its question, so a reply's trace costs no embedding of its own
+    (the embedding of "question\ncontent", `vector_text`, was one more text per reply trace)."""
     context = context.strip()
-    content = embedded_content(content)
     return (content, context) if context else (content,)
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from engram.config import defaults as d
 from engram.events.envelope import Recorded
 from engram.memory.cognitive.book import Applied, TraceBook
-from engram.memory.cognitive.indexing import combine, embedded_content, index_text, vector_parts
+from engram.memory.cognitive.indexing import combine, index_text, vector_parts
 from engram.memory.cognitive.lexical import LexicalIndex
 from engram.memory.cognitive.model import MemoryTrace
 from engram.providers.search.hnsw import HnswIndex
@@ -46,8 +46,7 @@ Embed = Callable[[list[str]], np.ndarray]
 
 # What the index vectors are embeddings of (see the module docstring); a snapshot with another value
 # (or none: "index text", when the day was embedded too) is embedded again on restore.
-# "content,context": before a schema summary's tail was left out of its embedding (`indexing.embedded_content`).
-VECTOR_TEXT = "content,context;no schema tail"
+VECTOR_TEXT = "content,context"
 
 # Traces remembered per entity for shared-entity links (the most recent ones are linked).
 ENTITY_MEMORY = 16
@@ -118,7 +117,7 @@ class AgentMemory(EntityLinks):
 
     def embedded_parts(self, content: str, context: str) -> tuple[str, ...]:
         """The texts whose embeddings make this memory's vector of a trace (`engram.memory.cognitive.indexing.combine`)."""
-        return (embedded_content(content),) if self.content_vectors else vector_parts(content, context)
+        return (content,) if self.content_vectors else vector_parts(content, context)
 
     def vectors_of(self, pairs: list[tuple[str, str]], embed: Embed) -> list[np.ndarray]:
         """This memory's vectors of traces given as (content, context), the distinct texts embedded in one call."""
@@ -204,8 +203,7 @@ class AgentMemory(EntityLinks):
     def reembed(self, embed: Embed) -> None:
         """Embed the indexed traces again (in one call, in index order) and rebuild the index with them:
         for a memory restored with vectors of another `vector_text`. Dormant traces too, when kept."""
-        # A content-vector memory keeps soft-deleted traces in its index (see the module docstring).
-        keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]
+        keep = [tid for tid, t in self.book.traces.items() if t.active and tid in self.index]
         self.index = HnswIndex(self.dim)
         traces = self.book.traces
         if keep:

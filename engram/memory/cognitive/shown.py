@@ -23,10 +23,11 @@ import re
 from typing import Sequence
 
 from engram.config import defaults as d
-from engram.memory.cognitive.indexing import SCHEMA_TAIL as _SCHEMA, SPEAKER_PREFIX
+from engram.memory.cognitive.indexing import SPEAKER_PREFIX
 from engram.providers.search.bm25 import tokenize
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_SCHEMA = re.compile(r" \(recurring across \d+ memories:[^)]*\)$")
 _WORDS = re.compile(r"\w+")
 # A sentence this short ("Thanks!", "Yes, it was.") is never treated as a repeat: it carries no evidence of its own.
 _REPEAT_MIN_WORDS = 4
