@@ -20,6 +20,9 @@ Reported (one JSON object):
   milliseconds per message (what load on the machine changes least);
 - the embedder's own rate at one text per message, measured in the same run (the issue's yardstick:
   ingest should reach 60% of it), and the ingest rate as a share of it;
+- `ratios_to_floor`, first: the issue's ingest rows as ratios to the floor measured in the same run (the
+  embedder alone on the same texts, its CPU per text): CPU per message / floor (target <= 1.6), share of the
+  embedder's rate (>= 0.6), texts embedded per message (<= 1.3), and each process's CPU per message in floors;
 - events appended by type, per message, and when each type was first and last appended (seconds after
   the first append: the stage whose events come last is on the critical path); the edges and
   reinforcements recorded (one per edge or review, whether an event of its own or carried in a compact
@@ -89,15 +92,39 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
 
 def embedder_own_rate(texts: list[str]) -> dict:
     """The model alone (no cache) on one text per message, with every core it may use (min(2, CPUs) onnxruntime
-    threads, whatever the index-time embedder is set to): the fastest it embeds here, the issue's yardstick."""
+    threads, whatever the index-time embedder is set to): the fastest it embeds here, the issue's yardstick.
+    Also its CPU seconds (this process's, every thread's), the floor of a message's cost: one embedding of it."""
     from engram.providers.embeddings.factory import make_embedder
 
     embedder = make_embedder()
     embedder.embed(texts[:16])  # warm
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     embedder.embed(texts)
-    seconds = time.perf_counter() - started
-    return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 1)}
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    return {"texts": len(texts), "seconds": round(seconds, 2), "texts_per_s": round(len(texts) / seconds, 1),
+            "cpu_seconds": round(cpu, 3), "cpu_ms_per_text": round(cpu / len(texts) * 1000, 3)}
+
+
+def ratios(messages: int, seconds: float, cpu: dict[str, float], computed: int, own: dict) -> dict:
+    """The issue's ingest rows as ratios to the floor measured in the same run (`own`: the embedder alone on one text
+    per message, the work a message cannot do without): CPU per message over the floor's CPU per text (target
+    <= 1.6), the ingest's rate as a share of the embedder's own (>= 0.6), texts embedded per message (<= 1.3), and
+    each process's CPU per message in floors."""
+    floor_ms = own["cpu_ms_per_text"]
+    per_message = {name: s / messages * 1000 for name, s in cpu.items()}
+    return {
+        "floor_cpu_ms_per_text": floor_ms,
+        "cpu_per_message_over_floor": round(sum(per_message.values()) / floor_ms, 2),
+        "share_of_embedder_rate": round(messages / seconds / own["texts_per_s"], 3),
+        "texts_embedded_per_message": round(computed / messages, 3),
+        "cpu_per_message_over_floor_by_process": {
+            name: round(ms / floor_ms, 2) for name, ms in sorted(per_message.items(), key=lambda kv: -kv[1])},
+        # The embedder actor's CPU per text it computed, in floors: what a text costs inside the ingest (batching,
+        # cache, round trips and the machine's load) against the model alone.
+        "embedder_cpu_per_text_over_floor": (round(per_message.get("embedder", 0.0) * messages / computed / floor_ms, 2)
+                                             if computed else None),
+        "targets": {"cpu_per_message_over_floor": 1.6, "share_of_embedder_rate": 0.6, "texts_embedded_per_message": 1.3},
+    }
 
 
 def start_profilers(out: Path) -> list[subprocess.Popen]:
@@ -215,6 +242,9 @@ def run(paths: list[Path], home: Path, verify: bool, profile: Path | None) -> di
     model_s = delta.get("model_seconds")
     report = {
         "benchmark": "ingest",
+        # The issue's rows (issue 27): ratios to the floor measured here and now; the absolute figures below are for
+        # reference (load on the machine moves them, much less the ratios of CPU seconds).
+        "ratios_to_floor": ratios(messages, seconds, cpu, computed, own),
         "data": [str(p) for p in paths],
         "provider": "offline heuristic (offline-heuristic-v1)",
         "settings": "defaults (every projection and policy group, one agent, one shard)",
