@@ -161,11 +161,18 @@ class PolicyActor:
             state_dir=home.root / "state",
         )
         self.calls = HostedCalls(self.host, shard)
+        # What Ray names this process in its logs (`:actor_name:` at the top of the worker's log, the prefix of each
+        # line): which policies, shard and member, so that a process's CPU can be told apart (bench/serve.py).
+        self._name = (f"PolicyActor({'+'.join(p.name for p in self.host.policies)} shard {shard} "
+                      f"member {member}/{members})")
         self._lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
         self._stop = threading.Event()
         self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
+
+    def __repr__(self) -> str:
+        return getattr(self, "_name", "PolicyActor")
 
     def _loop(self) -> None:
         backoff = 0.0
