@@ -129,9 +129,10 @@ def process_names(home: Path | None) -> dict[int, str]:
         try:
             pid = int(f.stem.rsplit("-", 1)[1])
             with f.open(errors="replace") as lines:
-                for line in lines:
-                    if line.startswith(":actor_name:"):
+                for n, line in enumerate(lines):
+                    if line.startswith(":actor_name:"):  # the class's name at first, its repr once it is made
                         out[pid] = line[len(":actor_name:"):].strip()
+                    if n > 50:
                         break
         except (OSError, ValueError):
             continue
@@ -727,12 +728,12 @@ def main() -> None:
         "first_command_with_server_start_s": round(first_command_s, 1),
         "ratios_to_floor": ratios,
         "queries": "distinct per request (seeded from the sample's own messages): every query is cold",
-        "recall": {**recall, "target_p99_ms": 20}, "recall_one_client": single,
-        "search": {**search, "target_p99_ms": 20},
+        "recall": {**recall, "target_p99_ms": 20},
+        **({"recall_one_client": single, "search": {**search, "target_p99_ms": 20}} if full else {}),
         "commands_with_server_up": [{**c, "target_s": 0.5} for c in commands],
         "chat_completions": {**chat, "responder": "offline (labelled heuristic, no model time)",
                              "target_p99_ms_at_8": 25},
-        "chat_completions_streamed_one_client": streamed,
+        **({"chat_completions_streamed_one_client": streamed} if full else {}),
         **parts,
     }, indent=1))
 
