@@ -37,6 +37,10 @@ MAX_BACKOFF_S = 30.0
 # so that new events gather: while the log grows steadily, every policy actor otherwise reads it (a query
 # at the shard) for the handful of events appended since its last read.
 POLICY_LINGER_S = 0.05
+# Woken by events none of the hosted policies reads (a recall's TraceRetrieved, for the summarizers), the long poll
+# waits this much longer for one they read before it moves the positions on: such an actor wakes a few times a second
+# at most, not at each of the appends it never reads (each wake-up is a round trip, a position write, a new poll).
+UNREAD_LINGER_S = 0.25
 
 
 class HostedCalls:
@@ -198,16 +202,16 @@ class PolicyActor:
                 backoff = 0.0
                 if n == 0:
                     position = self.host.position
-                    interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S))
+                    interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S,
+                                                                                    UNREAD_LINGER_S))
                     if head <= position:
                         with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
                             self.host.save_pending()
                     elif not interesting:
-                        # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers):
-                        # the positions move on without reading the log, and new events gather for a moment.
+                        # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers),
+                        # gathered for UNREAD_LINGER_S at the shard: the positions move on without reading the log.
                         with self._lock.exclusive():
                             self.host.seen_through(head)
-                        self._stop.wait(POLICY_LINGER_S)
                         skip_pump = True
                     elif head <= self.host.position:
                         skip_pump = True  # folded meanwhile (the calls' own writes, see HostedCalls): nothing to read
