@@ -40,6 +40,7 @@ POLICY_LINGER_S = 0.05
 # Woken by events none of the hosted policies reads (a recall's TraceRetrieved, for the summarizers), the long poll
 # waits this much longer for one they read before it moves the positions on: such an actor wakes a few times a second
 # at most, not at each of the appends it never reads (each wake-up is a round trip, a position write, a new poll).
+# Events the policies read but list as `unhurried` (TraceRetrieved, for those that only fold it) wake it as late.
 UNREAD_LINGER_S = 0.25
 
 
@@ -180,7 +181,7 @@ class PolicyActor:
 
     def _loop(self) -> None:
         backoff = 0.0
-        interests = self.host.interests()
+        interests, prompt = self.host.interests(), self.host.prompt_interests()
         skip_pump = False
         while not self._stop.is_set():
             if time.monotonic() < self._resume_at:
@@ -203,7 +204,7 @@ class PolicyActor:
                 if n == 0:
                     position = self.host.position
                     interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S,
-                                                                                    UNREAD_LINGER_S))
+                                                                                    UNREAD_LINGER_S, prompt))
                     if head <= position:
                         with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
                             self.host.save_pending()

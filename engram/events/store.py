@@ -519,13 +519,14 @@ class EventStore:
         return True
 
     def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None,
-                 linger: float = 0.0) -> tuple[bool, int]:
+                 linger: float = 0.0, prompt: Sequence[str] | None = None) -> tuple[bool, int]:
         """Block until the log holds `seq` (or `timeout`); then (whether an event of one of `types` may be among those
         from `seq` on, the head). False with a head at or past `seq` means none is: a reader of only those types may
         move past that head without reading (a policy actor woken by events it never reads). `types` None: any.
         `linger`: when only events of other types came, wait up to that much longer (within `timeout`) for one of
         `types`, so that a reader of a few types wakes a few times a second at most, not at every append of others
-        (a recall's TraceRetrieved wakes only the policies that read it)."""
+        (a recall's TraceRetrieved wakes only the policies that read it). `prompt` (a part of `types`; None: all of
+        them): only these end the wait at once; the other types of `types` end it after `linger`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         if not self.wait(seq, timeout):
             return False, self._head
@@ -537,12 +538,12 @@ class EventStore:
                 if types is None or self._untyped_through >= seq:
                     return True, head
                 last = self._last_of_type
-                if any(last.get(t, 0) >= seq for t in types):
+                if any(last.get(t, 0) >= seq for t in (types if prompt is None else prompt)):
                     return True, head
                 now = time.monotonic()
                 left = linger - (now - woke) if deadline is None else min(linger - (now - woke), deadline - now)
                 if left <= 0 or self._nudges != nudges:
-                    return False, head
+                    return any(last.get(t, 0) >= seq for t in types), head
                 self._cond.wait(left)
 
     def nudge(self) -> None:

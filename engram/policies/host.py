@@ -203,6 +203,16 @@ class PolicyHost:
         """The event types some hosted policy reads (None: every type)."""
         return self._interests()
 
+    def prompt_interests(self) -> list[str] | None:
+        """Of `interests`, the types that wake the host at once: those some hosted policy reads and does not list as
+        `unhurried` (None: every type)."""
+        kinds: set[str] = set()
+        for p in self.policies:
+            if p.interests is None:
+                return None
+            kinds |= p.interests - p.unhurried
+        return sorted(kinds)
+
     def seen_through(self, head: int) -> None:
         """The log says nothing up to `head` is of interest here: every position moves there without a read (as
         `pump` does for a chunk of no interest)."""

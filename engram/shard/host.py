@@ -167,8 +167,8 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
         return self.store.wait(seq, timeout)
 
     def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None,
-                 linger: float = 0.0) -> tuple[bool, int]:
-        return self.store.wait_for(seq, types, timeout, linger)
+                 linger: float = 0.0, prompt: Sequence[str] | None = None) -> tuple[bool, int]:
+        return self.store.wait_for(seq, types, timeout, linger, prompt)
 
     # --------------------------------------------------------------- projections
 

@@ -182,6 +182,16 @@ def test_a_lingering_reader_moves_past_what_it_does_not_read_after_its_linger_or
     assert results == [(False, 2)]
 
 
+def test_events_a_reader_reads_unhurried_end_its_wait_after_the_linger_and_are_read(store):
+    started = time.monotonic()
+    waiter, results = _waiting(store, 1, ["MessageAppended", "TraceRetrieved"], timeout=5, linger=0.2,
+                               prompt=["MessageAppended"])
+    store.append_many([_retrieved("d1", 2)])  # read, but not prompt: the wait goes on for the linger ...
+    waiter.join(5)
+    assert results == [(True, 2)]  # ... then ends saying there is something to read
+    assert time.monotonic() - started >= 0.2
+
+
 def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, monkeypatch):
     commits = []
     original = store._insert
