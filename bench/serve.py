@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import pct, run_threads  # noqa: E402
+from bench._common import pct, process_names, run_threads  # noqa: E402
 
 SAMPLE = ROOT / "engram" / "samples" / "acme-dashboard.jsonl"
 AGENT = "priya"
@@ -113,30 +113,6 @@ def distinct_keywords(n: int, seed: int) -> list[str]:
 
 
 HOME: Path | None = None  # the served home (its Ray logs name each worker process)
-
-
-def process_names(home: Path | None) -> dict[int, str]:
-    """pid -> name of each Ray worker process of the home's local instance: the actor as Ray names it at the top
-    of its worker's log (`:actor_name:`, e.g. "PolicyActor(trace-reader shard 0 member 0/1)", "ShardActor")."""
-    if home is None:
-        return {}
-    from engram.runtime.startup import ray_dir_for
-
-    out = {}
-    for f in (ray_dir_for(home) / "session_latest" / "logs").glob("worker-*"):
-        if f.suffix not in (".out", ".err"):
-            continue
-        try:
-            pid = int(f.stem.rsplit("-", 1)[1])
-            with f.open(errors="replace") as lines:
-                for n, line in enumerate(lines):
-                    if line.startswith(":actor_name:"):  # the class's name at first, its repr once it is made
-                        out[pid] = line[len(":actor_name:"):].strip()
-                    if n > 50:
-                        break
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 def cpu_seconds(server_pid: int | None = None) -> dict[str, float]:
