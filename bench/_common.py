@@ -1,9 +1,10 @@
-"""What several benchmarks share: percentiles and client threads started together."""
+"""What several benchmarks share: percentiles, client threads started together, Ray processes by name."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -23,3 +24,27 @@ def run_threads(worker, count: int) -> float:
     for th in threads:
         th.join()
     return time.perf_counter() - started
+
+
+def process_names(home: Path | None) -> dict[int, str]:
+    """pid -> name of each Ray worker process of the home's local instance: the actor as Ray names it at the top
+    of its worker's log (`:actor_name:`, e.g. "PolicyActor(trace-reader shard 0 member 0/1)", "ShardActor")."""
+    if home is None:
+        return {}
+    from engram.runtime.startup import ray_dir_for
+
+    out = {}
+    for f in (ray_dir_for(home) / "session_latest" / "logs").glob("worker-*"):
+        if f.suffix not in (".out", ".err"):
+            continue
+        try:
+            pid = int(f.stem.rsplit("-", 1)[1])
+            with f.open(errors="replace") as lines:
+                for n, line in enumerate(lines):
+                    if line.startswith(":actor_name:"):  # the class's name at first, its repr once it is made
+                        out[pid] = line[len(":actor_name:"):].strip()
+                    if n > 50:
+                        break
+        except (OSError, ValueError):
+            continue
+    return out

@@ -53,7 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import pct  # noqa: E402
+from bench._common import pct, process_names  # noqa: E402
 
 ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
 NODES = ["head", "left", "right"]
@@ -105,11 +105,11 @@ def tree_rss_mb(roots: list[int]) -> float:
     return total / 1e6
 
 
-def tree_cpu(roots: list[int], rss: bool = False) -> dict[str, float]:
+def tree_cpu(roots: list[int], rss: bool = False, names: dict[int, str] | None = None) -> dict[str, float]:
     """CPU seconds (user + system) of the processes in the trees under `roots`, by process title (a Ray actor's
-    process by its class and pid, e.g. `ray::ShardActor 1234`), the busiest first; `rss`: their resident memory
-    now (MB) instead."""
-    out = {}
+    process by its class and pid, e.g. `ray::ShardActor 1234`, or by the actor's name in `names`: pid -> name), the
+    busiest first; `rss`: their resident memory now (MB) instead."""
+    out, names = {}, names or {}
     tick = os.sysconf("SC_CLK_TCK")
     page_mb = os.sysconf("SC_PAGE_SIZE") / 1e6
     for pid in _tree(roots):
@@ -121,21 +121,46 @@ def tree_cpu(roots: list[int], rss: bool = False) -> dict[str, float]:
         except OSError:
             continue
         if title.startswith("ray::"):  # ray::<actor class>.<method running now>: the class, and which process
-            title = f"{title.split('.')[0]} {pid}"
+            title = f"{names.get(pid) or title.split('.')[0]} {pid}"
         value = int(fields[21]) * page_mb if rss else (int(fields[11]) + int(fields[12])) / tick
         out[title] = round(out.get(title, 0.0) + value, 1)
     return dict(sorted(((k, v) for k, v in out.items() if v >= (50 if rss else 0.5)), key=lambda kv: -kv[1]))
 
 
 class PeakRss:
+    """The peak resident memory of the process trees under `roots` (sampled every 0.5 s), and each process's own peak
+    (`by_process`: pid -> MB)."""
+
     def __init__(self, roots: list[int]):
         self.roots, self.peak, self._stop = roots, 0.0, threading.Event()
+        self.by_process: dict[int, float] = {}
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss_mb(self.roots))
+            total = 0.0
+            for pid in _tree(self.roots):
+                try:
+                    with open(f"/proc/{pid}/statm") as f:
+                        mb = int(f.read().split()[1]) * page / 1e6
+                except OSError:
+                    continue
+                total += mb
+                self.by_process[pid] = max(self.by_process.get(pid, 0.0), mb)
+            self.peak = max(self.peak, total)
             self._stop.wait(0.5)
+
+    def named(self, names: dict[int, str]) -> dict[str, float]:
+        """Each process's peak (MB, at least 50), by the actor's name (or the process title) and pid, largest first."""
+        out = {}
+        for pid, mb in self.by_process.items():
+            try:
+                title = names.get(pid) or Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()[:60]
+            except OSError:
+                title = names.get(pid, "?")
+            out[f"{title} {pid}"] = round(mb, 1)
+        return dict(sorted(((k, v) for k, v in out.items() if v >= 50), key=lambda kv: -kv[1]))
 
     def __enter__(self) -> "PeakRss":
         self._thread.start()
@@ -298,8 +323,10 @@ def run_one(agents: int, per_agent: int, producers: int, shards: int = 1, cluste
         instance = start_server(home, env)
         with PeakRss([instance["pid"]] + ([os.getpid()] if cluster_address else [])) as rss:
             report = ingest(instance["url"], agents, per_agent, producers)
-            report["cpu_seconds_by_process"] = tree_cpu([instance["pid"]])
-            report["rss_mb_by_process_at_end"] = tree_cpu([instance["pid"]], rss=True)
+            names = process_names(home) if not cluster_address else {}
+            report["cpu_seconds_by_process"] = tree_cpu([instance["pid"]], names=names)
+            report["rss_mb_by_process_at_end"] = tree_cpu([instance["pid"]], rss=True, names=names)
+        report["peak_rss_mb_by_process"] = rss.named(names)
         subprocess.run([ENGRAM, "down"], capture_output=True, env=env, timeout=300)
         computed = cache_rows(home)
         report.update({"shards": shards, "peak_rss_mb": round(rss.peak, 1),

@@ -37,6 +37,11 @@ MAX_BACKOFF_S = 30.0
 # so that new events gather: while the log grows steadily, every policy actor otherwise reads it (a query
 # at the shard) for the handful of events appended since its last read.
 POLICY_LINGER_S = 0.05
+# Woken by events none of the hosted policies reads (a recall's TraceRetrieved, for the summarizers), the long poll
+# waits this much longer for one they read before it moves the positions on: such an actor wakes a few times a second
+# at most, not at each of the appends it never reads (each wake-up is a round trip, a position write, a new poll).
+# Events the policies read but list as `unhurried` (TraceRetrieved, for those that only fold it) wake it as late.
+UNREAD_LINGER_S = 0.25
 
 
 class HostedCalls:
@@ -161,15 +166,22 @@ class PolicyActor:
             state_dir=home.root / "state",
         )
         self.calls = HostedCalls(self.host, shard)
+        # What Ray names this process in its logs (`:actor_name:` at the top of the worker's log, the prefix of each
+        # line): which policies, shard and member, so that a process's CPU can be told apart (bench/serve.py).
+        self._name = (f"PolicyActor({'+'.join(p.name for p in self.host.policies)} shard {shard} "
+                      f"member {member}/{members})")
         self._lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
         self._stop = threading.Event()
         self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
+    def __repr__(self) -> str:
+        return getattr(self, "_name", "PolicyActor")
+
     def _loop(self) -> None:
         backoff = 0.0
-        interests = self.host.interests()
+        interests, prompt = self.host.interests(), self.host.prompt_interests()
         skip_pump = False
         while not self._stop.is_set():
             if time.monotonic() < self._resume_at:
@@ -191,16 +203,16 @@ class PolicyActor:
                 backoff = 0.0
                 if n == 0:
                     position = self.host.position
-                    interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S))
+                    interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S,
+                                                                                    UNREAD_LINGER_S, prompt))
                     if head <= position:
                         with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
                             self.host.save_pending()
                     elif not interesting:
-                        # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers):
-                        # the positions move on without reading the log, and new events gather for a moment.
+                        # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers),
+                        # gathered for UNREAD_LINGER_S at the shard: the positions move on without reading the log.
                         with self._lock.exclusive():
                             self.host.seen_through(head)
-                        self._stop.wait(POLICY_LINGER_S)
                         skip_pump = True
                     elif head <= self.host.position:
                         skip_pump = True  # folded meanwhile (the calls' own writes, see HostedCalls): nothing to read

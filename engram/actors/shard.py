@@ -61,9 +61,10 @@ class ShardActor:
     def wait(self, seq: int, timeout: float | None = None) -> bool:
         return self.host.wait(seq, timeout)
 
-    def wait_for(self, seq: int, types: list[str] | None, timeout: float | None = None) -> tuple[bool, int]:
-        """`wait` for a reader of `types` only: (whether one of them may be new, the head)."""
-        return self.host.wait_for(seq, types, timeout)
+    def wait_for(self, seq: int, types: list[str] | None, timeout: float | None = None,
+                 linger: float = 0.0, prompt: list[str] | None = None) -> tuple[bool, int]:
+        """`wait` for a reader of `types` only: (whether one of them may be new, the head); `EventStore.wait_for`."""
+        return self.host.wait_for(seq, types, timeout, linger, prompt)
 
     def wait_projections(self, seq: int, timeout: float | None = 30.0) -> bool:
         return self.host.wait_projections(seq, timeout)

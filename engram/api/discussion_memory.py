@@ -43,36 +43,47 @@ class RuntimeMemory(MemoryFiles):
 
     def ensure_memories(self, discussion: str) -> str:
         before = self.counts(discussion)
-        regenerated = self.regenerate_if_deleted(discussion)
+        expected = self._expected(discussion)  # asked once a turn (a query at the shard), for both checks
+        regenerated = self.regenerate_if_deleted(discussion, expected)
         failed = self.drain(discussion)
-        return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
+        healed = self.heal(discussion, self._expected(discussion) if regenerated else expected)
+        return failed + regenerated + healed + describe_change(before, self.counts(discussion))
 
     def request_summary(self, discussion: str, node: str, **params) -> str:
         before = self.counts(discussion)
-        regenerated = self.regenerate_if_deleted(discussion)
+        expected = self._expected(discussion)
+        regenerated = self.regenerate_if_deleted(discussion, expected)
         event = summary_request(node, **params)
         self.runtime.append([Write(validate_discussion(discussion), self.agent,
                                    (NewEvent(event, now_us(), request_id()),))])
         failed = self.drain(discussion)
-        return failed + regenerated + self.heal(discussion) + describe_change(before, self.counts(discussion))
+        healed = self.heal(discussion, self._expected(discussion) if regenerated else expected)
+        return failed + regenerated + healed + describe_change(before, self.counts(discussion))
 
     def _expected(self, discussion: str) -> dict[str, bool] | None:
+        """Which of the discussion's files the projections say exist (suffix -> exists); None when there is nothing to
+        check: no discussion yet, or every file on disk and no regeneration asked for (nothing was deleted, nothing
+        is missing, whatever the log says: no query, the common case of a chat turn)."""
+        from engram.memory.discussion.regenerate import DELETED_MARKER
         from engram.runtime.base import MissingTable
 
+        marker = self.path(discussion, "").with_name(DELETED_MARKER.format(discussion=discussion))
+        if all(self.path(discussion, s).exists() for s in (MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX)) \
+                and not marker.exists():
+            return None
         try:
             _, rows = self.runtime.sql(EXPECTED_SQL, [discussion])
         except MissingTable:
             rows = []
         return expected_files(rows[0]) if rows else None
 
-    def regenerate_if_deleted(self, discussion: str) -> str:
+    def regenerate_if_deleted(self, discussion: str, expected: dict[str, bool] | None) -> str:
         """The guide's way to regenerate: every file of the discussion deleted from Public/ (while engram ran, or
         found so at start) means a new generation from the full history, under the settings in force now."""
         from engram.memory.discussion.regenerate import DELETED_MARKER, HISTORY_TYPES, Generation, regeneration_wanted
 
         marker = self.path(discussion, "").with_name(DELETED_MARKER.format(discussion=discussion))
         files = {s: self.path(discussion, s) for s in (MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX)}
-        expected = self._expected(discussion)
         if expected is None or not regeneration_wanted(files, expected, marker):
             return ""
         ts = now_us()
@@ -84,11 +95,10 @@ class RuntimeMemory(MemoryFiles):
         return (f"the memory files were deleted: generation {generation.number} regenerated from the full history "
                 f"with the settings in force; ")
 
-    def heal(self, discussion: str) -> str:
+    def heal(self, discussion: str, expected: dict[str, bool] | None) -> str:
         """Some (not all) files deleted by hand come back from the log (no LLM call) when a creator node runs."""
         from engram.projections.discussion_rebuild import rebuild_discussion
 
-        expected = self._expected(discussion)
         missing = self.missing_files(discussion, expected) if expected else []
         if not missing:
             return ""

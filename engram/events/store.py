@@ -249,6 +249,7 @@ class EventStore:
         self._reader_base = self._con.cursor()
         self._reader_lock = threading.Lock()
         self._cond = threading.Condition()
+        self._nudges = 0  # `nudge` calls: a reader lingering in `wait_for` for types it reads stops lingering
         self._queue: list[_Pending] = []
         self._committing = False
         self._contended = False
@@ -517,17 +518,40 @@ class EventStore:
                 self._cond.wait(remaining if remaining is not None else 0.05)
         return True
 
-    def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None) -> tuple[bool, int]:
+    def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None,
+                 linger: float = 0.0, prompt: Sequence[str] | None = None) -> tuple[bool, int]:
         """Block until the log holds `seq` (or `timeout`); then (whether an event of one of `types` may be among those
         from `seq` on, the head). False with a head at or past `seq` means none is: a reader of only those types may
-        move past that head without reading (a policy actor woken by events it never reads). `types` None: any."""
+        move past that head without reading (a policy actor woken by events it never reads). `types` None: any.
+        `linger`: when only events of other types came, wait up to that much longer (within `timeout`) for one of
+        `types`, so that a reader of a few types wakes a few times a second at most, not at every append of others
+        (a recall's TraceRetrieved wakes only the policies that read it). `prompt` (a part of `types`; None: all of
+        them): only these end the wait at once; the other types of `types` end it after `linger`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         if not self.wait(seq, timeout):
             return False, self._head
-        head = self._head  # first the head, then the types: they were set before it moved (`_commit`)
-        if types is None or self._untyped_through >= seq:
-            return True, head
-        last = self._last_of_type
-        return any(last.get(t, 0) >= seq for t in types), head
+        woke = time.monotonic()
+        with self._cond:
+            nudges = self._nudges
+            while True:
+                head = self._head  # first the head, then the types: they were set before it moved (`_commit`)
+                if types is None or self._untyped_through >= seq:
+                    return True, head
+                last = self._last_of_type
+                if any(last.get(t, 0) >= seq for t in (types if prompt is None else prompt)):
+                    return True, head
+                now = time.monotonic()
+                left = linger - (now - woke) if deadline is None else min(linger - (now - woke), deadline - now)
+                if left <= 0 or self._nudges != nudges:
+                    return any(last.get(t, 0) >= seq for t in types), head
+                self._cond.wait(left)
+
+    def nudge(self) -> None:
+        """Readers lingering in `wait_for` (only events they do not read came) return now: someone waits for every
+        reader to reach the head (waiting for idle looks at their positions)."""
+        with self._cond:
+            self._nudges += 1
+            self._cond.notify_all()
 
     def stream_version(self, stream: str) -> int:
         return self._streams.get(stream, (0, ""))[0]

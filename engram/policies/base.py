@@ -198,6 +198,10 @@ class Policy(ABC):
     name: ClassVar[str]
     # Event types this policy reads; None means all.
     interests: ClassVar[frozenset[str] | None] = None
+    # Of those, types that need not wake the policy's actor at once: read with the next events, within the actor's
+    # UNREAD_LINGER_S (e.g. a recall's TraceRetrieved, for policies that only fold it). In log order all the same, so
+    # what the policy decides is the same; only when changes.
+    unhurried: ClassVar[frozenset[str]] = frozenset()
     # At most this many events per `handle` call (None: a host's whole batch): the writes of each part are
     # appended, and the policy's position moves past it, before the next part is decided (`PolicyHost`).
     handle_batch: ClassVar[int | None] = None

@@ -58,6 +58,7 @@ class Consolidator(BackgroundPolicy):
     name = "consolidator"
     # MessageAppended: which messages auto-ingest has yet to handle (a late discussion's schema checks wait for them).
     interests = TRACE_EVENTS | {"ClockTick", "SchemaCreated", "SettingsChanged", "MessageAppended"}
+    unhurried = frozenset({"TraceRetrieved"})  # folded with the next events (in log order): see Policy.unhurried
     # 2: schema checks wait for their discussion (schema_waiting, stream_latest); 3: events from after the clock are
     # held until their tick (held), late ones until their discussion is complete (late; ingesting, awaiting).
     STATE_VERSION = 3

@@ -5,6 +5,7 @@ Plain class; `engram.actors.policy` runs it in a Ray actor with a long-poll loop
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -50,6 +51,8 @@ class PolicyHost:
         self.errors: dict[str, str] = {}
         # Policies whose snapshot could not be restored and that rebuild their state from the log, and why.
         self.rebuilt: dict[str, str] = {}
+        # What each policy's snapshot file holds, as a digest (the bytes themselves would keep a second, serialised copy
+        # of every policy's state in memory: at a thousand agents, hundreds of MB), and each position sidecar's bytes.
         self._saved: dict[str, bytes] = {}
         self._hold_snapshots = False  # a forget is under way: no snapshot is written until `scrub`
         # Per policy: decide (handle), append and snapshot seconds, events handled; "(log)": reading.
@@ -65,7 +68,7 @@ class PolicyHost:
             try:
                 data = path.read_bytes()
                 p.load_snapshot(data)
-                self._saved[p.name] = data
+                self._saved[p.name] = _digest(data)
             except Exception as exc:  # IncompatibleSnapshot, or a restore that failed half-way
                 reason = str(exc) if isinstance(exc, IncompatibleSnapshot) else f"restoring failed: {exc!r}"
                 log.warning("policy %s: snapshot %s not restored (%s); rebuilding its state from the log",
@@ -203,6 +206,16 @@ class PolicyHost:
         """The event types some hosted policy reads (None: every type)."""
         return self._interests()
 
+    def prompt_interests(self) -> list[str] | None:
+        """Of `interests`, the types that wake the host at once: those some hosted policy reads and does not list as
+        `unhurried` (None: every type)."""
+        kinds: set[str] = set()
+        for p in self.policies:
+            if p.interests is None:
+                return None
+            kinds |= p.interests - p.unhurried
+        return sorted(kinds)
+
     def seen_through(self, head: int) -> None:
         """The log says nothing up to `head` is of interest here: every position moves there without a read (as
         `pump` does for a chunk of no interest)."""
@@ -217,7 +230,8 @@ class PolicyHost:
         """After a failed batch, the policy's state as of its last snapshot: decisions it made in the failed batch
         but never appended are not remembered as made (the batch is handled again, its appends deduplicated)."""
         fresh = type(p)(p.ctx)
-        saved = self._saved.get(p.name)
+        path = self._snapshot_path(p)
+        saved = path.read_bytes() if p.name in self._saved and path is not None and path.exists() else None
         if saved is not None:
             try:
                 fresh.load_snapshot(saved)
@@ -320,9 +334,9 @@ class PolicyHost:
             if path is not None:
                 with self.timings.measure(p.name, "snapshot"):
                     data = p.snapshot() if snapshots and not self._hold_snapshots else None
-                    if data is not None and self._saved.get(p.name) != data:  # unchanged: not written (and fsynced) again
-                        atomic_write(path, data)
-                        self._saved[p.name] = data
+                    if data is not None and self._saved.get(p.name) != (digest := _digest(data)):
+                        atomic_write(path, data)  # (unchanged: not written, and fsynced, again)
+                        self._saved[p.name] = digest
                 # Beside it, the position alone, for `engram status` without unpickling anything.
                 position = json.dumps(
                     {"policy": p.name, "shard": p.ctx.shard, "member": p.ctx.member, "members": p.ctx.members,
@@ -334,6 +348,10 @@ class PolicyHost:
 
     def positions(self) -> dict[str, int]:
         return {p.name if p.ctx.members == 1 else f"{p.name}#{p.ctx.member}": p.position for p in self.policies}
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _holds(policy: Policy, terms: list[bytes]) -> bool:

@@ -39,6 +39,7 @@ from engram.policies.base import PolicyContext
 class Reflector(BackgroundPolicy):
     name = "reflector"
     interests = obs.INTERESTS | TRACE_EVENTS | {"SettingsChanged", "MessageAppended"}
+    unhurried = frozenset({"TraceRetrieved"})  # folded with the next events (in log order): see Policy.unhurried
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)

@@ -28,6 +28,9 @@ from engram.policies.cognitive_base import CognitivePolicy
 class TraceReader(CognitivePolicy):
     name = "trace-reader"
     interests = frozenset({"SettingsChanged"}) | TRACE_EVENTS
+    # Its own recalls' TraceRetrieved are folded as they are appended (HostedCalls), and a fresh recall folds the log up
+    # to where it must: appending them need not wake the actor's loop as well.
+    unhurried = frozenset({"TraceRetrieved"})
     # Read-only questions: the host runs them alongside each other (never alongside the fold of new events).
     concurrent_reads = frozenset({"recall", "agents"})
     dormant = True  # recall's dormant stage searches the decay-pruned traces (engram.memory.cognitive.retrieval, step 8)

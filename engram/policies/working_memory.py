@@ -51,6 +51,10 @@ class WorkingMemoryPolicy(CognitivePolicy):
         }
     )
 
+    # A retrieval's focus is recorded with the next events (within the actor's linger, in log order: the same slots);
+    # a read of working memory after a position folds the log up to it first (read-your-writes).
+    unhurried = frozenset({"TraceRetrieved"})
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.agents: dict[str, _AgentWm] = {}

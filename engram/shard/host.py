@@ -166,8 +166,9 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
     def wait(self, seq: int, timeout: float | None = None) -> bool:
         return self.store.wait(seq, timeout)
 
-    def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None) -> tuple[bool, int]:
-        return self.store.wait_for(seq, types, timeout)
+    def wait_for(self, seq: int, types: Sequence[str] | None, timeout: float | None = None,
+                 linger: float = 0.0, prompt: Sequence[str] | None = None) -> tuple[bool, int]:
+        return self.store.wait_for(seq, types, timeout, linger, prompt)
 
     # --------------------------------------------------------------- projections
 

@@ -64,7 +64,9 @@ class ShardQueries:
 
     def progress(self) -> dict:
         """What waiting for idle looks at, many times a second: the head and the projections' checkpointed
-        positions, read from memory (`status` also queries the log and the projection database)."""
+        positions, read from memory (`status` also queries the log and the projection database). Policy actors
+        lingering for events they read (`EventStore.wait_for`) move their positions to the head now."""
+        self.store.nudge()
         return {"shard": self.shard, "head": self.store.head(), "projections": dict(self.runner.checkpointed)}
 
     @shared

@@ -1,6 +1,7 @@
 """The EventStore: gap-free positions, optimistic concurrency, idempotent appends, group commit, reads."""
 
 import threading
+import time
 
 import pytest
 from tests.events.helpers import T0, msg, write
@@ -150,6 +151,45 @@ def test_a_waiting_reader_of_other_types_wakes_with_the_head_of_an_append_it_doe
     store.append_many([_retrieved("d1", 2)])
     waiter.join()
     assert results == [(False, 2)]
+
+
+def _waiting(store, *args, **kwargs):
+    results: list = []
+    waiter = threading.Thread(target=lambda: results.append(store.wait_for(*args, **kwargs)))
+    waiter.start()
+    return waiter, results
+
+
+def test_a_reader_lingering_past_appends_it_does_not_read_wakes_at_the_first_it_reads(store):
+    waiter, results = _waiting(store, 1, ["MessageAppended"], timeout=5, linger=5)
+    store.append_many([_retrieved("d1", 2)])  # seqs 1-2: not read, the reader goes on waiting ...
+    time.sleep(0.05)
+    assert results == []
+    store.append_many([write("d1", range(1))])  # ... seq 3: a message, it wakes with the head
+    waiter.join(5)
+    assert results == [(True, 3)]
+
+
+def test_a_lingering_reader_moves_past_what_it_does_not_read_after_its_linger_or_when_nudged(store):
+    store.append_many([_retrieved("d1", 2)])
+    started = time.monotonic()
+    assert store.wait_for(1, ["MessageAppended"], timeout=5, linger=0.1) == (False, 2)
+    assert 0.1 <= time.monotonic() - started < 4
+    waiter, results = _waiting(store, 1, ["MessageAppended"], timeout=30, linger=30)
+    time.sleep(0.05)
+    store.nudge()  # someone waits for idle: every reader at the head now
+    waiter.join(5)
+    assert results == [(False, 2)]
+
+
+def test_events_a_reader_reads_unhurried_end_its_wait_after_the_linger_and_are_read(store):
+    started = time.monotonic()
+    waiter, results = _waiting(store, 1, ["MessageAppended", "TraceRetrieved"], timeout=5, linger=0.2,
+                               prompt=["MessageAppended"])
+    store.append_many([_retrieved("d1", 2)])  # read, but not prompt: the wait goes on for the linger ...
+    waiter.join(5)
+    assert results == [(True, 2)]  # ... then ends saying there is something to read
+    assert time.monotonic() - started >= 0.2
 
 
 def test_group_commit_gathers_concurrent_appends_into_few_transactions(store, monkeypatch):

@@ -394,3 +394,21 @@ def test_a_host_woken_by_events_it_does_not_read_moves_past_them_without_reading
         assert host.position == shard.head()
     finally:
         shard.close()
+
+
+def test_a_host_keeps_no_second_copy_of_a_large_state_in_memory_and_rolls_back_from_its_file(tmp_path):
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        shard.append_many([write(f"d{i}", range(3)) for i in range(200)])  # 200 streams: a state of 200 counts
+        host = make_host(shard, home)
+        host.run_until_caught_up()
+        snapshot = home.root / "state" / "every-third.shard-000.member-000.pickle"
+        assert snapshot.stat().st_size > 1_000
+        assert sum(len(v) for v in host._saved.values()) < 500  # digests and positions, not the pickled state
+        policy = host.policies[0]
+        policy.counts["d0"] = 99  # a decision made in a batch that then fails ...
+        host._roll_back(0, policy)
+        assert host.policies[0].counts["d0"] == 3  # ... is forgotten: the state is the snapshot file's
+    finally:
+        shard.close()

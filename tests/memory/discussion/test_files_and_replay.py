@@ -171,3 +171,17 @@ def test_a_public_folder_deleted_while_engram_was_down_is_replayed_not_regenerat
         assert "regenerated" not in out.results[0].info
         assert _generations(engine) == []
         assert live[MEMORIES_SUFFIX].read_bytes() == saved
+
+
+def test_a_creator_node_with_every_file_on_disk_asks_the_log_nothing_and_one_with_a_file_gone_asks_once(remembered,
+                                                                                                       monkeypatch):
+    asked = []
+    sql = remembered.runtime.sql
+    monkeypatch.setattr(remembered.runtime, "sql", lambda *a, **k: asked.append(a[0]) or sql(*a, **k))
+    live = files(remembered)
+    assert all(p.exists() for p in live.values())
+    assert "restored" not in _run_creator_node(remembered).results[0].info
+    assert asked == []  # nothing deleted, nothing missing: no query at the shard on a chat turn's path
+    live[SUMMARY_SUFFIX].unlink()
+    assert "restored from the log" in _run_creator_node(remembered).results[0].info
+    assert len(asked) == 1 and live[SUMMARY_SUFFIX].exists()  # one question for both checks
