@@ -60,7 +60,7 @@ class RuntimeMemory(MemoryFiles):
         from engram.runtime.base import MissingTable
 
         try:
-            _, rows = self.runtime.sql(EXPECTED_SQL, [discussion])
+            _, rows = self.runtime.sql(EXPECTED_SQL, [discussion, self.agent])
         except MissingTable:
             rows = []
         return expected_files(rows[0]) if rows else None

@@ -23,7 +23,7 @@ from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.kernel.files import atomic_write
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
 from engram.memory.discussion.lines import canonical
-from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
+from engram.projections.discussion_base import DiscussionMeta, Key, PerDiscussionProjection, delete_discussions
 
 
 class DiscussionFiles(PerDiscussionProjection):
@@ -42,32 +42,32 @@ class DiscussionFiles(PerDiscussionProjection):
                 ordinal INTEGER NOT NULL, memory_id VARCHAR NOT NULL, created_seq BIGINT NOT NULL,
                 first_seq BIGINT NOT NULL, last_seq BIGINT NOT NULL, message_count INTEGER NOT NULL,
                 token_count INTEGER NOT NULL, summary VARCHAR NOT NULL, line VARCHAR NOT NULL,
-                PRIMARY KEY (discussion_id, memory_id))"""
+                PRIMARY KEY (agent, discussion_id, memory_id))"""
         )
         db.execute(
             """CREATE TABLE IF NOT EXISTS discussion_summaries (
-                discussion_id VARCHAR PRIMARY KEY, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
+                discussion_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
                 updated_seq BIGINT NOT NULL, absorbed_through VARCHAR NOT NULL, memories_absorbed INTEGER NOT NULL,
-                summary VARCHAR NOT NULL, line VARCHAR NOT NULL)"""
+                summary VARCHAR NOT NULL, line VARCHAR NOT NULL, PRIMARY KEY (agent, discussion_id))"""
         )
         self._memories: list[tuple] = []
-        self._summaries: dict[str, tuple] = {}
-        self._known: set[tuple[str, str]] = set()  # (discussion, memory_id) buffered since the last flush
-        self._changes: list[tuple[str, str, MemoryEdited | None]] = []  # (discussion, memory_id, edit; None: delete)
+        self._summaries: dict[Key, tuple] = {}
+        self._known: set[tuple[Key, str]] = set()  # (discussion, memory_id) buffered since the last flush
+        self._changes: list[tuple[Key, str, MemoryEdited | None]] = []  # (discussion, memory_id, edit; None: delete)
 
     def extra_tables(self) -> tuple[str, ...]:
         return ("discussion_summaries",)
 
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         ev = rec.event
-        d = rec.stream
+        d = (rec.agent, rec.stream)
         if isinstance(ev, ChunkSummarized):
             memory_id = chunk_memory_id(ev)
             if not meta.created or (d, memory_id) in self._known:
                 return False
             m = memory_line(rec, ev)
             self._memories.append(
-                (d, meta.agent, m.generation, meta.count, m.memory_id, m.created_seq, m.first_seq, m.last_seq,
+                (rec.stream, meta.agent, m.generation, meta.count, m.memory_id, m.created_seq, m.first_seq, m.last_seq,
                  m.message_count, m.token_count, m.summary, canonical(m))
             )
             self._known.add((d, memory_id))
@@ -80,13 +80,13 @@ class DiscussionFiles(PerDiscussionProjection):
             return True
         if isinstance(ev, RollingSummaryUpdated):
             s = summary_line(rec, ev)
-            self._summaries[d] = (d, meta.agent, s.generation, s.updated_seq, s.absorbed_through,
+            self._summaries[d] = (rec.stream, meta.agent, s.generation, s.updated_seq, s.absorbed_through,
                                   s.memories_absorbed, s.summary, canonical(s))
             return True
         return False
 
-    def on_reset(self, discussion: str) -> None:
-        self._memories = [r for r in self._memories if r[0] != discussion]
+    def on_reset(self, discussion: Key) -> None:
+        self._memories = [r for r in self._memories if (r[1], r[0]) != discussion]
         self._changes = [c for c in self._changes if c[0] != discussion]
         self._summaries.pop(discussion, None)
         self._known = {k for k in self._known if k[0] != discussion}
@@ -95,14 +95,15 @@ class DiscussionFiles(PerDiscussionProjection):
         if self._memories:
             db.executemany("INSERT INTO discussion_memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._memories)
         if self._summaries:
-            db.execute("DELETE FROM discussion_summaries WHERE discussion_id IN (SELECT unnest(?))", [sorted(self._summaries)])
+            delete_discussions(db, "discussion_summaries", sorted(self._summaries))
             db.executemany("INSERT INTO discussion_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", list(self._summaries.values()))
         for d, memory_id, edit in self._changes:  # after the inserts: an edit always follows what it edits
             if edit is None:
-                db.execute("DELETE FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?", [d, memory_id])
+                db.execute("DELETE FROM discussion_memories WHERE agent = ? AND discussion_id = ? AND memory_id = ?",
+                           [*d, memory_id])
                 continue
-            row = db.execute("SELECT summary, line FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?",
-                             [d, memory_id]).fetchone()
+            row = db.execute("SELECT summary, line FROM discussion_memories WHERE agent = ? AND discussion_id = ? "
+                             "AND memory_id = ?", [*d, memory_id]).fetchone()
             if row is None:
                 continue
             line = json.loads(row[1])
@@ -112,8 +113,8 @@ class DiscussionFiles(PerDiscussionProjection):
                 line["metadata"] = edit.metadata
                 if not edit.metadata:
                     del line["metadata"]
-            db.execute("UPDATE discussion_memories SET summary = ?, line = ? WHERE discussion_id = ? AND memory_id = ?",
-                       [line["summary"], canonical(line), d, memory_id])
+            db.execute("UPDATE discussion_memories SET summary = ?, line = ? WHERE agent = ? AND discussion_id = ? "
+                       "AND memory_id = ?", [line["summary"], canonical(line), *d, memory_id])
         self._memories, self._summaries, self._known, self._changes = [], {}, set(), []
 
     def _path(self, agent: str, discussion: str, suffix: str) -> Path:
@@ -122,24 +123,26 @@ class DiscussionFiles(PerDiscussionProjection):
     def files_of(self, agent: str, discussion: str) -> list[Path]:
         return [self._path(agent, discussion, MEMORIES_SUFFIX), self._path(agent, discussion, SUMMARY_SUFFIX)]
 
-    def expected_files(self, discussion: str, meta: DiscussionMeta) -> list[Path]:
+    def expected_files(self, key: Key, meta: DiscussionMeta) -> list[Path]:
+        discussion = key[1]
         out = [self._path(meta.agent, discussion, MEMORIES_SUFFIX)] if meta.created else []
         row = self.ctx.db.execute(
-            "SELECT 1 FROM discussion_summaries WHERE discussion_id = ?", [discussion]
+            "SELECT 1 FROM discussion_summaries WHERE agent = ? AND discussion_id = ?", [*key]
         ).fetchone()
         return out + ([self._path(meta.agent, discussion, SUMMARY_SUFFIX)] if row else [])
 
-    def render(self, db: duckdb.DuckDBPyConnection, discussion: str, meta: DiscussionMeta) -> None:
+    def render(self, db: duckdb.DuckDBPyConnection, key: Key, meta: DiscussionMeta) -> None:
+        discussion = key[1]
         memories = self._path(meta.agent, discussion, MEMORIES_SUFFIX)
         if meta.created:
             lines = db.execute(
-                "SELECT line FROM discussion_memories WHERE discussion_id = ? ORDER BY ordinal", [discussion]
+                "SELECT line FROM discussion_memories WHERE agent = ? AND discussion_id = ? ORDER BY ordinal", [*key]
             ).fetchall()
             atomic_write(memories, "".join(line + "\n" for (line,) in lines).encode())
         else:
             memories.unlink(missing_ok=True)
         summary = self._path(meta.agent, discussion, SUMMARY_SUFFIX)
-        row = db.execute("SELECT line FROM discussion_summaries WHERE discussion_id = ?", [discussion]).fetchone()
+        row = db.execute("SELECT line FROM discussion_summaries WHERE agent = ? AND discussion_id = ?", [*key]).fetchone()
         if row:
             atomic_write(summary, (row[0] + "\n").encode())
         else:
