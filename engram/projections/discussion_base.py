@@ -144,12 +144,12 @@ class PerDiscussionProjection(TableProjection):
                     ((d, self.meta[d]) for d in sorted(self._dirty) if d in self.meta)]
             if rows:
                 db.executemany(f"INSERT INTO {self.meta_table} VALUES (?, ?, ?, ?, ?, ?)", rows)
-        for agent, d in sorted(self._forgotten):
-            for path in self.files_of(agent, d):
+        for agent, discussion in sorted(self._forgotten):
+            for path in self.files_of(agent, discussion):
                 path.unlink(missing_ok=True)
-        for d in sorted(self._dirty):
-            if d in self.meta:
-                self.render(db, d, self.meta[d])
+        for key in sorted(self._dirty):
+            if key in self.meta:
+                self.render(db, key, self.meta[key])
         self._dirty.clear()
         self._reset.clear()
         self._forgotten.clear()
