@@ -85,6 +85,19 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS)) == wanted
     assert _versions(old_home / "projections" / "shard-000.duckdb")["traces"] == 6
 
+    # Its log was migrated to discussion ids per agent on open (schema 2): another agent has a discussion of the
+    # old agent's id now, beside it, and the old one keeps its messages.
+    from engram.api import types as t
+
+    with Engram.open(old_home, runtime="inprocess", auto_settle=False) as mem:
+        assert mem.rt.shard_host(0).store.schema_version() == 2
+        mem.append_messages("other-bot", "acme-dashboard", t.AppendRequest(messages=[
+            t.Message(role="user", content="A different dashboard, for another team.")]))
+        mem.wait_idle(600)
+        _, rows = mem.sql_rows("SELECT agent, count(*) FROM messages WHERE discussion_id = 'acme-dashboard' "
+                               "GROUP BY agent ORDER BY agent")
+        assert rows == [("other-bot", 1), ("priya-bot", expected["events_by_type"]["MessageAppended"])]
+
 
 def _without_versions(digest: dict) -> dict:
     return {**digest, "tables": {k: v for k, v in digest["tables"].items() if not k.endswith(":projection_versions")}}
