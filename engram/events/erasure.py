@@ -85,8 +85,10 @@ def plan(store: "EventStore", streams: Sequence[str], *, before_seq: int | None 
         ):
             found.append(seq)
     doomed |= _caused_closure(store, found)
+    # Tombstones that kept their event ids (a deleted memory's, `EventStore.erase(keep_ids=True)`) lose them now: a
+    # forgotten discussion's id may be used again by its agent, and nothing of the old may count as already recorded.
     kept = {r[0] for r in store.query(
-        "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged' "
+        "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND (type <> 'Purged' OR event_id IS NOT NULL) "
         "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [sorted(doomed), list(FORGET_MARKERS)])[1]}
     return Erasure(seqs=sorted(kept), texts=sorted(texts))
 

@@ -688,6 +688,9 @@ class EventStore:
                     """,
                     [keep_ids, list(seqs), list(FORGET_MARKERS)],
                 ).fetchall()[0][0]
+                if not keep_ids:  # tombstones that kept their ids (a deleted memory's) give them up too
+                    con.execute("UPDATE events SET event_id = NULL WHERE seq IN (SELECT unnest(?::BIGINT[])) "
+                                "AND type = 'Purged' AND event_id IS NOT NULL", [list(seqs)])
                 con.execute("COMMIT")
             except Exception:
                 con.execute("ROLLBACK")

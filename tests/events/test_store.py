@@ -342,3 +342,20 @@ def test_rows_moved_between_logs_keep_their_positions_and_a_refused_move_changes
     finally:
         parent.close()
         child.close()
+
+
+def test_a_forgotten_stream_id_is_used_again_with_none_of_its_old_event_ids_counting_as_recorded(store):
+    """A deleted memory's tombstones keep their event ids (so a policy deciding it again is acknowledged without
+    writing it); forgetting the whole discussion takes those ids too, so its agent's new discussion of the same id
+    records every event it is sent, and another agent's stream of that id keeps its own."""
+    from engram.events.erasure import plan
+
+    store.append_many([write("d1", range(3), agent="alice"), write("d1", range(3), agent="bob")])
+    assert store.erase([2], keep_ids=True) == 1  # one of alice's, as a deleted memory leaves it
+    erasure = plan(store, ["d1"], agent="alice")
+    assert erasure.seqs == [1, 2, 3]
+    store.erase(erasure.seqs)
+    again = store.append_many([write("d1", range(3), agent="alice")])[0]
+    assert again.duplicates == 0 and again.seqs == (7, 8, 9) and again.stream_version == 6
+    assert store.append_many([write("d1", range(3), agent="bob")])[0].duplicates == 3
+    assert store.query("SELECT count(*) FROM events WHERE agent = 'bob' AND type = 'MessageAppended'")[1] == [(3,)]
