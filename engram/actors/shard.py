@@ -109,7 +109,7 @@ class ShardActor:
     def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
         return self.host.complete_forget(marker_seq, streams)
 
-    def streams(self) -> dict[str, tuple[int, str]]:
+    def streams(self) -> dict[tuple[str, str], int]:
         return self.host.store.streams()
 
     def export_agents(self, agents: Sequence[str], after: int = 0, limit: int = 50_000):

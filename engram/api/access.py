@@ -12,6 +12,8 @@ request's principal, so the rule is kept in one place: **a key's view of the hom
 
 The operations themselves check that a discussion they are given is the named agent's (`Api.discussion_agent`,
 `Api.claim_discussion`), and no refusal names another agent (`engram.api.errors.unknown_agent` and friends).
+A discussion id is unique within its agent only: a route given only a discussion id resolves it among the key's own
+agents (`_visible_owner`), so another agent's discussion of the same id is never seen, named or hinted at.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.api import types as t
-from engram.api.errors import ApiError, error, unknown_agent, unknown_discussion
+from engram.api.errors import ApiError, ambiguous_discussion, error, unknown_agent, unknown_discussion
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,10 @@ class ScopedApi:
                 discussion = bound.arguments.get("discussion")
                 if discussion is None:
                     self.principal.require_admin(name.replace("_", " "))
-                self.principal.require(self._visible_owner(discussion))
+                owner = self._visible_owner(discussion)
+                self.principal.require(owner)
+                bound.arguments["agent"] = owner  # the operation resolves the discussion among this key's agents only
+                args, kwargs = bound.args, bound.kwargs
             try:
                 result = op(*args, **kwargs)
             except ApiError as exc:
@@ -102,12 +107,14 @@ class ScopedApi:
     def _visible_owner(self, discussion: str) -> str:
         """The agent of `discussion` if the principal may see it; else the discussion is unknown, as one without events."""
         try:
-            owner = self._api.discussion_agent(discussion)
+            owners = [a for a in self._api.discussion_owners(discussion) if self.principal.may(a)]
         except ApiError:
             raise unknown_discussion(discussion) from None
-        if not self.principal.may(owner):
+        if not owners:  # none, or only agents this key may not see: the same refusal
             raise unknown_discussion(discussion)
-        return owner
+        if len(owners) > 1:
+            raise ambiguous_discussion(discussion)
+        return owners[0]
 
     def require_agent(self, agent: str) -> str:
         """`agent`, if the principal may touch it and the home knows it (the one refusal for both)."""

@@ -187,14 +187,14 @@ class BatchRegeneration:
     def targets(self, agent: str | None, discussion: str | None) -> list[Target]:
         """The discussions to regenerate and where their history ends now; refused as a whole, before anything is
         recorded, if one of them cannot go through batches."""
-        streams = self.api.refresh_streams()  # discussion -> agent
+        streams = self.api.refresh_streams()  # (agent, discussion)
         if discussion is not None:
             owner = self.api.discussion_agent(discussion, agent)
             chosen = [(owner, discussion)]
         else:
             if agent is not None:
                 self.api.require_agent(agent)
-            chosen = sorted((a, d) for d, a in streams.items() if agent is None or a == agent)
+            chosen = sorted((a, d) for a, d in streams if not d.startswith("agent:") and (agent is None or a == agent))
         targets, problems = [], []
         for a, d in chosen:
             history = self._history(a, d)

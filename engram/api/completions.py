@@ -237,10 +237,10 @@ class CompletionOps:
                                                             "background": set()})
         return state
 
-    def _discussion_lock(self, discussion: str) -> threading.Lock:
+    def _discussion_lock(self, agent: str, discussion: str) -> threading.Lock:
         locks = self._proxy_state()["locks"]
         with self._streams_lock:
-            return locks.setdefault(discussion, threading.Lock())
+            return locks.setdefault((agent, discussion), threading.Lock())
 
     def forget_histories(self) -> None:
         """Forgetting erases messages and files: the proxy's view of the log and its open stores are read again."""
@@ -263,7 +263,7 @@ class CompletionOps:
         state = self._proxy_state()
         histories = state["histories"]
         with self._streams_lock:
-            mark = (self._stream_writes.get(discussion, 0), state.get("epoch", 0))  # before the read: see _remember_tail
+            mark = (self._stream_writes.get((agent, discussion), 0), state.get("epoch", 0))  # before the read: see _remember_tail
         after, keys, exact_at = histories.get((agent, discussion), (0, [], None))
         if exact_at == mark and self.rt.sole_writer:
             return keys, mark
@@ -291,7 +291,7 @@ class CompletionOps:
             return
         state = self._proxy_state()
         with self._streams_lock:
-            now = (self._stream_writes.get(discussion, 0), state.get("epoch", 0))
+            now = (self._stream_writes.get((agent, discussion), 0), state.get("epoch", 0))
             if now != (mark[0] + 1, mark[1]):
                 return  # someone else wrote the stream meanwhile (or a forget ran): the next request reads the log
             state["histories"][(agent, discussion)] = (max(result.seqs), keys + appended_keys, now)
@@ -340,7 +340,7 @@ class CompletionOps:
             return self._complete_without_memory(agent, system, turns, req, started, on_text, timing)
         self.claim_discussion(agent, discussion)
         workflow = self.proxy_workflow()
-        with self._discussion_lock(discussion):
+        with self._discussion_lock(agent, discussion):
             return self._complete_with_memory(agent, discussion, system, turns, req, workflow, started, on_text, timing)
 
     def _check_asks(self, req: t.CompletionRequest, discussion: str | None) -> None:

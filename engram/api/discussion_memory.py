@@ -72,7 +72,7 @@ class RuntimeMemory(MemoryFiles):
                 and not marker.exists():
             return None
         try:
-            _, rows = self.runtime.sql(EXPECTED_SQL, [discussion])
+            _, rows = self.runtime.sql(EXPECTED_SQL, [discussion, self.agent])
         except MissingTable:
             rows = []
         return expected_files(rows[0]) if rows else None

@@ -14,7 +14,7 @@ from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 
 class DiscussionOps:
     def discussion(self, discussion: str) -> t.DiscussionResponse:
-        """The agent a discussion belongs to."""
+        """The agent a discussion belongs to (the one agent with a discussion of that id; `Api.discussion_agent`)."""
         return t.DiscussionResponse(discussion=discussion, agent=self.discussion_agent(discussion))
 
     def search(self, agent: str, discussion: str, req: t.SearchRequest) -> t.SearchResponse:

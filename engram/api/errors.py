@@ -38,6 +38,7 @@ CODES: dict[str, int] = {
     "not_found": 404,
     "method_not_allowed": 405,
     "conflict": 409,  # e.g. replay into a directory that is not empty
+    "ambiguous_discussion": 409,  # a route given only a discussion id, which several agents' discussions have
     "body_too_large": 413,
     "backpressure": 429,  # too much in flight: retry after the Retry-After header's seconds
     "unsupported_media_type": 415,
@@ -67,10 +68,11 @@ def unknown_discussion(discussion: str, agent: str | None = None) -> ApiError:
     return error("unknown_discussion", f"agent {agent!r} has no discussion {discussion!r}")
 
 
-def taken_discussion(discussion: str, agent: str) -> ApiError:
-    """A write to a discussion id that another agent's discussion has (a discussion belongs to one agent)."""
-    return error("conflict", f"discussion id {discussion!r} is taken by another agent's discussion; a discussion "
-                 f"belongs to one agent: give agent {agent!r}'s messages another discussion id")
+def ambiguous_discussion(discussion: str) -> ApiError:
+    """A route given only a discussion id, for an id that several agents' discussions have (a discussion id is unique
+    within its agent only). Names none of them: the caller names the agent."""
+    return error("ambiguous_discussion", f"discussion {discussion!r} is not unique across the agents this key sees; "
+                 "name the agent (`agent`) whose discussion it is")
 
 
 def check_count(name: str, value: int | None, maximum: int) -> None:

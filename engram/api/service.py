@@ -20,7 +20,7 @@ from engram.api.cognitive import CognitiveOps
 from engram.api.completions import CompletionOps
 from engram.api.discussions import DiscussionOps
 from engram.api import positions
-from engram.api.errors import CODES, ApiError, taken_discussion, unknown_agent, unknown_discussion
+from engram.api.errors import CODES, ApiError, ambiguous_discussion, unknown_agent, unknown_discussion
 from engram.api.jobs import Jobs
 from engram.api.listing import ListOps
 from engram.api.memories import MemoryOps
@@ -36,27 +36,29 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, Completio
         self.config = runtime.config
         self.home = runtime.home
         self.jobs = Jobs()
-        self._streams: dict[str, str] = {}  # stream -> agent, refreshed when a lookup misses
+        # Every (agent, stream) the log knows, refreshed when a lookup misses: a discussion id is unique within its
+        # agent only (two agents may each have `my-trip`).
+        self._streams: set[tuple[str, str]] = set()
         self._streams_lock = threading.Lock()
-        self._stream_writes: dict[str, int] = {}  # stream -> appends made through this API (note_streams)
+        self._stream_writes: dict[tuple[str, str], int] = {}  # (agent, stream) -> appends through this API
         self._query_embedder = None
         self._files: dict[str, object] = {}  # agent -> MemoryFiles (caches open vector stores)
 
     # ------------------------------------------------------------------ what the log knows
 
-    def refresh_streams(self) -> dict[str, str]:
+    def refresh_streams(self) -> set[tuple[str, str]]:
         with self._streams_lock:
-            self._streams = self.rt.streams()
+            self._streams = set(self.rt.streams())
             return self._streams
 
     def known_agents(self) -> set[str]:
-        return set(self._streams.values()) or set(self.refresh_streams().values())
+        return {a for a, _ in self._streams} or {a for a, _ in self.refresh_streams()}
 
     def agent_exists(self, agent: str) -> bool:
         """An agent is known when the log has events of it, or its agent.config.json exists (`engram init`)."""
-        if agent in self._streams.values():
+        if any(a == agent for a, _ in self._streams):
             return True
-        if agent in self.refresh_streams().values():
+        if any(a == agent for a, _ in self.refresh_streams()):
             return True
         return self.home.agent_config_path(agent).exists()
 
@@ -69,26 +71,34 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, Completio
         return agent
 
     def discussion_agent(self, discussion: str, agent: str | None = None) -> str:
-        """The agent owning `discussion` (a stream belongs to exactly one agent), checked against `agent`: another
-        agent's discussion is answered as one that does not exist (the same refusal, naming nobody)."""
+        """`agent`, when it has a discussion `discussion` (a discussion id is unique within its agent only); else
+        refused as a discussion that does not exist, naming nobody. Without `agent` (a route given only a discussion
+        id): the one agent that has such a discussion; 409 `ambiguous_discussion` when several have (the refusal
+        names none of them: the caller names the agent)."""
         validate_discussion(discussion)
-        owner = self.stream_owner(discussion)
-        if owner is None or (agent is not None and validate_agent(agent) != owner):
+        if agent is not None:
+            key = (validate_agent(agent), discussion)
+            if key in self._streams or key in self.refresh_streams():
+                return agent
             raise unknown_discussion(discussion, agent)
-        return owner
+        owners = self.discussion_owners(discussion)
+        if not owners:
+            raise unknown_discussion(discussion)
+        if len(owners) > 1:
+            raise ambiguous_discussion(discussion)
+        return owners[0]
+
+    def discussion_owners(self, discussion: str) -> list[str]:
+        """Every agent that has a discussion `discussion`, sorted (read from the runtime: a global route must not
+        answer from a stale view that knows only one of them). For the API's own use: never shown to a caller."""
+        validate_discussion(discussion)
+        return sorted(a for a, s in self.refresh_streams() if s == discussion)
 
     def claim_discussion(self, agent: str, discussion: str) -> str:
-        """A write of `agent` to `discussion`: refused (409, naming nobody) when the id is another agent's
-        discussion; a discussion with no events yet becomes the agent's."""
+        """A write of `agent` to `discussion`: its own discussion of that id, new or not. Never refused because of
+        another agent: each agent has its own namespace of discussion ids."""
         validate_agent(agent)
-        owner = self.stream_owner(validate_discussion(discussion))
-        if owner is not None and owner != agent:
-            raise taken_discussion(discussion, agent)
-        return discussion
-
-    def stream_owner(self, stream: str) -> str | None:
-        """The agent a stream belongs to, or None when the log has no events of it."""
-        return self._streams.get(stream) or self.refresh_streams().get(stream)
+        return validate_discussion(discussion)
 
     def scoped(self, principal):
         """This API as `principal` sees the home: exactly its agents (`engram.api.access.ScopedApi`)."""
@@ -105,17 +115,18 @@ class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, Completio
         API are counted (`stream_writes`: what the proxy's tail record checks)."""
         with self._streams_lock:
             for w in writes:
-                self._streams.setdefault(w.stream, w.agent)
-                self._stream_writes[w.stream] = self._stream_writes.get(w.stream, 0) + 1
+                key = (w.agent, w.stream)
+                self._streams.add(key)
+                self._stream_writes[key] = self._stream_writes.get(key, 0) + 1
 
-    def stream_writes(self, stream: str) -> int:
-        """How many appends to `stream` this API has made (every write path calls `note_streams`)."""
+    def stream_writes(self, agent: str, stream: str) -> int:
+        """How many appends to `agent`'s `stream` this API has made (every write path calls `note_streams`)."""
         with self._streams_lock:
-            return self._stream_writes.get(stream, 0)
+            return self._stream_writes.get((agent, stream), 0)
 
     def forget_streams(self) -> None:
         with self._streams_lock:
-            self._streams = {}
+            self._streams = set()
 
     # ------------------------------------------------------------------ read your writes (engram.api.positions)
 

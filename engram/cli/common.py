@@ -116,7 +116,8 @@ def to_json(value) -> str:
 
 
 def discussion_agent(mem, discussion: str, agent: str | None) -> str:
-    """The agent owning `discussion`: as given, else from the log."""
+    """The agent owning `discussion`: as given, else from the log (refused when several agents have a discussion of
+    that id: then `--agent` names it)."""
     return agent if agent is not None else mem.discussion(discussion).agent
 
 

@@ -42,21 +42,25 @@ def _quotable(value: object, key: str = "") -> list[str]:
     return []
 
 
-def plan(store: "EventStore", streams: Sequence[str], *, before_seq: int | None = None) -> Erasure:
+def plan(store: "EventStore", streams: Sequence[str], *, before_seq: int | None = None, agent: str | None = None) -> Erasure:
     """What forgetting `streams` erases: every event of the streams (before `before_seq`: the forget
     marker), everything caused by them (their causation chains), and every other event of the same
     agents that quotes their text or reports retrieving their traces, with what that caused in turn.
 
     `texts` are the forgotten texts (at least MIN_QUOTE_CHARS long, with a space): kept in memory only,
     to find copies elsewhere (e.g. in policy state), never written anywhere.
+
+    A stream is named by its agent and its id (two agents may each have a `my-trip`): with `agent`, only that agent's
+    streams of those names are erased; without, every agent's.
     """
     streams = list(streams)
-    agents = sorted({a for st, (_, a) in store.streams().items() if st in streams})
+    agents = sorted({a for (a, st) in store.streams() if st in streams and agent in (None, a)})
     limit = before_seq if before_seq is not None else store.head() + 1
     doomed = _caused_closure(
         store,
         [r[0] for r in store.query(
-            "SELECT seq FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND seq < ?", [streams, limit])[1]])
+            "SELECT seq FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND seq < ? "
+            "AND agent IN (SELECT unnest(?::VARCHAR[]))", [streams, limit, agents])[1]])
     # What is forgotten: the texts and trace ids of the streams' events and of what they caused.
     texts: set[str] = set()
     trace_ids: set[str] = set()
@@ -81,8 +85,10 @@ def plan(store: "EventStore", streams: Sequence[str], *, before_seq: int | None 
         ):
             found.append(seq)
     doomed |= _caused_closure(store, found)
+    # Tombstones that kept their event ids (a deleted memory's, `EventStore.erase(keep_ids=True)`) lose them now: a
+    # forgotten discussion's id may be used again by its agent, and nothing of the old may count as already recorded.
     kept = {r[0] for r in store.query(
-        "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND type <> 'Purged' "
+        "SELECT seq FROM events WHERE seq IN (SELECT unnest(?::BIGINT[])) AND (type <> 'Purged' OR event_id IS NOT NULL) "
         "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [sorted(doomed), list(FORGET_MARKERS)])[1]}
     return Erasure(seqs=sorted(kept), texts=sorted(texts))
 
@@ -153,8 +159,8 @@ def _summaries_since(store: "EventStore", agent: str, memory_id: str, created: i
         return set()
     first, stream, generation = rows[0]
     return {r[0] for r in store.query(
-        "SELECT seq FROM events WHERE stream = ? AND type = 'RollingSummaryUpdated' AND seq >= ? "
-        "AND json_extract(payload, '$.generation')::INTEGER = ?", [stream, first, generation])[1]}
+        "SELECT seq FROM events WHERE stream = ? AND agent = ? AND type = 'RollingSummaryUpdated' AND seq >= ? "
+        "AND json_extract(payload, '$.generation')::INTEGER = ?", [stream, agent, first, generation])[1]}
 
 
 def _caused_closure(store: "EventStore", seqs: list[int]) -> set[int]:
@@ -194,10 +200,11 @@ def unfinished(store: "EventStore") -> list[tuple[int, list[str]]]:
         if type_ == "DiscussionForgotten":
             streams = [data["discussion_id"]]
         else:
-            streams = sorted(st for st, (_, a) in store.streams().items() if a == data["agent_id"])
+            streams = sorted(st for (a, st) in store.streams() if a == data["agent_id"])
         left = store.query(
-            "SELECT count(*) FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND seq < ? AND type <> 'Purged' "
-            "AND type NOT IN (SELECT unnest(?::VARCHAR[]))", [streams, seq, list(FORGET_MARKERS)])[1][0][0]
+            "SELECT count(*) FROM events WHERE stream IN (SELECT unnest(?::VARCHAR[])) AND agent = ? AND seq < ? "
+            "AND type <> 'Purged' AND type NOT IN (SELECT unnest(?::VARCHAR[]))",
+            [streams, agent, seq, list(FORGET_MARKERS)])[1][0][0]
         if left:
             out.append((seq, streams))
     return out

@@ -40,9 +40,14 @@ CREATE TABLE IF NOT EXISTS events (
     event_id       VARCHAR,
     recorded_at    TIMESTAMPTZ NOT NULL,
     payload        JSON        NOT NULL,
-    UNIQUE (stream, stream_version)
+    UNIQUE (agent, stream, stream_version)
 );
+CREATE TABLE IF NOT EXISTS log_schema (version INTEGER NOT NULL);
 """
+# The log's shape. 1: `UNIQUE (stream, stream_version)` (a discussion id was one namespace for the whole home);
+# 2: a stream is (agent, stream), so two agents may each have a discussion `my-trip`. `_migrate` brings an older
+# log to this version when it is opened for writing (one transaction; a log already at it is left alone).
+LOG_SCHEMA_VERSION = 2
 # Idempotency on event_id is enforced by the single writer before commit (ids of a stream are
 # loaded from the log when the stream is first written with ids), not by a second unique index:
 # that index would halve the insert rate for no extra safety with one writer per file.
@@ -76,7 +81,8 @@ class ConcurrencyConflict(AppendError):
 
 
 class StreamOwnershipError(AppendError):
-    pass
+    """No longer raised: a stream is (agent, stream), so no agent's write can find another agent's stream. Kept so
+    that callers catching it still import."""
 
 
 class PayloadTooLarge(AppendError):
@@ -243,7 +249,7 @@ class EventStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._con = duckdb.connect(self.path, read_only=read_only)
         if not read_only:
-            self._con.execute(SCHEMA)
+            _migrate(self._con)
         # Readers get their own cursors, made from this one under a lock: a DuckDB connection
         # must not be used by two threads at once, and the writer's is busy during commits.
         self._reader_base = self._con.cursor()
@@ -260,15 +266,16 @@ class EventStore:
         # types not tracked here.
         self._last_of_type: dict[str, int] = {}
         self._untyped_through: int = self._head
-        # stream -> (version, agent); kept by the writer so that checks need no query.
-        self._streams: dict[str, tuple[int, str]] = {
-            s: (v, a)
-            for s, v, a in self._con.execute(
-                "SELECT stream, max(stream_version), any_value(agent) FROM events GROUP BY stream"
+        # (agent, stream) -> version; kept by the writer so that checks need no query. A stream is named by its
+        # agent and its id together: two agents' discussions `my-trip` are two streams.
+        self._streams: dict[tuple[str, str], int] = {
+            (a, s): v
+            for a, s, v in self._con.execute(
+                "SELECT agent, stream, max(stream_version) FROM events GROUP BY agent, stream"
             ).fetchall()
         }
-        # stream -> {event_id: seq}, loaded lazily for streams that get writes with ids.
-        self._ids: dict[str, dict[str, int]] = {}
+        # (agent, stream) -> {event_id: seq}, loaded lazily for streams that get writes with ids.
+        self._ids: dict[tuple[str, str], dict[str, int]] = {}
 
     # ------------------------------------------------------------------ writing
 
@@ -335,8 +342,8 @@ class EventStore:
         segments: list[tuple[_Prepared, list[int], int, int]] = []
         staged: list[tuple[_Pending, list[Appended]]] = []
         seq = self._head
-        streams_overlay: dict[str, tuple[int, str]] = {}
-        ids_overlay: dict[tuple[str, str], int] = {}
+        streams_overlay: dict[tuple[str, str], int] = {}
+        ids_overlay: dict[tuple[tuple[str, str], str], int] = {}
         identities = self._recorded_identities(batch)  # seq -> identity, of the log's events and of this batch's
         for pending in batch:
             try:
@@ -372,31 +379,30 @@ class EventStore:
                 self._last_of_type[prep.tags[i]] = first + k
         self._head = seq
         self._streams.update(streams_overlay)
-        for (stream, event_id), s in ids_overlay.items():
-            self._ids.setdefault(stream, {})[event_id] = s
+        for (key, event_id), s in ids_overlay.items():
+            self._ids.setdefault(key, {})[event_id] = s
         for pending, results in staged:
             pending.results = results
             pending.done = True
 
-    def _stage(self, prepared: list[_Prepared], seq: int, streams_overlay: dict[str, tuple[int, str]],
-               ids_overlay: dict[tuple[str, str], int], identities: dict[int, tuple[Any, ...]]) -> Any:
+    def _stage(self, prepared: list[_Prepared], seq: int, streams_overlay: dict[tuple[str, str], int],
+               ids_overlay: dict[tuple[tuple[str, str], str], int], identities: dict[int, tuple[Any, ...]]) -> Any:
         """Positions for one unit, checked against the log and the batch so far."""
-        s_over: dict[str, tuple[int, str]] = {}
-        i_over: dict[tuple[str, str], int] = {}
+        s_over: dict[tuple[str, str], int] = {}
+        i_over: dict[tuple[tuple[str, str], str], int] = {}
         n_over: dict[int, tuple[Any, ...]] = {}  # seq -> identity of this unit's new events that compare repeats
         results, segments = [], []
         for prep in prepared:
             write = prep.write
             stream, agent = write.stream, write.agent
-            version, owner = s_over.get(stream) or streams_overlay.get(stream) or self._streams.get(stream, (0, agent))
-            if owner != agent:
-                raise StreamOwnershipError(f"stream {stream!r} belongs to agent {owner!r}, not {agent!r}")
-            known = self._ids.get(stream, {})
+            named = (agent, stream)
+            version = s_over.get(named) or streams_overlay.get(named) or self._streams.get(named, 0)
+            known = self._ids.get(named, {})
             seqs: list[int] = []
             fresh: list[int] = []  # indices of events not recorded before
             for i, event_id in enumerate(prep.event_ids):
                 if event_id is not None:
-                    key = (stream, event_id)
+                    key = (named, event_id)
                     original = i_over.get(key) or ids_overlay.get(key) or known.get(event_id)
                     event = write.events[i].event
                     if original is not None:
@@ -422,7 +428,7 @@ class EventStore:
                 n = len(fresh)
                 segments.append((prep, fresh, seq - n + 1, version + 1))
                 version += n
-            s_over[stream] = (version, owner)
+            s_over[named] = version
             dups = len(seqs) - len(fresh)
             results.append(Appended(stream=stream, seqs=tuple(seqs), stream_version=version, duplicates=dups))
         return results, segments, s_over, i_over, n_over, seq
@@ -433,7 +439,7 @@ class EventStore:
         seqs = []
         for pending in batch:
             for prep in pending.prepared:
-                known = self._ids.get(prep.write.stream)
+                known = self._ids.get((prep.write.agent, prep.write.stream))
                 if not known:
                     continue
                 for item, event_id in zip(prep.write.events, prep.event_ids):
@@ -486,20 +492,24 @@ class EventStore:
     def _load_ids(self, batch: list[_Pending]) -> None:
         """Bring in the recorded event ids of existing streams that this batch writes with ids."""
         wanted = {
-            w.stream
+            (w.agent, w.stream)
             for p in batch
             for w in p.writes
-            if w.stream not in self._ids and w.stream in self._streams and any(e.event_id for e in w.events)
+            if (w.agent, w.stream) not in self._ids and (w.agent, w.stream) in self._streams
+            and any(e.event_id for e in w.events)
         }
         if not wanted:
             return
-        for stream in wanted:
-            self._ids[stream] = {}
-        for stream, event_id, seq in self._con.execute(
-            "SELECT stream, event_id, seq FROM events WHERE event_id IS NOT NULL AND stream IN (SELECT unnest(?))",
-            [sorted(wanted)],
+        for key in wanted:
+            self._ids[key] = {}
+        for agent, stream, event_id, seq in self._con.execute(
+            "SELECT agent, stream, event_id, seq FROM events WHERE event_id IS NOT NULL "
+            "AND stream IN (SELECT unnest(?)) AND agent IN (SELECT unnest(?))",
+            [sorted({s for _, s in wanted}), sorted({a for a, _ in wanted})],
         ).fetchall():
-            self._ids[stream][event_id] = seq
+            ids = self._ids.get((agent, stream))
+            if ids is not None:
+                ids[event_id] = seq
 
     # ------------------------------------------------------------------ reading
 
@@ -553,11 +563,12 @@ class EventStore:
             self._nudges += 1
             self._cond.notify_all()
 
-    def stream_version(self, stream: str) -> int:
-        return self._streams.get(stream, (0, ""))[0]
+    def stream_version(self, stream: str, agent: str | None = None) -> int:
+        """The version of `agent`'s stream (of the one agent that has a stream of that name when `agent` is None)."""
+        return max((v for (a, s), v in self._streams.items() if s == stream and agent in (None, a)), default=0)
 
-    def streams(self) -> dict[str, tuple[int, str]]:
-        """Every stream with its (version, agent)."""
+    def streams(self) -> dict[tuple[str, str], int]:
+        """Every stream, named (agent, stream), with its version."""
         return dict(self._streams)
 
     def read(self, after: int = 0, **filters: Any) -> list[Recorded]:
@@ -623,11 +634,13 @@ class EventStore:
             yield from chunk
             position = chunk[-1].seq
 
-    def read_stream(self, stream: str, from_version: int = 1) -> list[Recorded]:
+    def read_stream(self, stream: str, from_version: int = 1, *, agent: str | None = None) -> list[Recorded]:
+        """The events of a stream in version order (of `agent`'s stream of that name, or of every agent's)."""
         cur = self._cursor()
         try:
             rows = cur.execute(
-                f"{_SELECT} WHERE stream = ? AND stream_version >= ? ORDER BY stream_version", [stream, from_version]
+                f"{_SELECT} WHERE stream = ? AND stream_version >= ? AND (? IS NULL OR agent = ?) "
+                "ORDER BY stream_version, seq", [stream, from_version, agent, agent]
             ).fetchall()
         finally:
             cur.close()
@@ -699,6 +712,9 @@ class EventStore:
                     """,
                     [keep_ids, list(seqs), list(FORGET_MARKERS)],
                 ).fetchall()[0][0]
+                if not keep_ids:  # tombstones that kept their ids (a deleted memory's) give them up too
+                    con.execute("UPDATE events SET event_id = NULL WHERE seq IN (SELECT unnest(?::BIGINT[])) "
+                                "AND type = 'Purged' AND event_id IS NOT NULL", [list(seqs)])
                 con.execute("COMMIT")
             except Exception:
                 con.execute("ROLLBACK")
@@ -733,11 +749,11 @@ class EventStore:
             streams = dict(self._streams)
             for stream, version, agent in zip(table.column("stream").to_pylist(), table.column("stream_version").to_pylist(),
                                               table.column("agent").to_pylist()):
-                have, owner = streams.get(stream, (0, agent))
-                if owner != agent or version != have + 1:
-                    raise AppendError(f"imported stream {stream!r} does not continue at version {have + 1} "
-                                      f"(row has {version}, agent {agent!r})")
-                streams[stream] = (version, agent)
+                have = streams.get((agent, stream), 0)
+                if version != have + 1:
+                    raise AppendError(f"imported stream {stream!r} of agent {agent!r} does not continue at version "
+                                      f"{have + 1} (row has {version})")
+                streams[(agent, stream)] = version
             con.execute("BEGIN TRANSACTION")
             try:
                 con.register("_import", table)
@@ -760,7 +776,7 @@ class EventStore:
         with self._commit_turn() as con:
             removed: int = con.execute("DELETE FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)]).fetchall()[0][0]
             gone = set(agents)
-            self._streams = {s: va for s, va in self._streams.items() if va[1] not in gone}
+            self._streams = {key: v for key, v in self._streams.items() if key[0] not in gone}
             self._ids.clear()
             self._untyped_through = 1 << 62  # positions may be used again: no event type is known any more
             self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
@@ -772,6 +788,12 @@ class EventStore:
 
     def checkpoint(self) -> None:
         self._con.execute("CHECKPOINT")
+
+    def schema_version(self) -> int:
+        """The shape of this log (`LOG_SCHEMA_VERSION` once opened for writing)."""
+        rows = self._con.execute(
+            "SELECT max(version) FROM log_schema" if _has_table(self._con, "log_schema") else "SELECT 1").fetchall()
+        return int(rows[0][0] or 1)
 
     def close(self) -> None:
         if self._closed:
@@ -788,6 +810,38 @@ class EventStore:
         finally:
             self._reader_base.close()
             self._con.close()
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main' "
+        "AND database_name = current_database()", [name]).fetchall()[0][0])
+
+
+def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the log, or bring a log written by an older engram to `LOG_SCHEMA_VERSION`, in one transaction.
+
+    1 -> 2: the table is re-created under `UNIQUE (agent, stream, stream_version)` with every row as it was
+    (positions, versions, ids, payloads: nothing a fold reads changes, so replay gives the same bytes). DuckDB cannot
+    change a constraint in place, hence the copy. A log at version 2 is left alone: opening it again migrates nothing.
+    """
+    old = _has_table(con, "events") and not _has_table(con, "log_schema")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if old:
+            con.execute("ALTER TABLE events RENAME TO events_v1")
+        con.execute(SCHEMA)
+        if old:
+            con.execute("INSERT INTO events SELECT * FROM events_v1 ORDER BY seq")
+            con.execute("DROP TABLE events_v1")
+        if not con.execute("SELECT count(*) FROM log_schema").fetchall()[0][0]:
+            con.execute("INSERT INTO log_schema VALUES (?)", [LOG_SCHEMA_VERSION])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    if old:
+        log.info("event log migrated to schema %d (discussion ids per agent)", LOG_SCHEMA_VERSION)
 
 
 def decode_rows(rows: Sequence[tuple[Any, ...]], shard: int = 0) -> list[Recorded]:

@@ -84,7 +84,7 @@ class SettingsView:
 
     def __init__(self) -> None:
         self._agent: dict[tuple[str, str], SettingsChanged] = {}
-        self._discussion: dict[tuple[str, str], SettingsChanged] = {}
+        self._discussion: dict[tuple[str, str, str], SettingsChanged] = {}  # (agent, discussion, scope)
         self._parsed: dict[tuple[type, int], tuple[SettingsChanged, object]] = {}
 
     def _parse(self, model: type[_Model], ev: SettingsChanged) -> _Model:
@@ -106,13 +106,13 @@ class SettingsView:
         if rec.stream.startswith("agent:"):
             self._agent[(rec.agent, ev.scope)] = ev
         else:
-            self._discussion[(rec.stream, ev.scope)] = ev
+            self._discussion[(rec.agent, rec.stream, ev.scope)] = ev  # a discussion id is unique within its agent
 
     def recorded_hashes(self, agent: str) -> dict[str, str]:
         return {scope: ev.content_hash for (a, scope), ev in self._agent.items() if a == agent}
 
     def discussion_settings(self, agent: str, discussion: str | None = None) -> DiscussionSettings:
-        ev = (discussion and self._discussion.get((discussion, SCOPE_DISCUSSION))) or self._agent.get(
+        ev = (discussion and self._discussion.get((agent, discussion, SCOPE_DISCUSSION))) or self._agent.get(
             (agent, SCOPE_DISCUSSION)
         )
         return self._parse(DiscussionSettings, ev) if ev else _default(DiscussionSettings)
@@ -121,8 +121,12 @@ class SettingsView:
         ev = self._agent.get((agent, SCOPE_AGENT))
         return self._parse(AgentConfig, ev) if ev else _default(AgentConfig)
 
-    def state(self) -> tuple[dict[tuple[str, str], SettingsChanged], dict[tuple[str, str], SettingsChanged]]:
+    def state(self) -> tuple[dict[tuple[str, str], SettingsChanged], dict[tuple[str, str, str], SettingsChanged]]:
         return self._agent, self._discussion
 
-    def restore(self, state: tuple[dict[tuple[str, str], SettingsChanged], dict[tuple[str, str], SettingsChanged]]) -> None:
-        self._agent, self._discussion = state
+    def restore(self, state: tuple[dict[tuple[str, str], SettingsChanged], dict[tuple[str, str, str], SettingsChanged]]
+                ) -> None:
+        agent, discussion = state
+        if any(len(key) != 3 for key in discussion):  # a snapshot keyed by discussion id alone (before ids per agent)
+            raise ValueError("discussion settings keyed without their agent: rebuild from the log")
+        self._agent, self._discussion = agent, discussion

@@ -89,7 +89,8 @@ class AutoIngest(CognitivePolicy):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.previous: dict[str, tuple[str, str, str]] = {}  # stream -> (speaker, text, message id) of its last message
+        # (agent, stream) -> (speaker, text, message id) of its last message (a discussion id is unique within its agent)
+        self.previous: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._fades: dict[str, dict[str, tuple]] = {}  # agent -> trace -> (its state, when it fades): a cache
 
     def state(self):
@@ -98,7 +99,9 @@ class AutoIngest(CognitivePolicy):
     def restore(self, state) -> None:
         super().restore(state)
         if state:
-            self.previous = dict(state.get("previous", {}))
+            # A snapshot from before discussion ids per agent keyed this by the id alone: its entries are dropped (a
+            # discussion's next message then has no question context, as after a restart without a snapshot).
+            self.previous = {k: v for k, v in state.get("previous", {}).items() if isinstance(k, tuple)}
 
     def handle(self, batch: list[Recorded]) -> list[Write]:
         writes: list[Write] = []
@@ -118,9 +121,9 @@ class AutoIngest(CognitivePolicy):
                     writes.append(self._turn(rec, *turns[rec.seq]()))
             else:
                 if rec.type == "DiscussionForgotten":  # its last message goes with it
-                    self.previous.pop(rec.event.discussion_id, None)
+                    self.previous.pop((rec.agent, rec.event.discussion_id), None)
                 elif rec.type == "AgentForgotten":
-                    self.previous = {s: v for s, v in self.previous.items() if s not in self._streams_of(rec.agent)}
+                    self.previous = {k: v for k, v in self.previous.items() if k[0] != rec.agent}
                 pending.append(rec)
         if pending:
             self.fold(pending)
@@ -130,10 +133,6 @@ class AutoIngest(CognitivePolicy):
         self.prefetch([n.event.context.strip() for w in writes for n in w.events
                        if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
         return writes
-
-    def _streams_of(self, agent: str) -> set[str]:
-        mem = self.memories.get(agent) or (self.memory(agent) if agent in self.evicted else None)
-        return set(mem.last_in_stream) if mem is not None else set()
 
     def _is_turn(self, rec: Recorded) -> bool:
         return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)
@@ -145,10 +144,10 @@ class AutoIngest(CognitivePolicy):
             if rec.type != "MessageAppended" or rec.event.role not in CONVERSATION_ROLES or not self.owns(rec.agent):
                 continue
             speaker = _speaker(rec.event)
-            before = self.previous.get(rec.stream)
+            before = self.previous.get((rec.agent, rec.stream))
             context = reply_context(before[:2] if before else None, speaker)
             out[rec.seq] = (context, (before[2],) if context and len(before) > 2 and before[2] else ())
-            self.previous[rec.stream] = (speaker, rec.event.content, rec.event.message_id)
+            self.previous[(rec.agent, rec.stream)] = (speaker, rec.event.content, rec.event.message_id)
         return out
 
     def _extract(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, Callable[[], tuple]]:

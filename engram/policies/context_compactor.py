@@ -53,7 +53,7 @@ class ContextCompactor(Policy):
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
         self.settings = SettingsView()
-        self.discussions: dict[str, DiscussionContext] = {}
+        self.discussions: dict[tuple[str, str], DiscussionContext] = {}  # (agent, discussion id) -> context
         self.moods: dict[str, Pad] = {}
         self._tasks = None
         self.clock = time.perf_counter  # measures durations only
@@ -74,7 +74,7 @@ class ContextCompactor(Policy):
         for rec in batch:
             ev = rec.event
             if isinstance(ev, DiscussionForgotten):
-                self.discussions.pop(ev.discussion_id, None)
+                self.discussions.pop((rec.agent, ev.discussion_id), None)
             elif isinstance(ev, AgentForgotten):
                 for d in [d for d, c in self.discussions.items() if c.agent == ev.agent_id]:
                     del self.discussions[d]
@@ -98,9 +98,9 @@ class ContextCompactor(Policy):
         return writes
 
     def _context(self, rec: Recorded) -> DiscussionContext:
-        c = self.discussions.get(rec.stream)
+        c = self.discussions.get((rec.agent, rec.stream))
         if c is None:
-            c = self.discussions[rec.stream] = DiscussionContext(rec.agent, rec.stream)
+            c = self.discussions[(rec.agent, rec.stream)] = DiscussionContext(rec.agent, rec.stream)
         return c
 
     def _maybe_compact(self, c: DiscussionContext, trigger: Recorded) -> list[Write]:
@@ -108,12 +108,12 @@ class ContextCompactor(Policy):
         span = rules.due(c, rules.effective(config))
         if not span:
             return []
-        recorded = self._recorded_compaction(c.discussion, trigger.seq)
+        recorded = self._recorded_compaction(c.agent, c.discussion, trigger.seq)
         if recorded:
             for rec in recorded:
                 c.apply(rec.event, rec.ts_us)
             return []
-        lines = self._lines(c.discussion, span[0].seq, span[-1].seq)
+        lines = self._lines(c.agent, c.discussion, span[0].seq, span[-1].seq)
         notes = hybrid.RecordedNotes()
         if config.memory.infinite_context.strategy == "hybrid":
             notes = self._observer_notes(c.agent, [t.seq for t in span], trigger.seq)
@@ -135,17 +135,18 @@ class ContextCompactor(Policy):
 
     # ------------------------------------------------------------------ reading the log
 
-    def _recorded_compaction(self, discussion: str, cause: int) -> list[Recorded]:
+    def _recorded_compaction(self, agent: str, discussion: str, cause: int) -> list[Recorded]:
         """The compaction the log already holds for this trigger (decided before a restart)."""
         if self.ctx.read is None:
             return []
-        found = self.ctx.read(cause, limit=None, stream=discussion, types=["ContextCompacted"])
+        found = self.ctx.read(cause, limit=None, stream=discussion, agent=agent, types=["ContextCompacted"])
         return [r for r in found if r.causation == cause]
 
-    def _lines(self, discussion: str, first_seq: int, last_seq: int):
+    def _lines(self, agent: str, discussion: str, first_seq: int, last_seq: int):
         if self.ctx.read is None:
             raise RuntimeError("the ContextCompactor needs a host that can read the log (PolicyContext.read)")
-        recs = self.ctx.read(first_seq - 1, limit=None, to_seq=last_seq, stream=discussion, types=["MessageAppended"])
+        recs = self.ctx.read(first_seq - 1, limit=None, to_seq=last_seq, stream=discussion, agent=agent,
+                             types=["MessageAppended"])
         return [llm_bridge.chat_line(r, own=False) for r in recs]
 
     def _observer_notes(self, agent: str, span_seqs: list[int], before: int) -> hybrid.RecordedNotes:
@@ -161,5 +162,6 @@ class ContextCompactor(Policy):
     def restore(self, state: Any) -> None:
         if state:
             self.settings.restore(state["settings"])
-            self.discussions = state["discussions"]
+            # Keyed by (agent, discussion id); a snapshot from before discussion ids per agent keyed by the id alone.
+            self.discussions = {(c.agent, c.discussion): c for c in state["discussions"].values()}
             self.moods = state["moods"]

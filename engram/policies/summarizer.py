@@ -49,14 +49,20 @@ SERIAL_HANDLE_BATCH = 256
 class _Log:
     """The Summarizer's reads of the log; pending appends are flushed first."""
 
-    def __init__(self, policy: "Summarizer"):
+    def __init__(self, policy: "Summarizer", agent: str | None = None):
         self.policy = policy
+        self.agent = agent  # whose discussions these are: a discussion id is unique within its agent only
+
+    def of(self, agent: str) -> "_Log":
+        return _Log(self.policy, agent)
 
     def _read(self, **kw) -> list[Recorded]:
         self.policy.flush()
         read = self.policy.ctx.read
         if read is None:
             raise RuntimeError("the Summarizer needs a host that can read the log (PolicyContext.read)")
+        if self.agent is not None:
+            kw["agent"] = self.agent
         return read(0 if "after" not in kw else kw.pop("after"), limit=None, **kw)
 
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
@@ -89,7 +95,7 @@ class Summarizer(Policy):
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
         self.settings = SettingsView()
-        self.discussions: dict[str, DiscussionState] = {}
+        self.discussions: dict[tuple[str, str], DiscussionState] = {}  # (agent, discussion id) -> state
         self._log = _Log(self)
         self._tasks = None
         self._embedder = None
@@ -136,14 +142,14 @@ class Summarizer(Policy):
     def handle(self, batch: list[Recorded]) -> list[Write]:
         # First, in log order: settings, forgetting, and each discussion's mailbox (every event
         # with the settings in force at its position).
-        mailboxes: dict[str, tuple[DiscussionSummarizer, list[tuple[Recorded, object]]]] = {}
+        mailboxes: dict[tuple[str, str], tuple[DiscussionSummarizer, list[tuple[Recorded, object]]]] = {}
         for rec in batch:
             ev = rec.event
             if rec.type == "SettingsChanged":
                 self.settings.apply(rec)
                 continue
             if isinstance(ev, (AgentForgotten, DiscussionForgotten)):
-                gone = ([ev.discussion_id] if isinstance(ev, DiscussionForgotten)
+                gone = ([(rec.agent, ev.discussion_id)] if isinstance(ev, DiscussionForgotten)
                         else [d for d, st in self.discussions.items() if st.agent == ev.agent_id])
                 for d in gone:
                     self.discussions.pop(d, None)
@@ -151,12 +157,13 @@ class Summarizer(Policy):
                 continue
             if rec.stream.startswith("agent:") or not self.mine(rec.stream):
                 continue
-            box = mailboxes.get(rec.stream)
+            key = (rec.agent, rec.stream)
+            box = mailboxes.get(key)
             if box is None:
                 actor = self._actor(rec)
                 if actor is None:
                     continue
-                box = mailboxes[rec.stream] = (actor, [])
+                box = mailboxes[key] = (actor, [])
             box[1].append((rec, self.settings.discussion_settings(rec.agent, rec.stream)))
         # Then the mailboxes: each one in order, by one thread at a time (serial per discussion);
         # different discussions in parallel when the LLM is remote (I/O-bound).
@@ -205,18 +212,20 @@ class Summarizer(Policy):
                 self.flush(wait=False)
 
     def _actor(self, rec: Recorded) -> DiscussionSummarizer | None:
-        state = self.discussions.get(rec.stream)
+        key = (rec.agent, rec.stream)
+        log = self._log.of(rec.agent)
+        state = self.discussions.get(key)
         if state is None:
             if isinstance(rec.event, RollingSummaryUpdated):
                 return None  # our own output from before a restart: nothing to adopt it into
             if self.ctx.read is not None:
                 # The log may hold history of this discussion that this member never handled, or
                 # decisions it made before a restart that lost its snapshot: resume from the log.
-                state = state_from_log(rec.agent, rec.stream, self._log.history(rec.stream), rec.seq)
+                state = state_from_log(rec.agent, rec.stream, log.history(rec.stream), rec.seq)
             else:
                 state = DiscussionState(rec.agent, rec.stream)
-            self.discussions[rec.stream] = state
-        return DiscussionSummarizer(state, tasks=self.tasks, log=self._log, workflows=self.workflows)
+            self.discussions[key] = state
+        return DiscussionSummarizer(state, tasks=self.tasks, log=log, workflows=self.workflows)
 
     def _emitter(self, stream: str, agent: str):
         def emit(event: NewEvent) -> None:
@@ -244,7 +253,7 @@ class Summarizer(Policy):
                 return
             if self.ctx.append is None:
                 raise RuntimeError("the Summarizer needs a host that can append (PolicyContext.append)")
-            queued = list({(stream, e.event_id or n): (stream, agent, e)
+            queued = list({(agent, stream, e.event_id or n): (stream, agent, e)
                            for n, (stream, agent, e) in enumerate(self._queue)}.values())
             job = EmbeddingJob([e for _, _, e in queued], self.embedder)
             self._queue = []
@@ -258,7 +267,7 @@ class Summarizer(Policy):
             events = job.events()
             writes: list[Write] = []
             for (stream, agent, _), event in zip(queued, events):
-                if writes and writes[-1].stream == stream:
+                if writes and writes[-1].stream == stream and writes[-1].agent == agent:
                     writes[-1] = Write(stream, agent, writes[-1].events + (event,))
                 else:
                     writes.append(Write(stream, agent, (event,)))
@@ -275,4 +284,5 @@ class Summarizer(Policy):
     def restore(self, state: Any) -> None:
         if state:
             self.settings.restore(state["settings"])
-            self.discussions = state["discussions"]
+            # Keyed by (agent, discussion id); a snapshot from before discussion ids per agent keyed by the id alone.
+            self.discussions = {(st.agent, st.discussion): st for st in state["discussions"].values()}

@@ -18,6 +18,7 @@ from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 from engram.memory.context.rules import ratio
 from engram.projections.base import TableProjection
+from engram.projections.discussion_base import delete_discussions
 
 TABLE = "context_compactions"
 _STRINGS = pa.list_(pa.string())
@@ -44,7 +45,7 @@ _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     context_tokens_after BIGINT, window_tokens BIGINT, transparency VARCHAR, dropped_count BIGINT, dropped VARCHAR[],
     preserved_entities VARCHAR[], traces_created VARCHAR[], notes_reused BIGINT, notes_observed BIGINT,
     duration_ms DOUBLE, llm_calls BIGINT, llm_provider VARCHAR, llm_model VARCHAR,
-    PRIMARY KEY (discussion_id, node_id))"""
+    PRIMARY KEY (agent, discussion_id, node_id))"""
 
 
 def _row(rec: Recorded, ev: ContextCompacted) -> tuple:
@@ -61,36 +62,37 @@ def _row(rec: Recorded, ev: ContextCompacted) -> tuple:
 
 class CompactionChainProjection(TableProjection):
     name = "context-compactions"
+    version: ClassVar[int] = 2  # 2: rows keyed by (agent, discussion_id, node_id)
     tables: ClassVar[tuple[str, ...]] = (TABLE,)
     interests = frozenset({"ContextCompacted", "DiscussionForgotten", "AgentForgotten"})
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(_DDL)
         self._rows: list[tuple] = []
-        self._parents: list[tuple[str, str, str]] = []  # (parent node, discussion, child node)
-        self._forget_discussions: set[str] = set()
+        self._parents: list[tuple[str, str, str, str]] = []  # (parent node, agent, discussion, child node)
+        self._forget_discussions: set[tuple[str, str]] = set()  # (agent, discussion)
         self._forget_agents: set[str] = set()
 
     def apply(self, rec: Recorded) -> None:
         ev = rec.event
         if isinstance(ev, ContextCompacted):
             self._rows.append(_row(rec, ev))
-            self._parents += [(ev.node_id, rec.stream, child) for child in ev.children]
+            self._parents += [(ev.node_id, rec.agent, rec.stream, child) for child in ev.children]
         elif isinstance(ev, DiscussionForgotten):
-            self._forget(lambda row_discussion, row_agent: row_discussion == ev.discussion_id)
-            self._forget_discussions.add(ev.discussion_id)
+            key = (rec.agent, ev.discussion_id)
+            self._forget(lambda row_agent, row_discussion: (row_agent, row_discussion) == key)
+            self._forget_discussions.add(key)
         elif isinstance(ev, AgentForgotten):
-            self._forget(lambda row_discussion, row_agent: row_agent == ev.agent_id)
+            self._forget(lambda row_agent, row_discussion: row_agent == ev.agent_id)
             self._forget_agents.add(ev.agent_id)
 
     def _forget(self, gone) -> None:
-        agents = {r[3]: r[2] for r in self._rows}
-        self._rows = [r for r in self._rows if not gone(r[3], r[2])]
-        self._parents = [p for p in self._parents if not gone(p[1], agents.get(p[1]))]
+        self._rows = [r for r in self._rows if not gone(r[2], r[3])]
+        self._parents = [p for p in self._parents if not gone(p[1], p[2])]
 
     def flush(self, db: duckdb.DuckDBPyConnection) -> None:
         if self._forget_discussions:
-            db.execute(f"DELETE FROM {TABLE} WHERE discussion_id IN (SELECT unnest(?))", [sorted(self._forget_discussions)])
+            delete_discussions(db, TABLE, sorted(self._forget_discussions))
         if self._forget_agents:
             db.execute(f"DELETE FROM {TABLE} WHERE agent IN (SELECT unnest(?))", [sorted(self._forget_agents)])
         if self._rows:
@@ -104,7 +106,8 @@ class CompactionChainProjection(TableProjection):
                 db.unregister("_context_compactions_batch")
         if self._parents:
             db.executemany(
-                f"UPDATE {TABLE} SET parent = ?, in_chain = false WHERE discussion_id = ? AND node_id = ?", self._parents
+                f"UPDATE {TABLE} SET parent = ?, in_chain = false WHERE agent = ? AND discussion_id = ? AND node_id = ?",
+                self._parents
             )
         self._rows, self._parents = [], []
         self._forget_discussions, self._forget_agents = set(), set()

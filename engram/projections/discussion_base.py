@@ -12,6 +12,9 @@ back the next time its discussion changes, when the shard starts, or with
 Generations: `GenerationStarted` (regeneration) supersedes a discussion's memories: its rows
 and files are dropped and the new generation starts without a store (consolidation mode).
 Events of an older generation that arrive afterwards are ignored. The old events stay in the log.
+
+A discussion is named by its agent and its id together (`Key`): two agents may each have a discussion `my-trip`,
+with rows and files of their own. Version 2 of these tables keys them so (version 1 keyed the id alone).
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from engram.events.envelope import Recorded
 from engram.projections.base import TableProjection
 
 
+Key = tuple[str, str]  # (agent, discussion id): a discussion id is unique within its agent only
+
+
 @dataclass
 class DiscussionMeta:
     agent: str
@@ -41,6 +47,7 @@ class DiscussionMeta:
 class PerDiscussionProjection(TableProjection):
     """A table projection whose rows belong to discussions and render into per-discussion files."""
 
+    version: ClassVar[int] = 2  # 2: rows keyed by (agent, discussion_id)
     store: ClassVar[str]  # the MemoryFileCreated store this projection renders
     meta_table: ClassVar[str]
     rows_table: ClassVar[str]
@@ -51,14 +58,15 @@ class PerDiscussionProjection(TableProjection):
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
         db.execute(
             f"""CREATE TABLE IF NOT EXISTS {self.meta_table} (
-                discussion_id VARCHAR PRIMARY KEY, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
-                created BOOLEAN NOT NULL, memory_count INTEGER NOT NULL, last_seq BIGINT NOT NULL)"""
+                discussion_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
+                created BOOLEAN NOT NULL, memory_count INTEGER NOT NULL, last_seq BIGINT NOT NULL,
+                PRIMARY KEY (agent, discussion_id))"""
         )
         self.create_tables(db)
-        self.meta: dict[str, DiscussionMeta] = {}
-        self._dirty: set[str] = set()  # discussions whose files must be rendered
-        self._reset: set[str] = set()  # discussions whose stored rows must be dropped first
-        self._forgotten: dict[str, str] = {}  # discussion -> agent: files and rows go away
+        self.meta: dict[Key, DiscussionMeta] = {}
+        self._dirty: set[Key] = set()  # discussions whose files must be rendered
+        self._reset: set[Key] = set()  # discussions whose stored rows must be dropped first
+        self._forgotten: set[Key] = set()  # discussions whose files and rows go away
 
     @abstractmethod
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None: ...
@@ -67,9 +75,10 @@ class PerDiscussionProjection(TableProjection):
         for d, agent, gen, created, count, last in db.execute(
             f"SELECT discussion_id, agent, generation, created, memory_count, last_seq FROM {self.meta_table}"
         ).fetchall():
-            self.meta[d] = DiscussionMeta(agent, gen, created, count, last)
-            if any(not p.exists() for p in self.expected_files(d, self.meta[d])):
-                self.render(db, d, self.meta[d])  # a file was deleted while we were down: render it again
+            key = (agent, d)
+            self.meta[key] = DiscussionMeta(agent, gen, created, count, last)
+            if any(not p.exists() for p in self.expected_files(key, self.meta[key])):
+                self.render(db, key, self.meta[key])  # a file was deleted while we were down: render it again
 
     # ------------------------------------------------------------------ folding
 
@@ -80,15 +89,15 @@ class PerDiscussionProjection(TableProjection):
                 self._forget(d)
             return
         if isinstance(ev, DiscussionForgotten):
-            self._forget(ev.discussion_id)
+            self._forget((rec.agent, ev.discussion_id))
             return
-        d = rec.stream
-        if d.startswith("agent:"):
+        if rec.stream.startswith("agent:"):
             return
+        d = (rec.agent, rec.stream)
         meta = self.meta.get(d)
         if meta is None:
             meta = self.meta[d] = DiscussionMeta(rec.agent)
-            self._forgotten.pop(d, None)
+            self._forgotten.discard(d)
         if isinstance(ev, GenerationStarted):
             if ev.generation > meta.generation:
                 meta.generation, meta.created, meta.count = ev.generation, False, 0
@@ -109,13 +118,13 @@ class PerDiscussionProjection(TableProjection):
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         """Fold one memory event of the current generation; False if it changed nothing."""
 
-    def on_reset(self, discussion: str) -> None:
+    def on_reset(self, discussion: Key) -> None:
         """Drop buffered rows of `discussion` (a new generation started)."""
 
-    def _forget(self, discussion: str) -> None:
+    def _forget(self, discussion: Key) -> None:
         meta = self.meta.pop(discussion, None)
         if meta is not None:
-            self._forgotten[discussion] = meta.agent
+            self._forgotten.add(discussion)
             self._reset.add(discussion)
             self._dirty.discard(discussion)
             self.on_reset(discussion)
@@ -126,21 +135,21 @@ class PerDiscussionProjection(TableProjection):
         gone = sorted(self._reset)
         if gone:
             for table in (self.rows_table, *self.extra_tables()):
-                db.execute(f"DELETE FROM {table} WHERE discussion_id IN (SELECT unnest(?))", [gone])
+                delete_discussions(db, table, gone)
         self.insert_rows(db)
-        changed = sorted(self._dirty | set(self._forgotten))
+        changed = sorted(self._dirty | self._forgotten)
         if changed:
-            db.execute(f"DELETE FROM {self.meta_table} WHERE discussion_id IN (SELECT unnest(?))", [changed])
-            rows = [(d, m.agent, m.generation, m.created, m.count, m.last_seq) for d, m in
+            delete_discussions(db, self.meta_table, changed)
+            rows = [(d[1], m.agent, m.generation, m.created, m.count, m.last_seq) for d, m in
                     ((d, self.meta[d]) for d in sorted(self._dirty) if d in self.meta)]
             if rows:
                 db.executemany(f"INSERT INTO {self.meta_table} VALUES (?, ?, ?, ?, ?, ?)", rows)
-        for d, agent in sorted(self._forgotten.items()):
-            for path in self.files_of(agent, d):
+        for agent, discussion in sorted(self._forgotten):
+            for path in self.files_of(agent, discussion):
                 path.unlink(missing_ok=True)
-        for d in sorted(self._dirty):
-            if d in self.meta:
-                self.render(db, d, self.meta[d])
+        for key in sorted(self._dirty):
+            if key in self.meta:
+                self.render(db, key, self.meta[key])
         self._dirty.clear()
         self._reset.clear()
         self._forgotten.clear()
@@ -153,13 +162,19 @@ class PerDiscussionProjection(TableProjection):
         """Insert the rows buffered since the last flush."""
 
     @abstractmethod
-    def render(self, db: duckdb.DuckDBPyConnection, discussion: str, meta: DiscussionMeta) -> None:
+    def render(self, db: duckdb.DuckDBPyConnection, discussion: Key, meta: DiscussionMeta) -> None:
         """Write the files of `discussion` from the rows (uncommitted ones included)."""
 
     @abstractmethod
     def files_of(self, agent: str, discussion: str) -> list[Path]:
         """Every file this projection may write for `discussion` (for forgetting)."""
 
-    def expected_files(self, discussion: str, meta: DiscussionMeta) -> list[Path]:
+    def expected_files(self, discussion: Key, meta: DiscussionMeta) -> list[Path]:
         """The files that must exist for `discussion` in its current state."""
         return []
+
+
+def delete_discussions(db: duckdb.DuckDBPyConnection, table: str, keys: list[Key]) -> None:
+    """Delete the rows of `table` that belong to the discussions `keys` ((agent, discussion id) pairs)."""
+    db.execute(f"DELETE FROM {table} WHERE (agent, discussion_id) IN "
+               "(SELECT (unnest(?::VARCHAR[]), unnest(?::VARCHAR[])))", [[a for a, _ in keys], [d for _, d in keys]])

@@ -25,17 +25,18 @@ from engram.kernel import records
 from engram.kernel.files import atomic_write
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
 from engram.memory.discussion.lines import ChunkMemory, RollingSummary, canonical
-from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
+from engram.projections.discussion_base import DiscussionMeta, Key, PerDiscussionProjection, delete_discussions
 
 
 # The tables are the lines' declarations (engram.memory.discussion.lines): their stored fields behind the discussion
 # and agent (and a memory's ordinal), then the whole line as the file holds it.
 MEMORIES_DDL = records.ddl(
-    "discussion_memories", ChunkMemory, "PRIMARY KEY (discussion_id, memory_id)",
+    "discussion_memories", ChunkMemory, "PRIMARY KEY (agent, discussion_id, memory_id)",
     before=[("discussion_id", "VARCHAR NOT NULL"), ("agent", "VARCHAR NOT NULL"), ("ordinal", "INTEGER NOT NULL")],
     after=[("line", "VARCHAR NOT NULL")])
 SUMMARIES_DDL = records.ddl(
-    "discussion_summaries", RollingSummary, before=[("discussion_id", "VARCHAR PRIMARY KEY"), ("agent", "VARCHAR NOT NULL")],
+    "discussion_summaries", RollingSummary, "PRIMARY KEY (agent, discussion_id)",
+    before=[("discussion_id", "VARCHAR NOT NULL"), ("agent", "VARCHAR NOT NULL")],
     after=[("line", "VARCHAR NOT NULL")])
 
 
@@ -50,8 +51,8 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
 class DiscussionFiles(PerDiscussionProjection):
     name = "discussion_files"
     # 2: the tables are the lines' declarations (the same columns: the record's in its order, behind the discussion,
-    # agent and ordinal, then the line)
-    version = 2
+    # agent and ordinal, then the line); 3: rows keyed by (agent, discussion_id): discussion ids are per agent
+    version = 3
     store = STORE_MEMORIES
     meta_table = "discussion_memory_files"
     rows_table = "discussion_memories"
@@ -63,21 +64,21 @@ class DiscussionFiles(PerDiscussionProjection):
         db.execute(MEMORIES_DDL)
         db.execute(SUMMARIES_DDL)
         self._memories: list[tuple[str, str, int, ChunkMemory]] = []  # (discussion, agent, ordinal, memory)
-        self._summaries: dict[str, tuple[str, RollingSummary]] = {}  # discussion -> (agent, summary)
-        self._known: set[tuple[str, str]] = set()  # (discussion, memory_id) buffered since the last flush
-        self._changes: list[tuple[str, str, MemoryEdited | None]] = []  # (discussion, memory_id, edit; None: delete)
+        self._summaries: dict[Key, RollingSummary] = {}  # (agent, discussion) -> summary
+        self._known: set[tuple[Key, str]] = set()  # (discussion, memory_id) buffered since the last flush
+        self._changes: list[tuple[Key, str, MemoryEdited | None]] = []  # (discussion, memory_id, edit; None: delete)
 
     def extra_tables(self) -> tuple[str, ...]:
         return ("discussion_summaries",)
 
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         ev = rec.event
-        d = rec.stream
+        d = (rec.agent, rec.stream)
         if isinstance(ev, ChunkSummarized):
             memory_id = chunk_memory_id(ev)
             if not meta.created or (d, memory_id) in self._known:
                 return False
-            self._memories.append((d, meta.agent, meta.count, memory_line(rec, ev)))
+            self._memories.append((rec.stream, meta.agent, meta.count, memory_line(rec, ev)))
             self._known.add((d, memory_id))
             meta.count += 1
             return True
@@ -87,12 +88,12 @@ class DiscussionFiles(PerDiscussionProjection):
             self._changes.append((d, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
             return True
         if isinstance(ev, RollingSummaryUpdated):
-            self._summaries[d] = (meta.agent, summary_line(rec, ev))
+            self._summaries[d] = summary_line(rec, ev)
             return True
         return False
 
-    def on_reset(self, discussion: str) -> None:
-        self._memories = [r for r in self._memories if r[0] != discussion]
+    def on_reset(self, discussion: Key) -> None:
+        self._memories = [r for r in self._memories if (r[1], r[0]) != discussion]
         self._changes = [c for c in self._changes if c[0] != discussion]
         self._summaries.pop(discussion, None)
         self._known = {k for k in self._known if k[0] != discussion}
@@ -105,18 +106,20 @@ class DiscussionFiles(PerDiscussionProjection):
                                                ("ordinal", pa.int32(), ordinals)],
                 after=[("line", pa.string(), [canonical(m) for m in memories])]))
         if self._summaries:
-            db.execute("DELETE FROM discussion_summaries WHERE discussion_id IN (SELECT unnest(?))", [sorted(self._summaries)])
             summarized = sorted(self._summaries)
-            agents, summaries = zip(*(self._summaries[x] for x in summarized))
+            delete_discussions(db, "discussion_summaries", summarized)
+            summaries = [self._summaries[x] for x in summarized]
             _insert(db, "discussion_summaries", records.arrow_table(
-                RollingSummary, summaries, before=[("discussion_id", pa.string(), summarized), ("agent", pa.string(), agents)],
+                RollingSummary, summaries, before=[("discussion_id", pa.string(), [d for _, d in summarized]),
+                                                   ("agent", pa.string(), [a for a, _ in summarized])],
                 after=[("line", pa.string(), [canonical(s) for s in summaries])]))
         for d, memory_id, edit in self._changes:  # after the inserts: an edit always follows what it edits
             if edit is None:
-                db.execute("DELETE FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?", [d, memory_id])
+                db.execute("DELETE FROM discussion_memories WHERE agent = ? AND discussion_id = ? AND memory_id = ?",
+                           [*d, memory_id])
                 continue
-            row = db.execute("SELECT summary, line FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?",
-                             [d, memory_id]).fetchone()
+            row = db.execute("SELECT summary, line FROM discussion_memories WHERE agent = ? AND discussion_id = ? "
+                             "AND memory_id = ?", [*d, memory_id]).fetchone()
             if row is None:
                 continue
             line = json.loads(row[1])
@@ -126,8 +129,8 @@ class DiscussionFiles(PerDiscussionProjection):
                 line["metadata"] = edit.metadata
                 if not edit.metadata:
                     del line["metadata"]
-            db.execute("UPDATE discussion_memories SET summary = ?, line = ? WHERE discussion_id = ? AND memory_id = ?",
-                       [line["summary"], canonical(line), d, memory_id])
+            db.execute("UPDATE discussion_memories SET summary = ?, line = ? WHERE agent = ? AND discussion_id = ? "
+                       "AND memory_id = ?", [line["summary"], canonical(line), *d, memory_id])
         self._memories, self._summaries, self._known, self._changes = [], {}, set(), []
 
     def _path(self, agent: str, discussion: str, suffix: str) -> Path:
@@ -136,24 +139,26 @@ class DiscussionFiles(PerDiscussionProjection):
     def files_of(self, agent: str, discussion: str) -> list[Path]:
         return [self._path(agent, discussion, MEMORIES_SUFFIX), self._path(agent, discussion, SUMMARY_SUFFIX)]
 
-    def expected_files(self, discussion: str, meta: DiscussionMeta) -> list[Path]:
+    def expected_files(self, key: Key, meta: DiscussionMeta) -> list[Path]:
+        discussion = key[1]
         out = [self._path(meta.agent, discussion, MEMORIES_SUFFIX)] if meta.created else []
         row = self.ctx.db.execute(
-            "SELECT 1 FROM discussion_summaries WHERE discussion_id = ?", [discussion]
+            "SELECT 1 FROM discussion_summaries WHERE agent = ? AND discussion_id = ?", [*key]
         ).fetchone()
         return out + ([self._path(meta.agent, discussion, SUMMARY_SUFFIX)] if row else [])
 
-    def render(self, db: duckdb.DuckDBPyConnection, discussion: str, meta: DiscussionMeta) -> None:
+    def render(self, db: duckdb.DuckDBPyConnection, key: Key, meta: DiscussionMeta) -> None:
+        discussion = key[1]
         memories = self._path(meta.agent, discussion, MEMORIES_SUFFIX)
         if meta.created:
             lines = db.execute(
-                "SELECT line FROM discussion_memories WHERE discussion_id = ? ORDER BY ordinal", [discussion]
+                "SELECT line FROM discussion_memories WHERE agent = ? AND discussion_id = ? ORDER BY ordinal", [*key]
             ).fetchall()
             atomic_write(memories, "".join(line + "\n" for (line,) in lines).encode())
         else:
             memories.unlink(missing_ok=True)
         summary = self._path(meta.agent, discussion, SUMMARY_SUFFIX)
-        row = db.execute("SELECT line FROM discussion_summaries WHERE discussion_id = ?", [discussion]).fetchone()
+        row = db.execute("SELECT line FROM discussion_summaries WHERE agent = ? AND discussion_id = ?", [*key]).fetchone()
         if row:
             atomic_write(summary, (row[0] + "\n").encode())
         else:

@@ -24,11 +24,12 @@ from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.kernel import records
 from engram.memory.discussion.files import VECTOR_SUFFIX
 from engram.memory.discussion.vectors import VectorMemoryRow, decode_vector, write_store
-from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
+from engram.projections.discussion_base import DiscussionMeta, Key, PerDiscussionProjection
 
 # The table is `VectorMemoryRow`'s (declared once, in engram.memory.discussion.vectors) behind the discussion and agent.
 _BEFORE = (("discussion_id", "VARCHAR NOT NULL"), ("agent", "VARCHAR NOT NULL"))
-TABLE_DDL = records.ddl("vector_memories", VectorMemoryRow, "PRIMARY KEY (discussion_id, memory_id)", before=_BEFORE)
+TABLE_DDL = records.ddl("vector_memories", VectorMemoryRow, "PRIMARY KEY (agent, discussion_id, memory_id)",
+                        before=_BEFORE)
 
 
 class VectorMemory(PerDiscussionProjection):
@@ -46,19 +47,19 @@ class VectorMemory(PerDiscussionProjection):
         db.execute("ALTER TABLE vector_memories ADD COLUMN IF NOT EXISTS metadata VARCHAR")
         self._rows: list[tuple[str, str, VectorMemoryRow]] = []  # (discussion, agent, row)
         # In log order: (discussion, memory id, change): an edit, a new vector of another embedder, None for a delete.
-        self._changes: list[tuple[str, str, MemoryEdited | VectorMemoryReembedded | None]] = []
+        self._changes: list[tuple[Key, str, MemoryEdited | VectorMemoryReembedded | None]] = []
 
     def apply_memory(self, rec: Recorded, meta: DiscussionMeta) -> bool:
         ev = rec.event
         if isinstance(ev, VectorMemoryReembedded):
             if not meta.created:
                 return False
-            self._changes.append((rec.stream, ev.memory_id, ev))
+            self._changes.append(((rec.agent, rec.stream), ev.memory_id, ev))
             return True
         if isinstance(ev, (MemoryEdited, MemoryDeleted)):
             if ev.kind != "vector":
                 return False
-            self._changes.append((rec.stream, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
+            self._changes.append(((rec.agent, rec.stream), ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
             return True
         if not isinstance(ev, VectorMemoryStored) or not meta.created:
             return False
@@ -67,8 +68,8 @@ class VectorMemory(PerDiscussionProjection):
         meta.count += 1
         return True
 
-    def on_reset(self, discussion: str) -> None:
-        self._rows = [r for r in self._rows if r[0] != discussion]
+    def on_reset(self, discussion: Key) -> None:
+        self._rows = [r for r in self._rows if (r[1], r[0]) != discussion]
         self._changes = [c for c in self._changes if c[0] != discussion]
 
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
@@ -82,27 +83,27 @@ class VectorMemory(PerDiscussionProjection):
             db.unregister("_vector_rows")
             self._rows = []
         for d, memory_id, change in self._changes:  # after the inserts: a change always follows what it changes
-            key = [d, memory_id]
+            key = [*d, memory_id]
             if change is None:
-                db.execute("DELETE FROM vector_memories WHERE discussion_id = ? AND memory_id = ?", key)
+                db.execute("DELETE FROM vector_memories WHERE agent = ? AND discussion_id = ? AND memory_id = ?", key)
                 continue
             if isinstance(change, VectorMemoryReembedded):
                 db.execute("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
-                           "WHERE discussion_id = ? AND memory_id = ?",
+                           "WHERE agent = ? AND discussion_id = ? AND memory_id = ?",
                            [decode_vector(change.embedding).tolist(), change.embedding_model, *key])
                 continue
             if change.content is not None:  # the new text is the memory's summary
-                db.execute("UPDATE vector_memories SET summary = ? WHERE discussion_id = ? AND memory_id = ?",
-                           [change.content, *key])
+                db.execute("UPDATE vector_memories SET summary = ? "
+                           "WHERE agent = ? AND discussion_id = ? AND memory_id = ?", [change.content, *key])
             if change.title is not None:
-                db.execute("UPDATE vector_memories SET title = ? WHERE discussion_id = ? AND memory_id = ?",
-                           [change.title, *key])
+                db.execute("UPDATE vector_memories SET title = ? "
+                           "WHERE agent = ? AND discussion_id = ? AND memory_id = ?", [change.title, *key])
             if change.embedding:  # the new form's vector, recorded with the edit (replay embeds nothing)
                 db.execute("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
-                           "WHERE discussion_id = ? AND memory_id = ?",
+                           "WHERE agent = ? AND discussion_id = ? AND memory_id = ?",
                            [decode_vector(change.embedding).tolist(), change.embedding_model, *key])
             if change.metadata is not None:
-                db.execute("UPDATE vector_memories SET metadata = ? WHERE discussion_id = ? AND memory_id = ?",
+                db.execute("UPDATE vector_memories SET metadata = ? WHERE agent = ? AND discussion_id = ? AND memory_id = ?",
                            [json.dumps(change.metadata, sort_keys=True) if change.metadata else None, *key])
         self._changes = []
 
@@ -112,16 +113,17 @@ class VectorMemory(PerDiscussionProjection):
     def files_of(self, agent: str, discussion: str) -> list[Path]:
         return [self._path(agent, discussion)]
 
-    def expected_files(self, discussion: str, meta: DiscussionMeta) -> list[Path]:
-        return [self._path(meta.agent, discussion)] if meta.created else []
+    def expected_files(self, key: Key, meta: DiscussionMeta) -> list[Path]:
+        return [self._path(meta.agent, key[1])] if meta.created else []
 
-    def render(self, db: duckdb.DuckDBPyConnection, discussion: str, meta: DiscussionMeta) -> None:
+    def render(self, db: duckdb.DuckDBPyConnection, key: Key, meta: DiscussionMeta) -> None:
+        discussion = key[1]
         path = self._path(meta.agent, discussion)
         if not meta.created:
             path.unlink(missing_ok=True)
             return
         cursor = db.execute(f"SELECT {records.select_list(VectorMemoryRow)} FROM vector_memories "
-                            "WHERE discussion_id = ? ORDER BY ordinal", [discussion])
+                            "WHERE agent = ? AND discussion_id = ? ORDER BY ordinal", [*key])
         rows = records.from_rows(VectorMemoryRow, [c[0] for c in cursor.description], cursor.fetchall())
         info = {
             "discussion_id": discussion,

@@ -133,8 +133,8 @@ class Runtime(ABC):
         """The last seq of every shard."""
 
     @abstractmethod
-    def streams(self) -> dict[str, str]:
-        """Every stream of the home -> the agent it belongs to."""
+    def streams(self) -> set[tuple[str, str]]:
+        """Every stream of the home, named (agent, stream): two agents may each have a discussion of the same id."""
 
     # ------------------------------------------------------------------ reading
 
@@ -268,7 +268,7 @@ class Runtime(ABC):
         started = time.perf_counter()
         with self.routing_gate.exclusive():
             self.wait_projections()
-            agents = sorted(set(self.streams().values()))
+            agents = sorted({agent for agent, _ in self.streams()})
             moves = self.layout.plan(new_count, agents)
             grown = self.layout.grown(new_count, agents)
             pairs: dict[tuple[int, int], list[str]] = {}

@@ -140,9 +140,8 @@ class InProcessRuntime(Runtime):
     def heads(self) -> dict[int, int]:
         return {s: self.shard_host(s).head() for s in self.all_shards()}
 
-    def streams(self) -> dict[str, str]:
-        return {stream: agent for s in self.all_shards()
-                for stream, (_, agent) in self.shard_host(s).store.streams().items()}
+    def streams(self) -> set[tuple[str, str]]:
+        return {key for s in self.all_shards() for key in self.shard_host(s).store.streams()}
 
     # ------------------------------------------------------------------ reading
 

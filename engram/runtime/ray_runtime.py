@@ -308,11 +308,8 @@ class RayRuntime(Runtime):
     def heads(self) -> dict[int, int]:
         return dict(enumerate(get([s.head.remote() for s in self.shards()])))
 
-    def streams(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for streams in get([s.streams.remote() for s in self.shards()]):
-            out.update({stream: agent for stream, (_, agent) in streams.items()})
-        return out
+    def streams(self) -> set[tuple[str, str]]:
+        return {key for streams in get([s.streams.remote() for s in self.shards()]) for key in streams}
 
     # ------------------------------------------------------------------ reading
 

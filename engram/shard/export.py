@@ -40,7 +40,7 @@ class ShardExport:
                 cur.execute(f'COPY proj.main."{table}" TO {_literal(out / "projections" / table / name)} (FORMAT parquet)')
         finally:
             cur.close()
-        agents = sorted({agent for _, agent in self.store.streams().values()})
+        agents = sorted({agent for agent, _ in self.store.streams()})
         for agent in agents:
             src = self.paths.agent_dir(agent)
             if src.exists():

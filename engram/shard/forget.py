@@ -143,7 +143,7 @@ class ShardForget:
         """Record that a discussion (or a whole agent) is forgotten: the marker, durable before anything is
         erased, so that a forget interrupted at any point is completed at the next start. Returns
         (marker seq, the streams it forgets)."""
-        owned = {s for s, (_, a) in self.store.streams().items() if a == agent}
+        owned = {s for (a, s) in self.store.streams() if a == agent}
         if discussion is not None:
             if discussion not in owned:
                 raise KeyError(f"agent {agent!r} has no discussion {discussion!r}")
@@ -177,11 +177,11 @@ class ShardForget:
         atomic_write(self._journal, json.dumps({"marker_seq": marker_seq, "streams": streams}).encode())
         self.wait_projections(marker_seq)
         memory = parse_memory_key(streams[0]) if len(streams) == 1 else None
+        agent = self.store.query("SELECT agent FROM events WHERE seq = ?", [marker_seq])[1][0][0]
         if memory is not None:
-            agent = self.store.query("SELECT agent FROM events WHERE seq = ?", [marker_seq])[1][0][0]
             erasure = plan_memory(self.store, agent, *memory, before_seq=marker_seq)
-        else:
-            erasure = plan_erasure(self.store, streams, before_seq=marker_seq)
+        else:  # the marker's agent's streams of those names: another agent's `my-trip` is another discussion
+            erasure = plan_erasure(self.store, streams, before_seq=marker_seq, agent=agent)
         erased = self.store.erase(erasure.seqs, keep_ids=memory is not None)
         self._recount()
         self._close_projections()

@@ -179,6 +179,6 @@ class ShardRepair:
         db = paths.shard_db(self.shard)
         found = [p for p in (db, db.with_name(db.name + ".wal")) if p.exists()]
         found += sorted((paths.root / "_positions").glob(f"*.shard-{self.shard:03d}.json"))
-        agents = {agent for _, agent in self.store.streams().values()}
+        agents = {agent for agent, _ in self.store.streams()}
         found += [paths.agent_dir(a) for a in sorted(agents) if paths.agent_dir(a).exists()]
         return found

@@ -8,7 +8,7 @@ from tests.events.helpers import T0, msg, write
 
 from engram.events.envelope import NewEvent, Write
 from engram.events.messages import MessageAppended
-from engram.events.store import AppendError, ConcurrencyConflict, EventStore, PayloadTooLarge, StreamOwnershipError
+from engram.events.store import AppendError, ConcurrencyConflict, EventStore, PayloadTooLarge
 
 
 @pytest.fixture
@@ -71,10 +71,62 @@ def test_a_unit_with_one_bad_write_appends_nothing_of_the_unit(store):
     assert store.stream_version("d2") == 0
 
 
-def test_a_stream_belongs_to_one_agent(store):
-    store.append_many([write("d1", range(1), agent="alice")])
-    with pytest.raises(StreamOwnershipError, match="belongs to agent 'alice', not 'bob'"):
-        store.append_many([write("d1", range(1, 2), agent="bob")])
+def test_two_agents_each_have_their_own_stream_of_the_same_id(store):
+    store.append_many([write("d1", range(2), agent="alice")])
+    bob = store.append_many([write("d1", range(2), agent="bob")])[0]  # the same message ids: bob's own events
+    assert bob.duplicates == 0 and bob.stream_version == 2
+    assert store.streams() == {("alice", "d1"): 2, ("bob", "d1"): 2}
+    assert store.stream_version("d1", "alice") == 2
+    rows = store.query("SELECT seq, agent, stream, stream_version FROM events ORDER BY seq")[1]
+    assert rows == [(1, "alice", "d1", 1), (2, "alice", "d1", 2), (3, "bob", "d1", 1), (4, "bob", "d1", 2)]
+    assert [r.seq for r in store.read_stream("d1", agent="bob")] == [3, 4]
+    with pytest.raises(ConcurrencyConflict):  # versions are per (agent, stream)
+        store.append_many([write("d1", range(2, 3), agent="bob", expected=1)])
+    again = store.append_many([write("d1", range(2), agent="alice")])[0]  # alice's retry: hers, deduplicated
+    assert again.seqs == (1, 2) and again.duplicates == 2
+
+
+def test_a_log_written_with_one_namespace_of_stream_ids_is_migrated_on_open(tmp_path):
+    """A log of schema 1 (`UNIQUE (stream, stream_version)`, no `log_schema`), as engram wrote it before discussion
+    ids per agent: opening it for writing re-creates the table under the new key with every row as it was, once."""
+    import duckdb
+
+    path = tmp_path / "log.duckdb"
+    s = EventStore(path)
+    s.append_many([write("d1", range(3), agent="alice"), write("agent:alice", range(3, 4), agent="alice")])
+    s.close()
+    con = duckdb.connect(str(path))  # back to schema 1: the old constraint, no version table
+    con.execute("DROP TABLE log_schema")
+    con.execute("ALTER TABLE events RENAME TO events_new")
+    con.execute(SCHEMA_V1)
+    con.execute("INSERT INTO events SELECT * FROM events_new")
+    con.execute("DROP TABLE events_new")
+    before = con.execute("SELECT * FROM events ORDER BY seq").fetchall()
+    con.close()
+
+    s = EventStore(path)
+    try:
+        assert s.schema_version() == 2
+        assert s.query("SELECT * FROM events ORDER BY seq")[1] == before
+        assert s.append_many([write("d1", range(3), agent="alice")])[0].duplicates == 3  # ids carried over
+        assert s.append_many([write("d1", range(1), agent="bob")])[0].seqs == (5,)  # bob's own d1 now
+    finally:
+        s.close()
+    s = EventStore(path)  # opening it again migrates nothing
+    try:
+        assert s.schema_version() == 2 and s.head() == 5
+        assert s.query("SELECT count(*) FROM log_schema")[1] == [(1,)]
+    finally:
+        s.close()
+
+
+SCHEMA_V1 = """
+CREATE TABLE events (
+    seq BIGINT NOT NULL, stream VARCHAR NOT NULL, stream_version BIGINT NOT NULL, type VARCHAR NOT NULL,
+    schema_version INTEGER NOT NULL, ts TIMESTAMPTZ NOT NULL, agent VARCHAR NOT NULL, causation BIGINT,
+    event_id VARCHAR, recorded_at TIMESTAMPTZ NOT NULL, payload JSON NOT NULL, UNIQUE (stream, stream_version)
+);
+"""
 
 
 def test_oversized_payload_is_rejected_by_name(tmp_path):
@@ -330,3 +382,20 @@ def test_rows_moved_between_logs_keep_their_positions_and_a_refused_move_changes
     finally:
         parent.close()
         child.close()
+
+
+def test_a_forgotten_stream_id_is_used_again_with_none_of_its_old_event_ids_counting_as_recorded(store):
+    """A deleted memory's tombstones keep their event ids (so a policy deciding it again is acknowledged without
+    writing it); forgetting the whole discussion takes those ids too, so its agent's new discussion of the same id
+    records every event it is sent, and another agent's stream of that id keeps its own."""
+    from engram.events.erasure import plan
+
+    store.append_many([write("d1", range(3), agent="alice"), write("d1", range(3), agent="bob")])
+    assert store.erase([2], keep_ids=True) == 1  # one of alice's, as a deleted memory leaves it
+    erasure = plan(store, ["d1"], agent="alice")
+    assert erasure.seqs == [1, 2, 3]
+    store.erase(erasure.seqs)
+    again = store.append_many([write("d1", range(3), agent="alice")])[0]
+    assert again.duplicates == 0 and again.seqs == (7, 8, 9) and again.stream_version == 6
+    assert store.append_many([write("d1", range(3), agent="bob")])[0].duplicates == 3
+    assert store.query("SELECT count(*) FROM events WHERE agent = 'bob' AND type = 'MessageAppended'")[1] == [(3,)]

@@ -160,7 +160,7 @@ def test_the_vector_memory_table_keeps_its_constraints_and_a_row_reads_back_whol
     from engram.projections.vector_memory import TABLE_DDL
 
     assert "generation INTEGER NOT NULL, ordinal INTEGER NOT NULL, memory_id VARCHAR NOT NULL" in TABLE_DDL
-    assert TABLE_DDL.endswith("embedding FLOAT[], metadata VARCHAR, PRIMARY KEY (discussion_id, memory_id))")
+    assert TABLE_DDL.endswith("embedding FLOAT[], metadata VARCHAR, PRIMARY KEY (agent, discussion_id, memory_id))")
     row = VectorMemoryRow(
         generation=2, ordinal=1, memory_id="m1", created_seq=9, created_ts_us=1_700_000_000_000_000, title="Lisbon",
         summary="Ana moved to Lisbon", entities=("Ana",), key_phrases=("moved",), topics=(), sentiment=None,

@@ -123,7 +123,7 @@ class SequenceRun:
 
     def _forget(self, agent: str, discussion: int) -> None:
         stream = f"{agent}-d{discussion}"
-        if stream not in self.local.shard.store.streams():
+        if (agent, stream) not in self.local.shard.store.streams():
             return
         self.local.settle()
         self.local.forget(agent, stream)

@@ -97,7 +97,9 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
     assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS, REORDERED)) == wanted
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS, REORDERED)) == wanted
     versions = _versions(old_home / "projections" / "shard-000.duckdb")
-    assert versions["traces"] == 6 and versions["observations"] == 5 and versions["discussion_files"] == 2
+    # discussion_files 3, vector_memory, discussions and context-compactions 2: rows keyed by (agent, discussion_id)
+    assert versions["traces"] == 6 and versions["observations"] == 5 and versions["discussion_files"] == 3
+    assert versions["vector_memory"] == 2 and versions["discussions"] == 2
     assert set(_columns(old_home / "projections" / "shard-000.duckdb", "observation_notes")) == set(NOTES_BEFORE)
 
 
@@ -109,6 +111,19 @@ def _columns(db: Path, table: str) -> list[str]:
         return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
     finally:
         con.close()
+
+    # Its log was migrated to discussion ids per agent on open (schema 2): another agent has a discussion of the
+    # old agent's id now, beside it, and the old one keeps its messages.
+    from engram.api import types as t
+
+    with Engram.open(old_home, runtime="inprocess", auto_settle=False) as mem:
+        assert mem.rt.shard_host(0).store.schema_version() == 2
+        mem.append_messages("other-bot", "acme-dashboard", t.AppendRequest(messages=[
+            t.Message(role="user", content="A different dashboard, for another team.")]))
+        mem.wait_idle(600)
+        _, rows = mem.sql_rows("SELECT agent, count(*) FROM messages WHERE discussion_id = 'acme-dashboard' "
+                               "GROUP BY agent ORDER BY agent")
+        assert rows == [("other-bot", 1), ("priya-bot", expected["events_by_type"]["MessageAppended"])]
 
 
 def _without_versions(digest: dict) -> dict:

@@ -21,6 +21,10 @@ ALICE, BOB, DAVE = "alice", "bob-zq7", "dave"
 ALICE_TALK, BOB_TALK = "alice-talk", "bob-vault-talk"
 BOB_SECRET = "Bob's vault phrase is tangerine-obelisk-42."
 SECRET_WORD = "tangerine-obelisk"
+# A discussion id both agents use, each for a discussion of its own (discussion ids are unique within an agent only).
+SHARED_TALK = "my-trip"
+BOB_TRIP = "Bob hides the spare key under the tangerine-obelisk planter."
+ALICE_TRIP = "Alice packs a red umbrella for the trip to Porto."
 
 
 def cli(home, *args) -> str:
@@ -167,33 +171,59 @@ def test_a_discussion_of_another_agent_answers_as_unknown_and_no_error_names_its
         bobs = web.get(f"/v1/discussions/{BOB_TALK}")
         none = web.get("/v1/discussions/no-such-talk")
         assert error_shape(bobs, BOB_TALK) == error_shape(none, "no-such-talk") and not leaks(bobs.text)
-        # Writes to a discussion id another agent holds are refused without saying whose it is.
-        writes = [
-            web.post(f"/v1/agents/{ALICE}/discussions/{BOB_TALK}/messages",
-                     json={"messages": [{"role": "user", "content": "hello"}]}),
-            web.post(f"/v1/agents/{ALICE}/messages", json={"conversations": [
-                {"discussion": BOB_TALK, "messages": [{"role": "user", "content": "hello"}]}]}),
-            web.post(f"/v1/agents/{ALICE}/discussions/{BOB_TALK}/tool-failures", json={"tool": "x", "error": "y"}),
-            web.get(f"/v1/agents/{ALICE}/discussions/{BOB_TALK}/chat"),
-            web.post("/v1/chat/completions", json={"model": f"engram/{ALICE}", "messages": [
-                {"role": "user", "content": f"[DiscussionId]{BOB_TALK}[/DiscussionId] what is the phrase?"}]}),
-        ]
-        for answer in writes:
-            assert answer.status_code == 409 and not leaks(answer.text), (answer.request.url, answer.text)
     assert head(mem) == before
 
 
-def test_a_workflow_run_on_another_agents_discussion_is_refused_without_reading_it(keyed):
+def _bob_has_his_trip(mem) -> None:
+    from engram.api import types as t
+
+    mem.append_messages(BOB, SHARED_TALK, t.AppendRequest(messages=[t.Message(role="user", content=BOB_TRIP)]))
+
+
+def _contents(mem, agent: str, discussion: str) -> list[str]:
+    _, rows = mem.sql("SELECT content FROM messages WHERE agent = ? AND discussion_id = ? ORDER BY seq",
+                      [agent, discussion])
+    return [r[0] for r in rows]
+
+
+def test_two_agents_each_have_their_own_discussion_of_the_same_id_through_rest_and_the_proxy(keyed):
+    """Bob's `my-trip` does not block alice's (no 409 any more), and each sees only its own messages and memories;
+    nothing alice's key gets back shows bob's words or name."""
     mem = keyed["mem"]
-    before = head(mem)
+    _bob_has_his_trip(mem)
     nodes = [{"id": "recent", "type": "RecentMemorySummarizerTool"}, {"type": "GetCurrentSummaryFromFile"}]
     with http(keyed, keyed["alice"]) as web:
-        for body in ({"nodes": nodes, "discussion": BOB_TALK},
-                     {"nodes": nodes, "discussion": BOB_TALK, "messages": [{"role": "user", "content": "hi"}]}):
-            answer = web.post(f"/v1/agents/{ALICE}/workflows/run", json=body)
-            assert answer.status_code == 409 and not leaks(answer.text), answer.text[:500]
-            assert "actor" not in answer.text.lower() and "Traceback" not in answer.text
-    assert head(mem) == before
+        writes = [
+            web.post(f"/v1/agents/{ALICE}/discussions/{SHARED_TALK}/messages",
+                     json={"messages": [{"role": "user", "content": ALICE_TRIP}]}),
+            web.post(f"/v1/agents/{ALICE}/messages", json={"conversations": [
+                {"discussion": SHARED_TALK, "messages": [{"role": "user", "content": "Alice books the 9 am train."}]}]}),
+            web.post(f"/v1/agents/{ALICE}/discussions/{SHARED_TALK}/tool-failures", json={"tool": "x", "error": "y"}),
+            web.post("/v1/chat/completions", json={"model": f"engram/{ALICE}", "messages": [
+                {"role": "user", "content": f"[DiscussionId]{SHARED_TALK}[/DiscussionId] where is the spare key?"}]}),
+            web.post(f"/v1/agents/{ALICE}/workflows/run", json={"nodes": nodes, "discussion": SHARED_TALK}),
+        ]
+        for answer in writes:
+            assert answer.status_code == 200 and not leaks(answer.text), (answer.request.url, answer.text[:500])
+        assert writes[3].headers["X-Engram-Discussion"] == SHARED_TALK
+        page = web.get(f"/v1/agents/{ALICE}/discussions/{SHARED_TALK}/messages", params={"limit": 50})
+        assert page.status_code == 200 and not leaks(page.text)
+        assert ALICE_TRIP in page.text and "9 am train" in page.text
+        for path in ("memories", "summary", "context"):
+            answer = web.get(f"/v1/agents/{ALICE}/discussions/{SHARED_TALK}/{path}")
+            assert answer.status_code == 200 and not leaks(answer.text), (path, answer.text[:300])
+        # The route given only an id resolves it among the key's own agents: alice's, and nothing says bob has one.
+        own = web.get(f"/v1/discussions/{SHARED_TALK}")
+        assert own.status_code == 200 and own.json() == {"discussion": SHARED_TALK, "agent": ALICE}
+    alices, bobs = _contents(mem, ALICE, SHARED_TALK), _contents(mem, BOB, SHARED_TALK)
+    assert bobs == [BOB_TRIP]
+    assert ALICE_TRIP in alices and not any(SECRET_WORD in c for c in alices)
+    with http(keyed, keyed["token"]) as web:  # the home's owner sees both: the id alone does not say whose
+        both = web.get(f"/v1/discussions/{SHARED_TALK}")
+        assert both.status_code == 409 and both.json()["error"]["code"] == "ambiguous_discussion"
+        assert ALICE not in both.text and BOB not in both.text
+        bob_page = web.get(f"/v1/agents/{BOB}/discussions/{SHARED_TALK}/messages", params={"limit": 50})
+        assert BOB_TRIP in bob_page.text and ALICE_TRIP not in bob_page.text
 
 
 def test_an_agent_a_key_may_touch_but_without_events_is_not_told_the_other_agents(keyed):
@@ -217,12 +247,37 @@ def test_an_mcp_resource_and_search_of_another_agents_discussion_name_nobody(key
     async def session():
         async with Client(http_transport(keyed["url"] + "/mcp", keyed["alice"])) as client:
             search = await client.call_tool("search", {"agent": ALICE, "discussion": BOB_TALK, "keywords": "vault"})
-            remember = await client.call_tool("remember", {"agent": ALICE, "discussion": BOB_TALK, "content": "x"})
-            return [search, remember]
+            summary = await client.call_tool("summary", {"agent": ALICE, "discussion": BOB_TALK})
+            return [search, summary]
 
     for result in asyncio.run(session()):
         text = result.content[0].text
         assert result.is_error and not leaks(text), text
+
+
+def test_over_mcp_each_agent_remembers_and_searches_its_own_discussion_of_a_shared_id(keyed):
+    import asyncio
+
+    from mcp import Client
+
+    from tests.server.test_mcp import http_transport
+
+    mem = keyed["mem"]
+    if BOB_TRIP not in _contents(mem, BOB, SHARED_TALK):
+        _bob_has_his_trip(mem)
+
+    async def session():
+        async with Client(http_transport(keyed["url"] + "/mcp", keyed["alice"])) as client:
+            remember = await client.call_tool("remember", {"agent": ALICE, "discussion": SHARED_TALK,
+                                                           "content": "Alice's hotel in Porto is the Infante Sagres."})
+            search = await client.call_tool("search", {"agent": ALICE, "discussion": SHARED_TALK, "keywords": "planter key"})
+            return [remember, search]
+
+    for result in asyncio.run(session()):
+        text = result.content[0].text
+        assert not result.is_error and not leaks(text), text
+    assert any("Infante Sagres" in c for c in _contents(mem, ALICE, SHARED_TALK))
+    assert not any("Infante Sagres" in c for c in _contents(mem, BOB, SHARED_TALK))
 
 
 # ---------------------------------------------------------------------------------------------- finding 4: web pages

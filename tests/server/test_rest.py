@@ -115,8 +115,6 @@ REFUSALS = [
     ("POST", f"/v1/agents/{AGENT}/discussions/{DISCUSSION}/messages", "{not json", 422, "invalid_request"),
     ("POST", f"/v1/agents/{AGENT}/discussions/{DISCUSSION}/messages",
      {"messages": [{"role": "user", "content": "x", "ts": "1600-01-01T00:00:00Z"}]}, 422, "invalid_request"),
-    ("POST", f"/v1/agents/other-agent/discussions/{DISCUSSION}/messages",
-     {"messages": [{"role": "user", "content": "x"}]}, 409, "conflict"),
     ("POST", "/v1/agents/nobody/recall", {"query": "anything"}, 404, "unknown_agent"),
     ("POST", f"/v1/agents/{AGENT}/recall", {"query": "   "}, 400, "bad_query"),
     ("POST", f"/v1/agents/{AGENT}/recall", {"query": "x", "weights": {"charm": 1}}, 422, "invalid_request"),

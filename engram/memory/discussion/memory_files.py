@@ -97,9 +97,9 @@ def describe_change(before: dict[str, int], after: dict[str, int]) -> str:
 
 EXPECTED_SQL = """
 SELECT
-  coalesce((SELECT any_value(created) FROM discussion_memory_files WHERE discussion_id = $1), false),
-  coalesce((SELECT count(*) > 0 FROM discussion_summaries WHERE discussion_id = $1), false),
-  coalesce((SELECT any_value(created) FROM vector_memory_stores WHERE discussion_id = $1), false)
+  coalesce((SELECT any_value(created) FROM discussion_memory_files WHERE discussion_id = $1 AND agent = $2), false),
+  coalesce((SELECT count(*) > 0 FROM discussion_summaries WHERE discussion_id = $1 AND agent = $2), false),
+  coalesce((SELECT any_value(created) FROM vector_memory_stores WHERE discussion_id = $1 AND agent = $2), false)
 """
 
 

@@ -82,9 +82,11 @@ def job(api, job_id: str):
 
 
 @route(router, "GET", "/v1/discussions/{discussion}", response=t.DiscussionResponse,
-       errors=("invalid_id", "unknown_discussion"), access="key")
+       errors=("invalid_id", "unknown_discussion", "ambiguous_discussion"), access="key")
 def discussion(api, discussion: str):
-    """The agent a discussion belongs to."""
+    """The agent a discussion belongs to, among the agents the key may see. A discussion id is unique within its agent
+    only: when several of those agents have a discussion of this id, 409 `ambiguous_discussion` (naming none of them);
+    the agent's own routes (`/v1/agents/{agent}/discussions/{discussion}/…`) name it."""
     return api.discussion(discussion)
 
 

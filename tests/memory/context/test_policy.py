@@ -92,7 +92,7 @@ def test_a_restart_without_its_state_adopts_the_recorded_compactions_without_cal
     host.run_until_caught_up()
     assert fresh_tasks.total == 0
     assert engine.shard.head() == head  # nothing appended again
-    before, after = engine.policy.discussions["d"], restarted.discussions["d"]
+    before, after = engine.policy.discussions[("a", "d")], restarted.discussions[("a", "d")]
     assert [n.node_id for n in after.chain] == [n.node_id for n in before.chain]
     assert after.raw == before.raw and after.turns == before.turns == 80
 
@@ -125,10 +125,10 @@ def test_forgetting_a_discussion_or_the_agent_drops_their_contexts_and_chains(lo
     engine = local()
     engine.append(conversation(60))
     engine.append(conversation(60), discussion="e")
-    assert {"d", "e"} <= set(engine.policy.discussions)
+    assert {("a", "d"), ("a", "e")} <= set(engine.policy.discussions)  # (agent, discussion id)
     engine.shard.forget("a", "d")
     engine.settle()
-    assert "d" not in engine.policy.discussions and "e" in engine.policy.discussions
+    assert ("a", "d") not in engine.policy.discussions and ("a", "e") in engine.policy.discussions
     assert engine.sql("SELECT DISTINCT discussion_id FROM context_compactions")[1] == [("e",)]
     engine.shard.forget("a")
     engine.settle()

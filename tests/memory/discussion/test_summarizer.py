@@ -234,7 +234,7 @@ def test_a_summarizer_that_lost_its_snapshot_adopts_recorded_decisions_without_c
     monkeypatch.setattr(type(inner), "run", lambda *a: pytest.fail("an LLM call was repeated"))
     restarted.handle(engine.shard.read(0, limit=None))
     assert len(engine.shard.read(0, limit=None)) == count
-    state = restarted.discussions["lost"]
+    state = restarted.discussions[(AGENT, "lost")]
     assert state.memories.chunks == 5 and state.summary.absorbed == 5 and state.message_count == 30
 
 
