@@ -43,7 +43,9 @@ npm: $(foreach d,$(NPM_DIRS),$(d)/node_modules/.package-lock.json)
 test: $(TESTS) npm
 	# The inspector's browser tests drive Debian's chromium (Playwright connects to it; nothing is downloaded).
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
-	$(BIN)/python -m pytest -q --durations=25
+	# Two workers (pytest-xdist); tests/conftest.py groups the tests so that everything on Ray runs in one worker
+	# (one local Ray instance at a time) and a module's or shared session fixture's tests stay together.
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=25
 
 bench: $(TESTS)
 	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

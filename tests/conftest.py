@@ -49,3 +49,39 @@ def engram_client(ray_session, service_config):
     mem = Engram(RayRuntime(service_config).start())
     yield mem
     mem.close()
+
+
+# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), each worker is a pytest session of its own, so a
+# session fixture would be made once per worker, and a module's tests could be split over both workers (making its
+# module fixtures twice). Every test therefore gets an `xdist_group`: its module, joined with every other module that
+# shares one of these expensive session fixtures. Everything that starts Ray (the `ray` marker, `ray_session`)
+# is one group: one worker runs it all, so one local Ray instance runs at a time, as without xdist.
+SHARED_SESSION_FIXTURES = ("ray_session", "llama", "populated_template")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    parent = {m: m for m in modules}
+
+    def root(m: str) -> str:
+        while parent[m] != m:
+            m = parent[m]
+        return m
+
+    owner: dict[str, str] = {}  # a shared fixture -> the first module that uses it
+    for module, its in modules.items():
+        used = {name for item in its for name in item.fixturenames if name in SHARED_SESSION_FIXTURES}
+        if any(item.get_closest_marker("ray") for item in its):
+            used.add("ray_session")
+        for name in sorted(used):
+            first = owner.setdefault(name, module)
+            parent[root(module)] = root(first)
+    for module, its in modules.items():
+        group = root(module)
+        name = next((f for f in SHARED_SESSION_FIXTURES if f in owner and root(owner[f]) == group), group)
+        for item in its:
+            if not item.get_closest_marker("xdist_group"):
+                item.add_marker(pytest.mark.xdist_group(name))

@@ -80,10 +80,23 @@ def is_loopback(address: str) -> bool:
     return ipaddress.ip_address(host).is_loopback
 
 
+@pytest.fixture(scope="module")
+def started(tmp_path_factory):
+    """The module's server processes on Ray, each stopped at the end if a test has not ended it."""
+    servers: list[ServerProcess] = []
+    yield servers
+    for proc in servers:
+        proc.__exit__(None, None, None)
+
+
 @pytest.fixture
-def server(tmp_path):
-    with ServerProcess(tmp_path / "home", runtime="ray") as proc:
-        yield proc
+def server(started, tmp_path_factory):
+    """A running server process on Ray: the one a test before this one only looked at, else a new one (starting
+    one on Ray costs seconds: the test that looks shares its server with the next test, which kills it)."""
+    if not started or started[-1].proc is None or started[-1].proc.poll() is not None:
+        started.append(ServerProcess(tmp_path_factory.mktemp("ray-home") / "home", runtime="ray"))
+        started[-1].__enter__()  # listed first: stopped at the end even if it fails to come up
+    return started[-1]
 
 
 def test_the_ray_temp_dir_is_private_and_every_socket_listens_on_loopback(server):

@@ -72,10 +72,9 @@ def open_homes(home):
         mem.close()
 
 
-def test_resharding_one_to_three_moves_whole_streams_at_their_positions_and_replay_equals_live(inprocess):
-    home, open_home = inprocess
+def test_resharding_one_to_three_moves_whole_streams_at_their_positions_and_replay_equals_live(populated):
+    home, open_home = populated  # `populate` ran on the session's template (tests/cluster/conftest.py)
     mem = open_home()
-    populate(mem)
     before, types_before = streams_of(mem), counts_by_type(mem)
 
     report = reshard(mem, 3)

@@ -17,10 +17,12 @@ from pathlib import Path
 
 
 class Served:
-    def __init__(self, api, home: Path | None = None, *, max_body_bytes: int | None = None):
+    def __init__(self, api, home: Path | None = None, *, max_body_bytes: int | None = None,
+                 keep_alive_s: float | None = None):
         self.api = api
         self.home = Path(home or api.home.root).resolve()
         self.max_body_bytes = max_body_bytes
+        self.keep_alive_s = keep_alive_s  # uvicorn's idle keep-alive timeout; None: its default (5 s), as served
         self.token = secrets.token_hex(8)
         self.url = ""
         self._server = None
@@ -41,7 +43,8 @@ class Served:
                             runtime=self.api.rt.description)
         kwargs = {} if self.max_body_bytes is None else {"max_body_bytes": self.max_body_bytes}
         app = create_app(self.api, identity, shutdown=self.stop, **kwargs)
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        extra = {} if self.keep_alive_s is None else {"timeout_keep_alive": self.keep_alive_s}
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **extra))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 30
