@@ -4,8 +4,9 @@
   stripped before any model sees it. Without a tag the request is answered without memory and nothing
   is appended.
 - The front-end resends the whole history every turn: only messages the log does not hold yet are
-  appended (`engram.memory.ingest.history`: aligned with the log's tail, so never twice, also when a message is
-  edited or the history is cut). System messages are the front-end's instructions, not conversation:
+  appended (`engram.memory.ingest.history`: aligned with the log's tail, so never twice, also when the history is
+  cut). An earlier message it changed is recorded as `MessageEdited`, one it dropped as `MessageRemoved`
+  (`history.changes`), before the turn: memory made from the old words is superseded. System messages are the front-end's instructions, not conversation:
   they reach the model ({chat_system_prompt}) and are not appended.
 - The configured memory workflow (`proxy.workflow`; the shipped `openai-proxy.workflow.json` by default)
   injects the discussion's summary, recent memories, search results and the agent's recall into the

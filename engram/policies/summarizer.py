@@ -69,6 +69,9 @@ class _Log:
     def vector_memories(self, discussion: str) -> list[Recorded]:
         return self._read(after=0, stream=discussion, types=["VectorMemoryStored"])
 
+    def memory_edits(self, discussion: str) -> list[Recorded]:
+        return self._read(after=0, stream=discussion, types=["MemoryEdited"])
+
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
         return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))
 

@@ -119,6 +119,10 @@ def test_a_removed_message_leaves_no_current_memory_and_chunk_memories_are_said_
     assert not any("Oskar" in h.content for h in _recall(mem, "Is my neighbour Oskar vegetarian?"))
     summaries = [m.summary for m in mem.memories(AGENT, DISCUSSION).memories]
     assert summaries and not any("blue" in s for s in summaries) and not any("Oskar" in s for s in summaries)
+    _, rolling = mem.sql("SELECT summary FROM discussion_summaries WHERE discussion_id = ?", [DISCUSSION])
+    assert rolling and "red Volvo" in rolling[0][0] and "blue" not in rolling[0][0] and "Oskar" not in rolling[0][0]
+    _, vectors = mem.sql("SELECT summary FROM vector_memories WHERE discussion_id = ?", [DISCUSSION])
+    assert vectors and not any("blue" in v or "Oskar" in v for (v,) in vectors)
 
 
 def test_replay_after_the_edits_is_identical(edited):
@@ -129,19 +133,25 @@ def test_replay_after_the_edits_is_identical(edited):
     assert done.result["differences"] == [], done.result
 
 
-def test_a_message_edited_and_removed_through_rest_and_another_agents_key_refused_without_names(edited):
+def test_a_message_edited_and_removed_through_rest_and_another_agents_key_refused_without_names(served, edited):
+    import httpx
+
     from engram.api.access import Principal
 
+    server, _ = served
     mem, _ = edited
     mem.append_messages("bob", "bobs-diary", t.AppendRequest(messages=[
         t.Message(role="user", content="My secret code is 4471.", message_id="bob-1")]))
     _, rows = mem.sql("SELECT message_id FROM messages WHERE discussion_id = ? AND role = 'user' ORDER BY seq",
                       [DISCUSSION])
     last = rows[-1][0]
+    url = f"{server.url}/v1/agents/{AGENT}/discussions/{DISCUSSION}/messages/{last}"
+    changed = httpx.patch(url, json={"content": "Which route inland is nicest?"})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["change"] == "edited" and changed.json()["content"] == "Which route inland is nicest?"
     alice = mem.scoped(Principal("alice's key", frozenset({AGENT})))
-    changed = alice.edit_message(AGENT, DISCUSSION, last, t.MessageEdit(content="Which route inland is nicest?"))
-    assert changed.change == "edited" and changed.content == "Which route inland is nicest?"
     assert alice.remove_message(AGENT, DISCUSSION, last).change == "removed"
+    assert httpx.delete(url).status_code == 404  # removed already: no longer in the conversation
     with pytest.raises(ApiError) as missing:
         alice.edit_message(AGENT, DISCUSSION, last, t.MessageEdit(content="again"))
     assert missing.value.code == "not_found"  # removed: no longer in the conversation

@@ -63,6 +63,10 @@ class MemoryLog(Protocol):
 
     def vector_memories(self, discussion: str) -> list[Recorded]: ...
 
+    def memory_edits(self, discussion: str) -> list[Recorded]:
+        """The discussion's `MemoryEdited` events (a user's, or the Summarizer's after a message changed)."""
+        ...
+
     def history(self, discussion: str, to_seq: int) -> list[Recorded]:
         """The discussion's own events up to `to_seq` (messages, generations, memory events)."""
         ...
@@ -195,7 +199,10 @@ class DiscussionSummarizer:
     def _merge_again(self, rec: Recorded, settings: DiscussionSettings, emit: Emit, resaid: dict[str, str]) -> None:
         """The rolling summary merged again from every chunk memory it had absorbed, in their texts now."""
         st = self.state
-        texts = [resaid.get(chunk_memory_id(r.event), r.event.summary) for r in self.log.chunk_memories(st.discussion, 0)
+        now = {r.event.memory_id: r.event.content for r in self.log.memory_edits(st.discussion)
+               if r.event.kind == "chunk" and r.event.content is not None}  # the latest edit of each, by log order
+        now.update(resaid)
+        texts = [now.get(chunk_memory_id(r.event), r.event.summary) for r in self.log.chunk_memories(st.discussion, 0)
                  if r.event.generation == st.generation and r.event.last_seq <= st.summary.absorbed_through_seq]
         if not texts:
             return

@@ -106,14 +106,14 @@ def changes(logged: Sequence[str], incoming: Sequence[str], logged_roles: Sequen
     for here, after in zip(blocks, blocks[1:] + [None]):
         log_gap = range(here.a + here.size, after.a if after else len(tail))
         in_gap = list(range(here.b + here.size, after.b if after else len(incoming)))
-        j = 0
+        start = 0
         for i in log_gap:
             role = logged_roles[offset + i]
-            k = next((k for k in range(j, len(in_gap)) if incoming_roles[in_gap[k]] == role), None)
+            k = next((k for k in range(start, len(in_gap)) if incoming_roles[in_gap[k]] == role), None)
             if k is not None:
                 edited.append((offset + i, in_gap[k]))
                 paired.add(in_gap[k])
-                j = k + 1
+                start = k + 1
             elif role in present:
                 removed.append(offset + i)
     return Changes(new=[i for i in new if i not in paired], edited=edited, removed=removed)
