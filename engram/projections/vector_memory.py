@@ -157,6 +157,11 @@ class VectorMemory(PerDiscussionProjection):
                 db.execute("UPDATE vector_memories SET summary = ?, embedding = ?, embedding_model = ? "
                            "WHERE discussion_id = ? AND memory_id = ?",
                            [change.content, decode_vector(change.embedding).tolist(), change.embedding_model, *key])
+            for column, value in (("title", change.title), ("entities", change.entities),
+                                  ("key_phrases", change.key_phrases)):
+                if value is not None:
+                    db.execute(f"UPDATE vector_memories SET {column} = ? WHERE discussion_id = ? AND memory_id = ?",
+                               [list(value) if isinstance(value, tuple) else value, *key])
             if change.metadata is not None:
                 db.execute("UPDATE vector_memories SET metadata = ? WHERE discussion_id = ? AND memory_id = ?",
                            [json.dumps(change.metadata, sort_keys=True) if change.metadata else None, *key])

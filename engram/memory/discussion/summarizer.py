@@ -181,9 +181,12 @@ class DiscussionSummarizer:
                                                max_tokens=settings.vector_memory_max_response_size_in_tokens,
                                                endpoint_name=settings.vector_memory_endpoint_name or settings.endpoint_name,
                                                preset=settings.vector_memory_preset or settings.preset)
-            if result.value.summary.strip():
-                emit(NewEvent(MemoryEdited(kind="vector", memory_id=vector.memory_id, content=result.value.summary,
-                                           embedding=PENDING), rec.ts_us, f"resaid:{rec.seq}:{vector.memory_id}", rec.seq))
+            said = result.value
+            if said.summary.strip():
+                emit(NewEvent(MemoryEdited(kind="vector", memory_id=vector.memory_id, content=said.summary,
+                                           title=said.title, entities=tuple(said.entities),
+                                           key_phrases=tuple(said.key_phrases), embedding=PENDING),
+                              rec.ts_us, f"resaid:{rec.seq}:{vector.memory_id}", rec.seq))
         absorbed = [m for m, _ in resaid if st.summary.absorbed_through and self._absorbed(m)]
         if absorbed:
             self._merge_again(rec, settings, emit, dict(resaid))
@@ -396,8 +399,12 @@ class DiscussionSummarizer:
             emit(NewEvent(event, rec.ts_us, f"vector:{memory_id}", rec.seq))
 
 
-def embedding_text(m: StructuredMemory | VectorMemoryStored) -> str:
-    """What a vector memory's embedding is computed from: its title, summary and key phrases."""
+def embedding_text(m: StructuredMemory | VectorMemoryStored | MemoryEdited) -> str:
+    """What a vector memory's embedding is computed from: its title, summary and key phrases (a user's edit of its
+    text alone: its content)."""
+    if isinstance(m, MemoryEdited):
+        parts = [m.title or "", m.content or ""] + (["; ".join(m.key_phrases)] if m.key_phrases else [])
+        return "\n".join(p for p in parts if p)
     parts = [m.title, m.summary]
     if m.key_phrases:
         parts.append("; ".join(m.key_phrases))
@@ -424,8 +431,7 @@ class EmbeddingJob:
         self._embedder = embedder
         self._vectors: Callable[[], Sequence] | None = None
         if self._pending:
-            texts = [embedding_text(e) if isinstance(e, VectorMemoryStored) else e.content
-                     for e in (self._events[k].event for k in self._pending)]
+            texts = [embedding_text(self._events[k].event) for k in self._pending]
             start = getattr(embedder, "embed_async", None)
             if start is not None:
                 self._vectors = start(texts)
