@@ -128,7 +128,8 @@ class ScopedApi:
     # ------------------------------------------------------------------ the operations scoped here (SCOPED)
 
     def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:
-        return self._api.run_sql(req, agents=None if self.principal.admin else sorted(self.principal.agents))
+        agents = self.principal.agents  # None: an admin's
+        return self._api.run_sql(req, agents=None if agents is None else sorted(agents))
 
     def read_sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
         """engram's own SQL for the inspector's views: fixed queries, each filtered by the agent the view names, which
@@ -143,7 +144,8 @@ class ScopedApi:
 
     def list_agents(self) -> t.AgentList:
         """The principal's agents only (an admin's: every agent); another key's agent is never named."""
-        return self._api.list_agents(None if self.principal.admin else sorted(self.principal.agents))
+        agents = self.principal.agents  # None: an admin's
+        return self._api.list_agents(None if agents is None else sorted(agents))
 
     def job_list(self) -> t.JobList:
         return t.JobList(jobs=[j for j in self._api.job_list().jobs if self._may_follow(j.id)])

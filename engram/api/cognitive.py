@@ -6,14 +6,19 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from engram.api import types as t
 from engram.api.clock import iso, now_us, to_us
 from engram.api.errors import check_count, error
 from engram.kernel import records
 from engram.kernel.ids import validate_discussion
+from engram.memory.cognitive.hit import HitShown
 from engram.memory.cognitive.model import MemoryTrace
 from engram.memory.cognitive.working_memory import FocusedSlot
+
+if TYPE_CHECKING:
+    from engram.memory.cognitive.retrieval import RecallHit
 
 TRACE_COLUMNS = records.columns(
     MemoryTrace, "trace_id", "trace_type", "category", "scope", "round(importance, 2) AS importance",
@@ -122,20 +127,11 @@ def r6(x: float) -> float:
     return round(float(x), 6)
 
 
-# The recall answer's hit (`t.RecallHit`) is the core's (`engram.memory.cognitive.retrieval.RecallHit`) as the API
-# shows it: these fields by name, the computed ones below, and the core's own (the scoring's inputs) left out.
-# tests/api/test_recall_hit_declaration.py fails on a field of either that is in none of these.
-HIT_AS_IS = ("rank", "trace_id", "content", "trace_type", "category", "scope", "scope_id", "via", "source_seqs",
-             "source_message_ids", "context", "context_message_ids", "dormant_weight", "asks", "shown", "superseded_by")
-HIT_COMPUTED = ("score", "factors", "similarity_parts", "contributions", "sources", "pruned_at", "valid_from", "valid_to")
-HIT_CORE_ONLY = ("source_type", "entities", "importance", "strength", "retrieval_count", "encoded_us", "cosine",
-                 "lexical", "feedback", "pruned_us", "valid_from_us", "valid_to_us")
-
-
-def api_hit(h, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
-    """The API's view of a core recall hit (`sources`: the messages by seq, when they were asked for)."""
+def api_hit(h: RecallHit, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
+    """The API's view of a core recall hit: what both show as it is (`HitShown`, declared once), and what the API
+    computes from the core's own fields (`sources`: the messages by seq, when they were asked for)."""
     return t.RecallHit(
-        **{name: list(v) if isinstance(v := getattr(h, name), tuple) else v for name in HIT_AS_IS},
+        **{name: getattr(h, name) for name in HitShown.__struct_fields__},
         score=r6(h.score),
         factors={k: r6(v) for k, v in h.factors.as_dict().items()},
         similarity_parts={"cosine": r6(h.cosine), "lexical": r6(h.lexical), "feedback": r6(h.feedback)},

@@ -90,10 +90,7 @@ def translate(exc: BaseException) -> ApiError | None:
         return error("invalid_id", str(exc))
     if isinstance(exc, ConfigError):
         return error("bad_settings", str(exc))
-    try:
-        from engram.memory.ingest.messages import MessageRejected
-    except ImportError:  # pragma: no cover - always present
-        MessageRejected = ()  # type: ignore[assignment]
+    from engram.memory.ingest.messages import MessageRejected
     if isinstance(exc, MessageRejected):
         return error("malformed_messages", str(exc))
     from engram.events.store import EventIdConflict

@@ -17,9 +17,12 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Generator, Iterator, Sequence
 
 from engram.api.errors import error
+
+if TYPE_CHECKING:
+    from engram.runtime.base import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +67,7 @@ class Subscriber:
     """One subscriber's queue: what the feed has read and the subscriber has not yet taken."""
 
     buffer: int
-    queue: collections.deque = field(default_factory=collections.deque)
+    queue: collections.deque[FeedEvent] = field(default_factory=collections.deque)
     cond: threading.Condition = field(default_factory=threading.Condition)
     cut: str | None = None  # why it was cut (it gets a final `cut` event)
     closed: bool = False
@@ -92,7 +95,7 @@ class Subscriber:
 class EventFeed:
     """The fan-out of one server: a long-poll thread per shard, started with the first subscriber."""
 
-    def __init__(self, runtime):
+    def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self._lock = threading.Lock()
         self._subs: list[Subscriber] = []
@@ -101,7 +104,9 @@ class EventFeed:
         self._stop = threading.Event()
 
     def shards(self) -> int:
-        return self.rt.config.shards
+        config = self.rt.config
+        assert config is not None  # a runtime is made with its configuration
+        return int(config.shards)
 
     def heads(self) -> list[int]:
         heads = self.rt.heads()
@@ -132,16 +137,18 @@ class EventFeed:
             self._threads.append(thread)
 
     def _follow(self, shard: int) -> None:
+        heads = self._heads
+        assert heads is not None  # set before the followers start
         while not self._stop.is_set():
             try:
-                after = self._heads[shard]
+                after = heads[shard]
                 if not self.rt.shard_call(shard, "wait", after + 1, WAIT_S):
                     continue
                 events = self.read(shard, after, PAGE)
                 if not events:
                     continue
                 with self._lock:
-                    self._heads[shard] = events[-1].seq
+                    heads[shard] = events[-1].seq
                     subs = list(self._subs)
                 for sub in subs:
                     sub.offer(events)
@@ -163,7 +170,7 @@ class EventFeed:
 
 
 def stream(feed: EventFeed, *, after: list[int] | None, agents: frozenset[str] | None, types: frozenset[str] | None,
-           buffer: int = DEFAULT_BUFFER, keepalive_s: float = 15.0, follow: bool = True) -> Iterator[tuple[str, str, str]]:
+           buffer: int = DEFAULT_BUFFER, keepalive_s: float = 15.0, follow: bool = True) -> Generator[tuple[str, str, str], None, None]:
     """What one subscriber receives, as (SSE event name, id, data) triples; ("", "", "") is a keep-alive.
 
     Events after `after` (None: from now on) of `agents` (None: every agent) and `types` (None: every type), in log

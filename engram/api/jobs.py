@@ -25,7 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import msgspec
 
@@ -42,7 +42,6 @@ PUBLISH_EVERY_S = 0.5
 # A running job's published record is renewed by its replica's heartbeat (every LEASE_S / 3); a record whose lease
 # has run out (its replica frozen, or dead on another host) reads as failed.
 LEASE_S = 30.0
-_UNKNOWN = object()
 
 
 class JobProgress:
@@ -67,14 +66,15 @@ class JobProgress:
 
 
 class _Record:
-    def __init__(self, job_id: str, kind: str, progress: JobProgress):
+    def __init__(self, job_id: str, kind: t.JobKind, progress: JobProgress):
         self.id, self.kind, self.progress = job_id, kind, progress
-        self.state = "queued"
+        self.state: t.JobState = "queued"
         self.created = now_us()
         self.finished: int | None = None
-        self.result: dict | None = None
+        self.result: dict[str, Any] | None = None
         self.error: t.ErrorBody | None = None
-        self.followers: object = _UNKNOWN  # the agents of the key that started it (None: every agent)
+        self.followers_known = False  # whether `follow` said who may follow it:
+        self.followers: frozenset[str] | None = None  # the agents of the key that started it (None: every agent)
         self.published = 0.0
         self.on_end: Callable[[], None] | None = None  # run once when the job ends, ran or not
 
@@ -121,8 +121,8 @@ class Jobs:
         with self._publishing:  # the record read and written as one: the last write holds the latest state
             rec.published = now
             followers = rec.followers
-            doc = {"job": msgspec.to_builtins(rec.view()), "known": followers is not _UNKNOWN,
-                   "followers": None if followers is _UNKNOWN or followers is None else sorted(followers),
+            doc = {"job": msgspec.to_builtins(rec.view()), "known": rec.followers_known,
+                   "followers": None if followers is None else sorted(followers),
                    "owner": self._owner, "lease_until": time.time() + self._lease_s}
             path = self._shared / f"{rec.id}.json"
             tmp = path.with_name(f".{rec.id}.tmp")
@@ -139,7 +139,7 @@ class Jobs:
                     except OSError:  # a full or vanished directory: the next beat tries again
                         pass
 
-    def _published_job(self, doc: dict) -> t.Job:
+    def _published_job(self, doc: dict[str, Any]) -> t.Job:
         """A job another replica published, as it stands: failed when it is unfinished and its replica is gone."""
         job = msgspec.convert(doc["job"], t.Job)
         if job.state not in ("queued", "running"):
@@ -151,11 +151,12 @@ class Jobs:
             code="job_lost", message=f"the server replica running this {job.kind} job {cause}; the job did not finish "
                                      "(what it completed is in the log): start it again"))
 
-    def _published(self, job_id: str) -> dict | None:
+    def _published(self, job_id: str) -> dict[str, Any] | None:
         if self._shared is None:
             return None
         try:
-            return msgspec.json.decode((self._shared / f"{job_id}.json").read_bytes())
+            doc: dict[str, Any] = msgspec.json.decode((self._shared / f"{job_id}.json").read_bytes(), type=dict)
+            return doc
         except (FileNotFoundError, msgspec.DecodeError):
             return None
 
@@ -163,20 +164,20 @@ class Jobs:
         """Record who may follow job `job_id`: the agents of the key that started it (None: every agent)."""
         rec = self._jobs.get(job_id)
         if rec is not None:
-            rec.followers = agents
+            rec.followers, rec.followers_known = agents, True
             self._publish(rec)
 
-    def followers(self, job_id: str):
+    def followers(self, job_id: str) -> tuple[bool, frozenset[str] | None]:
         """(known, agents): whether `follow` was called for the job (here or on another replica), and with what."""
         rec = self._jobs.get(job_id)
         if rec is not None:
-            return rec.followers is not _UNKNOWN, (None if rec.followers is _UNKNOWN else rec.followers)
+            return rec.followers_known, rec.followers
         doc = self._published(job_id)
         if doc is None or not doc["known"]:
             return False, None
         return True, None if doc["followers"] is None else frozenset(doc["followers"])
 
-    def start(self, kind: str, total: int, unit: str, work: Callable[[JobProgress], dict],
+    def start(self, kind: t.JobKind, total: int, unit: str, work: Callable[[JobProgress], dict[str, Any]],
               on_end: Callable[[], None] | None = None) -> t.Job:
         """Run `work(progress) -> result` in the background; its id to poll. `on_end` runs once when the job ends,
         also when the server stops before it ran (e.g. to let go of what the job holds)."""
@@ -267,7 +268,7 @@ class Jobs:
             self._heartbeat.join(timeout=5)
 
 
-def lost(owner: dict | None, lease_until: float | None, *, now: float | None = None) -> str | None:
+def lost(owner: dict[str, Any] | None, lease_until: float | None, *, now: float | None = None) -> str | None:
     """Why a published unfinished job's replica is gone (None: it may still run it): its process has ended (same
     host), or its lease ran out without a heartbeat."""
     if owner is not None and owner.get("host") == socket.gethostname():

@@ -12,9 +12,13 @@ The token is plain text, so that every interface (REST query, MCP tool argument,
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Iterable
 
 from engram.api.errors import error
 from engram.kernel.idle import PROJECTIONS
+
+if TYPE_CHECKING:
+    from engram.runtime.base import Lagging
 
 _PART = re.compile(r"^(\d{1,6}):(\d{1,19})$")
 MAX_SHARDS_IN_TOKEN = 1024
@@ -43,10 +47,10 @@ def render(positions: dict[int, int]) -> str:
     return ",".join(f"{s}:{q}" for s, q in sorted(positions.items()) if q > 0)
 
 
-def token(shard: int, seqs) -> str | None:
+def token(shard: int, seqs: Iterable[int | None]) -> str | None:
     """The token of a write whose events landed on `shard` at `seqs` (None when nothing was appended)."""
-    seqs = [s for s in seqs if s]
-    return f"{shard}:{max(seqs)}" if seqs else None
+    landed = [s for s in seqs if s]
+    return f"{shard}:{max(landed)}" if landed else None
 
 
 def merge(*tokens: str | None) -> str:
@@ -78,7 +82,7 @@ READS: dict[str, tuple[str, ...]] = {
 }
 
 
-def lagging_message(shard: int, seq: int, lag) -> str:
+def lagging_message(shard: int, seq: int, lag: Lagging) -> str:
     """The 503 of a read whose wait ran out: which consumer lags, where it is, and what to do."""
     return (f"this read waits for position {shard}:{seq} (`after`) and {lag.what} had not handled it in time "
             f"(at {lag.shard}:{lag.position}): retry shortly, or read without `after` to get what is folded now")

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from engram.memory.cognitive.hit import HitShown
 from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 
 # The id rules of engram.kernel.ids (letters, digits, '_', '-', '.'; 1–128 characters; no leading dot).
@@ -381,36 +382,19 @@ class SourceMessage(Model, kw_only=True):
     ts: str
 
 
-class RecallHit(Model, kw_only=True):
-    rank: int
-    trace_id: str
+class RecallHit(HitShown, Model, kw_only=True):
+    """One memory recall found: the core's hit as it is (`HitShown`, declared once in
+    engram.memory.cognitive.retrieval) and what the API computes from the core's own fields."""
+
     score: float
-    content: str
     factors: dict[str, float]
     similarity_parts: dict[str, float]  # cosine, lexical (to the query), feedback (to the feedback query)
     contributions: dict[str, float]
-    trace_type: str
-    category: str | None
-    scope: str
-    scope_id: str
-    via: str
-    source_seqs: list[int]
-    source_message_ids: list[str]
     sources: list[SourceMessage] = []
-    context: str = ""  # for a reply, the question it answers (shown with it)
-    context_message_ids: list[str] = []  # where the context comes from
-    # A dormant hit (via "dormant"): a trace the decay sweep pruned, found again through what it was made from;
-    # when it was pruned and the factor on its composite (its contributions include it).
-    pruned_at: str | None = None
-    dormant_weight: float = 1.0
+    pruned_at: str | None = None  # a dormant hit: when the decay sweep pruned it
     # Validity in time: true from `valid_from` until `valid_to` (None: still true), when `superseded_by` replaced it.
     valid_from: str | None = None
     valid_to: str | None = None
-    superseded_by: str = ""
-    asks: bool = False  # the memory only asks (a stored question): its composite includes the question weight (0.5)
-    # What a prompt shows of it: the context cut to its last question, the content whole for the best three hits and
-    # as the sentences sharing the query's words for the others, no sentence a better hit shows. `content` stays whole.
-    shown: str = ""
 
 
 class Feedback(Model, kw_only=True):
@@ -668,7 +652,10 @@ class JobList(Model, kw_only=True):
 # --------------------------------------------------------------------------- listing and paging (engram.api.listing)
 
 MAX_PAGE = 1000  # rows a page holds at most
-MemoryKind = Literal["traces", "chunks", "vectors", "observations"]
+# What a listing lists (plural: a route segment, `GET /v1/agents/{agent}/memories?kind=traces`); one memory's kind
+# is `MemoryKind` above. (Both were named MemoryKind: the second replaced the first, and `MemoryItem.kind`'s schema
+# listed the plural kinds its answers never carry.)
+ListedKind = Literal["traces", "chunks", "vectors", "observations"]
 PageOrder = Literal["oldest", "newest"]
 
 
@@ -720,13 +707,13 @@ class MessagePage(Model, kw_only=True):
 
 class MemoryPage(Model, kw_only=True):
     agent: str
-    kind: MemoryKind
+    kind: ListedKind
     discussion: str | None
     memories: list[dict[str, Any]]
     next_cursor: str | None = None
 
 
-def schema_components(types: list[type]) -> tuple[list[dict], dict[str, dict]]:
+def schema_components(types: list[type]) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
     """JSON Schemas of `types` for an OpenAPI document (refs under #/components/schemas/)."""
     return msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
 

@@ -7,10 +7,13 @@ the default) or "agent" (one log across the agent's discussions); `scope`/`scope
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 from engram.events.base import Event
 from engram.events.provenance import LlmCall
+from engram.kernel.records import Column
 
 
 class ObservationNote(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,7 +21,7 @@ class ObservationNote(msgspec.Struct, frozen=True, kw_only=True):
     type: str  # factual | emotional | commitment | preference | creative | correction
     text: str
     importance: float
-    observed_us: int
+    observed_us: Annotated[int, Column("observed_at", timestamp=True)]
     entities: tuple[str, ...] = ()
     refers_to: str | None = None  # ISO date the note refers to ("next Friday" resolved)
     details: tuple[str, ...] = ()

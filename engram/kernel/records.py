@@ -12,7 +12,9 @@ from its Python type (`str` VARCHAR, `int` BIGINT, `float` DOUBLE, `bool` BOOLEA
 / `set[str]` VARCHAR[] (a set sorted), `tuple[int, ...]` BIGINT[], `X | None` nullable); `timestamp=True` stores
 an int of microseconds as TIMESTAMPTZ; `json=True` stores a `tuple[tuple[str, str], ...]` of (key, value) pairs
 as a JSON object in a VARCHAR (keys sorted; NULL when empty), read back as its pairs sorted. Columns come in the order of the fields, so the declaration is the table.
-`Column(stored=False)` keeps a field out of the table.
+`Column(stored=False)` keeps a field out of the table; `Column(sql="INTEGER")` stores an int in 32 bits and
+`Column(sql="FLOAT[]")` a numpy vector as float32s (read back as a float32 array); `required=True` is NOT NULL;
+`Column(flatten=True)` on a field that holds a record makes that record's columns this one's, at its place.
 
 Everything else is derived, never retyped:
 - `arrow_schema(T)`, `ddl(table, T, key)`: the table;
@@ -42,6 +44,9 @@ class Column(msgspec.Struct, frozen=True):
     timestamp: bool = False
     stored: bool = True
     json: bool = False
+    sql: str | None = None  # a narrower type than the derived one: "INTEGER" for an int, "FLOAT[]" for a vector
+    required: bool = False  # NOT NULL
+    flatten: bool = False  # a field holding a record: its stored fields are columns here, in its declaration's order
 
 
 class Field(msgspec.Struct, frozen=True):
@@ -54,6 +59,7 @@ class Field(msgspec.Struct, frozen=True):
     timestamp: bool
     nullable: bool
     default: Any  # the field's default, or NODEFAULT
+    required: bool = False  # NOT NULL in its table
 
 
 _SCALARS = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
@@ -86,6 +92,15 @@ def _sql_type(bare: Any, where: str) -> tuple[str, str]:
     raise TypeError(f"{where}: no column type for {bare}")
 
 
+def _narrowed(bare: Any, sql: str, where: str) -> tuple[str, str]:
+    """A column typed narrower than its Python type: a 32-bit int, or a float32 vector (a numpy array)."""
+    if sql == "INTEGER" and bare is int:
+        return sql, "scalar"
+    if sql == "FLOAT[]" and getattr(bare, "__name__", "") == "ndarray":
+        return sql, "vector"
+    raise TypeError(f"{where}: {bare} is not stored as {sql}")
+
+
 @functools.cache
 def fields(record: type) -> tuple[Field, ...]:
     """The stored fields of `record`, in declaration order."""
@@ -101,10 +116,13 @@ def fields(record: type) -> tuple[Field, ...]:
                     for f in dataclasses.fields(record)]
     else:
         raise TypeError(f"{record} is neither a msgspec Struct nor a dataclass")
-    out = []
+    out: list[Field] = []
     for name, default in declared:
         bare, column, nullable = _resolve(hints[name])
         if not column.stored:
+            continue
+        if column.flatten:
+            out += [msgspec.structs.replace(f, attr=f"{name}.{f.attr}") for f in fields(bare)]
             continue
         if column.timestamp:
             if bare is not int:
@@ -114,9 +132,11 @@ def fields(record: type) -> tuple[Field, ...]:
             if bare != tuple[tuple[str, str], ...]:
                 raise TypeError(f"{record.__name__}.{name}: a JSON column holds tuple[tuple[str, str], ...] pairs")
             sql, kind = "VARCHAR", "json"
+        elif column.sql is not None:
+            sql, kind = _narrowed(bare, column.sql, f"{record.__name__}.{name}")
         else:
             sql, kind = _sql_type(bare, f"{record.__name__}.{name}")
-        out.append(Field(name, column.name or name, sql, kind, column.timestamp, nullable, default))
+        out.append(Field(name, column.name or name, sql, kind, column.timestamp, nullable, default, column.required))
     return tuple(out)
 
 
@@ -124,12 +144,26 @@ def column_names(record: type) -> tuple[str, ...]:
     return tuple(f.column for f in fields(record))
 
 
+def _nested(record: type) -> dict[str, type]:
+    """The flattened fields of `record`: attribute -> the record type it holds."""
+    hints = typing.get_type_hints(record, include_extras=True)
+    return {f.attr.split(".", 1)[0]: _resolve(hints[f.attr.split(".", 1)[0]])[0]
+            for f in fields(record) if "." in f.attr}
+
+
+def _get(item: Any, attr: str) -> Any:
+    for part in attr.split("."):
+        item = getattr(item, part)
+    return item
+
+
 def _arrow_type(f: Field) -> Any:
     import pyarrow as pa
 
     if f.timestamp:
         return pa.timestamp("us", tz="UTC")
-    scalar = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_()}
+    scalar = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(),
+              "INTEGER": pa.int32(), "FLOAT": pa.float32()}
     if f.sql.endswith("[]"):
         return pa.list_(scalar[f.sql[:-2]])
     return scalar[f.sql]
@@ -142,9 +176,13 @@ def arrow_schema(record: type, *, before: Sequence[tuple[str, Any]] = ()) -> Any
     return pa.schema([*before, *((f.column, _arrow_type(f)) for f in fields(record))])
 
 
-def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, str]] = ()) -> str:
-    """CREATE TABLE IF NOT EXISTS for `record` (`before`: (name, SQL type) columns in front; `key`: a constraint)."""
-    cols = ", ".join([*(f"{n} {t}" for n, t in before), *(f"{f.column} {f.sql}" for f in fields(record))])
+def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, str]] = (),
+        after: Sequence[tuple[str, str]] = ()) -> str:
+    """CREATE TABLE IF NOT EXISTS for `record` (`before`, `after`: (name, SQL type) columns the table adds in front
+    and behind; `key`: a constraint)."""
+    cols = ", ".join([*(f"{n} {t}" for n, t in before),
+                      *(f"{f.column} {f.sql}{' NOT NULL' if f.required else ''}" for f in fields(record)),
+                      *(f"{n} {t}" for n, t in after)])
     return f"CREATE TABLE IF NOT EXISTS {table} ({cols}{', ' + key if key else ''})"
 
 
@@ -155,18 +193,30 @@ def _stored(f: Field, value: Any) -> Any:
         return sorted(value)
     if f.kind == "tuple":
         return list(value)
+    if f.kind == "vector":
+        return value.tolist()
     return value
 
 
-def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[str, Any, Sequence[Any]]] = ()) -> Any:
-    """`records` as an Arrow table of `record`'s schema, column by column by attribute name (`before`: (name,
-    arrow type, values) columns in front)."""
+def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[str, Any, Sequence[Any]]] = (),
+                after: Sequence[tuple[str, Any, Sequence[Any]]] = ()) -> Any:
+    """`records` as an Arrow table of `record`'s schema, column by column by attribute name (`before`, `after`:
+    (name, arrow type, values) columns in front and behind)."""
     import pyarrow as pa
 
     items = list(records)
     arrays = [pa.array(list(values), type=typ) for _, typ, values in before]
-    arrays += [pa.array([_stored(f, getattr(r, f.attr)) for r in items], type=_arrow_type(f)) for f in fields(record)]
-    return pa.Table.from_arrays(arrays, schema=arrow_schema(record, before=[(n, t) for n, t, _ in before]))
+    arrays += [pa.array([_stored(f, _get(r, f.attr)) for r in items], type=_arrow_type(f)) for f in fields(record)]
+    arrays += [pa.array(list(values), type=typ) for _, typ, values in after]
+    schema = arrow_schema(record, before=[(n, t) for n, t, _ in before])
+    for name, typ, _ in after:
+        schema = schema.append(pa.field(name, typ))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def stored_values(record: type, item: Any) -> dict[str, Any]:
+    """`item`'s stored fields as its table holds them, by column name (for a row that adds columns of its own)."""
+    return {f.column: _stored(f, _get(item, f.attr)) for f in fields(record)}
 
 
 def select_list(record: type, prefix: str = "") -> str:
@@ -190,6 +240,10 @@ def _read(f: Field, value: Any) -> Any:
         return set(value)
     if f.kind == "list":
         return list(value)
+    if f.kind == "vector":
+        import numpy as np
+
+        return np.asarray(value, dtype=np.float32)
     return value
 
 
@@ -201,7 +255,21 @@ def from_rows(record: type, names: Sequence[str], rows: Iterable[Sequence[Any]],
     missing = set(by_column) - {f.column for _, f in at}
     if missing:
         raise ValueError(f"{record.__name__} read back without columns {sorted(missing)}")
-    return [record(**{f.attr: _read(f, row[i]) for i, f in at}, **extra) for row in rows]
+    nested = _nested(record)
+    if not nested:
+        return [record(**{f.attr: _read(f, row[i]) for i, f in at}, **extra) for row in rows]
+    out = []
+    for row in rows:
+        values: dict[str, Any] = {}
+        inner: dict[str, dict[str, Any]] = {name: {} for name in nested}
+        for i, f in at:
+            outer, _, attr = f.attr.partition(".")
+            if attr:
+                inner[outer][attr] = _read(f, row[i])
+            else:
+                values[outer] = _read(f, row[i])
+        out.append(record(**values, **{name: nested[name](**kw) for name, kw in inner.items()}, **extra))
+    return out
 
 
 def columns(record: type, *items: str) -> str:

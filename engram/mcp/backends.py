@@ -96,7 +96,7 @@ class ApiBackend:
         if self.session.position:
             self.api.reach(agent, self.session.position, read, discussion)
 
-    def remember(self, agent: str, discussion: str, role: str, content: str) -> t.AppendResponse:
+    def remember(self, agent: str, discussion: str, role: t.Role, content: str) -> t.AppendResponse:
         return self.session.wrote(self.api.append_messages(
             agent, discussion, t.AppendRequest(messages=[t.Message(role=role, content=content)])))
 

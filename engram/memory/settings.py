@@ -11,10 +11,12 @@ Streams: agent-wide settings go to `agent:<agent>`; a discussion's own settings 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar, cast
 
 from engram.config.agent import AgentConfig
 from engram.config.discussion import DiscussionSettings
 from engram.config.home import Home
+from engram.config.llm import LlmConfig
 from engram.config.loader import load, parse
 from engram.config.recorded import SCOPE_AGENT, SCOPE_DISCUSSION, content_hash
 from engram.events.control import SettingsChanged
@@ -23,15 +25,15 @@ from engram.kernel.ids import agent_stream
 from engram.providers.llm.routing import check_discussion_settings
 
 
-def settings_event(scope: str, name: str, model) -> SettingsChanged:
+def settings_event(scope: str, name: str, model: DiscussionSettings | AgentConfig) -> SettingsChanged:
     data = model.to_json_dict()
     return SettingsChanged(scope=scope, name=name, settings=data, content_hash=content_hash(data))
 
 
-def current_files(home: Home, agent: str, llm=None) -> dict[str, SettingsChanged]:
+def current_files(home: Home, agent: str, llm: LlmConfig | None = None) -> dict[str, SettingsChanged]:
     """The settings files in force for `agent` now (defaults where a file is absent), validated;
     with `llm` (the LlmConfig in use), the endpoints and presets they name are checked too."""
-    out = {}
+    out: dict[str, SettingsChanged] = {}
     disc_path = home.settings_path
     disc = load(DiscussionSettings, disc_path) if disc_path.exists() else DiscussionSettings()
     if llm is not None:
@@ -43,7 +45,7 @@ def current_files(home: Home, agent: str, llm=None) -> dict[str, SettingsChanged
     return out
 
 
-def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int, llm=None) -> list[Write]:
+def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int, llm: LlmConfig | None = None) -> list[Write]:
     """SettingsChanged writes for each scope whose file content differs from `recorded` (scope -> hash).
     `llm`: check the endpoints and presets the files name against it (see `current_files`)."""
     events = [
@@ -54,7 +56,7 @@ def sync_writes(home: Home, agent: str, recorded: dict[str, str], ts_us: int, ll
     return [Write(stream=agent_stream(agent), agent=agent, events=tuple(events))] if events else []
 
 
-def discussion_settings_event(path: str | Path, llm=None) -> SettingsChanged:
+def discussion_settings_event(path: str | Path, llm: LlmConfig | None = None) -> SettingsChanged:
     """A settings file given explicitly (e.g. for regeneration), validated (its routes against `llm`)."""
     path = Path(path)
     settings = load(DiscussionSettings, path)
@@ -64,14 +66,15 @@ def discussion_settings_event(path: str | Path, llm=None) -> SettingsChanged:
 
 
 _DEFAULTS: dict[type, object] = {}
+_Model = TypeVar("_Model", DiscussionSettings, AgentConfig)
 
 
-def _default(model: type):
+def _default(model: type[_Model]) -> _Model:
     """The defaults of a (frozen) settings model, built once per process."""
     found = _DEFAULTS.get(model)
     if found is None:
         found = _DEFAULTS[model] = model()
-    return found
+    return cast(_Model, found)
 
 
 class SettingsView:
@@ -79,22 +82,22 @@ class SettingsView:
 
     interests = frozenset({"SettingsChanged"})
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._agent: dict[tuple[str, str], SettingsChanged] = {}
         self._discussion: dict[tuple[str, str], SettingsChanged] = {}
         self._parsed: dict[tuple[type, int], tuple[SettingsChanged, object]] = {}
 
-    def _parse(self, model: type, ev: SettingsChanged):
+    def _parse(self, model: type[_Model], ev: SettingsChanged) -> _Model:
         """`ev`'s settings as `model`, validated once per content: policies ask for the settings in force at
         every message, and validating a whole AgentConfig each time cost more than deciding on the message.
         The models are frozen, so one parsed value serves every caller. Keyed by the event itself (kept
         alive beside its value, so its id is never another event's)."""
-        cache = self.__dict__.setdefault("_parsed", {})  # a view unpickled from before the cache has none
+        cache: dict[tuple[type, int], tuple[SettingsChanged, object]] = self.__dict__.setdefault("_parsed", {})  # a view unpickled from before the cache has none
         key = (model, id(ev))
         found = cache.get(key)
         if found is None or found[0] is not ev:
             found = cache[key] = (ev, parse(model, ev.settings, ev.name))
-        return found[1]
+        return cast(_Model, found[1])  # parsed as `model` (the key's first half)
 
     def apply(self, rec: Recorded) -> None:
         ev = rec.event
@@ -118,8 +121,8 @@ class SettingsView:
         ev = self._agent.get((agent, SCOPE_AGENT))
         return self._parse(AgentConfig, ev) if ev else _default(AgentConfig)
 
-    def state(self) -> tuple[dict, dict]:
+    def state(self) -> tuple[dict[tuple[str, str], SettingsChanged], dict[tuple[str, str], SettingsChanged]]:
         return self._agent, self._discussion
 
-    def restore(self, state: tuple[dict, dict]) -> None:
+    def restore(self, state: tuple[dict[tuple[str, str], SettingsChanged], dict[tuple[str, str], SettingsChanged]]) -> None:
         self._agent, self._discussion = state

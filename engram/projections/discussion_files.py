@@ -16,18 +16,42 @@ from pathlib import Path
 from typing import ClassVar
 
 import duckdb
+import pyarrow as pa
 
 from engram.events.discussion import ChunkSummarized, RollingSummaryUpdated, STORE_MEMORIES
 from engram.events.envelope import Recorded
 from engram.events.memory_edits import MemoryDeleted, MemoryEdited
+from engram.kernel import records
 from engram.kernel.files import atomic_write
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
-from engram.memory.discussion.lines import canonical
+from engram.memory.discussion.lines import ChunkMemory, RollingSummary, canonical
 from engram.projections.discussion_base import DiscussionMeta, PerDiscussionProjection
+
+
+# The tables are the lines' declarations (engram.memory.discussion.lines): their stored fields behind the discussion
+# and agent (and a memory's ordinal), then the whole line as the file holds it.
+MEMORIES_DDL = records.ddl(
+    "discussion_memories", ChunkMemory, "PRIMARY KEY (discussion_id, memory_id)",
+    before=[("discussion_id", "VARCHAR NOT NULL"), ("agent", "VARCHAR NOT NULL"), ("ordinal", "INTEGER NOT NULL")],
+    after=[("line", "VARCHAR NOT NULL")])
+SUMMARIES_DDL = records.ddl(
+    "discussion_summaries", RollingSummary, before=[("discussion_id", "VARCHAR PRIMARY KEY"), ("agent", "VARCHAR NOT NULL")],
+    after=[("line", "VARCHAR NOT NULL")])
+
+
+def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    db.register(f"_{table}_rows", rows)
+    try:
+        db.execute(f"INSERT INTO {table} ({', '.join(rows.schema.names)}) SELECT * FROM _{table}_rows")
+    finally:
+        db.unregister(f"_{table}_rows")
 
 
 class DiscussionFiles(PerDiscussionProjection):
     name = "discussion_files"
+    # 2: the tables are the lines' declarations (the same columns: the record's in its order, behind the discussion,
+    # agent and ordinal, then the line)
+    version = 2
     store = STORE_MEMORIES
     meta_table = "discussion_memory_files"
     rows_table = "discussion_memories"
@@ -36,22 +60,10 @@ class DiscussionFiles(PerDiscussionProjection):
                                                          "MemoryDeleted"}
 
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None:
-        db.execute(
-            """CREATE TABLE IF NOT EXISTS discussion_memories (
-                discussion_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
-                ordinal INTEGER NOT NULL, memory_id VARCHAR NOT NULL, created_seq BIGINT NOT NULL,
-                first_seq BIGINT NOT NULL, last_seq BIGINT NOT NULL, message_count INTEGER NOT NULL,
-                token_count INTEGER NOT NULL, summary VARCHAR NOT NULL, line VARCHAR NOT NULL,
-                PRIMARY KEY (discussion_id, memory_id))"""
-        )
-        db.execute(
-            """CREATE TABLE IF NOT EXISTS discussion_summaries (
-                discussion_id VARCHAR PRIMARY KEY, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
-                updated_seq BIGINT NOT NULL, absorbed_through VARCHAR NOT NULL, memories_absorbed INTEGER NOT NULL,
-                summary VARCHAR NOT NULL, line VARCHAR NOT NULL)"""
-        )
-        self._memories: list[tuple] = []
-        self._summaries: dict[str, tuple] = {}
+        db.execute(MEMORIES_DDL)
+        db.execute(SUMMARIES_DDL)
+        self._memories: list[tuple[str, str, int, ChunkMemory]] = []  # (discussion, agent, ordinal, memory)
+        self._summaries: dict[str, tuple[str, RollingSummary]] = {}  # discussion -> (agent, summary)
         self._known: set[tuple[str, str]] = set()  # (discussion, memory_id) buffered since the last flush
         self._changes: list[tuple[str, str, MemoryEdited | None]] = []  # (discussion, memory_id, edit; None: delete)
 
@@ -65,11 +77,7 @@ class DiscussionFiles(PerDiscussionProjection):
             memory_id = chunk_memory_id(ev)
             if not meta.created or (d, memory_id) in self._known:
                 return False
-            m = memory_line(rec, ev)
-            self._memories.append(
-                (d, meta.agent, m.generation, meta.count, m.memory_id, m.created_seq, m.first_seq, m.last_seq,
-                 m.message_count, m.token_count, m.summary, canonical(m))
-            )
+            self._memories.append((d, meta.agent, meta.count, memory_line(rec, ev)))
             self._known.add((d, memory_id))
             meta.count += 1
             return True
@@ -79,9 +87,7 @@ class DiscussionFiles(PerDiscussionProjection):
             self._changes.append((d, ev.memory_id, ev if isinstance(ev, MemoryEdited) else None))
             return True
         if isinstance(ev, RollingSummaryUpdated):
-            s = summary_line(rec, ev)
-            self._summaries[d] = (d, meta.agent, s.generation, s.updated_seq, s.absorbed_through,
-                                  s.memories_absorbed, s.summary, canonical(s))
+            self._summaries[d] = (meta.agent, summary_line(rec, ev))
             return True
         return False
 
@@ -93,10 +99,18 @@ class DiscussionFiles(PerDiscussionProjection):
 
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
         if self._memories:
-            db.executemany("INSERT INTO discussion_memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._memories)
+            discussions, agents, ordinals, memories = zip(*self._memories)
+            _insert(db, "discussion_memories", records.arrow_table(
+                ChunkMemory, memories, before=[("discussion_id", pa.string(), discussions), ("agent", pa.string(), agents),
+                                               ("ordinal", pa.int32(), ordinals)],
+                after=[("line", pa.string(), [canonical(m) for m in memories])]))
         if self._summaries:
             db.execute("DELETE FROM discussion_summaries WHERE discussion_id IN (SELECT unnest(?))", [sorted(self._summaries)])
-            db.executemany("INSERT INTO discussion_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)", list(self._summaries.values()))
+            summarized = sorted(self._summaries)
+            agents, summaries = zip(*(self._summaries[x] for x in summarized))
+            _insert(db, "discussion_summaries", records.arrow_table(
+                RollingSummary, summaries, before=[("discussion_id", pa.string(), summarized), ("agent", pa.string(), agents)],
+                after=[("line", pa.string(), [canonical(s) for s in summaries])]))
         for d, memory_id, edit in self._changes:  # after the inserts: an edit always follows what it edits
             if edit is None:
                 db.execute("DELETE FROM discussion_memories WHERE discussion_id = ? AND memory_id = ?", [d, memory_id])

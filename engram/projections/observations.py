@@ -16,16 +16,17 @@ for an agent-wide one. Each file names the seq it reflects.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import duckdb
 import pyarrow as pa
 
 from engram.config.home import ProjectionPaths
-from engram.events.background import ObservationNote, Reflected
+from engram.events.background import Reflected
 from engram.events.cognitive import TraceEncoded
 from engram.events.envelope import Recorded
 from engram.events.messages import MessageAppended
+from engram.kernel import records
 from engram.kernel.files import atomic_write
 from engram.memory.background.observation_log import (
     LogKey,
@@ -44,14 +45,10 @@ AGENT_FILE = "observations.md"
 _TS = pa.timestamp("us", tz="UTC")
 _STRS = pa.list_(pa.string())
 _INTS = pa.list_(pa.int64())
-NOTE_SCHEMA = pa.schema([
-    ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("stream", pa.string()),
-    ("note_id", pa.string()), ("type", pa.string()), ("text", pa.string()), ("details", _STRS),
-    ("importance", pa.float64()), ("confidence", pa.float64()), ("observed_at", _TS), ("refers_to", pa.string()),
-    ("entities", _STRS), ("source_seqs", _INTS), ("source_message_ids", _STRS), ("tokens", pa.int64()),
-    ("buffered", pa.bool_()), ("status", pa.string()), ("recorded_seq", pa.int64()),
-    ("increment_last_seq", pa.int64()), ("activated_seq", pa.int64()), ("reflected_seq", pa.int64()),
-])
+# The log's key in front of each row of a record's table.
+_KEY = (("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()))
+NOTE_SCHEMA = records.arrow_schema(NoteEntry, before=_KEY)  # observation_notes: `NoteEntry`, declared once
+NOTES_DDL = records.ddl("observation_notes", NoteEntry, before=[(name, "VARCHAR") for name, _ in _KEY])
 LOG_SCHEMA = pa.schema([
     ("agent", pa.string()), ("scope", pa.string()), ("scope_id", pa.string()), ("messages", pa.int64()),
     ("message_tokens", pa.int64()), ("increments", pa.int64()), ("notes", pa.int64()), ("note_tokens", pa.int64()),
@@ -85,11 +82,22 @@ SETTINGS_SCHEMA = pa.schema([
 ])
 
 
-def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> None:
+def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[Any, ...]]) -> None:
     if not rows:
         return
     schema = _TABLES.get(table) or SETTINGS_SCHEMA
-    arrow = pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)], schema=schema)
+    _insert_arrow(db, table, pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)],
+                                                  schema=schema))
+
+
+def _insert_notes(db: duckdb.DuckDBPyConnection, notes: list[tuple[LogKey, NoteEntry]]) -> None:
+    if notes:
+        keys = list(zip(*(key for key, _ in notes)))
+        _insert_arrow(db, "observation_notes", records.arrow_table(
+            NoteEntry, [n for _, n in notes], before=[(name, typ, values) for (name, typ), values in zip(_KEY, keys)]))
+
+
+def _insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: Any) -> None:
     db.register(f"_{table}_batch", arrow)
     try:
         db.execute(f"INSERT INTO {table} SELECT * FROM _{table}_batch")
@@ -107,15 +115,18 @@ def log_file(paths: ProjectionPaths, key: LogKey):
 class ObservationLogProjection(TableProjection):
     name = "observations"
     # 2: reflections.restated_trace_ids; 3: reflections.restated_note_ids; 4: how far each log is from activation
-    # (observation_logs.unobserved_tokens ... tokens_to_reflector; messages and settings are folded too)
-    version = 4
+    # (observation_logs.unobserved_tokens ... tokens_to_reflector; messages and settings are folded too);
+    # 5: observation_notes is `NoteEntry`'s table (the same columns, the note's in the event's order)
+    version = 5
     tables: ClassVar[tuple[str, ...]] = tuple(_TABLES) + ("observation_settings",)
     interests = PROGRESS_INTERESTS | {"TraceEncoded"}
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
+        db.execute(NOTES_DDL)
         for table, schema in {**_TABLES, "observation_settings": SETTINGS_SCHEMA}.items():
-            cols = ", ".join(f"{f.name} {_SQL_TYPES[f.type]}" for f in schema)
-            db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
+            if table != "observation_notes":
+                cols = ", ".join(f"{f.name} {_SQL_TYPES[f.type]}" for f in schema)
+                db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
         self._settings_dirty = False
         self.book = ObservationLog()
         # Reflection traces by log: trace id -> (reflected seq, note ids); their content arrives with TraceEncoded.
@@ -196,10 +207,13 @@ class ObservationLogProjection(TableProjection):
             path = log_file(self.ctx.paths, key)
             if path.exists():
                 path.unlink()
-        notes, logs, reflections, traces = [], [], [], []
+        notes: list[tuple[LogKey, NoteEntry]] = []
+        logs: list[tuple[Any, ...]] = []
+        reflections: list[tuple[Any, ...]] = []
+        traces: list[tuple[Any, ...]] = []
         for key in sorted(self._dirty):
             st = self.book.logs[key]
-            notes += [_note_row(st, n) for n in st.notes.values()]
+            notes += [(key, n) for n in st.notes.values()]
             path = log_file(self.ctx.paths, key)
             logs.append(_log_row(st, str(path.relative_to(self.ctx.paths.root))))
             lines = self.traces.get(key, {})
@@ -217,7 +231,7 @@ class ObservationLogProjection(TableProjection):
             ordered = [lines[t] for r in st.reflections for t in r.trace_ids if t in lines]
             ordered += restated_lines(st)
             atomic_write(path, render_log(st, ordered, as_of_seq=self._as_of.get(key, st.last_seq)).encode())
-        _insert(db, "observation_notes", notes)
+        _insert_notes(db, notes)
         _insert(db, "observation_logs", logs)
         _insert(db, "reflections", reflections)
         _insert(db, "reflection_traces", traces)
@@ -240,23 +254,12 @@ class ObservationLogProjection(TableProjection):
             st.messages, st.message_tokens, st.increments, st.activations, st.last_seq = row[3:8]
             st.conversation_tokens, st.joined_tokens, st.observer_threshold, st.reflector_threshold = row[8:]
             self._as_of[st.key] = st.last_seq
-        for row in db.execute(
-            "SELECT agent, scope, scope_id, stream, note_id, type, text, details, importance, confidence, "
-            "epoch_us(observed_at), refers_to, entities, source_seqs, source_message_ids, tokens, buffered, status, "
-            "recorded_seq, increment_last_seq, activated_seq, reflected_seq FROM observation_notes "
-            "ORDER BY recorded_seq, note_id"
-        ).fetchall():
-            (agent, scope, scope_id, stream, note_id, kind, text, details, importance, confidence, observed_us,
-             refers_to, entities, seqs, mids, tokens, buffered, status, recorded, inc_last, activated, reflected) = row
-            note = ObservationNote(
-                note_id=note_id, type=kind, text=text, importance=importance, observed_us=observed_us,
-                entities=tuple(entities), refers_to=refers_to, details=tuple(details), source_seqs=tuple(seqs),
-                confidence=confidence, source_message_ids=tuple(mids),
-            )
-            self.book.log((agent, scope, scope_id)).notes[note_id] = NoteEntry(
-                note=note, stream=stream, recorded_seq=recorded, increment_last_seq=inc_last, buffered=buffered,
-                status=status, tokens=tokens, activated_seq=activated, reflected_seq=reflected,
-            )
+        cursor = db.execute(f"SELECT agent, scope, scope_id, {records.select_list(NoteEntry)} FROM observation_notes "
+                            "ORDER BY recorded_seq, note_id")
+        rows = cursor.fetchall()
+        for key, entry in zip((tuple(r[:3]) for r in rows),
+                              records.from_rows(NoteEntry, [c[0] for c in cursor.description], rows)):
+            self.book.log(key).notes[entry.note.note_id] = entry
         for agent, scope, scope_id, seq, ts_us, stream, consumed, inp, out, tids, restated, by in db.execute(
             "SELECT agent, scope, scope_id, seq, epoch_us(ts), stream, consumed, input_tokens, output_tokens, trace_ids, "
             "restated_trace_ids, restated_note_ids FROM reflections ORDER BY seq"
@@ -275,16 +278,6 @@ class ObservationLogProjection(TableProjection):
                 for tid in r.trace_ids:
                     if tid not in self.traces.get(key, {}):
                         self.wanted[tid] = (key, r.seq, ())  # its TraceEncoded was not folded before the restart
-
-
-def _note_row(st: LogState, n: NoteEntry) -> tuple:
-    note = n.note
-    return (
-        st.agent, st.scope, st.scope_id, n.stream, note.note_id, note.type, note.text, list(note.details),
-        note.importance, note.confidence, note.observed_us, note.refers_to, list(note.entities),
-        list(note.source_seqs), list(note.source_message_ids), n.tokens, n.buffered, n.status, n.recorded_seq,
-        n.increment_last_seq, n.activated_seq, n.reflected_seq,
-    )
 
 
 def _log_row(st: LogState, file: str) -> tuple:

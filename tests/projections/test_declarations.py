@@ -18,17 +18,30 @@ from engram.memory.cognitive.book import EVENT_ONLY, TRACE_FROM_EVENT, Change
 from engram.memory.cognitive.graph import Edge
 from engram.memory.cognitive.model import MemoryTrace
 from engram.memory.cognitive.working_memory import FocusedSlot
+from engram.memory.background.observation_log import NoteEntry
+from engram.memory.discussion.lines import ChunkMemory, RollingSummary
+from engram.memory.discussion.vectors import VectorMemoryRow
+from engram.projections.discussion_files import DiscussionFiles
+from engram.projections.observations import ObservationLogProjection
 from engram.projections.traces import TraceProjection
+from engram.projections.vector_memory import VectorMemory
 from engram.projections.working_memory import WorkingMemoryProjection
 
 AGENT = [("agent", "VARCHAR")]
 
-# (projection, table, record, the columns the table has in front of the record's)
+DISCUSSION = [("discussion_id", "VARCHAR"), AGENT[0]]
+LINE = [("line", "VARCHAR")]
+# (projection, table, record, the columns the table has in front of the record's, and behind them)
 DECLARED = [
-    (TraceProjection, "memory_traces", MemoryTrace, []),
-    (TraceProjection, "trace_edges", Edge, AGENT),
-    (TraceProjection, "trace_changes", Change, AGENT),
-    (WorkingMemoryProjection, "working_memory", FocusedSlot, []),
+    (TraceProjection, "memory_traces", MemoryTrace, [], []),
+    (TraceProjection, "trace_edges", Edge, AGENT, []),
+    (TraceProjection, "trace_changes", Change, AGENT, []),
+    (WorkingMemoryProjection, "working_memory", FocusedSlot, [], []),
+    (VectorMemory, "vector_memories", VectorMemoryRow, DISCUSSION, []),
+    (DiscussionFiles, "discussion_memories", ChunkMemory, [*DISCUSSION, ("ordinal", "INTEGER")], LINE),
+    (DiscussionFiles, "discussion_summaries", RollingSummary, DISCUSSION, LINE),
+    (ObservationLogProjection, "observation_notes", NoteEntry, [("agent", "VARCHAR"), ("scope", "VARCHAR"),
+                                                                 ("scope_id", "VARCHAR")], []),
 ]
 
 
@@ -43,11 +56,11 @@ def _described(db: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str
     return [(name, typ) for name, typ, *_ in db.execute(f"DESCRIBE {table}").fetchall()]
 
 
-@pytest.mark.parametrize("projection, table, record, before", DECLARED, ids=[d[1] for d in DECLARED])
-def test_every_projection_table_matches_its_declaration(projection, table, record, before):
+@pytest.mark.parametrize("projection, table, record, before, after", DECLARED, ids=[d[1] for d in DECLARED])
+def test_every_projection_table_matches_its_declaration(projection, table, record, before, after):
     db = _created(projection)
     expected = duckdb.connect()
-    expected.execute(records.ddl(table, record, before=before))
+    expected.execute(records.ddl(table, record, before=before, after=after))
     assert _described(db, table) == _described(expected, table)
 
 
@@ -136,3 +149,47 @@ def test_a_chunk_memory_line_is_its_declaration_and_leaves_out_what_is_empty_as_
     assert line["llm"] == {"provider": "offline", "model": "offline-heuristic"}  # no error key
     assert (line["message_count"], line["first_message_id"], line["created_seq"]) == (3, "m3", 7)
     assert msgspec.convert(line, ChunkMemory) == memory_line(rec, ev)  # what the API answers with, read back
+
+
+def test_the_vector_memory_table_keeps_its_constraints_and_a_row_reads_back_whole():
+    """The declaration carries the table's narrow types and NOT NULLs (as the hand-written DDL had them), and a row
+    written column by column reads back by name into the same record, vector and labels included."""
+    import numpy as np
+    import pyarrow as pa
+
+    from engram.projections.vector_memory import TABLE_DDL
+
+    assert "generation INTEGER NOT NULL, ordinal INTEGER NOT NULL, memory_id VARCHAR NOT NULL" in TABLE_DDL
+    assert TABLE_DDL.endswith("embedding FLOAT[], metadata VARCHAR, PRIMARY KEY (discussion_id, memory_id))")
+    row = VectorMemoryRow(
+        generation=2, ordinal=1, memory_id="m1", created_seq=9, created_ts_us=1_700_000_000_000_000, title="Lisbon",
+        summary="Ana moved to Lisbon", entities=("Ana",), key_phrases=("moved",), topics=(), sentiment=None,
+        first_seq=3, last_seq=4, message_ids=("a", "b"), token_count=12, first_ts_us=1_700_000_000_000_000,
+        last_ts_us=1_700_000_001_000_000, mode="live", trigger="chunk", llm_provider="offline", llm_model="x",
+        workflow=None, embedding_model="e", vector=np.array([0.5, -1.25], dtype=np.float32),
+        metadata=(("team", "blue"),))
+    db = duckdb.connect()
+    db.execute(TABLE_DDL)
+    table = records.arrow_table(VectorMemoryRow, [row], before=[("discussion_id", pa.string(), ["d1"]),
+                                                                 ("agent", pa.string(), ["ann"])])
+    db.register("t", table)
+    db.execute("INSERT INTO vector_memories SELECT * FROM t")
+    cur = db.execute(f"SELECT {records.select_list(VectorMemoryRow)} FROM vector_memories")
+    [back] = records.from_rows(VectorMemoryRow, [c[0] for c in cur.description], cur.fetchall())
+    assert back.vector.dtype == np.float32 and back.vector.tolist() == [0.5, -1.25]
+    assert dataclasses.replace(back, vector=row.vector) == row
+
+
+@pytest.mark.parametrize("module", ["traces", "working_memory", "vector_memory", "discussion_files", "observations"])
+def test_no_declared_table_is_created_or_filled_by_hand_a_second_time(module):
+    """A declared table's DDL and rows come from its record only: a hand-written CREATE TABLE or a positional
+    INSERT ... VALUES for one of them in its projection's source is a second declaration."""
+    import importlib
+    import inspect
+
+    import re
+
+    source = inspect.getsource(importlib.import_module(f"engram.projections.{module}"))
+    for _, table, *_ in DECLARED:
+        assert not re.search(rf"CREATE TABLE (IF NOT EXISTS )?{table}\b", source)
+        assert not re.search(rf"INSERT INTO {table} VALUES", source)

@@ -53,6 +53,19 @@ def old_home(tmp_path) -> Path:
 
 
 ADDED_COLUMNS = {"memory_traces": ("valid_from", "valid_to", "superseded_by", "metadata", "context_message_ids")}
+# observation_notes became `NoteEntry`'s table (ObservationLogProjection v5): the same columns, the note's in the
+# event's order; compared in the order the fixture's table had them.
+NOTES_BEFORE = ("agent", "scope", "scope_id", "stream", "note_id", "type", "text", "details", "importance", "confidence",
+                "observed_at", "refers_to", "entities", "source_seqs", "source_message_ids", "tokens", "buffered",
+                "status", "recorded_seq", "increment_last_seq", "activated_seq", "reflected_seq")
+# discussion_memories and discussion_summaries became their lines' tables (DiscussionFiles v2) the same way.
+REORDERED = {
+    "observation_notes": NOTES_BEFORE,
+    "discussion_memories": ("discussion_id", "agent", "generation", "ordinal", "memory_id", "created_seq", "first_seq",
+                            "last_seq", "message_count", "token_count", "summary", "line"),
+    "discussion_summaries": ("discussion_id", "agent", "generation", "updated_seq", "absorbed_through",
+                             "memories_absorbed", "summary", "line"),
+}
 
 
 def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_the_same(old_home, tmp_path):
@@ -81,9 +94,21 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
     # edits `metadata`, issue 26 `context_message_ids`): its other columns are compared, the old home's table was
     # folded again with them, and `projection_versions` says so.
     wanted = _without_versions(expected["projections"])
-    assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS)) == wanted
-    assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS)) == wanted
-    assert _versions(old_home / "projections" / "shard-000.duckdb")["traces"] == 6
+    assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS, REORDERED)) == wanted
+    assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS, REORDERED)) == wanted
+    versions = _versions(old_home / "projections" / "shard-000.duckdb")
+    assert versions["traces"] == 6 and versions["observations"] == 5 and versions["discussion_files"] == 2
+    assert set(_columns(old_home / "projections" / "shard-000.duckdb", "observation_notes")) == set(NOTES_BEFORE)
+
+
+def _columns(db: Path, table: str) -> list[str]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+    finally:
+        con.close()
 
 
 def _without_versions(digest: dict) -> dict:

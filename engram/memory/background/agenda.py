@@ -17,9 +17,10 @@ from __future__ import annotations
 import bisect
 import heapq
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from engram.events.base import Event
+from engram.events.envelope import Recorded
 from engram.events.cognitive import (
     ConflictResolved,
     EdgeAdded,
@@ -78,7 +79,7 @@ class ConsolidationState:
     every_us: int = 0  # the interval the agenda was computed with
     personality: str = ""  # the personality contradictions were last resolved under (kept pairs are rechecked on a change)
 
-    def forget_missing(self, traces) -> None:
+    def forget_missing(self, traces: Mapping[str, MemoryTrace]) -> None:
         """Drop what refers to traces that are gone (a forgotten discussion)."""
         self.resolved = {k: v for k, v in self.resolved.items() if k[0] in traces and k[1] in traces}
         self.schematized = {t for t in self.schematized if t in traces}
@@ -175,10 +176,10 @@ class ConsolidationState:
         for key in sorted(self.contradictions - self.conflicts_seen):
             if pair(*key) in self.resolved:
                 continue  # resolved at the turn (a kept pair is looked at again after a personality change)
-            a, b = traces.get(key[0]), traces.get(key[1])
-            if a is None or b is None:
+            older, newer = traces.get(key[0]), traces.get(key[1])
+            if older is None or newer is None:
                 continue
-            at = schedule.ceil_boundary(max(a.encoded_us, b.encoded_us), every_us)
+            at = schedule.ceil_boundary(max(older.encoded_us, newer.encoded_us), every_us)
             self.conflicts_seen.add(key)
             self.conflict_due[key] = at
             self._push(at, CONFLICT, _pair_key(key))
@@ -207,7 +208,7 @@ class ConsolidationState:
         """A message auto-ingest will handle (one FactsIngested each)."""
         self.ingesting.setdefault(stream, set()).add(seq)
 
-    def ingest_arrived(self, rec) -> None:
+    def ingest_arrived(self, rec: Recorded) -> None:
         """Bookkeeping of auto-ingest's events as they arrive (whether or not they are folded yet)."""
         e = rec.event
         if isinstance(e, FactsIngested):

@@ -21,7 +21,7 @@ class Side:
     id: str
     ts_us: int
     confidence: float
-    order: tuple = ()  # which is newer at one instant (`engram.memory.background.schedule.time_order`); else by id
+    order: tuple[object, ...] = ()  # which is newer at one instant (`engram.memory.background.schedule.time_order`); else by id
 
 
 @dataclass(frozen=True)

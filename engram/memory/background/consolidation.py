@@ -60,12 +60,13 @@ from engram.config.agent import AgentConfig
 from engram.events.base import Event
 from engram.events.cognitive import ConflictResolved, EdgeAdded, SchemaCreated, TracePruned, TraceReinforced
 from engram.events.envelope import Recorded
+from engram.providers.llm.types import Result
 
 STEPS = ("decay", "replay", "schema", "conflicts", "review")
 # Embeddings of traces, by trace id (the caller caches them): ids and contents in, (n, dim) unit vectors out.
 Vectors = Callable[[list[str], list[str]], np.ndarray]
 # The `summarize_schema` memory task: member contents in, a Result (value: the summary, llm: provenance) out.
-Summarize = Callable[[list[str]], object]
+Summarize = Callable[[list[str]], "Result[str]"]
 # Finds whether two traces contradict: (older, newer) -> a reason, or None (engram.memory.cognitive.corrections).
 Contradicts = Callable[[MemoryTrace, MemoryTrace], "str | None"]
 
@@ -169,9 +170,10 @@ class Run:
                     a, b = (m, x) if time_order(m) < time_order(x) else (x, m)
                     candidates.append((a, b, "shared_entity", d.REPLAY_ENTITY_WEIGHT))
             k = position[x.trace_id]
-            for a, b in ((recent[k - 1], x) if k > 0 else (None, None), (x, recent[k + 1]) if k + 1 < len(recent) else (None, None)):
-                if a is not None and b.encoded_us - a.encoded_us <= d.REPLAY_TEMPORAL_GAP_S * US_PER_S:
-                    candidates.append((a, b, "temporal_sequence", d.REPLAY_TEMPORAL_WEIGHT))
+            neighbours = ([(recent[k - 1], x)] if k > 0 else []) + ([(x, recent[k + 1])] if k + 1 < len(recent) else [])
+            for before, after in neighbours:
+                if after.encoded_us - before.encoded_us <= d.REPLAY_TEMPORAL_GAP_S * US_PER_S:
+                    candidates.append((before, after, "temporal_sequence", d.REPLAY_TEMPORAL_WEIGHT))
         added = 0
         for a, b, kind, weight in candidates:
             if a.trace_id == b.trace_id or canonical_edge(a.trace_id, b.trace_id, kind) in graph.edges:
@@ -368,8 +370,8 @@ def clusters(vectors: np.ndarray, threshold: float, min_size: int, max_size: int
         near = near[near != i]
         if len(near) + 1 < min_size:
             continue
-        near = sorted(near.tolist(), key=lambda j: (-float(sim[i, j]), j))
-        group = [i] + near[: max_size - 1]
+        ranked = sorted(near.tolist(), key=lambda j: (-float(sim[i, j]), j))
+        group = [i] + ranked[: max_size - 1]
         if len(group) >= min_size:
             out.append(sorted(group))
             assigned[group] = True

@@ -16,12 +16,14 @@ this class, so that they agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from engram.config import defaults as d
 from engram.events.background import ObservationNote, ObservationsActivated, ObservationsRecorded, Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import Recorded
 from engram.events.messages import CONVERSATION_ROLES, MessageAppended
+from engram.kernel.records import Column
 from engram.kernel.tokens import estimate_tokens
 from engram.memory.cognitive.llm_bridge import injected_memory, own_words
 from engram.memory.settings import SettingsView
@@ -50,15 +52,19 @@ def log_key(agent: str, scope: str, scope_id: str) -> LogKey:
     return (agent, scope, scope_id)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class NoteEntry:
-    note: ObservationNote
+    """A note of a log and where it stands. Declared once: a row of `observation_notes` (`engram.kernel.records`,
+    behind the log's agent, scope and scope id) is this record, the note's own fields flattened in; the Reflector's
+    snapshot pickles it (the field order is not its pickled shape)."""
+
     stream: str  # the discussion whose messages it observed
-    recorded_seq: int
-    increment_last_seq: int  # last message seq of the increment that recorded it
+    note: Annotated[ObservationNote, Column(flatten=True)]
+    tokens: int
     buffered: bool
     status: str
-    tokens: int
+    recorded_seq: int
+    increment_last_seq: int  # last message seq of the increment that recorded it
     activated_seq: int | None = None
     reflected_seq: int | None = None
 
@@ -164,6 +170,7 @@ class ObservationLog:
         is kept to a few dictionary look-ups: the assistant's own words are worked out only for the assistant
         (`own_words` returns any other speaker's text as it is)."""
         msg = rec.event
+        assert isinstance(msg, MessageAppended), rec.type
         role = msg.role
         if role not in CONVERSATION_ROLES:  # the conversation the Observer watches (system prompts are not)
             return None
@@ -197,8 +204,8 @@ class ObservationLog:
                         changed.add(key)
             return changed
         if isinstance(e, MessageAppended):
-            key = self.message(rec)
-            return set() if key is None else {key}
+            watched = self.message(rec)
+            return set() if watched is None else {watched}
         if isinstance(e, ObservationsRecorded):
             st = self.log(log_key(rec.agent, e.scope, e.scope_id or rec.stream))
             status = BUFFERED if e.buffered else ACTIVE
@@ -230,10 +237,10 @@ class ObservationLog:
             st = self.log(log_key(rec.agent, e.scope, e.scope_id or rec.stream))
             superseded = set(e.superseded)
             for nid in e.consumed_note_ids:
-                n = st.notes.get(nid)
-                if n is not None:
-                    n.status = SUPERSEDED if nid in superseded else REFLECTED
-                    n.reflected_seq = rec.seq
+                consumed = st.notes.get(nid)
+                if consumed is not None:
+                    consumed.status = SUPERSEDED if nid in superseded else REFLECTED
+                    consumed.reflected_seq = rec.seq
             st.reflections.append(
                 ReflectionEntry(rec.seq, rec.ts_us, rec.stream, tuple(e.trace_ids), len(e.consumed_note_ids),
                                 e.input_tokens, e.output_tokens, tuple(e.duplicates),

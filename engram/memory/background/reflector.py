@@ -37,6 +37,7 @@ from engram.memory.background.traces import TraceFold, words_of
 from engram.memory.cognitive import linking, llm_bridge
 from engram.memory.cognitive.encoding import Emotion, encode, trace_id
 from engram.memory.cognitive.memory import entity_key
+from engram.memory.cognitive.model import MemoryTrace
 from engram.memory.cognitive.personality import Pad
 from engram.providers.llm.types import Reflection, TraceBrief
 
@@ -65,7 +66,7 @@ def existing_briefs(fold: TraceFold, notes: Sequence[ObservationNote], limit: in
     if not wanted:
         return []
     active = fold.book.active()
-    holders: dict[str, list] = {}
+    holders: dict[str, list[MemoryTrace]] = {}
     for t in active:
         for e in {entity_key(x) for x in t.entities} & wanted:
             holders.setdefault(e, []).append(t)
@@ -217,7 +218,7 @@ def reflection_events(
 
 
 def _conflicts(
-    reflection: Reflection, by_id, trace_of: dict[str, str], fold: TraceFold, config: AgentConfig,
+    reflection: Reflection, by_id: dict[str, ObservationNote], trace_of: dict[str, str], fold: TraceFold, config: AgentConfig,
     stream: str, agent: str, ts_us: int,
 ) -> tuple[list[tuple[str, Event]], list[str]]:
     out: list[tuple[str, Event]] = []

@@ -12,10 +12,12 @@ earliest note), then the active observations. Buffered notes are not in the log 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from engram.events.envelope import from_us
 from engram.memory.background.observation_log import LogState, NoteEntry
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,10 @@ def note_lines(entry: NoteEntry) -> list[str]:
     return lines
 
 
-def _by_date(items: Iterable, when, order) -> list[tuple[str, list]]:
+def _by_date(items: Iterable[_Item], when: Callable[[_Item], int],
+             order: Callable[[_Item], Any]) -> list[tuple[str, list[_Item]]]:
     """Items grouped under their date (UTC), in `order` (stable: ties keep their recording order)."""
-    groups: dict[str, list] = {}
+    groups: dict[str, list[_Item]] = {}
     for item in sorted(items, key=order):
         groups.setdefault(_date(when(item)), []).append(item)
     return list(groups.items())
@@ -90,9 +93,9 @@ def render_log(log: LogState, reflections: list[ReflectionLine], *, as_of_seq: i
     ]
     if reflections:
         out += ["## Reflections (long-term traces)", ""]
-        for date, items in _by_date(reflections, lambda r: r.first_observed_us, lambda r: (r.first_observed_us, r.trace_id)):
+        for date, lines in _by_date(reflections, lambda r: r.first_observed_us, lambda r: (r.first_observed_us, r.trace_id)):
             out.append(f"Date: {date}")
-            for r in items:
+            for r in lines:
                 plural = "s" if r.notes != 1 else ""
                 if r.trace_type == RESTATED:
                     out.append(f"- (already remembered: {r.trace_id} verified, by {r.notes} note{plural}) {_one_line(r.content)}")

@@ -33,7 +33,7 @@ MAX_STEPS = 256
 HORIZON_US = 10 * 365 * 86_400 * 1_000_000
 
 
-def time_order(t: MemoryTrace) -> tuple:
+def time_order(t: MemoryTrace) -> tuple[object, ...]:
     """A trace's place in time, the same whatever order things were imported in: its event time, then (for traces
     of one instant, e.g. the turns of a dated session) its discussion and its messages' order there and content.
     Trace ids and log positions are not used first: they depend on when a trace reached the log."""

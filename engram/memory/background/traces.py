@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict, deque
+from typing import Any, Iterable
 
 from engram.events.envelope import Recorded
 from engram.memory.cognitive.book import TraceBook
+from engram.memory.cognitive.model import MemoryTrace
 from engram.memory.cognitive.memory import ENTITY_MEMORY, EntityLinks, _entity_queue, entity_key
 from engram.providers.search.bm25 import TOKENIZER_VERSION, tokenize
 
@@ -30,7 +32,7 @@ class TraceFold(EntityLinks):
         # Per entity, (encoded, trace) of every trace naming it, in event-time order (`named_at`).
         self.by_entity_time: dict[str, list[tuple[int, str]]] = {}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if "by_entity_time" not in state:
             self.by_entity_time = {}
@@ -56,11 +58,11 @@ class TraceFold(EntityLinks):
             self.by_words = {w: tid for w, tid in self.by_words.items() if tid not in gone}
             self.by_entity_time = {k: [x for x in v if x[1] not in gone] for k, v in self.by_entity_time.items()}
 
-    def _index_time(self, t) -> None:
+    def _index_time(self, t: MemoryTrace) -> None:
         for name in dict.fromkeys(entity_key(e) for e in t.entities):
             bisect.insort(self.by_entity_time.setdefault(name, []), (t.encoded_us, t.trace_id))
 
-    def named_at(self, entities, at_us: int, exclude: str = "", limit: int = ENTITY_MEMORY) -> list[str]:
+    def named_at(self, entities: Iterable[str], at_us: int, exclude: str = "", limit: int = ENTITY_MEMORY) -> list[str]:
         """The traces naming one of `entities` that were active at event time `at_us`, the `limit` most recent per
         entity by event time (what `recent_with_entities` would have answered at `at_us` had the traces arrived in
         time order): the same whatever order they reached the log in."""

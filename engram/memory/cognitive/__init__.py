@@ -11,7 +11,8 @@
   `memory`: a book plus its HNSW and keyword indexes, entity and discussion bookkeeping (what readers of the log keep).
 - `indexing`: what finds a trace (its content, the question a reply answers, its day);
   `lexical`: the BM25 keyword match in [0, 1], the lexical half of hybrid similarity.
-- `retrieval`: recall over a book and its indexes (similarity "hybrid" by default, or "embedding");
+- `hit`: a recall hit as it is shown (the core's and the API's, declared once);
+  `retrieval`: recall over a book and its indexes (similarity "hybrid" by default, or "embedding");
   `hyde`: the adaptive-threshold HyDE loop.
 - `working_memory`: Baddeley's capacity-limited slots and `working-memory.md`.
 - `ingest`: auto-ingest rules (threshold, per-turn limit, deduplication); `tool_failures`: the six patterns.

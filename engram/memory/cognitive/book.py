@@ -36,7 +36,7 @@ from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.events.messages import MessageEdited, MessageRemoved
 from engram.kernel.records import Column
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
-from engram.memory.cognitive.graph import TraceGraph
+from engram.memory.cognitive.graph import Edge, TraceGraph
 from engram.memory.cognitive.indexing import asks
 from engram.memory.cognitive.model import MemoryTrace, US_PER_S, canonical_edge
 from engram.memory.cognitive.personality import Pad
@@ -128,7 +128,7 @@ class TraceBook:
         # trace id -> (event time, label) of the message change that closed it (see `close_validity`).
         self.closed_by_message: dict[str, tuple[int, str]] = {}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("message_changes", {})  # a book pickled before messages could be edited
         self.__dict__.setdefault("closed_by_message", {})
@@ -350,7 +350,7 @@ class TraceBook:
         t = self.traces.get(trace_id) if trace_id else None
         return t if t is not None and t.active else None
 
-    def _edge_changed(self, edge, a: str, b: str) -> None:
+    def _edge_changed(self, edge: Edge | None, a: str, b: str) -> None:
         if edge is None:
             return
         for x, y in ((a, b), (b, a)):
@@ -392,7 +392,7 @@ class TraceBook:
             )
         )
 
-    def take_changes(self) -> tuple[list[Change], set[str], set[str], set, set]:
+    def take_changes(self) -> tuple[list[Change], set[str], set[str], set[tuple[str, str, str]], set[tuple[str, str, str]]]:
         """Pending (changes, dirty traces, forgotten traces, dirty edges, removed edges); resets them."""
         out = (self.changes, self.dirty_traces, self.forgotten_traces, self.dirty_edges, self.removed_edges)
         self.changes, self.dirty_traces, self.forgotten_traces = [], set(), set()

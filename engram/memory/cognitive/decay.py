@@ -53,7 +53,7 @@ def strength_at(trace: MemoryTrace, now_us: int) -> float:
 
 def recency(age_s: float, half_life_hours: float = d.RECENCY_HALF_LIFE_HOURS) -> float:
     """A true half-life: 1 now, 0.5 after one half-life (24 h), 0.25 after two."""
-    return 0.5 ** (max(0.0, age_s) / (half_life_hours * 3_600.0))
+    return float(0.5 ** (max(0.0, age_s) / (half_life_hours * 3_600.0)))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from engram.config import defaults as d
 from engram.memory.cognitive.model import EDGE_KINDS, canonical_edge
@@ -25,7 +25,7 @@ class Edge:
     strengthened: int = 0  # how many times it was strengthened after being added
 
 
-def _neighbour_map() -> defaultdict:
+def _neighbour_map() -> defaultdict[str, set[tuple[str, str, str]]]:
     return defaultdict(set)
 
 
@@ -123,7 +123,7 @@ def spread(
     cap: float = d.SPREAD_CAP,
     max_depth: int = d.SPREAD_MAX_DEPTH,
     max_results: int = d.SPREAD_MAX_RESULTS,
-    active: "callable | None" = None,
+    active: Callable[[str], bool] | None = None,
     fan: bool = True,
 ) -> dict[str, float]:
     """Spreading activation, breadth-first from `seeds` (trace -> initial activation).

@@ -9,11 +9,12 @@ threshold that starts at 0.7 and is lowered step by step (0.1) to 0.3 until some
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 
 from engram.config import defaults as d
+from engram.config.agent import Hyde
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,13 @@ class HydeSettings:
     adaptive: bool = True
 
     @classmethod
-    def of(cls, hyde) -> "HydeSettings":
+    def of(cls, hyde: Hyde) -> "HydeSettings":
         """From the `rag.hyde` section of agent.config.json."""
         return cls(initial=hyde.initial_threshold, minimum=hyde.min_threshold, adaptive=hyde.adaptive_threshold)
+
+
+class NearestIndex(Protocol):
+    def search(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ def thresholds(initial: float, minimum: float, step: float = d.HYDE_THRESHOLD_ST
 
 
 def adaptive_search(
-    index,
+    index: NearestIndex,
     vector: np.ndarray,
     k: int,
     allowed: Callable[[str], bool] | None,

@@ -72,7 +72,7 @@ def combine(vectors: np.ndarray) -> np.ndarray:
     if len(vectors) == 1:
         return np.asarray(vectors[0], dtype=np.float32)
     total = np.asarray(vectors, dtype=np.float32).sum(axis=0)
-    return (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)
+    return np.asarray(total / max(float(np.linalg.norm(total)), 1e-12), dtype=np.float32)
 
 
 def reply_context(previous: tuple[str, str] | None, speaker: str) -> str:

@@ -120,7 +120,7 @@ class LexicalIndex:
     def weighted_information(self, weights: dict[str, float]) -> float:
         return sum(w * self.bm25.idf(t) for t, w in sorted(weights.items()))
 
-    def search_weighted(self, weights: dict[str, float], k: int, allowed=None) -> list[tuple[str, float]]:
+    def search_weighted(self, weights: dict[str, float], k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
         """`search` for a weighted query (term → weight), on the same absolute scale: BM25 / Σ weight · idf."""
         total = self.weighted_information(weights)
         if total <= 0 or k <= 0:

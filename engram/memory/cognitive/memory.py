@@ -30,11 +30,12 @@ discussion or an agent removes its dormant traces too.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from engram.config import defaults as d
+from engram.events.cognitive import TraceEncoded
 from engram.events.envelope import Recorded
 from engram.memory.cognitive.book import Applied, TraceBook
 from engram.memory.cognitive.indexing import combine, index_text, vector_parts
@@ -52,7 +53,7 @@ VECTOR_TEXT = "content,context"
 ENTITY_MEMORY = 16
 
 
-def _entity_queue() -> deque:
+def _entity_queue() -> deque[str]:
     return deque(maxlen=ENTITY_MEMORY)
 
 
@@ -135,7 +136,7 @@ class AgentMemory(EntityLinks):
         texts = {
             r.event.trace_id: (r.event.content, r.event.context)
             for r in recs
-            if r.type == "TraceEncoded" and r.event.trace_id not in self.book.traces
+            if isinstance(r.event, TraceEncoded) and r.event.trace_id not in self.book.traces
         }
         ids = list(texts)
         vectors = dict(zip(ids, self.vectors_of([texts[i] for i in ids], embed))) if ids else {}
@@ -172,7 +173,7 @@ class AgentMemory(EntityLinks):
         """A fresh index of the active traces, in encoding order: forgotten vectors leave the file too (the
         dormant index's as well)."""
         keep = [tid for tid, t in self.book.traces.items() if (t.active or self.content_vectors) and tid in self.index]
-        vectors = self.index.vectors(keep) if keep else None
+        vectors = self.index.vectors(keep) if keep else np.zeros((0, self.dim), dtype=np.float32)
         self.index = HnswIndex(self.dim)
         for k, tid in enumerate(keep):
             self.index.add([tid], vectors[k : k + 1])
@@ -183,8 +184,10 @@ class AgentMemory(EntityLinks):
             self.dormant_index = HnswIndex(self.dim)
             if kept:
                 self.dormant_index.add(kept, old.vectors(kept))
-            for key in [k for k in self.dormant_lexical.bm25.keys() if k not in self.book.traces]:
-                self.dormant_lexical.remove(key)
+            dormant_lexical = self.dormant_lexical
+            assert dormant_lexical is not None  # kept with the dormant index
+            for key in [k for k in dormant_lexical.bm25.keys() if k not in self.book.traces]:
+                dormant_lexical.remove(key)
 
     @staticmethod
     def is_dormant(t: MemoryTrace) -> bool:
@@ -198,6 +201,7 @@ class AgentMemory(EntityLinks):
         if self.dormant_index is None or t is None or not self.is_dormant(t) or tid not in self.index:
             return
         self.dormant_index.add([tid], self.index.vectors([tid]))
+        assert self.dormant_lexical is not None  # kept with the dormant index
         self.dormant_lexical.add(tid, indexed_text(t))
 
     def reembed(self, embed: Embed) -> None:
@@ -264,7 +268,7 @@ class AgentMemory(EntityLinks):
                 if tid in self.dormant_index:
                     self.dormant_lexical.add(tid, indexed_text(t))
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("content_vectors", False)
         self.__dict__.setdefault("vector_text", "index text")  # from before VECTOR_TEXT: the day was embedded too
@@ -289,7 +293,7 @@ class AgentMemory(EntityLinks):
         out = [a for m in t.source_message_ids for a in self.answers.get(m, ()) if a != tid and a in self.book.traces]
         return list(dict.fromkeys(out))
 
-    def nearest(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]:
+    def nearest(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
         if allowed is None:
             traces = self.book.traces
 

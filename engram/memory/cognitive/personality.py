@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engram.config import defaults as d
-from engram.config.agent import Personality
+from engram.config.agent import Mood, Personality
 
 TRAITS = ("honesty", "emotionality", "extraversion", "agreeableness", "conscientiousness", "openness")
 
@@ -30,7 +30,7 @@ class Pad:
     dominance: float = 0.0
 
     @classmethod
-    def of(cls, mood) -> "Pad":
+    def of(cls, mood: Mood) -> "Pad":
         return cls(float(mood.valence), float(mood.arousal), float(mood.dominance))
 
     def blend(self, other: "Pad", weight: float) -> "Pad":
@@ -47,7 +47,7 @@ NEUTRAL_MOOD = Pad()
 
 
 def high(personality: Personality, trait: str) -> bool:
-    return getattr(personality, trait) > d.HIGH_TRAIT
+    return bool(getattr(personality, trait) > d.HIGH_TRAIT)
 
 
 def working_memory_capacity(personality: Personality, base: int = d.WORKING_MEMORY_SLOTS) -> int:

@@ -95,15 +95,17 @@ Pure: the caller supplies vectors, the indexes, event time and mood; it records 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Iterable, Mapping, Protocol
 
 import numpy as np
 
 from engram.config import defaults as d
+from engram.config.agent import AgentConfig
 from engram.memory.cognitive.book import TraceBook
 from engram.memory.cognitive.decay import strength_at
 from engram.memory.cognitive.filters import TraceFilter
 from engram.memory.cognitive.graph import spread
+from engram.memory.cognitive.hit import HitShown
 from engram.memory.cognitive.hyde import HydeOutcome, HydeSettings, adaptive_search
 from engram.memory.cognitive.lexical import LexicalIndex
 from engram.memory.cognitive.model import MemoryTrace
@@ -113,14 +115,18 @@ from engram.memory.cognitive.shown import shown_texts
 
 
 SIMILARITY_MODES = ("hybrid", "embedding")
+# A scored candidate: (composite, trace id, factors, contributions).
+Scored = tuple[float, str, Factors, Factors]
 
 
 class VectorIndex(Protocol):
-    def search(self, vector: np.ndarray, k: int, allowed=None) -> list[tuple[str, float]]: ...
+    def search(self, vector: np.ndarray, k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]: ...
 
     def vectors(self, keys: list[str]) -> np.ndarray: ...
 
     def __contains__(self, key: str) -> bool: ...
+
+    def __len__(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -150,41 +156,24 @@ class DormantSettings:
     weight: float = d.DORMANT_WEIGHT
 
 
-@dataclass(frozen=True)
-class RecallHit:
+class RecallHit(HitShown, kw_only=True):
     """One result: the trace as it was at retrieval, its composite score and the score by factor."""
 
-    rank: int
-    trace_id: str
-    content: str
     score: float
     factors: Factors  # raw factor values in [0, 1]
     contributions: Factors  # weight · factor; they sum to `score`
-    trace_type: str
-    category: str
-    scope: str
-    scope_id: str
     source_type: str
-    source_seqs: tuple[int, ...]
-    source_message_ids: tuple[str, ...]
     entities: tuple[str, ...]
     importance: float
     strength: float  # current (Ebbinghaus) strength, in [0, 1]
     retrieval_count: int
     encoded_us: int
-    via: str  # "similarity" | "keywords" | "hyde" | "feedback" | "answer" | "activation" | "correction" | "dormant" | "superseded": how it became a candidate
     cosine: float = 0.0  # the embedding part of similarity (to the query, or to the HyDE vector when better)
     lexical: float = 0.0  # the keyword part (0 when similarity is "embedding")
     feedback: float = 0.0  # similarity to the feedback query (step 3; 0 without feedback)
-    context: str = ""  # for a reply, the question it answers (shown with it)
-    context_message_ids: tuple[str, ...] = ()  # where the context comes from
     pruned_us: int | None = None  # a dormant trace's pruning time (step 8); None for an active trace
-    dormant_weight: float = 1.0  # the factor on a dormant trace's composite (its contributions include it)
-    asks: bool = False  # the trace only asks (step 9): its composite includes QUESTION_WEIGHT
     valid_from_us: int = 0  # validity in time (step 10): true from ...
     valid_to_us: int | None = None  # ... until a newer trace contradicted it (None: still true)
-    superseded_by: str = ""  # the trace that closed it
-    shown: str = ""  # what a prompt shows of it (engram.memory.cognitive.shown): context and content, shaped
 
 
 @dataclass(frozen=True)
@@ -279,16 +268,17 @@ def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -
     pool = max(pool, 4 * limit)
     cos: dict[str, float] = dict(index.search(q, pool, allowed)) if limit > 0 else {}
     via = {tid: "similarity" for tid in cos}
-    terms = lexical.terms(query) if hybrid else []
+    terms = lexical.terms(query) if hybrid and lexical is not None else []
     # The query's information includes its words that only dormant traces hold (step 8): an active trace's keyword
     # match is its share of all of it, as a dormant trace's is (both on one scale).
-    known = lexical.information(terms) if hybrid else 0.0
-    dormant_only = (sum(dormant_lexical.bm25.joint_idf(t, lexical.bm25) for t in sorted(set(terms))
-                        if lexical.bm25.idf(t) == 0)
-                    if hybrid and dormant_lexical is not None and dormant.pool > 0 and dormant.weight > 0 else 0.0)
+    known = lexical.information(terms) if hybrid and lexical is not None else 0.0
+    dormant_only = 0.0
+    if hybrid and lexical is not None and dormant_lexical is not None and dormant.pool > 0 and dormant.weight > 0:
+        dormant_only = sum(dormant_lexical.bm25.joint_idf(t, lexical.bm25) for t in sorted(set(terms))
+                           if lexical.bm25.idf(t) == 0)
     scale = known / (known + dormant_only) if known + dormant_only > 0 else 1.0
     lex: dict[str, float] = {}
-    if hybrid and limit > 0:
+    if hybrid and lexical is not None and limit > 0:
         lex = {tid: scale * m for tid, m in lexical.search(terms, pool, allowed)}
         for tid in lex:
             via.setdefault(tid, "keywords")
@@ -297,9 +287,9 @@ def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -
         h = _unit(q + _unit(hyde_vector))  # step 1: HyDE's vector is the mean of the query's and the hypothesis'
         hs = hyde_settings
         outcome = adaptive_search(index, h, pool, allowed, hs.initial, hs.minimum, hs.step, adaptive=hs.adaptive, text=hyde_text)
-        for tid, c in outcome.hits:
+        for tid, hyde_cos in outcome.hits:
             via.setdefault(tid, "hyde")
-            cos[tid] = max(cos.get(tid, -1.0), c)
+            cos[tid] = max(cos.get(tid, -1.0), hyde_cos)
     _complete(cos, lex, via, vectors, lexical if hybrid else None, terms, q, scale)
     lexical_evidence = hybrid and known + dormant_only > 0
     share = lexical_share if lexical_evidence else 0.0
@@ -346,7 +336,7 @@ def recall(memory: RecallMemory, asked: RecallQuery, settings: RecallSettings) -
         for tid in reached:
             base = _fuse(cos[tid], lex.get(tid, 0.0), share)
             sims[tid] = fb.blend(base, tid) if fb is not None else base
-    scored = []
+    scored: list[Scored] = []
     for tid, sim in sims.items():
         t = traces[tid]
         f = factors(t, similarity=sim, activation=activation.get(tid, 0.0), mood=mood, now_us=now_us,
@@ -413,8 +403,10 @@ class _Dormant:
     feedback: dict[str, float]
 
     @classmethod
-    def of(cls, traces, index, lexical, active_lexical, settings: DormantSettings, discussion, q, terms, share, fb, limit,
-           as_of_us: int | None = None, only: TraceFilter | None = None):
+    def of(cls, traces: Mapping[str, MemoryTrace], index: VectorIndex | None, lexical: LexicalIndex | None,
+           active_lexical: LexicalIndex | None, settings: DormantSettings, discussion: str | None, q: np.ndarray,
+           terms: list[str], share: float, fb: "_Feedback | None", limit: int, as_of_us: int | None = None,
+           only: TraceFilter | None = None) -> "_Dormant | None":
         if index is None or len(index) == 0 or settings.pool <= 0 or settings.weight <= 0 or limit <= 0:
             return None
 
@@ -467,7 +459,9 @@ class _Feedback:
     similarity: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, sims, vectors: "_Vectors", q, lexical, terms, settings: FeedbackSettings, pool, allowed, via, lexical_share):
+    def of(cls, sims: dict[str, float], vectors: "_Vectors", q: np.ndarray, lexical: LexicalIndex | None, terms: list[str],
+           settings: FeedbackSettings, pool: int, allowed: Callable[[str], bool], via: dict[str, str],
+           lexical_share: float) -> "_Feedback | None":
         """The feedback query from the best candidates of `sims`; its keyword matches join `via`. None when
         the stage is off or there is nothing to learn from."""
         if settings.traces <= 0 or settings.share <= 0 or not sims:
@@ -489,7 +483,7 @@ class _Feedback:
                 via.setdefault(tid, "feedback")
         return cls(top, tuple(added), vector, weights, lexical, settings.share, lexical_share, keywords)
 
-    def prepare(self, tids, vectors: "_Vectors") -> None:
+    def prepare(self, tids: Iterable[str], vectors: "_Vectors") -> None:
         """Each of `tids`' similarity to the feedback query (exact cosine and keyword match, in batches)."""
         todo = sorted(tid for tid in tids if tid not in self.similarity)
         vec = [tid for tid in todo if tid in vectors]
@@ -497,7 +491,7 @@ class _Feedback:
             self.cosine.update(zip(vec, (vectors.of(vec) @ self.vector).tolist()))
         if self.weights:
             unknown = [tid for tid in todo if tid not in self.keywords]
-            if unknown:
+            if unknown and self.lexical is not None:  # weights come from the keyword index
                 self.keywords.update(self.lexical.match_weighted(self.weights, unknown))
         for tid in todo:
             self.similarity[tid] = _fuse(self.cosine.get(tid, 0.0), self.keywords.get(tid, 0.0), self.lexical_share)
@@ -525,10 +519,11 @@ class _Vectors:
         return np.stack([self._rows[tid] for tid in tids]) if tids else np.zeros((0, 0), dtype=np.float32)
 
 
-def _one_per_source(scored: list, traces, limit: int) -> list:
+def _one_per_source(scored: list[Scored], traces: Mapping[str, MemoryTrace], limit: int) -> list[Scored]:
     """The best `limit` of `scored` whose source messages are not all covered by better ones: their sources, and
     the messages of the questions they answer, which they show (step 7)."""
-    out, covered = [], set()
+    out: list[Scored] = []
+    covered: set[str] = set()
     for x in scored:
         t = traces[x[1]]
         source = set(t.source_message_ids) or {f"seq:{s}" for s in t.source_seqs}
@@ -541,7 +536,7 @@ def _one_per_source(scored: list, traces, limit: int) -> list:
     return out
 
 
-def _corrections_first(scored: list, traces) -> list:
+def _corrections_first(scored: list[Scored], traces: Mapping[str, MemoryTrace]) -> list[Scored]:
     """`scored` (best first) with every trace that a listed active trace contradicts moved to just after the
     last of its contradictors, so a superseded memory never outranks its correction."""
     out = list(scored)
@@ -560,7 +555,8 @@ def _corrections_first(scored: list, traces) -> list:
     return out
 
 
-def _answers_first(scored: list, traces, answers_of) -> list:
+def _answers_first(scored: list[Scored], traces: Mapping[str, MemoryTrace],
+                   answers_of: Callable[[str], list[str]]) -> list[Scored]:
     """`scored` (best first) with every trace that only asks moved to just after the best-ranked listed trace that
     answers it (step 9): a question never outranks its answer."""
     out = list(scored)
@@ -581,13 +577,13 @@ def _fuse(cosine: float, lexical: float, share: float) -> float:
     return (1.0 - share) * max(0.0, min(1.0, cosine)) + share * lexical
 
 
-def _complete(cos: dict, lex: dict, via: dict, vectors: _Vectors, lexical: LexicalIndex | None, terms, q,
-              scale: float = 1.0) -> None:
+def _complete(cos: dict[str, float], lex: dict[str, float], via: dict[str, str], vectors: _Vectors,
+              lexical: LexicalIndex | None, terms: list[str], q: np.ndarray, scale: float = 1.0) -> None:
     """Exact cosine and lexical match for every candidate that one side found and the other did not."""
     missing = sorted(tid for tid in via if tid not in cos)
     if missing:
         have = [tid for tid in missing if tid in vectors]
-        exact = vectors.of(have) @ q if have else []
+        exact = (vectors.of(have) @ q).tolist() if have else []
         cos.update({tid: float(c) for tid, c in zip(have, exact)})
         for tid in missing:
             cos.setdefault(tid, 0.0)
@@ -671,7 +667,7 @@ class RecallSettings:
     question_weight: float = d.QUESTION_WEIGHT  # the factor on the composite of a trace that only asks (step 9)
 
     @classmethod
-    def of(cls, config) -> "RecallSettings":
+    def of(cls, config: AgentConfig) -> "RecallSettings":
         r = config.memory.retrieval
         w, s = r.weights, r.spreading_activation
         return cls(

@@ -39,7 +39,7 @@ class Factors:
         return Factors(**{f: getattr(self, f) * getattr(other, f) for f in FACTORS})
 
     def total(self) -> float:
-        return sum(getattr(self, f) for f in FACTORS)
+        return float(sum(getattr(self, f) for f in FACTORS))
 
 
 DEFAULT_WEIGHTS = Factors(

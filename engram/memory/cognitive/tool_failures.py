@@ -21,7 +21,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Pattern:
     name: str
-    regex: re.Pattern
+    regex: re.Pattern[str]
     lesson: str  # {tool} is replaced by the failing tool's name
 
 

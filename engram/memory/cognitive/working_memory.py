@@ -199,7 +199,7 @@ def fit_notes(markdown: str, budget: int) -> tuple[str, bool]:
     """`markdown` cut (at a line boundary where possible) to fit `budget` tokens; (text, truncated)."""
     if estimate_tokens(markdown) <= budget:
         return markdown, False
-    lines, out = markdown.splitlines(keepends=True), []
+    lines, out = markdown.splitlines(keepends=True), list[str]()
     for line in lines:
         if estimate_tokens("".join(out) + line) > budget:
             break

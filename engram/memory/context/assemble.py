@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from engram.config import defaults as d
 from engram.kernel.tokens import CHARS_PER_TOKEN, estimate_tokens
@@ -112,7 +112,9 @@ class AssembledContext:
 
     def render(self) -> str:
         w = self.window_tokens
-        pct = lambda n: f"{100 * n / w:.0f}%" if w else "-"
+        def pct(n: int) -> str:
+            return f"{100 * n / w:.0f}%" if w else "-"
+
         first = self.turns[0].turn if self.turns else None
         lines = [
             f"context of discussion {self.discussion} (agent {self.agent}): {self.tokens:,} tokens, "
@@ -135,7 +137,7 @@ class AssembledContext:
         lines += [f"[{t.turn}] {t.speaker}: {t.content}" for t in self.turns]
         return "\n".join(lines)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "agent": self.agent, "discussion": self.discussion, "window_tokens": self.window_tokens,
             "threshold_tokens": self.threshold_tokens, "tokens": self.tokens,

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import msgspec
 
 from engram.config.agent import AgentConfig, InfiniteContext
-from engram.events.background import ContextCompacted
+from engram.events.background import ContextCompacted, ObservationNote
 from engram.events.cognitive import TraceEncoded
 from engram.events.provenance import LlmCall
 from engram.kernel.tokens import estimate_tokens
@@ -28,7 +28,10 @@ from engram.memory.cognitive.personality import Pad
 from engram.memory.context import hybrid, rules
 from engram.memory.context.chain import ChainNode, DiscussionContext, Turn
 from engram.memory.context.transparency import at_level
-from engram.providers.llm.types import ChatLine
+from engram.providers.llm.types import ChatLine, TraceCandidate
+
+if TYPE_CHECKING:
+    from engram.providers.llm.tasks import MemoryTasks
 
 # A merged child counts as dropped when less than this share of its words is in the merged summary.
 CARRIED_WORDS = 0.5
@@ -51,7 +54,7 @@ class Outcome:
 
 
 class Compactor:
-    def __init__(self, tasks, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, tasks: MemoryTasks, clock: Callable[[], float] = time.perf_counter) -> None:
         self.tasks = tasks
         self._clock = clock
 
@@ -95,7 +98,8 @@ class Compactor:
                 out.events.append(self._finish(merged, ic, before, work, started))
         return out
 
-    def _finish(self, ev: ContextCompacted, ic: InfiniteContext, before: int, work: DiscussionContext, started: float):
+    def _finish(self, ev: ContextCompacted, ic: InfiniteContext, before: int, work: DiscussionContext,
+                started: float) -> ContextCompacted:
         ev = msgspec.structs.replace(
             ev, context_tokens_before=before, context_tokens_after=work.context_tokens, window_tokens=ic.context_window_tokens,
             duration_ms=round((self._clock() - started) * 1000.0, 3),
@@ -104,7 +108,8 @@ class Compactor:
 
     # ------------------------------------------------------------------ strategies
 
-    def _sliding(self, work: DiscussionContext, span, lines, ic: InfiniteContext) -> ContextCompacted:
+    def _sliding(self, work: DiscussionContext, span: Sequence[Turn], lines: Sequence[ChatLine],
+                 ic: InfiniteContext) -> ContextCompacted:
         """One rolling summary: the previous one(s) and the span, re-summarised together."""
         prev = list(work.chain)
         prev_tokens = sum(n.tokens for n in prev)
@@ -121,7 +126,7 @@ class Compactor:
             messages=len(span), dropped=result.value.dropped, entities=result.value.preserved_entities, llm=(result.llm,),
         )
 
-    def _leaf(self, span, lines, ic: InfiniteContext) -> ContextCompacted:
+    def _leaf(self, span: Sequence[Turn], lines: Sequence[ChatLine], ic: InfiniteContext) -> ContextCompacted:
         """An L0 node of the span."""
         span_tokens = sum(t.tokens for t in span)
         target = rules.summary_target(span_tokens, span_tokens, ic)
@@ -132,18 +137,19 @@ class Compactor:
             dropped=result.value.dropped, entities=result.value.preserved_entities, llm=(result.llm,),
         )
 
-    def _hybrid(self, work, span, lines, config: AgentConfig, recorded: hybrid.RecordedNotes, mood: Pad, ts_us: int):
+    def _hybrid(self, work: DiscussionContext, span: Sequence[Turn], lines: Sequence[ChatLine], config: AgentConfig,
+                recorded: hybrid.RecordedNotes, mood: Pad, ts_us: int) -> tuple[ContextCompacted, list[TraceEncoded]]:
         ic = config.memory.infinite_context
         calls: list[LlmCall] = []
         uncovered = [line for line in lines if line.seq not in recorded.covered]
-        own: tuple = ()
+        own: tuple[ObservationNote, ...] = ()
         if uncovered:
             observed = self.tasks.observe(uncovered, personality=config.personality)
             calls.append(observed.llm)
             own = tuple(observed.value)
         notes = tuple(recorded.notes) + own
         superseded: set[str] = set()
-        candidates: tuple = ()
+        candidates: tuple[TraceCandidate, ...] = ()
         reflect_llm = None
         if notes:
             reflection = self.tasks.reflect(notes, personality=config.personality)
@@ -178,13 +184,15 @@ class Compactor:
         )
         return node, traces
 
-    def _elevate(self, work, node, candidates, own_notes, superseded, ids_by_seq, config: AgentConfig, mood: Pad, llm):
+    def _elevate(self, work: DiscussionContext, node: ContextCompacted, candidates: Sequence[TraceCandidate],
+                 own_notes: dict[str, ObservationNote], superseded: set[str], ids_by_seq: dict[int, str],
+                 config: AgentConfig, mood: Pad, llm: LlmCall | None) -> list[TraceEncoded]:
         """Traces of the reflection's candidates made only from notes this compaction observed."""
         threshold = config.storage.auto_ingest.importance_threshold
-        traces = []
+        traces: list[TraceEncoded] = []
         for i, c in enumerate(candidates):
-            sources = [own_notes.get(nid) for nid in c.source_note_ids]
-            if not sources or any(s is None for s in sources) or c.importance < threshold:
+            sources = [own_notes[nid] for nid in c.source_note_ids if nid in own_notes]
+            if not sources or len(sources) < len(c.source_note_ids) or c.importance < threshold:
                 continue
             if any(nid in superseded for nid in c.source_note_ids):
                 continue
@@ -223,8 +231,10 @@ class Compactor:
         )
 
     @staticmethod
-    def _node(strategy, level, first_seq, last_seq, first_turn, last_turn, summary, *, input_tokens, covered, target,
-              children=(), messages=0, trigger="threshold", dropped=(), entities=(), llm=()) -> ContextCompacted:
+    def _node(strategy: str, level: int, first_seq: int, last_seq: int, first_turn: int, last_turn: int, summary: str, *,
+              input_tokens: int, covered: int, target: int, children: Sequence[str] = (), messages: int = 0,
+              trigger: str = "threshold", dropped: Sequence[str] = (), entities: Sequence[str] = (),
+              llm: Sequence[LlmCall] = ()) -> ContextCompacted:
         return ContextCompacted(
             node_id=rules.node_id(strategy, level, first_seq, last_seq), strategy=strategy, level=level,
             first_seq=first_seq, last_seq=last_seq, first_turn=first_turn, last_turn=last_turn, summary=summary,

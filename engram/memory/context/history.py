@@ -9,13 +9,14 @@ the agent as well as the discussion: a discussion id of another agent reads as o
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Callable
+from typing import Any, Callable
 
+from engram.config.home import Home, ProjectionPaths
 from engram.kernel.ids import validate_agent, validate_discussion
 from engram.memory.context.assemble import AssembledContext, ChainEntry, RawTurn, Recalled, assemble
 from engram.memory.context.rules import effective, threshold_tokens
 
-Sql = Callable[[str, list], tuple[list[str], list[tuple]]]
+Sql = Callable[[str, list[Any]], tuple[list[str], list[tuple[Any, ...]]]]
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class CompactionRecord:
     def label(self) -> str:
         return f"[L{self.level}: turns {self.first_turn}-{self.last_turn}]"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         for k in ("children", "dropped", "preserved_entities", "traces_created"):
             out[k] = list(out[k])
@@ -84,7 +85,7 @@ def compaction_history(sql: Sql, agent: str, discussion: str) -> list[Compaction
                   "ORDER BY seq, first_seq, level", [agent, discussion])
     out = []
     for row in rows:
-        values = {c: (tuple(v or ()) if c in _LISTS else v) for c, v in zip(_COLUMNS, row)}
+        values: dict[str, Any] = {c: (tuple(v or ()) if c in _LISTS else v) for c, v in zip(_COLUMNS, row)}
         out.append(CompactionRecord(**values))
     return out
 
@@ -137,7 +138,7 @@ def last_user_message(turns: list[RawTurn]) -> str:
 
 
 def build_context(
-    sql: Sql, home, projection_paths, agent: str, discussion: str, *, recall: Callable[[str], list[Recalled]] | None = None,
+    sql: Sql, home: Home, projection_paths: ProjectionPaths, agent: str, discussion: str, *, recall: Callable[[str], list[Recalled]] | None = None,
     query: str | None = None, skip_raw: bool = True,
 ) -> AssembledContext:
     """The context that would be sent to the model now (see `engram.memory.context.assemble` for the layout).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from engram.config.agent import AgentConfig
 from engram.events.background import ContextCompacted
@@ -20,6 +20,9 @@ from engram.memory.context import rules
 from engram.memory.context.chain import DiscussionContext
 from engram.memory.context.compactor import Compactor
 from engram.providers.llm.types import ChatLine
+
+if TYPE_CHECKING:
+    from engram.providers.llm.tasks import MemoryTasks
 
 
 @dataclass
@@ -45,7 +48,7 @@ class Simulation:
 def simulate(
     lines: Sequence[ChatLine],
     config: AgentConfig,
-    tasks,
+    tasks: MemoryTasks,
     *,
     agent: str = "agent",
     discussion: str = "discussion",

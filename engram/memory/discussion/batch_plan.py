@@ -27,7 +27,7 @@ them up).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import msgspec
 
@@ -61,7 +61,7 @@ class PlannedTasks(MemoryTasks):
 
     provider = "batch-plan"
 
-    def __init__(self, prefix: str, answers: Mapping[str, Result]):
+    def __init__(self, prefix: str, answers: Mapping[str, Result[Any]]) -> None:
         self.prefix, self.answers, self.calls = prefix, answers, 0
         self.needed: list[tuple[str, i.TaskInput]] = []
         self.pending = 0
@@ -69,7 +69,7 @@ class PlannedTasks(MemoryTasks):
     def describe(self) -> str:
         return "answers of Message Batches"
 
-    def run(self, task_input: i.TaskInput) -> Result:
+    def run(self, task_input: i.TaskInput) -> Result[Any]:
         encoded = i.encode_input(task_input)
         key = f"{self.prefix}-{self.calls}-{digest(encoded)}"
         self.calls += 1
@@ -148,7 +148,7 @@ def workflow_problem(settings: DiscussionSettings) -> str | None:
     return None
 
 
-def plan(target: Target, history: Sequence[Recorded], settings: DiscussionSettings, answers: Mapping[str, Result],
+def plan(target: Target, history: Sequence[Recorded], settings: DiscussionSettings, answers: Mapping[str, Result[Any]],
          *, ts_us: int, batch: str, reason: str = "engram regenerate --batch") -> Outcome:
     """Run the Summarizer over `history` (the discussion's HISTORY_TYPES events up to `target.through_seq`) as
     it would run on a new generation, answering from `answers`.

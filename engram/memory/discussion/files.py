@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from engram.config.home import ProjectionPaths
 from engram.events.discussion import ChunkSummarized, RollingSummaryUpdated
@@ -86,7 +87,7 @@ def locate_agent(paths: ProjectionPaths, discussion: str, agent: str | None = No
     raise DiscussionNotFound(f"discussion {discussion!r} has files under several agents ({', '.join(agents)}); give --agent")
 
 
-def read_memories(path: Path) -> list[dict] | None:
+def read_memories(path: Path) -> list[dict[str, Any]] | None:
     """The chunk memories of a memories file, oldest first; None if the file does not exist."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -95,7 +96,7 @@ def read_memories(path: Path) -> list[dict] | None:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def read_summary(path: Path) -> dict | None:
+def read_summary(path: Path) -> dict[str, Any] | None:
     """The rolling summary record, or None if there is no summary file."""
     lines = read_memories(path)
     return lines[-1] if lines else None

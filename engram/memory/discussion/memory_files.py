@@ -8,19 +8,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
+
+import numpy as np
 
 from engram.config.home import ProjectionPaths
+from engram.config.llm import EmbedderConfig
 from engram.events.discussion import SummaryUpdateRequested
 from engram.kernel.ids import validate_agent
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX, read_memories, read_summary
 from engram.memory.discussion.vectors import VectorStore
+from engram.providers.embeddings.base import Embedder
 from engram.providers.embeddings.factory import single_threaded
 
 
 class MemoryFiles:
     """Fast reads of one agent's discussion files, and the query embedder (loaded on first use)."""
 
-    def __init__(self, paths: ProjectionPaths, agent: str, embedder_config=None, embedder=None):
+    def __init__(self, paths: ProjectionPaths, agent: str, embedder_config: EmbedderConfig | None = None,
+                 embedder: Embedder | None = None) -> None:
         """`embedder`: the query embedder to use (shared by the readers of a process); None: one made
         from `embedder_config` on first use."""
         self.paths = paths
@@ -64,14 +70,14 @@ class MemoryFiles:
 
     # --------------------------------------------------------------- query embeddings
 
-    def _load_embedder(self):
+    def _load_embedder(self) -> Embedder:
         if self._embedder is None:
             from engram.providers.embeddings.factory import make_embedder
 
             self._embedder = make_embedder(single_threaded(self._embedder_config))
         return self._embedder
 
-    def embed(self, texts: list[str]):
+    def embed(self, texts: list[str]) -> np.ndarray:
         return self._load_embedder().embed(texts)
 
     @property
@@ -97,7 +103,7 @@ SELECT
 """
 
 
-def expected_files(row) -> dict[str, bool]:
+def expected_files(row: Sequence[object]) -> dict[str, bool]:
     return dict(zip((MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX), (bool(x) for x in row)))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engram.kernel.ids import InvalidIdError
+from engram.providers.llm.tasks import MemoryTasks
 from engram.memory.discussion.summarizer import WorkflowOutcome
 from engram.memory.discussion.workflow import engine
 from engram.memory.discussion.workflow.nodes import Standard
@@ -32,7 +33,7 @@ INPUT_ORDER = ("TextChunk", "Memory_file", "Full_Memory_file", "Chat_Summary")
 
 
 class MemoryWorkflowLibrary:
-    def __init__(self, home_root: Path, tasks):
+    def __init__(self, home_root: Path, tasks: MemoryTasks) -> None:
         self.home_root = Path(home_root)
         self.tasks = tasks
         self.responder = Responder(tasks)

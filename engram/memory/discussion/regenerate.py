@@ -14,7 +14,8 @@ from typing import Sequence
 
 from engram.config import defaults as d
 from engram.events.control import GenerationStarted, SettingsChanged
-from engram.events.discussion import SummaryUpdateRequested
+from engram.config.home import ProjectionPaths
+from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
 
 # What a generation is decided from: read these types of the discussion's stream.
@@ -35,11 +36,12 @@ class Generation:
                  settings: SettingsChanged | None = None, batch: str | None = None):
         if not any(r.type == "MessageAppended" for r in history):
             raise NothingToRegenerate(f"discussion {discussion!r} has no messages to regenerate memories from")
-        self.previous = max([r.event.generation for r in history if r.type == "GenerationStarted"], default=0)
+        self.previous = max([r.event.generation for r in history if isinstance(r.event, GenerationStarted)], default=0)
         self.number = self.previous + 1
-        self.had_summary = any(r.type == "RollingSummaryUpdated" and r.event.generation == self.previous for r in history)
-        requests = [r.event for r in history if r.type == "SummaryUpdateRequested"]
-        events = []
+        self.had_summary = any(isinstance(r.event, RollingSummaryUpdated) and r.event.generation == self.previous
+                               for r in history)
+        requests = [r.event for r in history if isinstance(r.event, SummaryUpdateRequested)]
+        events: list[NewEvent] = []
         if settings is not None:
             events.append(NewEvent(settings, ts_us, f"settings:regenerate:g{self.number}:{settings.content_hash}"))
         events.append(NewEvent(
@@ -74,7 +76,7 @@ SELECT agent, discussion_id, bool_or(memories) AS memories, bool_or(summary) AS 
 """
 
 
-def mark_deleted_discussions(db_path: Path, paths) -> list[str]:
+def mark_deleted_discussions(db_path: Path, paths: ProjectionPaths) -> list[str]:
     """Before a shard's projections render missing files again at start: leave a marker for every discussion
     whose files were all deleted while engram was down, so that the next creator node regenerates it (as the
     guide says) instead of finding the old files back. Returns the discussions marked."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -50,7 +50,7 @@ class Hit:
     keyword_rank: int | None = None
     semantic_rank: int | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
             "score": round(self.score, 6),
@@ -76,7 +76,7 @@ class SearchResult:
             return self.reason or NO_MATCH
         return RESULT_SEPARATOR.join(h.memory.summary for h in self.hits)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "discussion": self.discussion,
             "mode": self.mode,

@@ -25,9 +25,10 @@ memory-workflow runner and a sink for its events.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, cast
 
 import msgspec
+import numpy as np
 
 from engram.config import defaults as d
 from engram.config.discussion import DEFAULT_PROMPT, DEFAULT_SYSTEM_PROMPT, DiscussionSettings
@@ -44,6 +45,7 @@ from engram.events.discussion import (
 from engram.events.envelope import NewEvent, Recorded
 from engram.events.memory_edits import MemoryEdited
 from engram.events.messages import MessageAppended, MessageEdited, MessageRemoved
+from engram.events.provenance import LlmCall
 from engram.memory.discussion.chunking import Chunk, Msg, Thresholds, memory_check
 from engram.memory.discussion.files import chunk_memory_id
 from engram.memory.discussion.rolling import MergePolicy, plan_merges
@@ -52,6 +54,10 @@ from engram.memory.discussion.vectors import encode_vector
 from engram.providers.llm.offline.respond import labelled
 from engram.providers.llm.provenance import injected_memory, own_words
 from engram.providers.llm.types import ChatLine, StructuredMemory
+
+if TYPE_CHECKING:
+    from engram.providers.embeddings.base import Embedder
+    from engram.providers.llm.tasks import MemoryTasks
 
 
 class MemoryLog(Protocol):
@@ -67,8 +73,8 @@ class MemoryLog(Protocol):
         """The discussion's `MemoryEdited` events (a user's, or the Summarizer's after a message changed)."""
         ...
 
-    def history(self, discussion: str, to_seq: int) -> list[Recorded]:
-        """The discussion's own events up to `to_seq` (messages, generations, memory events)."""
+    def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
+        """The discussion's own events up to `to_seq` (None: all of them; messages, generations, memory events)."""
         ...
 
 
@@ -85,7 +91,7 @@ class WorkflowOutcome:
     text: str | None  # the workflow's final output; None if it could not be used
     tag: str | None  # "<name>@<content hash>" of the workflow that ran
     error: str | None  # why the workflow's output was not used
-    llm: object | None = None  # the LlmCall of its last LLM node
+    llm: LlmCall | None = None  # the LlmCall of its last LLM node
 
 
 def to_msg(rec: Recorded) -> Msg:
@@ -96,6 +102,12 @@ def to_msg(rec: Recorded) -> Msg:
     assert isinstance(ev, MessageAppended)
     content = own_words(ev.role, ev.content, injected_memory(ev.metadata))
     return Msg(rec.seq, ev.message_id, ev.role, content, ev.token_estimate, rec.ts_us, ev.name)
+
+
+def _chunk(rec: Recorded) -> ChunkSummarized:
+    """A chunk memory the log gave back (`MemoryLog.chunk_memories` answers only ChunkSummarized records)."""
+    assert isinstance(rec.event, ChunkSummarized), rec.type
+    return rec.event
 
 
 def spoken(messages: Sequence[Msg]) -> list[Msg]:
@@ -123,7 +135,8 @@ Emit = Callable[[NewEvent], None]
 class DiscussionSummarizer:
     """The logical actor of one discussion (serial: its host never runs two of its calls at once)."""
 
-    def __init__(self, state: DiscussionState, *, tasks, log: MemoryLog, workflows: MemoryWorkflows | None = None):
+    def __init__(self, state: DiscussionState, *, tasks: MemoryTasks, log: MemoryLog,
+                 workflows: MemoryWorkflows | None = None) -> None:
         self.state = state
         self.tasks = tasks
         self.log = log
@@ -158,7 +171,7 @@ class DiscussionSummarizer:
                 ss.pending = self.log.messages(st.discussion, ss.marker, rec.seq)
         resaid: list[tuple[str, str]] = []  # (chunk memory id, its new text)
         for r in self.log.chunk_memories(st.discussion, 0):
-            chunk = r.event
+            chunk = _chunk(r)
             if chunk.generation != st.generation or ev.message_id not in chunk.message_ids:
                 continue
             messages = self._now(chunk.first_seq, chunk.last_seq, rec.seq)
@@ -172,6 +185,7 @@ class DiscussionSummarizer:
             st.recent = [summary if old == chunk.summary else old for old in st.recent]
         for r in self.log.vector_memories(st.discussion):
             vector = r.event
+            assert isinstance(vector, VectorMemoryStored), r.type
             if vector.generation != st.generation or ev.message_id not in vector.message_ids:
                 continue
             messages = self._now(vector.first_seq, vector.last_seq, rec.seq)
@@ -196,17 +210,18 @@ class DiscussionSummarizer:
         return [m for m in self.log.messages(self.state.discussion, first_seq - 1, through_seq) if m.seq <= last_seq]
 
     def _absorbed(self, memory_id: str) -> bool:
-        return any(chunk_memory_id(r.event) == memory_id and r.event.last_seq <= self.state.summary.absorbed_through_seq
+        return any(chunk_memory_id(_chunk(r)) == memory_id and _chunk(r).last_seq <= self.state.summary.absorbed_through_seq
                    for r in self.log.chunk_memories(self.state.discussion, 0))
 
     def _merge_again(self, rec: Recorded, settings: DiscussionSettings, emit: Emit, resaid: dict[str, str]) -> None:
         """The rolling summary merged again from every chunk memory it had absorbed, in their texts now."""
         st = self.state
-        now = {r.event.memory_id: r.event.content for r in self.log.memory_edits(st.discussion)
-               if r.event.kind == "chunk" and r.event.content is not None}  # the latest edit of each, by log order
+        edits = [r.event for r in self.log.memory_edits(st.discussion) if isinstance(r.event, MemoryEdited)]
+        now = {e.memory_id: e.content for e in edits if e.kind == "chunk" and e.content is not None}  # latest wins
         now.update(resaid)
-        texts = [now.get(chunk_memory_id(r.event), r.event.summary) for r in self.log.chunk_memories(st.discussion, 0)
-                 if r.event.generation == st.generation and r.event.last_seq <= st.summary.absorbed_through_seq]
+        chunks = [_chunk(r) for r in self.log.chunk_memories(st.discussion, 0)]
+        texts = [now.get(chunk_memory_id(c), c.summary) for c in chunks
+                 if c.generation == st.generation and c.last_seq <= st.summary.absorbed_through_seq]
         if not texts:
             return
         result = self.tasks.merge_summary("", texts, max_tokens=settings.max_response_size_in_tokens,
@@ -241,6 +256,7 @@ class DiscussionSummarizer:
         after that write; every later message is handled as usual (its check reads what came in meanwhile)."""
         from engram.memory.discussion.state import OWN_TYPES, recover_state
 
+        assert isinstance(rec.event, GenerationStarted), rec.type
         generation = rec.event.generation
         history = self.log.history(self.state.discussion)
         written = [r for r in history if r.seq > rec.seq and r.type in OWN_TYPES and r.causation is None
@@ -260,25 +276,25 @@ class DiscussionSummarizer:
             return
         waiting = [
             r for r in self.log.chunk_memories(st.discussion, st.summary.cursor)
-            if r.event.generation == st.generation
-            and st.summary.absorbed_through_seq < r.event.last_seq < rec.seq
+            if _chunk(r).generation == st.generation
+            and st.summary.absorbed_through_seq < _chunk(r).last_seq < rec.seq
         ]
         policy = MergePolicy(ev.min_memories_per_summary, ev.loop_if_memories_exceed)
         max_tokens = ev.max_response_size_in_tokens or settings.max_response_size_in_tokens
         for size in plan_merges(len(waiting), policy):
             batch, waiting = waiting[:size], waiting[size:]
             result = self.tasks.merge_summary(
-                st.summary.text, [r.event.summary for r in batch], max_tokens=max_tokens,
+                st.summary.text, [_chunk(r).summary for r in batch], max_tokens=max_tokens,
                 system_prompt=ev.system_prompt, prompt=ev.prompt,
                 endpoint_name=ev.endpoint_name or settings.endpoint_name, preset=ev.preset or settings.preset,
             )
-            last = batch[-1].event
+            last = _chunk(batch[-1])
             last_id = chunk_memory_id(last)
             st.summary.absorbed += len(batch)
             event = RollingSummaryUpdated(
                 generation=st.generation, summary=result.value, absorbed_through=last_id,
                 absorbed_through_seq=last.last_seq, memories_merged=len(batch),
-                memories_absorbed=st.summary.absorbed, merged_memory_ids=tuple(chunk_memory_id(r.event) for r in batch),
+                memories_absorbed=st.summary.absorbed, merged_memory_ids=tuple(chunk_memory_id(_chunk(r)) for r in batch),
                 llm=result.llm, node=ev.node,
             )
             emit(NewEvent(event, rec.ts_us, f"summary:g{st.generation}:{last_id}", rec.seq))
@@ -291,6 +307,7 @@ class DiscussionSummarizer:
         """Our own RollingSummaryUpdated came back from the log: the logged text is the truth
         (after a restart it may differ from a re-run that the log refused as a duplicate)."""
         ev = rec.event
+        assert isinstance(ev, RollingSummaryUpdated), rec.type
         s = self.state.summary
         if ev.generation == self.state.generation and ev.absorbed_through == s.absorbed_through:
             s.text = ev.summary
@@ -308,6 +325,7 @@ class DiscussionSummarizer:
         check = memory_check(store_exists=ss.created, message_count=st.message_count, pending=ss.pending, th=th)
         if not check.ran:
             return
+        assert check.mode is not None  # a check that ran chose its mode
         if check.create_store:
             created = MemoryFileCreated(generation=st.generation, store=store, message_count=st.message_count)
             emit(NewEvent(created, rec.ts_us, f"created:{store}:g{st.generation}", rec.seq))
@@ -336,13 +354,14 @@ class DiscussionSummarizer:
         emit(NewEvent(event, rec.ts_us, f"chunk:{memory_id}", rec.seq))
         st.recent = (st.recent + [summary])[-d.MAX_SUMMARY_CHUNKS_FROM_FILE:]
 
-    def _chunk_summary(self, messages: Sequence[Msg], s: DiscussionSettings):
+    def _chunk_summary(self, messages: Sequence[Msg], s: DiscussionSettings
+                       ) -> tuple[str, LlmCall, WorkflowOutcome | None]:
         """(summary, its LlmCall, the memory workflow's outcome or None) of a chunk's messages."""
         st = self.state
         outcome = None
         if s.file_memory_workflow_name and self.workflows is not None:
-            everything = [r.event.summary for r in self.log.chunk_memories(st.discussion, 0)
-                          if r.event.generation == st.generation]
+            everything = [_chunk(r).summary for r in self.log.chunk_memories(st.discussion, 0)
+                          if _chunk(r).generation == st.generation]
             outcome = self.workflows.run(s.file_memory_workflow_name, {
                 "TextChunk": transcript(messages),
                 "Memory_file": "\n".join(st.recent),
@@ -422,16 +441,17 @@ class EmbeddingJob:
     `events()` waits for the vectors and returns `events` with them filled in.
     """
 
-    def __init__(self, events: Sequence[NewEvent], embedder):
+    def __init__(self, events: Sequence[NewEvent], embedder: Embedder):
         self._events = list(events)
         self._pending = [k for k, e in enumerate(self._events)
                          if (isinstance(e.event, VectorMemoryStored)
                              or (isinstance(e.event, MemoryEdited) and e.event.kind == "vector" and e.event.content))
                          and e.event.embedding == PENDING]
         self._embedder = embedder
-        self._vectors: Callable[[], Sequence] | None = None
+        self._vectors: Callable[[], np.ndarray] | None = None
         if self._pending:
-            texts = [embedding_text(self._events[k].event) for k in self._pending]
+            # (the pending are VectorMemoryStored events, picked above)
+            texts = [embedding_text(cast(VectorMemoryStored, self._events[k].event)) for k in self._pending]
             start = getattr(embedder, "embed_async", None)
             if start is not None:
                 self._vectors = start(texts)
@@ -450,7 +470,7 @@ class EmbeddingJob:
         return out
 
 
-def embed_pending(events: Sequence[NewEvent], embedder) -> list[NewEvent]:
+def embed_pending(events: Sequence[NewEvent], embedder: Embedder) -> list[NewEvent]:
     """`events` with the embedding of every vector memory still PENDING, all computed in one call."""
     return EmbeddingJob(events, embedder).events()
 

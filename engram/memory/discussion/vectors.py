@@ -27,13 +27,16 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Any, Sequence
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
+from engram.events.discussion import VectorMemoryStored
 from engram.events.envelope import iso
+from engram.kernel import records
+from engram.kernel.records import Column
 from engram.providers.search.bm25 import BM25
 from engram.providers.search.hnsw import HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_SEED, HnswIndex
 
@@ -52,12 +55,18 @@ def decode_vector(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class VectorMemoryRow:
-    """One memory of the store (what `VectorMemoryStored` recorded, plus where it sits)."""
+    """One memory of the store: what `VectorMemoryStored` recorded, plus where it sits. Declared once: the
+    projection's `vector_memories` table (`engram sql`) is this record's table (`engram.kernel.records`, behind its
+    discussion and agent), the store file's `memories` and `embeddings` rows are written from it and read back
+    into it by column name, and `from_event` is the one place an event becomes a row."""
 
-    memory_id: str
-    generation: int
+    generation: Annotated[int, Column(sql="INTEGER", required=True)]
+    ordinal: Annotated[int, Column(sql="INTEGER", required=True)] = 0  # its place among its discussion's memories
+    memory_id: Annotated[str, Column(required=True)]
+    created_seq: Annotated[int, Column(required=True)]
+    created_ts_us: Annotated[int, Column("created_ts", timestamp=True)]
     title: str
     summary: str
     entities: tuple[str, ...]
@@ -67,18 +76,31 @@ class VectorMemoryRow:
     first_seq: int
     last_seq: int
     message_ids: tuple[str, ...]
-    token_count: int
-    first_ts_us: int
-    last_ts_us: int
-    created_seq: int
-    created_ts_us: int
+    token_count: Annotated[int, Column(sql="INTEGER")]
+    first_ts_us: Annotated[int, Column("first_ts", timestamp=True)]
+    last_ts_us: Annotated[int, Column("last_ts", timestamp=True)]
     mode: str
     trigger: str
     llm_provider: str
     llm_model: str
     workflow: str | None
     embedding_model: str
-    vector: np.ndarray = field(repr=False)
+    vector: Annotated[np.ndarray, Column("embedding", sql="FLOAT[]")] = field(repr=False)
+    # the user's labels (`PATCH …/memories/vector/{id}`), a JSON object; in the projection's table only
+    metadata: Annotated[tuple[tuple[str, str], ...], Column(json=True)] = ()
+
+    @classmethod
+    def from_event(cls, ev: VectorMemoryStored, *, ordinal: int, created_seq: int, created_ts_us: int) -> "VectorMemoryRow":
+        """The row a `VectorMemoryStored` event (recorded at `created_seq`, `created_ts_us`) folds into."""
+        return cls(
+            generation=ev.generation, ordinal=ordinal, memory_id=ev.memory_id, created_seq=created_seq,
+            created_ts_us=created_ts_us, title=ev.title, summary=ev.summary, entities=ev.entities,
+            key_phrases=ev.key_phrases, topics=ev.topics, sentiment=ev.sentiment, first_seq=ev.first_seq,
+            last_seq=ev.last_seq, message_ids=ev.message_ids, token_count=ev.token_count, first_ts_us=ev.first_ts_us,
+            last_ts_us=ev.last_ts_us, mode=ev.mode, trigger=ev.trigger, llm_provider=ev.llm.provider,
+            llm_model=ev.llm.model, workflow=ev.workflow, embedding_model=ev.embedding_model,
+            vector=decode_vector(ev.embedding),
+        )
 
     def keyword_text(self) -> str:
         """What the keyword index sees: the curated fields WilmerAI's FTS table indexes."""
@@ -86,7 +108,7 @@ class VectorMemoryRow:
             [self.title, self.summary, " ; ".join(self.entities), " ; ".join(self.key_phrases), " ; ".join(self.topics)]
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "memory_id": self.memory_id,
             "title": self.title,
@@ -267,34 +289,17 @@ def write_store(path: Path, rows: Sequence[VectorMemoryRow], info: dict[str, str
     os.replace(tmp, path)
 
 
-def _memory_record(ordinal: int, r: VectorMemoryRow) -> dict:
-    return {
-        "memory_id": r.memory_id,
+def _memory_record(ordinal: int, r: VectorMemoryRow) -> dict[str, Any]:
+    """A row of the file's `memories` table: the record's columns by name, and what the file adds (the first and
+    last message ids, their count) in the file's own order (`_MEMORY_SCHEMA`, the format's)."""
+    stored = records.stored_values(VectorMemoryRow, r)
+    added = {
         "ordinal": ordinal,
-        "generation": r.generation,
-        "title": r.title,
-        "summary": r.summary,
-        "entities": list(r.entities),
-        "key_phrases": list(r.key_phrases),
-        "topics": list(r.topics),
-        "sentiment": r.sentiment,
-        "first_seq": r.first_seq,
-        "last_seq": r.last_seq,
         "first_message_id": r.message_ids[0] if r.message_ids else None,
         "last_message_id": r.message_ids[-1] if r.message_ids else None,
-        "message_ids": list(r.message_ids),
         "message_count": len(r.message_ids),
-        "token_count": r.token_count,
-        "first_ts": r.first_ts_us,
-        "last_ts": r.last_ts_us,
-        "created_seq": r.created_seq,
-        "created_ts": r.created_ts_us,
-        "mode": r.mode,
-        "trigger": r.trigger,
-        "llm_provider": r.llm_provider,
-        "llm_model": r.llm_model,
-        "workflow": r.workflow,
     }
+    return {name: added[name] if name in added else stored[name] for name in _MEMORY_SCHEMA.names}
 
 
 class VectorStore:
@@ -321,27 +326,17 @@ class VectorStore:
         con = duckdb.connect(str(path), read_only=True)
         try:
             info = dict(con.execute("SELECT key, value FROM store_info").fetchall())
-            mem = con.execute(
-                """SELECT m.memory_id, m.generation, m.title, m.summary, m.entities, m.key_phrases, m.topics,
-                          m.sentiment, m.first_seq, m.last_seq, m.message_ids, m.token_count,
-                          epoch_us(m.first_ts), epoch_us(m.last_ts), m.created_seq, epoch_us(m.created_ts), m.mode,
-                          m.trigger, m.llm_provider, m.llm_model, m.workflow, e.model, e.vector
-                   FROM memories m JOIN embeddings e USING (memory_id) ORDER BY m.ordinal"""
-            ).fetchall()
+            # the row's columns by name: the file's `memories` row and its embedding (`embeddings.model`, `.vector`)
+            cursor = con.execute(
+                f"""SELECT {records.select_list(VectorMemoryRow)} FROM (
+                        SELECT m.*, e.model AS embedding_model, e.vector AS embedding, NULL AS metadata
+                        FROM memories m JOIN embeddings e USING (memory_id)) ORDER BY ordinal"""
+            )
+            names = [c[0] for c in cursor.description]
+            rows = records.from_rows(VectorMemoryRow, names, cursor.fetchall())
             index_row = con.execute("SELECT dim, ids, index_bytes FROM hnsw_index").fetchone()
         finally:
             con.close()
-        rows = [
-            VectorMemoryRow(
-                memory_id=m[0], generation=m[1], title=m[2], summary=m[3], entities=tuple(m[4] or ()),
-                key_phrases=tuple(m[5] or ()), topics=tuple(m[6] or ()), sentiment=m[7], first_seq=m[8],
-                last_seq=m[9], message_ids=tuple(m[10] or ()), token_count=m[11], first_ts_us=m[12],
-                last_ts_us=m[13], created_seq=m[14], created_ts_us=m[15], mode=m[16], trigger=m[17],
-                llm_provider=m[18], llm_model=m[19], workflow=m[20], embedding_model=m[21],
-                vector=np.asarray(m[22], dtype=np.float32),
-            )
-            for m in mem
-        ]
         hnsw = None
         if index_row is not None and index_row[2]:
             dim, ids, blob = index_row

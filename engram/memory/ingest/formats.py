@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 import msgspec
 
@@ -179,7 +179,7 @@ _BYTE = re.compile(r"\(byte (\d+)\)")
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|(?<![0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
-def _decode(raw: bytes, type_, source: str, where: str = "", keys: list[str] | None = None):
+def _decode(raw: bytes, type_: Any, source: str, where: str = "", keys: list[str] | None = None) -> Any:
     """`raw` decoded into `type_`, or an IngestError naming `where` (a line) plus the JSON path and the reason."""
     try:
         return msgspec.json.decode(raw, type=type_)
@@ -202,7 +202,8 @@ def _decode(raw: bytes, type_, source: str, where: str = "", keys: list[str] | N
     except msgspec.DecodeError as exc:
         reason = _BYTE.sub("", str(exc)).strip()
         lone = _LONE_SURROGATE.search(raw)
-        offset = lone.start() if lone is not None else int(m.group(1)) if (m := _BYTE.search(str(exc))) else None
+        at_byte = _BYTE.search(str(exc))
+        offset = lone.start() if lone is not None else int(at_byte.group(1)) if at_byte else None
         if lone is not None:
             reason = f"a lone surrogate escape {lone.group().decode()} is not valid Unicode"
         if offset is None:

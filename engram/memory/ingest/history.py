@@ -95,8 +95,8 @@ def changes(logged: Sequence[str], incoming: Sequence[str], logged_roles: Sequen
     # Before the first aligned block: incoming messages there stand, from the block back, where the logged ones did
     # (a history's first message edited); logged ones without a counterpart are the history's cut, never removed.
     first = blocks[0]
-    for k in range(1, min(first.a, first.b) + 1):
-        i, j = first.a - k, first.b - k
+    for back in range(1, min(first.a, first.b) + 1):
+        i, j = first.a - back, first.b - back
         if logged_roles[offset + i] != incoming_roles[j]:
             break
         edited.append((offset + i, j))
@@ -109,11 +109,11 @@ def changes(logged: Sequence[str], incoming: Sequence[str], logged_roles: Sequen
         start = 0
         for i in log_gap:
             role = logged_roles[offset + i]
-            k = next((k for k in range(start, len(in_gap)) if incoming_roles[in_gap[k]] == role), None)
-            if k is not None:
-                edited.append((offset + i, in_gap[k]))
-                paired.add(in_gap[k])
-                start = k + 1
+            found = next((k for k in range(start, len(in_gap)) if incoming_roles[in_gap[k]] == role), None)
+            if found is not None:
+                edited.append((offset + i, in_gap[found]))
+                paired.add(in_gap[found])
+                start = found + 1
             elif role in present:
                 removed.append(offset + i)
     return Changes(new=[i for i in new if i not in paired], edited=edited, removed=removed)

@@ -93,7 +93,7 @@ def discussion_write(
     validate_discussion(discussion)
     prefix = f"{where}: " if where else ""
     items = []
-    seen: dict[tuple, int] = {}  # identity without an id -> occurrences so far
+    seen: dict[tuple[object, ...], int] = {}  # identity without an id -> occurrences so far
     given: dict[str, tuple[int, str, str]] = {}  # a client's message id -> (index, role, content) of its first use
     for offset, msg in enumerate(messages):
         index = first_index + offset

@@ -40,7 +40,7 @@ def list_messages(api, agent: str, discussion: str, order: t.PageOrder = "oldest
 
 @route(router, "GET", f"{A}/memories", response=t.MemoryPage, errors=("invalid_id", "unknown_discussion",
                                                                        "invalid_request"), reads="memories")
-def list_memories(api, agent: str, kind: t.MemoryKind = "traces", discussion: str | None = None, limit: Page = 100,
+def list_memories(api, agent: str, kind: t.ListedKind = "traces", discussion: str | None = None, limit: Page = 100,
                   cursor: Cursor = None):
     """The agent's memories of one kind (traces, chunk memories, vector memories, observation notes) in the order
     they were made, a page at a time; only one discussion's with `discussion`."""

@@ -173,3 +173,54 @@ def test_each_log_says_how_far_it_is_from_the_observer_and_reflector_thresholds(
         buffered=False, llm=LLM, scope="discussion", scope_id="d", messages=2)))
     p = book.logs[("a", "discussion", "d")].progress()
     assert p.unobserved_tokens == 0 and p.tokens_to_observer == 1_001 and p.active_tokens > 0
+
+
+# observation_notes as ObservationLogProjection v4 had it, hand-written (before `NoteEntry` was its declaration).
+NOTES_V4 = ("agent", "scope", "scope_id", "stream", "note_id", "type", "text", "details", "importance", "confidence",
+            "observed_at", "refers_to", "entities", "source_seqs", "source_message_ids", "tokens", "buffered", "status",
+            "recorded_seq", "increment_last_seq", "activated_seq", "reflected_seq")
+
+
+def test_the_notes_table_is_its_declaration_and_an_old_homes_v4_table_is_folded_again_with_the_same_rows(tmp_path):
+    from engram.kernel import records
+    from engram.memory.background.observation_log import NoteEntry
+    from engram.projections.observations import NOTES_DDL
+
+    assert NOTES_DDL == records.ddl("observation_notes", NoteEntry, before=[("agent", "VARCHAR"), ("scope", "VARCHAR"),
+                                                                            ("scope_id", "VARCHAR")])
+    events = [recorded(1, NOTES[:2], 1, 2), recorded(2, NOTES[2:], 3, 3),
+              rec(4, ObservationsActivated(through_seq=2, scope="discussion", scope_id="acme", threshold=30_000))]
+    events += reflected(5)
+    _, paths, db = project(tmp_path, events)
+    wanted = db.execute(f"SELECT {', '.join(NOTES_V4)} FROM observation_notes ORDER BY note_id").fetchall()
+    assert len(wanted) == 3 and {c[0] for c in db.execute("DESCRIBE observation_notes").fetchall()} == set(NOTES_V4)
+    # the home as v4 left it: the old column order, version 4
+    db.execute(f"CREATE TABLE v4 AS SELECT {', '.join(NOTES_V4)} FROM observation_notes")
+    db.execute("DROP TABLE observation_notes")
+    db.execute("ALTER TABLE v4 RENAME TO observation_notes")
+    db.execute("UPDATE projection_versions SET version = 4 WHERE projection = 'observations'")
+    db.close()
+    db = duckdb.connect(str(paths.shard_db(0)))
+    upgraded = ObservationLogProjection(ProjectionContext(shard=0, paths=paths, db=db))
+    assert upgraded.position == 0  # the v4 tables are dropped: the runner folds the log again
+    upgraded.apply_batch(events)
+    upgraded.checkpoint()
+    assert db.execute(f"SELECT {', '.join(NOTES_V4)} FROM observation_notes ORDER BY note_id").fetchall() == wanted
+    # a restart reads each note back by column name into the record it was written from
+    db.close()
+    db = duckdb.connect(str(paths.shard_db(0)))
+    again = ObservationLogProjection(ProjectionContext(shard=0, paths=paths, db=db))
+    assert again.book.logs == upgraded.book.logs
+
+
+def test_the_reflectors_snapshot_shape_of_a_note_is_unchanged_or_its_state_version_is_bumped():
+    """The Reflector pickles its observation log, notes included: a note whose attributes change must bump
+    `Reflector.STATE_VERSION` (its old snapshots then rebuild from the log instead of restoring a wrong shape)."""
+    import dataclasses
+
+    from engram.memory.background.observation_log import NoteEntry
+    from engram.policies.reflector import Reflector
+
+    shape = {f.name for f in dataclasses.fields(NoteEntry)}
+    assert (shape, Reflector.STATE_VERSION) == ({"note", "stream", "recorded_seq", "increment_last_seq", "buffered",
+                                                  "status", "tokens", "activated_seq", "reflected_seq"}, 1)

@@ -25,8 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
+import numpy as np
+
 from engram.config import defaults as d
 from engram.config.home import ProjectionPaths
+from engram.events.provenance import LlmCall
 from engram.memory.discussion import search as vsearch
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, read_memories, read_summary
 from engram.memory.discussion.vectors import VectorStore
@@ -60,7 +63,7 @@ class MemoryAccess(Protocol):
 
     def open_store(self, discussion: str) -> VectorStore | None: ...
 
-    def embed(self, texts: list[str]):
+    def embed(self, texts: list[str]) -> np.ndarray:
         ...
 
     embedding_model: str | None
@@ -82,7 +85,7 @@ class NodeResult:
     info: str = ""
     seconds: float = 0.0
     background: bool = False
-    llm: object | None = None  # the LlmCall of a Standard node
+    llm: LlmCall | None = None  # the LlmCall of a Standard node
 
 
 @dataclass
@@ -186,13 +189,19 @@ def _run_node(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node, *, ba
     _record(out, index, node, _timed(out, ctx, index, node), background)
 
 
-def _timed(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tuple:
+# What a node did: its output and what to show about it, with the LlmCall of a Standard node.
+Executed = tuple[str, str] | tuple[str, str, LlmCall]
+# ... and how long it took: (output, info, seconds, LlmCall or None).
+Timed = tuple[str, str, float, LlmCall | None]
+
+
+def _timed(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> Timed:
     started = time.perf_counter()
-    output, info, *llm = _execute(out, ctx, index, node)
-    return output, info, time.perf_counter() - started, llm[0] if llm else None
+    executed = _execute(out, ctx, index, node)
+    return executed[0], executed[1], time.perf_counter() - started, executed[2] if len(executed) == 3 else None
 
 
-def _record(out: WorkflowRun, index: int, node: n.Node, done: tuple, background: bool) -> None:
+def _record(out: WorkflowRun, index: int, node: n.Node, done: Timed, background: bool) -> None:
     output, info, seconds, llm = done
     out.results.append(NodeResult(index, node_id(node, index), node.kind, output, info, seconds, background, llm))
     for name in output_names(node, index):
@@ -233,7 +242,7 @@ def _run_side_by_side(out: WorkflowRun, ctx: RunContext, indexes: range, front: 
         pool = _side_pool
     first, *rest = indexes
     futures = [pool.submit(_timed, out, ctx, i, front[i]) for i in rest]
-    done: list = []
+    done: list[Timed | BaseException] = []
     try:
         done.append(_timed(out, ctx, first, front[first]))
     except BaseException as exc:  # noqa: BLE001 - raised in node order below
@@ -287,7 +296,7 @@ def _need(ctx: RunContext, node: n.Node) -> MemoryAccess:
     return ctx.memory
 
 
-def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> tuple:
+def _execute(out: WorkflowRun, ctx: RunContext, index: int, node: n.Node) -> Executed:
     d_id = ctx.discussion
     if isinstance(node, n.WorkflowLock):
         return "", "the rest of the workflow runs in the background"

@@ -19,6 +19,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from pydantic import ValidationError
 
@@ -50,13 +51,14 @@ class Workflow:
 
     def routes(self) -> list[tuple[str, str | None, str | None]]:
         """(where, endpoint name, preset name) of every node that names an endpoint or a preset."""
-        out = []
+        out: list[tuple[str, str | None, str | None]] = []
         for i, n in enumerate(self.nodes):
             where = f"node {i + 1} ({n.label()!r})"
-            if getattr(n, "endpoint_name", None) is not None:
-                out.append((f"{where} endpointName", n.endpoint_name, None))
-            if getattr(n, "preset", None) is not None:
-                out.append((f"{where} preset", None, n.preset))
+            endpoint, preset = getattr(n, "endpoint_name", None), getattr(n, "preset", None)  # not every node type names one
+            if endpoint is not None:
+                out.append((f"{where} endpointName", endpoint, None))
+            if preset is not None:
+                out.append((f"{where} preset", None, preset))
         return out
 
 
@@ -71,7 +73,7 @@ def output_names(node: Node, index: int) -> tuple[str, ...]:
     return (node.id, positional) if node.id and node.id != positional else (positional,)
 
 
-def _closest(word: str, options) -> str:
+def _closest(word: str, options: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.5)
     return f"; did you mean {close[0]!r}?" if close else ""
 

@@ -10,12 +10,15 @@ its provenance says so (`model = offline-heuristic-…`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from engram.config import defaults as d
 from engram.events.provenance import LlmCall
 from engram.providers.endpoints.wire import Sampling
 from engram.providers.llm.types import ChatLine
+
+if TYPE_CHECKING:
+    from engram.providers.llm.tasks import MemoryTasks
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class Response:
 
 
 class Responder:
-    def __init__(self, tasks):
+    def __init__(self, tasks: MemoryTasks) -> None:
         self.tasks = tasks
 
     def respond(self, *, system_prompt: str, prompt: str, conversation: Sequence[ChatMessage],
