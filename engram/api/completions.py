@@ -4,8 +4,9 @@
   stripped before any model sees it. Without a tag the request is answered without memory and nothing
   is appended.
 - The front-end resends the whole history every turn: only messages the log does not hold yet are
-  appended (`engram.memory.ingest.history`: aligned with the log's tail, so never twice, also when a message is
-  edited or the history is cut). System messages are the front-end's instructions, not conversation:
+  appended (`engram.memory.ingest.history`: aligned with the log's tail, so never twice, also when the history is
+  cut). An earlier message it changed is recorded as `MessageEdited`, one it dropped as `MessageRemoved`
+  (`history.changes`), before the turn: memory made from the old words is superseded. System messages are the front-end's instructions, not conversation:
   they reach the model ({chat_system_prompt}) and are not appended.
 - The configured memory workflow (`proxy.workflow`; the shipped `openai-proxy.workflow.json` by default)
   injects the discussion's summary, recent memories, search results and the agent's recall into the
@@ -101,6 +102,16 @@ def fresh_seqs(result) -> list[int | None]:
         return seqs
     old = set(sorted(seqs)[: result.duplicates])
     return [None if s in old else s for s in seqs]
+
+
+def _fingerprint(rec) -> tuple[str, str]:
+    """What a message event of the log is, to check that the log still holds it at its seq (a purge frees seqs)."""
+    from engram.memory.ingest.history import message_key
+
+    e = rec.event
+    if rec.type == "MessageAppended":
+        return rec.type, message_key(e.role, e.content)
+    return rec.type, f"{e.message_id}\x1f{getattr(e, 'content', '')}"
 
 
 def shipped_workflow_path() -> Path:
@@ -250,51 +261,62 @@ class CompletionOps:
             state["histories"].clear()
             state.pop("memories", None)
 
-    def _logged_keys(self, agent: str, discussion: str) -> tuple[list[str], tuple[int, int]]:
-        """The discussion's message keys, oldest first, and the mark (appends to the stream through this API, forget
-        epoch) they were taken at.
+    def _logged_keys(self, agent: str, discussion: str) -> tuple[list[tuple[str, str, str]], tuple[int, int]]:
+        """The discussion's messages as its conversation holds them now (edits applied, removed ones left out), oldest
+        first, as (key, role, message id), and the mark (appends to the stream through this API, forget epoch) they
+        were taken at.
 
         From the tail record when it is exact: this API made the stream's last append, it knows what that appended,
         and nothing wrote the stream since (no other append through this API, no forget, and no other process can
         append: `Runtime.sole_writer`). Otherwise read from the log (not a projection, which may lag),
-        incrementally after the first time."""
+        incrementally after the first time; an edit or removal among what is read makes it read the whole
+        discussion again (`engram.events.messages.conversation`)."""
+        from engram.events.messages import MESSAGE_TYPES, conversation
         from engram.memory.ingest.history import message_key
 
         state = self._proxy_state()
         histories = state["histories"]
         with self._streams_lock:
             mark = (self._stream_writes.get((agent, discussion), 0), state.get("epoch", 0))  # before the read: see _remember_tail
-        after, keys, exact_at = histories.get((agent, discussion), (0, [], None))
+        after, known, last, exact_at = histories.get((agent, discussion), (0, [], None, None))
         if exact_at == mark and self.rt.sole_writer:
-            return keys, mark
-        # From the last message this view holds (included), so the read also checks that the log still holds it
+            return known, mark
+        # From the last event this view holds (included), so the read also checks that the log still holds it
         # there: a forget through another replica or process purges every message of the discussion, that one too.
-        new = self.rt.read(agent, after=max(0, after - 1), stream=discussion, types=["MessageAppended"], limit=None)
+        new = self.rt.read(agent, after=max(0, after - 1), stream=discussion, types=list(MESSAGE_TYPES), limit=None)
         if after:
-            if new and new[0].seq == after and message_key(new[0].event.role, new[0].event.content) == keys[-1]:
+            if new and new[0].seq == after and _fingerprint(new[0]) == last:
                 new = new[1:]
-            else:  # the view is stale: the whole discussion, from the log
-                after, keys = 0, []
-                new = self.rt.read(agent, after=0, stream=discussion, types=["MessageAppended"], limit=None)
+            else:
+                new = None  # the view is stale: the whole discussion, from the log
+        if new is None or any(r.type != "MessageAppended" for r in new):
+            new = self.rt.read(agent, after=0, stream=discussion, types=list(MESSAGE_TYPES), limit=None)
+            known = []
+            messages = conversation(new)
+        else:
+            messages = new
         if new:
-            keys = keys + [message_key(r.event.role, r.event.content) for r in new]
-            after = new[-1].seq
-        histories[(agent, discussion)] = (after, keys, None)
-        return keys, mark
+            known = known + [(message_key(r.event.role, r.event.content), r.event.role, r.event.message_id)
+                             for r in messages]
+            after, last = new[-1].seq, _fingerprint(new[-1])
+        histories[(agent, discussion)] = (after, known, last, None)
+        return known, mark
 
-    def _remember_tail(self, agent: str, discussion: str, keys: list[str], mark: tuple[int, int], appended_keys: list[str],
-                       result) -> None:
-        """After the proxy's own append of `appended_keys` (`result`: its Appended), the log's message keys are `keys`
-        + those, exactly, when that append was the only write to the stream since `mark` and appended every one of
-        them (no duplicate: a retried request's messages are in the log already, at places this API did not see)."""
-        if result is None or result.duplicates or len(result.seqs) != len(appended_keys):
+    def _remember_tail(self, agent: str, discussion: str, known: list[tuple[str, str, str]], mark: tuple[int, int],
+                       appended: list[tuple[str, str, str]], result) -> None:
+        """After the proxy's own append of `appended` ((key, role, id) each; `result`: its Appended), the log's
+        messages are `known` + those, exactly, when that append was the only write to the stream since `mark` and
+        appended every one of them (no duplicate: a retried request's messages are in the log already, at places this
+        API did not see)."""
+        if result is None or result.duplicates or len(result.seqs) != len(appended):
             return
         state = self._proxy_state()
         with self._streams_lock:
             now = (self._stream_writes.get((agent, discussion), 0), state.get("epoch", 0))
             if now != (mark[0] + 1, mark[1]):
                 return  # someone else wrote the stream meanwhile (or a forget ran): the next request reads the log
-            state["histories"][(agent, discussion)] = (max(result.seqs), keys + appended_keys, now)
+            key, _, _ = appended[-1]
+            state["histories"][(agent, discussion)] = (max(result.seqs), known + appended, ("MessageAppended", key), now)
 
     def proxy_workflow(self):
         """The memory workflow of the proxy: <home>/workflows/<proxy.workflow>.json, else the shipped one
@@ -405,23 +427,30 @@ class CompletionOps:
         from engram.memory.cognitive.llm_bridge import record_injected
         from engram.memory.discussion.workflow import ChatMessage, Responder, RunContext, run
         from engram.memory.discussion.workflow.engine import NodeFailed
-        from engram.memory.ingest.history import chain_ids, message_key, new_positions
+        from engram.memory.ingest.history import chain_ids, changes, message_key
 
         keys = [message_key(role, text) for role, text, _ in turns]
         logged, mark = self._logged_keys(agent, discussion)
+        logged_keys = [k for k, _, _ in logged]
+        ts = now_us()
         if req.text_prompt:  # the next turn after the log's messages, unless it is a retry of the last one
-            retried = retried_prompt(logged, keys)
-            ids = chain_ids(discussion, logged + keys)[len(logged):]
+            retried = retried_prompt(logged_keys, keys)
+            ids = chain_ids(discussion, logged_keys + keys)[len(logged_keys):]
             new = list(range(len(keys))) if retried is None else []
             # the history the reply's id is chained on: a retry's is the first answer's (the log up to the prompt)
-            chain = logged + keys if retried is None else logged[:retried + 1]
+            chain = logged_keys + keys if retried is None else logged_keys[:retried + 1]
         else:
             ids = chain_ids(discussion, keys)
-            new = new_positions(logged, keys)
+            found = changes(logged_keys, keys, [r for _, r, _ in logged], [role for role, _, _ in turns])
+            new = found.new
+            if found.edited or found.removed:  # the front end changed what the log holds: recorded before the turn
+                self._proxy_edits(agent, discussion, [(logged[i][2], turns[j]) for i, j in found.edited],
+                                  [logged[i][2] for i in found.removed], ts)
+                logged, mark = self._logged_keys(agent, discussion)
+                logged_keys = [k for k, _, _ in logged]
             chain = keys
-        ts = now_us()
         incoming = [(turns[i], ids[i], {}) for i in new]
-        new_keys = [keys[i] for i in new]
+        new_keys = [(keys[i], turns[i][0], ids[i]) for i in new]
         if incoming and not response_path_reads_only(workflow):
             seqs, result = self._proxy_append(agent, discussion, incoming, ts)
             self._remember_tail(agent, discussion, logged, mark, new_keys, result)
@@ -457,12 +486,12 @@ class CompletionOps:
                         "Standard node returnToUser")
         responder = f"{llm.provider}/{llm.model}" if llm else "workflow"
         reply_key = message_key("assistant", reply)
+        reply_id = chain_ids(discussion, chain + [reply_key])[-1]
         # What the workflow's memory nodes gave the reply goes with it (`engram.memory.cognitive.llm_bridge.own_words`).
         injected = [r.output for r in outcome.results if r.id != outcome.response_node and not r.background]
-        items = incoming + [(("assistant", reply, None), chain_ids(discussion, chain + [reply_key])[-1],
-                             {"responder": responder, **record_injected(injected)})]
+        items = incoming + [(("assistant", reply, None), reply_id, {"responder": responder, **record_injected(injected)})]
         seqs, result = self._proxy_append(agent, discussion, items, max(now_us(), ts + len(incoming)))
-        self._remember_tail(agent, discussion, logged, mark, new_keys + [reply_key], result)
+        self._remember_tail(agent, discussion, logged, mark, new_keys + [(reply_key, "assistant", reply_id)], result)
         appended += [s for s in seqs[:-1] if s is not None]
         self._after_response(discussion, outcome, memory)
         total = (time.perf_counter() - started) * 1000
@@ -514,6 +543,27 @@ class CompletionOps:
         # An item that was only a DiscussionId tag is not appended: the others' seqs, in order.
         kept = iter(fresh_seqs(result))
         return [next(kept) if strip_discussion_tags(m.content) else None for m in messages], result
+
+    def _proxy_edits(self, agent: str, discussion: str, edited: list[tuple[str, tuple]], removed: list[str],
+                     ts: int) -> None:
+        """Record what the front end changed in the history it resent: a `MessageEdited` per (message id, (role, text,
+        name)) and a `MessageRemoved` per message id, in one write. Their ids come from what they say, so a retried
+        request records nothing twice."""
+        from engram.events.envelope import NewEvent, Write
+        from engram.events.messages import MessageEdited, MessageRemoved
+        from engram.kernel.tokens import estimate_tokens
+        from engram.memory.ingest.history import message_key
+
+        events = [NewEvent(MessageEdited(message_id=mid, role=role, content=text, name=name, source=SOURCE,
+                                         token_estimate=estimate_tokens(text)),
+                           ts, f"edit:{mid}:{message_key(role, text)}")
+                  for mid, (role, text, name) in edited]
+        events += [NewEvent(MessageRemoved(message_id=mid, source=SOURCE), ts, f"removed:{mid}") for mid in removed]
+        for event in events:
+            event.event.check()
+        write = Write(stream=discussion, agent=agent, events=tuple(events))
+        self.rt.append([write])
+        self.note_streams([write])
 
     def _after_response(self, discussion: str, outcome, memory=None) -> None:
         """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,

@@ -1,10 +1,10 @@
-"""Writing: messages (one discussion, or several at once) and failed tool calls."""
+"""Writing: messages (one discussion, or several at once), an edit or removal of one message, failed tool calls."""
 
 from __future__ import annotations
 
 from engram.api import types as t
 from engram.api.clock import to_us
-from engram.api.errors import ApiError
+from engram.api.errors import ApiError, error
 from engram.kernel.ids import validate_agent, validate_discussion
 
 
@@ -77,3 +77,63 @@ class MessageOps:
         self.note_streams([write])
         return t.EventResponse(seq=appended.seqs[0], duplicate=bool(appended.duplicates),
                                position=self.position(agent, appended.seqs))
+
+    # ------------------------------------------------------------------ one message at a time
+
+    def edit_message(self, agent: str, discussion: str, message_id: str, req: t.MessageEdit) -> t.MessageChanged:
+        """New words for one message of a discussion, recorded as `MessageEdited` (the old words stay in the log):
+        chunk memories, the rolling summary, vector memories, facts and traces made from the old words are
+        superseded by what the new words make (`engram.events.messages`)."""
+        from engram.events.messages import MessageEdited
+        from engram.kernel.ids import strip_discussion_tags
+        from engram.kernel.tokens import estimate_tokens
+        from engram.memory.ingest.history import message_key
+
+        content = strip_discussion_tags(req.content)
+        if not content:
+            raise error("malformed_messages", "content is empty: delete the message instead")
+        limit = self.config.limits.max_message_chars
+        if len(content) > limit:
+            raise error("malformed_messages", f"content of {len(content)} characters, over the limit of {limit}")
+        message = self._current_message(agent, discussion, message_id)
+        event = MessageEdited(message_id=message_id, role=message.role, content=content,
+                              token_estimate=estimate_tokens(content), source="api")
+        return self._message_change(agent, discussion, event, f"edit:{message_id}:{message_key(message.role, content)}",
+                                    "edited", content)
+
+    def remove_message(self, agent: str, discussion: str, message_id: str, reason: str = "") -> t.MessageChanged:
+        """Take one message back, recorded as `MessageRemoved` (its words stay in the log for replay; forget the
+        discussion to erase them): every memory made from it is superseded."""
+        from engram.events.messages import MessageRemoved
+
+        self._current_message(agent, discussion, message_id)
+        event = MessageRemoved(message_id=message_id, source="api", reason=reason[:1000])
+        return self._message_change(agent, discussion, event, f"removed:{message_id}", "removed", None)
+
+    def _current_message(self, agent: str, discussion: str, message_id: str):
+        """The message as the conversation holds it now; 404 when the discussion has none of that id (or it was
+        removed). Another agent's discussion is answered as one that does not exist."""
+        from engram.events.messages import MESSAGE_TYPES, conversation
+        from engram.kernel.ids import validate_id
+
+        self.discussion_agent(discussion, validate_agent(agent))
+        validate_id(message_id, "message id")
+        found = [r.event for r in conversation(self.rt.read(agent, after=0, stream=discussion,
+                                                            types=list(MESSAGE_TYPES), limit=None))
+                 if r.event.message_id == message_id]
+        if not found:
+            raise error("not_found", f"discussion {discussion!r} has no message {message_id!r}")
+        return found[0]
+
+    def _message_change(self, agent: str, discussion: str, event, event_id: str, change: str,
+                        content: str | None) -> t.MessageChanged:
+        from engram.api.clock import now_us
+        from engram.events.envelope import NewEvent, Write
+
+        ts = now_us()
+        write = Write(stream=discussion, agent=agent, events=(NewEvent(event=event, ts_us=ts, event_id=event_id),))
+        appended = self.rt.append([write])[0]
+        self.note_streams([write])
+        return t.MessageChanged(discussion=discussion, message_id=event.message_id, change=change, content=content,
+                                seq=appended.seqs[0], duplicate=bool(appended.duplicates),
+                                position=self.position(agent, appended.seqs))

@@ -245,6 +245,24 @@ class EventResponse(Model, kw_only=True):
         "Pass as `after` to a read that must see this write (engram.api.positions).")] = None
 
 
+class MessageEdit(Model, kw_only=True):
+    """A message's new words (`MessageEdited`): every memory made from the old ones is superseded."""
+
+    content: Annotated[str, Meta(min_length=1, max_length=1_000_000)]
+
+
+class MessageChanged(Model, kw_only=True):
+    """A message edited or removed: the event that says so (the old words stay in the log for replay)."""
+
+    discussion: str
+    message_id: str
+    change: Literal["edited", "removed"]
+    content: str | None = None  # the message's words now (None: removed)
+    seq: int  # the MessageEdited / MessageRemoved event's position
+    duplicate: bool = False  # the same change was recorded already
+    position: str | None = None  # pass as `after` to a read that must see this change (engram.api.positions)
+
+
 # --------------------------------------------------------------------------- discussion memory
 
 class SearchRequest(Model, kw_only=True):

@@ -41,6 +41,10 @@ class MemoryEdited(Event, tag="MemoryEdited", frozen=True):
     # A vector memory's new embedding (as `VectorMemoryStored.embedding`), recorded so replay needs no embedder.
     embedding: str = ""
     embedding_model: str = ""
+    # A vector memory said again from edited messages (the Summarizer's): its new entities and key phrases (with the
+    # title above; None: they stay).
+    entities: tuple[str, ...] | None = None
+    key_phrases: tuple[str, ...] | None = None
 
     def check(self) -> None:
         if self.kind not in MEMORY_KINDS:

@@ -44,7 +44,7 @@ from engram.config import defaults as d
 from engram.config.agent import AgentConfig
 from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact, TraceEncoded, TracePruned
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.events.messages import CONVERSATION_ROLES, MessageAppended
+from engram.events.messages import CONVERSATION_ROLES, MessageAppended, as_appended
 from engram.memory.background import schedule
 from engram.memory.background.conflicts import Side, resolve
 from engram.memory.background.consolidation import interval_us
@@ -84,6 +84,7 @@ class AutoIngest(CognitivePolicy):
         {
             "MessageAppended", "SettingsChanged", "TraceEncoded", "TracePruned", "ConflictResolved", "EdgeAdded",
             "EdgesAdded", "MoodChanged", "DiscussionForgotten", "AgentForgotten", "MemoryEdited", "MemoryDeleted",
+            "MessageEdited", "MessageRemoved",
         }
     )
 
@@ -106,19 +107,26 @@ class AutoIngest(CognitivePolicy):
     def handle(self, batch: list[Recorded]) -> list[Write]:
         writes: list[Write] = []
         pending: list[Recorded] = []  # trace events to fold before the next decision
+        # An edited message is a turn again, in its new words (`as_appended`, at the edit's seq and time): its traces
+        # replace those of the old words, which the book supersedes when it folds the edit (before the turn's
+        # decision, so the old words neither deduplicate nor contradict the new).
+        said = {r.seq: self._edited_turn(r) for r in batch if r.type == "MessageEdited" and self.owns(r.agent)}
+        said = {seq: r for seq, r in said.items() if r is not None}
         contexts = self._contexts(batch)
-        turns = self._extract([r for r in batch if self._is_turn(r)], contexts)
+        turns = self._extract([said.get(r.seq, r) for r in batch if self._is_turn(said.get(r.seq, r))], contexts)
         for rec in batch:
             if rec.type == "SettingsChanged":
                 self.settings.apply(rec)
             elif not self.owns(rec.agent):
                 continue
-            elif rec.type == "MessageAppended":
+            elif rec.type in ("MessageAppended", "MessageEdited"):
+                if rec.type == "MessageEdited":
+                    pending.append(rec)
                 if pending:
                     self.fold(pending)
                     pending = []
                 if rec.seq in turns:
-                    writes.append(self._turn(rec, *turns[rec.seq]()))
+                    writes.append(self._turn(said.get(rec.seq, rec), *turns[rec.seq]()))
             else:
                 if rec.type == "DiscussionForgotten":  # its last message goes with it
                     self.previous.pop((rec.agent, rec.event.discussion_id), None)
@@ -133,6 +141,15 @@ class AutoIngest(CognitivePolicy):
         self.prefetch([n.event.context.strip() for w in writes for n in w.events
                        if isinstance(n.event, TraceEncoded) and n.event.context.strip()])
         return writes
+
+    def _edited_turn(self, rec: Recorded) -> Recorded | None:
+        """An edit as the message it makes (`engram.events.messages.as_appended`), from the message in the log."""
+        read = self.ctx.read
+        if read is None:
+            return None
+        original = [r for r in read(0, limit=None, stream=rec.stream, types=["MessageAppended"], to_seq=rec.seq)
+                    if r.event.message_id == rec.event.message_id]
+        return as_appended(rec, original[0].event) if original else None
 
     def _is_turn(self, rec: Recorded) -> bool:
         return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)

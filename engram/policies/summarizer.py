@@ -24,7 +24,7 @@ from typing import Any
 from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.events.messages import MessageAppended
+from engram.events.messages import MESSAGE_TYPES, MessageAppended, MessageEdited, MessageRemoved, conversation
 from engram.kernel.placement import owner
 from engram.events.memory_edits import MemoryEdited
 from engram.memory.discussion.chunking import Msg
@@ -66,12 +66,21 @@ class _Log:
         return read(0 if "after" not in kw else kw.pop("after"), limit=None, **kw)
 
     def messages(self, discussion: str, after_seq: int, to_seq: int) -> list[Msg]:
-        return [to_msg(r) for r in self._read(after=after_seq, to_seq=to_seq, stream=discussion, types=["MessageAppended"])]
+        """The messages after `after_seq` as the conversation holds them at `to_seq` (edits applied, removed ones
+        left out: `engram.events.messages.conversation`)."""
+        return [to_msg(r) for r in conversation(
+            self._read(after=after_seq, to_seq=to_seq, stream=discussion, types=list(MESSAGE_TYPES)))]
 
     def chunk_memories(self, discussion: str, after_seq: int, edits_through: int | None = None) -> list[Recorded]:
         recs = self._read(after=after_seq, stream=discussion, types=["ChunkSummarized", "MemoryEdited"])
         return with_edits([r for r in recs if edits_through is None or r.type != "MemoryEdited"
                            or r.seq <= edits_through])
+
+    def vector_memories(self, discussion: str) -> list[Recorded]:
+        return self._read(after=0, stream=discussion, types=["VectorMemoryStored"])
+
+    def memory_edits(self, discussion: str) -> list[Recorded]:
+        return self._read(after=0, stream=discussion, types=["MemoryEdited"])
 
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
         return self._read(after=0, to_seq=to_seq, stream=discussion, types=list(HISTORY_TYPES))
@@ -82,6 +91,8 @@ class Summarizer(Policy):
     interests = frozenset(
         {
             "MessageAppended",
+            "MessageEdited",
+            "MessageRemoved",
             "SettingsChanged",
             "GenerationStarted",
             "SummaryUpdateRequested",
@@ -200,6 +211,8 @@ class Summarizer(Policy):
             emit = self._emitter(rec.stream, rec.agent)
             if isinstance(ev, MessageAppended):
                 actor.on_message(rec, settings, emit)
+            elif isinstance(ev, (MessageEdited, MessageRemoved)):
+                actor.on_message_change(rec, settings, emit)
             elif isinstance(ev, GenerationStarted):
                 actor.on_generation(rec, settings, emit)
             elif isinstance(ev, SummaryUpdateRequested):

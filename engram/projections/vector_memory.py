@@ -95,9 +95,13 @@ class VectorMemory(PerDiscussionProjection):
             if change.content is not None:  # the new text is the memory's summary
                 db.execute("UPDATE vector_memories SET summary = ? "
                            "WHERE agent = ? AND discussion_id = ? AND memory_id = ?", [change.content, *key])
-            if change.title is not None:
-                db.execute("UPDATE vector_memories SET title = ? "
-                           "WHERE agent = ? AND discussion_id = ? AND memory_id = ?", [change.title, *key])
+            # a title (the user's edit), or the title, entities and key phrases of a vector memory said again
+            for column, value in (("title", change.title), ("entities", change.entities),
+                                  ("key_phrases", change.key_phrases)):
+                if value is not None:
+                    db.execute(f"UPDATE vector_memories SET {column} = ? "
+                               "WHERE agent = ? AND discussion_id = ? AND memory_id = ?",
+                               [list(value) if isinstance(value, tuple) else value, *key])
             if change.embedding:  # the new form's vector, recorded with the edit (replay embeds nothing)
                 db.execute("UPDATE vector_memories SET embedding = ?, embedding_model = ? "
                            "WHERE agent = ? AND discussion_id = ? AND memory_id = ?",

@@ -81,13 +81,14 @@ PARAMETERS = {
     "limit": "At most this many rows (the latest or best ones, as the operation says).",
     "last": "Only the last N records.",
     "all": "Include the inactive ones too (soft-deleted traces, idle consolidation runs).",
-    "reason": "Why, for the record (kept in the log's forget marker).",
+    "reason": "Why, for the record (kept in the log's forget marker, or the message's removal).",
     "query": "The question the context is assembled for (its recalled memories).",
     "recall": "Recall memories for the query into the context (default true).",
     "order": "oldest (default) or newest first.",
     "kind": "Which kind of memory: a trace or a fact, a chunk memory or a vector memory (listing: traces by default, "
             "or chunk memories, vector memories, observations).",
     "memory_id": "The memory's id: a recall hit's trace_id, or a chunk or vector memory's memory_id.",
+    "message_id": "The message's id, as its append answered or the discussion's message list shows it.",
 }
 
 

@@ -9,7 +9,7 @@ the views, over whatever relations a session is given.
   `ev_edge_added` and `ev_trace_reinforced` also list the edges and reinforcements recorded in the
   compact shapes (`TraceEncoded.links`, `EdgesAdded`, `TracesReinforced`; `engram.events.compact`),
   one row each, with the envelope of the event that carries them.
-- `messages`: the conversation, one row per MessageAppended.
+- `messages`: the conversation as it holds now, one row per MessageAppended with its latest edit, removed ones left out.
 - `llm_costs`: the memory tasks' LLM calls per agent, endpoint and model, with tokens, dollars and `cost` ("local"
   for a server the user runs).
 - every projection table (union over shards) and every projection file view.
@@ -153,10 +153,23 @@ def log_view_sql() -> dict[str, str]:
             f"FROM events_raw WHERE type = '{tag}'"
         )
     views.update(_COMPACT_VIEWS)
+    # The conversation as it holds now: an edited message (`MessageEdited`) with its latest words (`edited`: when), a
+    # removed one (`MessageRemoved`) left out; the log keeps both (`ev_message_appended`, `ev_message_edited`).
     views["messages"] = (
-        "SELECT shard, seq, stream AS discussion_id, agent, ts, payload->>'$.role' AS role, payload->>'$.name' AS name, "
-        "payload->>'$.content' AS content, payload->>'$.message_id' AS message_id, "
-        "TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate FROM events_raw WHERE type = 'MessageAppended'"
+        "WITH changes AS (SELECT shard, agent, stream, payload->>'$.message_id' AS message_id, "
+        "max(seq) FILTER (WHERE type = 'MessageEdited') AS edit_seq, bool_or(type = 'MessageRemoved') AS removed "
+        "FROM events_raw WHERE type IN ('MessageEdited', 'MessageRemoved') GROUP BY ALL), "
+        "edits AS (SELECT shard, seq, ts, payload->>'$.content' AS content, "
+        "TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate FROM events_raw WHERE type = 'MessageEdited') "
+        "SELECT m.shard, m.seq, m.stream AS discussion_id, m.agent, m.ts, m.payload->>'$.role' AS role, "
+        "m.payload->>'$.name' AS name, coalesce(e.content, m.payload->>'$.content') AS content, "
+        "m.payload->>'$.message_id' AS message_id, "
+        "coalesce(e.token_estimate, TRY_CAST(m.payload->>'$.token_estimate' AS BIGINT)) AS token_estimate, "
+        "e.ts AS edited FROM events_raw m "
+        "LEFT JOIN changes c ON c.shard = m.shard AND c.agent = m.agent AND c.stream = m.stream "
+        "AND c.message_id = m.payload->>'$.message_id' "
+        "LEFT JOIN edits e ON e.shard = m.shard AND e.seq = c.edit_seq "
+        "WHERE m.type = 'MessageAppended' AND c.removed IS NOT TRUE"
     )
     views["llm_costs"] = LLM_COSTS_SQL
     _log_views_cache = (len(reg), views)
@@ -182,7 +195,7 @@ RUNNER_TABLES = ("fold_failed",)
 
 def log_view_types() -> dict[str, frozenset[str] | None]:
     """Each view over the log and the event types it reads (None: every type)."""
-    views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended"})}
+    views: dict[str, frozenset[str] | None] = {"events_raw": None, "events": None, "messages": frozenset({"MessageAppended", "MessageEdited", "MessageRemoved"})}
     views.update({f"ev_{snake(tag)}": frozenset({tag}) for tag in registry()})
     views.update(_COMPACT_VIEW_TYPES)
     views["llm_costs"] = None

@@ -138,9 +138,12 @@ def test_a_cut_an_edited_and_a_regenerated_history_append_only_what_is_new(proxy
     with openai_client(server) as client:
         history = converse(client, stream=False, turns=USER_TURNS[:3])
         before = logged(mem)
-        # Regenerate: the last reply dropped, nothing new: only the new reply is appended.
+        # Regenerate: the last reply dropped, nothing new: the new reply is appended, the dropped one removed from the
+        # conversation (the log keeps it, `MessageRemoved` says so).
         again = client.chat.completions.create(model=f"engram/{AGENT}", messages=history[:-1])
-        assert logged(mem) == before + [("assistant", again.choices[0].message.content)]
+        assert logged(mem) == before[:-1] + [("assistant", again.choices[0].message.content)]
+        _, kept = mem.sql("SELECT count(*) FROM ev_message_appended WHERE stream = ?", [DISCUSSION])
+        assert kept[0][0] == len(before) + 1
         # The history cut to its last two messages, plus "ok" twice: both are new, the cut part is not re-appended.
         cut = [{"role": "system", "content": TAG}] + history[-2:] + [{"role": "user", "content": "ok"}]
         reply = client.chat.completions.create(model=f"engram/{AGENT}", messages=cut).choices[0].message.content
@@ -149,13 +152,16 @@ def test_a_cut_an_edited_and_a_regenerated_history_append_only_what_is_new(proxy
         roles_contents = logged(mem)
         assert [c for r, c in roles_contents if r == "user"].count("ok") == 2
         assert [c for _, c in roles_contents].count(USER_TURNS[0]) == 1
-        # An earlier message edited: the edited text is new, nothing else is.
+        # An earlier message edited (and the history resent as it was then): the logged message says the edited
+        # text in its place, nothing is appended for it; the turns after the resent history were dropped.
         edited = [dict(m) for m in history]
         edited[1]["content"] = USER_TURNS[0].replace("May", "June")
         n = len(logged(mem))
         client.chat.completions.create(model=f"engram/{AGENT}", messages=edited)
-        added = logged(mem)[n:]
-        assert added[0] == ("user", edited[1]["content"]) and [r for r, _ in added] == ["user", "assistant"]
+        now = logged(mem)
+        assert now[0] == ("user", edited[1]["content"]) and USER_TURNS[0] not in [c for _, c in now]
+        assert [c for _, c in now].count(edited[1]["content"]) == 1 and "ok" not in [c for _, c in now]
+        assert len(now) < n + 1 and now[-1][0] == "assistant"
 
 
 def test_without_a_tag_the_request_is_answered_without_memory_and_nothing_is_logged(proxy):

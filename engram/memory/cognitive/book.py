@@ -15,6 +15,11 @@ to know what an agent remembers all fold the same events with this class, so the
     DiscussionForgotten / AgentForgotten   everything derived from that stream or agent is dropped
     MemoryEdited       a user's new text (and metadata) of one trace supersedes the old
     MemoryDeleted      one trace is dropped, as forgetting drops it
+    MessageEdited / MessageRemoved   the traces made from the message's old words are superseded: closed at the
+                       change (`valid_to`, `superseded_by` "edit of message <id>" / "removal of message <id>") and
+                       soft-deleted, so recall answers from what the message says now and, `as_of` before the
+                       change, from what it said then. A trace made from the old words that arrives after the
+                       change (its cause is older than the change) is superseded as it is encoded.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from engram.events.background import Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 from engram.events.memory_edits import MemoryDeleted, MemoryEdited
+from engram.events.messages import MessageEdited, MessageRemoved
 from engram.kernel.records import Column
 from engram.memory.cognitive.decay import apply_reinforcement, reinforce, strength_at
 from engram.memory.cognitive.graph import Edge, TraceGraph
@@ -53,6 +59,8 @@ INTERESTS = frozenset(
         "AgentForgotten",
         "MemoryEdited",
         "MemoryDeleted",
+        "MessageEdited",
+        "MessageRemoved",
     }
 )
 
@@ -115,9 +123,15 @@ class TraceBook:
         self.removed_edges: set[tuple[str, str, str]] = set()
         # The latest encoding time of any trace folded (forgotten ones included): no trace is newer.
         self.latest_encoded_us = 0
+        # message id -> (seq, event time, label) of its latest edit or removal: what its traces are superseded by.
+        self.message_changes: dict[str, tuple[int, int, str]] = {}
+        # trace id -> (event time, label) of the message change that closed it (see `close_validity`).
+        self.closed_by_message: dict[str, tuple[int, str]] = {}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("message_changes", {})  # a book pickled before messages could be edited
+        self.__dict__.setdefault("closed_by_message", {})
         if "latest_encoded_us" not in state:  # a book pickled before it was kept
             self.latest_encoded_us = max((t.encoded_us for t in self.traces.values()), default=0)
         for t in self.traces.values():
@@ -188,6 +202,11 @@ class TraceBook:
         elif isinstance(e, MemoryDeleted):
             if e.kind == "trace":
                 self._forget([e.memory_id], out)
+        elif isinstance(e, (MessageEdited, MessageRemoved)):
+            label = f"{'edit' if isinstance(e, MessageEdited) else 'removal'} of message {e.message_id}"
+            self.message_changes[e.message_id] = (rec.seq, rec.ts_us, label)
+            for t in [t for t in self.traces.values() if e.message_id in t.source_message_ids]:
+                self._superseded_by_message(t, rec, rec.ts_us, label, out)
         self.last_seq = max(self.last_seq, rec.seq)
         return out
 
@@ -200,6 +219,21 @@ class TraceBook:
         self.forgotten_traces.discard(t.trace_id)
         self._log(t, rec, "encoded", e.strength, "flashbulb" if e.flashbulb else "")
         out.added.append(t)
+        # Made from words a message no longer says (decided before the change, recorded after it): superseded now.
+        changed = [self.message_changes[m] for m in t.source_message_ids if m in self.message_changes]
+        later = [c for c in changed if rec.causation is not None and rec.causation < c[0]]
+        if later:
+            _, at, label = min(later)
+            self._superseded_by_message(t, rec, at, label, out)
+
+    def _superseded_by_message(self, t: MemoryTrace, rec: Recorded, at_us: int, label: str, out: Applied) -> None:
+        """`t` was made from a message that was edited or removed at `at_us`: true until then, soft-deleted."""
+        if t.trace_id in self.closed_by_message:
+            return
+        self.closed_by_message[t.trace_id] = (max(at_us, t.valid_from_us), label)
+        self.close_validity(t)
+        self._dirty(t.trace_id)
+        self._deactivate(t.trace_id, rec, "superseded", label, out)
 
     def _edited(self, rec: Recorded, e: MemoryEdited, out: Applied) -> None:
         """A user's edit: the trace keeps its id, strength and links; its text (and metadata) are the new ones."""
@@ -278,6 +312,10 @@ class TraceBook:
         A contradictor from before it (the older side won, `prefer_confidence`) closes nothing: it was never a change."""
         newer = sorted((c.valid_from_us, c.trace_id) for c in (self.traces.get(x) for x in t.contradicted_by)
                        if c is not None and c.valid_from_us > t.valid_from_us)
+        # Or its message was edited or removed (`_superseded_by_message`): whichever came first.
+        by_message = self.__dict__.get("closed_by_message", {}).get(t.trace_id)
+        if by_message is not None:
+            newer = sorted(newer + [by_message])
         t.valid_to_us, t.superseded_by = newer[0] if newer else (None, "")
 
     def _forget(self, ids: list[str], out: Applied) -> None:
@@ -299,6 +337,7 @@ class TraceBook:
                 self.forgotten_traces.add(tid)
                 self.dirty_traces.discard(tid)
             out.forgotten.append(tid)
+            self.closed_by_message.pop(tid, None)
             if t.active:
                 out.removed.append(tid)
         if self.track and ids:

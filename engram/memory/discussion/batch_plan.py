@@ -112,6 +112,12 @@ class _PlanLog:
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:  # not asked by the checks
         return []
 
+    def vector_memories(self, discussion: str) -> list[Recorded]:  # a regeneration sees no message change
+        return []
+
+    def memory_edits(self, discussion: str) -> list[Recorded]:
+        return []
+
 
 @dataclass(frozen=True)
 class Target:

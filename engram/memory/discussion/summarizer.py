@@ -47,7 +47,7 @@ from engram.events.discussion import (
 )
 from engram.events.envelope import NewEvent, Recorded
 from engram.events.memory_edits import MemoryEdited
-from engram.events.messages import MessageAppended
+from engram.events.messages import MessageAppended, MessageEdited, MessageRemoved
 from engram.events.provenance import LlmCall
 from engram.memory.discussion.chunking import Chunk, Msg, Thresholds, memory_check
 from engram.memory.discussion.files import chunk_memory_id
@@ -71,6 +71,12 @@ class MemoryLog(Protocol):
     def chunk_memories(self, discussion: str, after_seq: int, edits_through: int | None = None) -> list[Recorded]:
         """The discussion's ChunkSummarized events after `after_seq`, each with the text of its latest
         `MemoryEdited` up to `edits_through` (`engram.memory.discussion.files.with_edits`)."""
+        ...
+
+    def vector_memories(self, discussion: str) -> list[Recorded]: ...
+
+    def memory_edits(self, discussion: str) -> list[Recorded]:
+        """The discussion's `MemoryEdited` events (a user's, or the Summarizer's after a message changed)."""
         ...
 
     def history(self, discussion: str, to_seq: int | None = None) -> list[Recorded]:
@@ -155,6 +161,85 @@ class DiscussionSummarizer:
             self._check(STORE_VECTOR, rec, settings, emit, new=msg)
         else:
             st.vectors.pending = None  # not kept while unused; reloaded from the log if turned on
+
+    def on_message_change(self, rec: Recorded, settings: DiscussionSettings, emit: Emit) -> None:
+        """A message edited or removed (`MessageEdited`, `MessageRemoved`): what was made from its old words is said
+        again from the conversation as it holds now — each chunk memory and vector memory of the current generation
+        that holds the message gets a `MemoryEdited` with its new text (the old stays in the log), the rolling
+        summary is merged again when it absorbed one of them, and messages not yet in a memory read the new words."""
+        ev = rec.event
+        assert isinstance(ev, (MessageEdited, MessageRemoved))
+        st = self.state
+        if rec.seq <= st.decided_through:
+            return
+        for ss in (st.memories, st.vectors):
+            if ss.pending is not None and any(m.message_id == ev.message_id for m in ss.pending):
+                ss.pending = self.log.messages(st.discussion, ss.marker, rec.seq)
+        resaid: list[tuple[str, str]] = []  # (chunk memory id, its new text)
+        for r in self.log.chunk_memories(st.discussion, 0):
+            chunk = _chunk(r)
+            if chunk.generation != st.generation or ev.message_id not in chunk.message_ids:
+                continue
+            messages = self._now(chunk.first_seq, chunk.last_seq, rec.seq)
+            if not messages:
+                continue  # nothing of the chunk is left to say: its memory stays as the log made it
+            summary, _, _ = self._chunk_summary(messages, settings)
+            memory_id = chunk_memory_id(chunk)
+            emit(NewEvent(MemoryEdited(kind="chunk", memory_id=memory_id, content=summary), rec.ts_us,
+                          f"resaid:{rec.seq}:{memory_id}", rec.seq))
+            resaid.append((memory_id, summary))
+            st.recent = [summary if old == chunk.summary else old for old in st.recent]
+        for r in self.log.vector_memories(st.discussion):
+            vector = r.event
+            assert isinstance(vector, VectorMemoryStored), r.type
+            if vector.generation != st.generation or ev.message_id not in vector.message_ids:
+                continue
+            messages = self._now(vector.first_seq, vector.last_seq, rec.seq)
+            if not messages:
+                continue
+            result = self.tasks.extract_memory(chat_lines(messages),
+                                               max_tokens=settings.vector_memory_max_response_size_in_tokens,
+                                               endpoint_name=settings.vector_memory_endpoint_name or settings.endpoint_name,
+                                               preset=settings.vector_memory_preset or settings.preset)
+            said = result.value
+            if said.summary.strip():
+                emit(NewEvent(MemoryEdited(kind="vector", memory_id=vector.memory_id, content=said.summary,
+                                           title=said.title, entities=tuple(said.entities),
+                                           key_phrases=tuple(said.key_phrases), embedding=PENDING),
+                              rec.ts_us, f"resaid:{rec.seq}:{vector.memory_id}", rec.seq))
+        absorbed = [m for m, _ in resaid if st.summary.absorbed_through and self._absorbed(m)]
+        if absorbed:
+            self._merge_again(rec, settings, emit, dict(resaid))
+
+    def _now(self, first_seq: int, last_seq: int, through_seq: int) -> list[Msg]:
+        """The messages of a chunk (seqs first..last) as the conversation holds them at `through_seq`."""
+        return [m for m in self.log.messages(self.state.discussion, first_seq - 1, through_seq) if m.seq <= last_seq]
+
+    def _absorbed(self, memory_id: str) -> bool:
+        return any(chunk_memory_id(_chunk(r)) == memory_id and _chunk(r).last_seq <= self.state.summary.absorbed_through_seq
+                   for r in self.log.chunk_memories(self.state.discussion, 0))
+
+    def _merge_again(self, rec: Recorded, settings: DiscussionSettings, emit: Emit, resaid: dict[str, str]) -> None:
+        """The rolling summary merged again from every chunk memory it had absorbed, in their texts now."""
+        st = self.state
+        edits = [r.event for r in self.log.memory_edits(st.discussion) if isinstance(r.event, MemoryEdited)]
+        now = {e.memory_id: e.content for e in edits if e.kind == "chunk" and e.content is not None}  # latest wins
+        now.update(resaid)
+        chunks = [_chunk(r) for r in self.log.chunk_memories(st.discussion, 0)]
+        texts = [now.get(chunk_memory_id(c), c.summary) for c in chunks
+                 if c.generation == st.generation and c.last_seq <= st.summary.absorbed_through_seq]
+        if not texts:
+            return
+        result = self.tasks.merge_summary("", texts, max_tokens=settings.max_response_size_in_tokens,
+                                          endpoint_name=settings.endpoint_name, preset=settings.preset)
+        event = RollingSummaryUpdated(
+            generation=st.generation, summary=result.value, absorbed_through=st.summary.absorbed_through,
+            absorbed_through_seq=st.summary.absorbed_through_seq, memories_merged=len(texts),
+            memories_absorbed=st.summary.absorbed, merged_memory_ids=(), llm=result.llm, node="message edit",
+        )
+        emit(NewEvent(event, rec.ts_us, f"summary:g{st.generation}:{st.summary.absorbed_through}:resaid:{rec.seq}",
+                      rec.seq))
+        st.summary.text = result.value
 
     def on_generation(self, rec: Recorded, settings: DiscussionSettings, emit: Emit) -> None:
         ev = rec.event
@@ -292,28 +377,7 @@ class DiscussionSummarizer:
     def _summarize(self, chunk: Chunk, mode: str, rec: Recorded, s: DiscussionSettings, emit: Emit) -> None:
         st = self.state
         memory_id = f"g{st.generation}-m{chunk.first_seq}-{chunk.last_seq}"
-        outcome = None
-        if s.file_memory_workflow_name and self.workflows is not None:
-            everything = [_chunk(r).summary for r in self.log.chunk_memories(st.discussion, 0)
-                          if _chunk(r).generation == st.generation]
-            outcome = self.workflows.run(s.file_memory_workflow_name, {
-                "TextChunk": transcript(chunk.messages),
-                "Memory_file": "\n".join(st.recent),
-                "Full_Memory_file": "\n".join(everything),
-                "Chat_Summary": st.summary.text,
-            }, endpoint_name=s.endpoint_name, preset=s.preset)
-        if outcome is not None and outcome.text is not None and outcome.llm is not None:
-            summary, llm = outcome.text, outcome.llm
-        else:
-            result = self.tasks.summarize_chunk(
-                chat_lines(chunk.messages), max_tokens=s.max_response_size_in_tokens,
-                recent_memories=st.recent, chat_summary=st.summary.text,
-                # The settings' own prompts when the user wrote some; engram's template otherwise.
-                system_prompt=None if s.system_prompt == DEFAULT_SYSTEM_PROMPT else s.system_prompt,
-                prompt=None if s.prompt == DEFAULT_PROMPT else s.prompt,
-                endpoint_name=s.endpoint_name, preset=s.preset,
-            )
-            summary, llm = result.value, result.llm
+        summary, llm, outcome = self._chunk_summary(chunk.messages, s)
         event = ChunkSummarized(
             generation=st.generation, memory_id=memory_id, first_seq=chunk.first_seq, last_seq=chunk.last_seq,
             message_ids=tuple(m.message_id for m in chunk.messages), token_count=chunk.tokens,
@@ -323,6 +387,34 @@ class DiscussionSummarizer:
         )
         emit(NewEvent(event, rec.ts_us, f"chunk:{memory_id}", rec.seq))
         st.recent = (st.recent + [summary])[-d.MAX_SUMMARY_CHUNKS_FROM_FILE:]
+
+    def _chunk_summary(self, messages: Sequence[Msg], s: DiscussionSettings
+                       ) -> tuple[str, LlmCall, WorkflowOutcome | None]:
+        """(summary, its LlmCall, the memory workflow's outcome or None) of a chunk's messages."""
+        st = self.state
+        outcome = None
+        if s.file_memory_workflow_name and self.workflows is not None:
+            everything = [_chunk(r).summary for r in self.log.chunk_memories(st.discussion, 0)
+                          if _chunk(r).generation == st.generation]
+            outcome = self.workflows.run(s.file_memory_workflow_name, {
+                "TextChunk": transcript(messages),
+                "Memory_file": "\n".join(st.recent),
+                "Full_Memory_file": "\n".join(everything),
+                "Chat_Summary": st.summary.text,
+            }, endpoint_name=s.endpoint_name, preset=s.preset)
+        if outcome is not None and outcome.text is not None and outcome.llm is not None:
+            summary, llm = outcome.text, outcome.llm
+        else:
+            result = self.tasks.summarize_chunk(
+                chat_lines(messages), max_tokens=s.max_response_size_in_tokens,
+                recent_memories=st.recent, chat_summary=st.summary.text,
+                # The settings' own prompts when the user wrote some; engram's template otherwise.
+                system_prompt=None if s.system_prompt == DEFAULT_SYSTEM_PROMPT else s.system_prompt,
+                prompt=None if s.prompt == DEFAULT_PROMPT else s.prompt,
+                endpoint_name=s.endpoint_name, preset=s.preset,
+            )
+            summary, llm = result.value, result.llm
+        return summary, llm, outcome
 
     def _extract(self, chunk: Chunk, mode: str, rec: Recorded, s: DiscussionSettings, emit: Emit) -> None:
         st = self.state
@@ -360,8 +452,12 @@ class DiscussionSummarizer:
             emit(NewEvent(event, rec.ts_us, f"vector:{memory_id}", rec.seq))
 
 
-def embedding_text(m: StructuredMemory | VectorMemoryStored) -> str:
-    """What a vector memory's embedding is computed from: its title, summary and key phrases."""
+def embedding_text(m: StructuredMemory | VectorMemoryStored | MemoryEdited) -> str:
+    """What a vector memory's embedding is computed from: its title, summary and key phrases (a user's edit of its
+    text alone: its content)."""
+    if isinstance(m, MemoryEdited):
+        parts = [m.title or "", m.content or ""] + (["; ".join(m.key_phrases)] if m.key_phrases else [])
+        return "\n".join(p for p in parts if p)
     parts = [m.title, m.summary]
     if m.key_phrases:
         parts.append("; ".join(m.key_phrases))
@@ -382,7 +478,9 @@ class EmbeddingJob:
     def __init__(self, events: Sequence[NewEvent], embedder: Embedder):
         self._events = list(events)
         self._pending = [k for k, e in enumerate(self._events)
-                         if isinstance(e.event, VectorMemoryStored) and e.event.embedding == PENDING]
+                         if (isinstance(e.event, VectorMemoryStored)
+                             or (isinstance(e.event, MemoryEdited) and e.event.kind == "vector" and e.event.content))
+                         and e.event.embedding == PENDING]
         self._embedder = embedder
         self._vectors: Callable[[], np.ndarray] | None = None
         if self._pending:

@@ -37,3 +37,21 @@ def tool_failure(api, agent: str, discussion: str, body: t.ToolFailureRequest):
 def record_settings(api, agent: str):
     """Record the agent's settings files in the log now if they changed (every write does it too)."""
     return api.record_settings(agent)
+
+
+MSG = "/v1/agents/{agent}/discussions/{discussion}/messages/{message_id}"
+
+
+@route(router, "PATCH", MSG, body=t.MessageEdit, response=t.MessageChanged,
+       errors=("invalid_id", "not_found", "malformed_messages"))
+def edit_message(api, agent: str, discussion: str, message_id: str, body: t.MessageEdit):
+    """New words for one message (an edit, as a chat front end makes one): recorded as an event that points at the
+    message, the old words kept for replay; every memory made from them is superseded."""
+    return api.edit_message(agent, discussion, message_id, body)
+
+
+@route(router, "DELETE", MSG, response=t.MessageChanged, errors=("invalid_id", "not_found"))
+def remove_message(api, agent: str, discussion: str, message_id: str, reason: str = ""):
+    """Take one message back: recorded as an event, its words kept for replay (forget the discussion to erase
+    them); every memory made from it is superseded."""
+    return api.remove_message(agent, discussion, message_id, reason)

@@ -115,3 +115,31 @@ def test_the_cli_says_when_a_fact_was_superseded_and_refuses_an_as_of_that_is_no
     assert "pruned by decay" not in text
     with pytest.raises(UsageError, match="--as-of 'last spring' is not an ISO-8601 time"):
         parse_at("last spring", "--as-of")
+
+
+def _edited_memory(embedder, *, late: bool) -> AgentMemory:
+    """Ana's "Lisbon" trace made from message D1:10, which the front end then edits (or, `late`, whose trace is
+    recorded only after the edit, caused by the message from before it)."""
+    from engram.events.messages import MessageEdited
+
+    mem = AgentMemory("a", embedder.dim, dormant=True)
+    # Made from the message (seq 9) before the edit; recorded after it when `late`.
+    lisbon = rec(_encoded("lisbon", "Ana lives in Lisbon, near the river.", 10), seq=22 if late else 10, ts_us=T0 + HOUR_US,
+                 causation=9)
+    edit = rec(MessageEdited(message_id="D1:10", role="user", content="I live in Porto, near the river.",
+                             token_estimate=9), seq=20, ts_us=MOVED)
+    porto = rec(_encoded("porto", "Ana lives in Porto, near the river.", 20), seq=21, ts_us=MOVED, causation=20)
+    mem.apply_batch([edit, lisbon, porto] if late else [lisbon, edit, porto], embedder.embed)
+    return mem
+
+
+def test_an_edited_message_supersedes_its_traces_at_the_edit_and_as_of_before_it_they_answer(embedder):
+    for late in (False, True):
+        mem = _edited_memory(embedder, late=late)
+        old = mem.book.traces["lisbon"]
+        assert not old.active and (old.valid_from_us, old.valid_to_us) == (T0 + HOUR_US, MOVED)
+        assert old.superseded_by == "edit of message D1:10"
+        assert [h.trace_id for h in _ask(mem, embedder).hits][0] == "porto"
+        before = _ask(mem, embedder, as_of_us=MOVED - 1).hits
+        assert before[0].trace_id == "lisbon" and before[0].via == "superseded"
+        assert "porto" not in [h.trace_id for h in before]
