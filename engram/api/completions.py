@@ -553,7 +553,13 @@ class CompletionOps:
         from engram.events.messages import MessageEdited, MessageRemoved
         from engram.kernel.tokens import estimate_tokens
         from engram.memory.ingest.history import message_key
+        from engram.memory.ingest.messages import MessageRejected
 
+        limit = self.config.limits.max_message_chars
+        for mid, (_, text, _) in edited:  # an edit is held to the limit a new message is
+            if len(text) > limit:
+                raise MessageRejected(f"messages: the edit of message {mid:.60}: {len(text)} characters, over the "
+                                      f"limit of {limit} (limits.maxMessageChars)")
         events = [NewEvent(MessageEdited(message_id=mid, role=role, content=text, name=name, source=SOURCE,
                                          token_estimate=estimate_tokens(text)),
                            ts, f"edit:{mid}:{message_key(role, text)}")

@@ -166,3 +166,25 @@ def test_a_message_edited_and_removed_through_rest_and_another_agents_key_refuse
         assert "4471" not in refusals[0][2]
     _, bobs = mem.sql("SELECT content FROM messages WHERE discussion_id = 'bobs-diary'")
     assert bobs == [("My secret code is 4471.",)]
+
+
+def test_an_edit_over_the_message_limit_is_refused_and_records_nothing(served):
+    """A resent history whose earlier message was edited into more than `limits.maxMessageChars` characters is
+    refused as a new message of that size is (422), before anything is appended: no edit, no new turn."""
+    import openai
+
+    server, mem = served
+    discussion = "limits"
+    tag = f"[DiscussionId]{discussion}[/DiscussionId]"
+    with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0) as client:
+        history = _chat(client, [{"role": "system", "content": f"You are Ada's assistant. {tag}"},
+                                 {"role": "user", "content": "My bike is green."}])
+        _settle(mem)
+        _, before = mem.sql("SELECT count(*) FROM events WHERE stream = ?", [discussion])
+        huge = "x" * (mem.rt.config.limits.max_message_chars + 1)
+        edited = [history[0], {"role": "user", "content": huge}, history[2], {"role": "user", "content": "And?"}]
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            client.chat.completions.create(model=f"engram/{AGENT}", messages=edited)
+    assert "limits.maxMessageChars" in str(refused.value)
+    _, after = mem.sql("SELECT count(*) FROM events WHERE stream = ?", [discussion])
+    assert after == before
