@@ -1,7 +1,10 @@
-"""What several benchmarks share: percentiles, client threads started together, Ray processes by name."""
+"""What several benchmarks share: percentiles, client threads started together, Ray processes by name, stopping
+py-spy profilers."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -48,3 +51,14 @@ def process_names(home: Path | None) -> dict[int, str]:
         except (OSError, ValueError):
             continue
     return out
+
+
+def stop_profilers(procs: list[subprocess.Popen]) -> None:
+    """Stop py-spy recorders (SIGINT makes each write its samples), waiting up to a minute for each."""
+    for p in procs:
+        p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()

@@ -42,7 +42,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._common import stop_profilers  # noqa: E402
 from engram.boot.embedded import Engram  # noqa: E402
 from engram.evaluation import locomo  # noqa: E402
 from engram.memory.ingest.formats import parse_file  # noqa: E402
@@ -139,15 +139,6 @@ def start_profilers(out: Path) -> list[subprocess.Popen]:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return procs
 
-
-def stop_profilers(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        p.send_signal(signal.SIGINT)
-    for p in procs:
-        try:
-            p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def breakdown(status: list[dict], policy_timings: list[dict]) -> dict:

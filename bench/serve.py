@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import pct, process_names, run_threads  # noqa: E402
+from bench._common import pct, process_names, run_threads, stop_profilers  # noqa: E402
 from engram.evaluation import unique_facts  # noqa: E402
 
 SAMPLE = ROOT / "engram" / "samples" / "acme-dashboard.jsonl"
@@ -173,17 +173,6 @@ def start_profilers(part: str) -> list[subprocess.Popen]:
                               "--output", str(out / f"{re.sub(r'[^A-Za-z0-9.+-]+', '_', name)}.{pid}.txt")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for pid, name in targets.items()]
 
-
-def stop_profilers(procs: list[subprocess.Popen]) -> None:
-    import signal
-
-    for p in procs:
-        p.send_signal(signal.SIGINT)
-    for p in procs:
-        try:
-            p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def head_of(url: str) -> int:

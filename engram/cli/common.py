@@ -83,6 +83,14 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def row_formats(p) -> None:
+    """`--json` / `--csv` (default: a table) for a command that prints rows with `print_rows(…, args.fmt)`."""
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
+    fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
+    p.set_defaults(fmt="table")
+
+
 def print_rows(names: list[str], rows: Iterable, fmt: str = "table", out=None) -> None:
     out = out or sys.stdout
     rows = [tuple(_cell(v) for v in r) for r in rows]

@@ -12,7 +12,7 @@ nothing are counted, not listed, unless `--all`.
 from __future__ import annotations
 
 from engram.api.types import MAX_ROWS as MAX
-from engram.cli.common import client, count, print_table
+from engram.cli.common import client, count, print_table, row_formats
 from engram.kernel.ids import validate_agent
 
 
@@ -25,10 +25,8 @@ def register(sub) -> None:
     p.add_argument("--agent", default="default")
     p.add_argument("--all", action="store_true", help="list idle runs too")
     p.add_argument("--limit", type=count(MAX), default=50, help="the latest N runs (default 50)")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
-    fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
-    p.set_defaults(func=run, fmt="table")
+    row_formats(p)
+    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -3,7 +3,7 @@ view, through the home's server). A server the user runs costs nothing and says 
 
 from __future__ import annotations
 
-from engram.cli.common import client, print_rows
+from engram.cli.common import client, print_rows, row_formats
 
 QUERY = "SELECT * FROM llm_costs"
 
@@ -16,10 +16,8 @@ def register(sub) -> None:
         "at list price, and cost: \"local\" for an endpoint you run (cost 0), \"offline\" for the labelled heuristic.",
     )
     p.add_argument("agent", nargs="?", help="one agent (default: every agent the key may see)")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
-    fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
-    p.set_defaults(func=run, fmt="table")
+    row_formats(p)
+    p.set_defaults(func=run)
 
 
 def run(args) -> int:

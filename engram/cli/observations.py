@@ -9,7 +9,7 @@ as rendered (`Date:` headings, bullet notes with nested details), or with `--not
 
 from __future__ import annotations
 
-from engram.cli.common import client, print_rows, print_table
+from engram.cli.common import client, print_rows, print_table, row_formats
 from engram.kernel.ids import validate_agent, validate_discussion
 
 
@@ -21,10 +21,8 @@ def register(sub) -> None:
     p.add_argument("--agent", default="default")
     p.add_argument("--discussion", help="print this discussion's observation log")
     p.add_argument("--notes", action="store_true", help="with --discussion: every note, one per row, with its status")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
-    fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
-    p.set_defaults(func=run, fmt="table")
+    row_formats(p)
+    p.set_defaults(func=run)
 
 
 # The columns the per-log lines say in words (left out of the printed table; --json and --csv keep them).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from engram.cli.common import client, print_rows
+from engram.cli.common import client, print_rows, row_formats
 
 
 def register(sub) -> None:
@@ -17,10 +17,8 @@ def register(sub) -> None:
         "Example: engram sql \"SELECT role, content FROM messages LIMIT 5\"",
     )
     p.add_argument("query")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
-    fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
-    p.set_defaults(func=run, fmt="table")
+    row_formats(p)
+    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engram.api.types import MAX_ROWS as MAX
-from engram.cli.common import client, count, print_table
+from engram.cli.common import client, count, print_table, row_formats
 from engram.kernel.ids import validate_agent
 
 
@@ -12,10 +12,8 @@ def register(sub) -> None:
     p.add_argument("--agent", default="default")
     p.add_argument("--all", action="store_true", help="include soft-deleted (pruned, superseded) traces")
     p.add_argument("--limit", type=count(MAX), default=None)
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", dest="fmt", action="store_const", const="json")
-    fmt.add_argument("--csv", dest="fmt", action="store_const", const="csv")
-    p.set_defaults(func=run, fmt="table")
+    row_formats(p)
+    p.set_defaults(func=run)
 
 
 def run(args) -> int:
