@@ -103,17 +103,23 @@ def text_of(message: OaiMessage, index: int) -> str:
     return "\n".join(parts)
 
 
-def parse_request(raw: bytes) -> OaiRequest:
+def decode_body(decoder: msgspec.json.Decoder, raw: bytes, kind: str):
+    """The body of an OpenAI `kind` request ("chat completion", "text completion"), each way it can be wrong
+    answered as `invalid_request` saying what was expected."""
     if not raw.strip():
-        raise error("invalid_request", "the request body is empty; expected an OpenAI chat completion request")
+        raise error("invalid_request", f"the request body is empty; expected an OpenAI {kind} request")
     try:
-        req = _DECODER.decode(raw)
+        return decoder.decode(raw)
     except msgspec.ValidationError as exc:
-        raise error("invalid_request", f"chat completion request: {exc}") from None
+        raise error("invalid_request", f"{kind} request: {exc}") from None
     except msgspec.DecodeError as exc:
         raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise error("invalid_request", "the request body is nested too deeply") from None
+
+
+def parse_request(raw: bytes) -> OaiRequest:
+    req: OaiRequest = decode_body(_DECODER, raw, "chat completion")
     if not req.messages:
         raise error("malformed_messages", "messages is empty: send the conversation (at least one user message)")
     if req.n != 1:
@@ -350,16 +356,7 @@ _TEXT_DECODER = msgspec.json.Decoder(OaiTextRequest)
 
 
 def parse_text_request(raw: bytes) -> OaiTextRequest:
-    if not raw.strip():
-        raise error("invalid_request", "the request body is empty; expected an OpenAI text completion request")
-    try:
-        req = _TEXT_DECODER.decode(raw)
-    except msgspec.ValidationError as exc:
-        raise error("invalid_request", f"text completion request: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise error("invalid_request", f"the request body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise error("invalid_request", "the request body is nested too deeply") from None
+    req: OaiTextRequest = decode_body(_TEXT_DECODER, raw, "text completion")
     if isinstance(req.prompt, list) and len(req.prompt) != 1:
         raise error("invalid_request", "prompt: give one prompt (a string); engram's proxy answers one at a time")
     if req.n != 1:
