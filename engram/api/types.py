@@ -248,19 +248,21 @@ class EventResponse(Model, kw_only=True):
 class MessageEdit(Model, kw_only=True):
     """A message's new words (`MessageEdited`): every memory made from the old ones is superseded."""
 
-    content: Annotated[str, Meta(min_length=1, max_length=1_000_000)]
+    content: Annotated[Annotated[str, Meta(min_length=1, max_length=1_000_000)], doc(
+        "The message's new words (held to limits.maxMessageChars like a new message).")]
 
 
 class MessageChanged(Model, kw_only=True):
     """A message edited or removed: the event that says so (the old words stay in the log for replay)."""
 
-    discussion: str
-    message_id: str
-    change: Literal["edited", "removed"]
-    content: str | None = None  # the message's words now (None: removed)
-    seq: int  # the MessageEdited / MessageRemoved event's position
-    duplicate: bool = False  # the same change was recorded already
-    position: str | None = None  # pass as `after` to a read that must see this change (engram.api.positions)
+    discussion: Annotated[str, doc("The discussion the message belongs to.")]
+    message_id: Annotated[str, doc("The message's id.")]
+    change: Annotated[Literal["edited", "removed"], doc("What happened to the message.")]
+    content: Annotated[str | None, doc("The message's words now; null when it was removed.")] = None
+    seq: Annotated[int, doc("The log position of the MessageEdited / MessageRemoved event.")]
+    duplicate: Annotated[bool, doc("True when the same change was recorded already (nothing new appended).")] = False
+    position: Annotated[str | None, doc(
+        "Pass as `after` to a read that must see this change (a read-your-writes position token).")] = None
 
 
 # --------------------------------------------------------------------------- discussion memory
