@@ -85,3 +85,16 @@ def pytest_collection_modifyitems(config, items):
         for item in its:
             if not item.get_closest_marker("xdist_group"):
                 item.add_marker(pytest.mark.xdist_group(name))
+
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under `--dist loadgroup`, every test id a worker collected must carry its group (xdist appends `@group`; its
+    scheduler keeps a group on one worker by that suffix). When a pytest or xdist release stops that, the groups are
+    silently ignored (one module's fixture made on both workers, two local Rays at once): stop the run instead."""
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if "@" not in i.rpartition("::")[2]]
+    if lost:
+        pytest.exit(f"pytest-xdist did not apply the test groups (e.g. {lost[0]}): pytest {pytest.__version__} and "
+                    "this pytest-xdist do not work together (see the pin in pyproject.toml)", returncode=3)

@@ -318,6 +318,7 @@ def test_without_a_tag_the_request_is_forwarded_unchanged_and_nothing_is_logged(
     url, relay, llama, client = front
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]
     head = client.status().shards[0].head
+    before = {s for (s,) in client.sql("SELECT DISTINCT stream FROM events WHERE seq <= ?", [head]).rows}
     direct = httpx.post(f"{llama.url}/v1/chat/completions", timeout=60, json={
         "model": "tiny", "messages": messages, "temperature": 0, "max_tokens": 9}).json()
     with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120) as llm:
@@ -329,7 +330,11 @@ def test_without_a_tag_the_request_is_forwarded_unchanged_and_nothing_is_logged(
     assert relay.calls[-3]["body"]["messages"] == messages  # the front end's messages, as they came
     assert relay.calls[-1]["body"]["messages"] == [{"role": "user", "content": "Once upon a time"}]
     assert text.choices[0].text == relay.calls[-1]["answer"]  # a continuation is passed on untrimmed
-    assert client.status().shards[0].head == head  # nothing appended
+    # Nothing of these requests was appended. The earlier tests' memory making may still append to their own
+    # discussions meanwhile (a chunk memory, a summary made by the slow model), so the head itself can move.
+    later = client.sql("SELECT DISTINCT stream, type FROM events WHERE seq > ?", [head]).rows
+    assert not [t for _, t in later if t in ("MessageAppended", "GenerationStarted")], later
+    assert {s for s, _ in later} <= before, later
 
 
 def test_ollama_tags_version_and_the_load_call_answer_as_ollama_does(front):
