@@ -273,8 +273,8 @@ class OwnSessions:
     again when their SELECT changes (a new event type, a projection table that appears) or a relation's columns
     do. A session whose query was interrupted, or failed other than by the statement's own error, is closed."""
 
-    def __init__(self, keep: int = 2) -> None:
-        self.keep = keep  # sessions kept idle at most (more are opened while more queries run at once)
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep  # sessions kept idle at most (~7 MB each; more are opened while more queries run at once)
         self._idle: list[Session] = []
         self._lock = threading.Lock()
         self._closed = False
