@@ -150,8 +150,8 @@ def run_readonly(
     check_statement(sql)
     if agents is not None:
         agents = sorted(set(agents))
-    kept = sessions is not None and agents is None and isinstance(source, LiveShard)
-    session = sessions.take() if kept else Session()
+    pool = sessions if agents is None and isinstance(source, LiveShard) else None
+    session = pool.take() if pool is not None else Session()
     con, reusable = session.con, False
     try:
         with _deadline(timeout_s, con) as deadline:
@@ -181,8 +181,8 @@ def run_readonly(
         reusable = False
         raise SqlTimeout(f"the query ran longer than {timeout_s:g} s and was stopped") from None
     finally:
-        if kept:
-            sessions.give_back(session, reusable)
+        if pool is not None:
+            pool.give_back(session, reusable)
         else:
             session.close()
     truncated = max_rows is not None and len(rows) > max_rows
