@@ -30,6 +30,7 @@ from engram.shard.forget import ShardForget
 from engram.shard.moving import ShardMoves
 from engram.shard.queries import ShardQueries
 from engram.shard.repair import ShardRepair
+from engram.sql import OwnSessions
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
         self._counts: dict[str, int] = {}
         self._counted_through = 0
         self.recovered: list[str] = []  # what the start found broken or unfinished, and did about it
+        self.own_sessions = OwnSessions()
         self._open_checked()
         self._finish_interrupted_work()
 
@@ -245,6 +247,7 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
         try:
             self._close_projections()
         finally:
+            self.own_sessions.close()
             self.store.close()
 
 

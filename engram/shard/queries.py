@@ -7,12 +7,14 @@ from typing import Sequence
 import msgspec
 
 from engram.kernel.gate import shared
-from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, QueryResult, run_readonly
+from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, OwnSessions, QueryResult, run_readonly
 from engram.sql.gathered import shard_relations
 
 
 class ShardQueries:
     """SQL over the shard's log and projections, and its status (a part of `ShardHost`)."""
+
+    own_sessions: OwnSessions  # confined sessions kept for engram's own queries (`query`); the host closes them
 
     @shared
     def sql(
@@ -28,9 +30,11 @@ class ShardQueries:
         never on the writer's connection; with `agents`, over those agents' rows only."""
         return run_readonly(sql, self._sql_source(), params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
+    @shared
     def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
-        """`sql` without a row limit, as (column names, rows)."""
-        result = self.sql(sql, params, max_rows=None)
+        """engram's own `sql` (never a user's), without a row limit, as (column names, rows): confined like a user's,
+        in a session kept open for engram's queries (`engram.sql.OwnSessions`) rather than a new one each time."""
+        result = run_readonly(sql, self._sql_source(), params=params, max_rows=None, sessions=self.own_sessions)
         return result.columns, result.rows
 
     def _sql_source(self) -> LiveShard:

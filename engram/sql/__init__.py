@@ -5,6 +5,7 @@ from engram.sql.readonly import (
     DEFAULT_TIMEOUT_S,
     HomeFiles,
     LiveShard,
+    OwnSessions,
     QueryResult,
     SqlError,
     SqlFailed,
@@ -15,6 +16,6 @@ from engram.sql.readonly import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "HomeFiles", "LiveShard", "QueryResult", "SqlError", "SqlFailed",
+    "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "HomeFiles", "LiveShard", "OwnSessions", "QueryResult", "SqlError", "SqlFailed",
     "SqlRefused", "SqlTimeout", "check_statement", "run_readonly",
 ]

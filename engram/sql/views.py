@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 import msgspec
@@ -176,17 +177,30 @@ def log_view_sql() -> dict[str, str]:
     return views
 
 
-def create_log_views(con: duckdb.DuckDBPyConnection, logs: dict[int, str], only: set[str] | None = None) -> None:
+ViewMaker = Callable[[str, str], None]  # (view name, its SELECT): creates or replaces the temporary view
+
+
+def view_maker(con: duckdb.DuckDBPyConnection) -> ViewMaker:
+    """Views made in `con` as they are asked for (a kept session passes its own, which skips the unchanged ones)."""
+    def make(name: str, select: str) -> None:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {select}")
+
+    return make
+
+
+def create_log_views(con: duckdb.DuckDBPyConnection, logs: dict[int, str], only: set[str] | None = None,
+                     make: ViewMaker | None = None) -> None:
     """Views over the event tables `logs` = {shard: "catalog.events"-qualified table name}; `only`: just these views
-    (and `events_raw`), else every one."""
+    (and `events_raw`), else every one. `make`: how a view is made (default: `view_maker(con)`)."""
+    make = make or view_maker(con)
     if not logs:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW events_raw AS {_EMPTY_LOG}")
+        make("events_raw", _EMPTY_LOG)
     else:
-        union = " UNION ALL ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {table}" for shard, table in sorted(logs.items()))
-        con.execute(f"CREATE OR REPLACE TEMP VIEW events_raw AS {union}")
+        make("events_raw", " UNION ALL ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {table}"
+                                              for shard, table in sorted(logs.items())))
     for name, sql in log_view_sql().items():
         if only is None or name in only:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+            make(name, sql)
 
 
 # Tables the projection runner keeps beside the projections' own (see engram.projections.runner).
@@ -247,18 +261,18 @@ def create_projection_views(con: duckdb.DuckDBPyConnection, catalogs: dict[int, 
 
 def create_table_views(
     con: duckdb.DuckDBPyConnection, relations: dict[str, list[tuple[int, str]]], paths: ProjectionPaths,
-    only: set[str] | None = None,
+    only: set[str] | None = None, make: ViewMaker | None = None,
 ) -> None:
     """One view per projection table over its `relations` ({table: [(shard, relation)]}), then the derived views
-    (`only`: just these)."""
+    (`only`: just these). `make`: how a view is made (default: `view_maker(con)`)."""
+    make = make or view_maker(con)
     for table, parts in relations.items():
-        union = " UNION ALL BY NAME ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {rel}" for shard, rel in parts)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {union}")
+        make(table, " UNION ALL BY NAME ".join(f"SELECT {shard}::INTEGER AS shard, * FROM {rel}" for shard, rel in parts))
     for name, sql in derived_views(paths).items():
         if only is not None and name not in only:
             continue
         try:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+            make(name, sql)
         except duckdb.Error:
             # A view over tables that do not exist yet (e.g. no traces): leave it out.
             continue
