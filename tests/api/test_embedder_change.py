@@ -105,7 +105,9 @@ def test_a_changed_embedder_is_listed_then_reindexed_and_recall_uses_only_the_ne
         name = f"openAIEmbeddings:tiny-embed@{embed_server.url}/64d"
         assert done.result["reindexed"] and done.result["name"] == name
         assert done.result["discussion_memories"] == memories
-        assert done.progress.done == done.progress.total == done.result["texts"] > 0
+        # Progress counted the discussion memories, then the events folded into the new generation: the whole log.
+        assert done.progress.unit == "events"
+        assert done.progress.done == done.progress.total == done.result["events"] == mem.rt.heads()[0]
 
         status = mem.status()
         assert not status.embedder.reindex_needed and status.embedder.to_reembed == {}
