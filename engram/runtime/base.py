@@ -419,6 +419,8 @@ class Runtime(ABC):
             goal = {s: heads[s] for s in shards}  # this round's fixed target: the heads as they are now
             at: dict[int, int] = {}
             pending = [s for s in shards if goal[s] > 0]
+            if rounds == 1:
+                progress(0, sum(goal.values()), "events")
             while pending:
                 steps = self.shard_calls("advance_generation", {s: (GENERATION_STEP, goal[s]) for s in pending})
                 at.update((s, state["position"]) for s, state in steps.items())

@@ -23,9 +23,10 @@ import shutil
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import duckdb
+import numpy as np
 
 from engram.config.home import ProjectionPaths
 from engram.config.serving_embedder import embedder_key
@@ -33,6 +34,7 @@ from engram.kernel.files import atomic_write
 from engram.projections.base import ProjectionContext
 from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
+from engram.providers.embeddings.base import WrappingEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,25 @@ GENERATION_STEP = 2_000
 GENERATION_CHECKPOINT_EVENTS = 200_000
 # The marker of a finished generation: {"key": the embedder's key, "position": its last event, "state": ...}.
 READY_MARKER = "GENERATION-READY.json"
+
+
+class _EmbedderFailed(BaseException):
+    """The new embedder failed while the generation folded. A BaseException, so that the runner does not take it for
+    one event's fault and quarantine the event (as it does in the live projections): a generation with holes must
+    never be made ready. It never leaves this module (`_Generation.fold` raises it as a RuntimeError)."""
+
+
+class _Stopping(WrappingEmbedder):
+    """The generation's embedder: its first failure stops the step."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        try:
+            return self.embedder.embed(texts)
+        except Exception as exc:
+            raise _EmbedderFailed(f"{type(exc).__name__}: {exc}") from None
 
 
 class _Generation:
@@ -63,7 +84,11 @@ class _Generation:
     def fold(self, to_seq: int) -> int:
         if self.void:
             raise RuntimeError(self.void)
-        n = self.runner.catch_up(to_seq=to_seq, checkpoint=False)
+        try:
+            n = self.runner.catch_up(to_seq=to_seq, checkpoint=False)
+        except _EmbedderFailed as exc:
+            self.void = f"the new embedder failed while the new generation was built, which is discarded: {exc}"
+            raise RuntimeError(self.void) from None
         self.folded += n
         self.unsaved += n
         if self.unsaved >= GENERATION_CHECKPOINT_EVENTS:
@@ -93,7 +118,7 @@ class ShardGenerations:
         """Begin a new generation of this shard's projections whose vectors `embedder` makes (from position 0, in a
         scratch directory); the live projections go on serving. A generation begun before is dropped."""
         self.discard_generation()
-        services = dict(self.services, embedder=embedder)
+        services = dict(self.services, embedder=_Stopping(embedder))
         # Each step reads the log through the gate, a batch at a time: a change that has the shard alone (a forget)
         # waits for one read, not for a whole step, and the step's next read waits for it.
         self._generation = _Generation(self._generation_dir, self.shard, services, self.read)
