@@ -30,6 +30,8 @@ import numpy as np
 
 from engram.config.home import ProjectionPaths
 from engram.config.serving_embedder import embedder_key
+from engram.events.envelope import Recorded
+from engram.events.store import EventStore
 from engram.kernel.files import atomic_write
 from engram.projections.base import ProjectionContext
 from engram.projections.registry import build_projections
@@ -107,6 +109,16 @@ class _Generation:
 
 class ShardGenerations:
     """A new generation of the projections built while the shard serves (a part of `ShardHost`)."""
+
+    # What the rest of the host provides.
+    shard: int
+    paths: ProjectionPaths
+    services: dict[str, Any]
+    store: EventStore
+    recovered: list[str]
+    _rebuild_dir: Path
+    read: Callable[..., list[Recorded]]
+    _outputs: Callable[[ProjectionPaths], list[Path]]
 
     _generation: _Generation | None = None
 

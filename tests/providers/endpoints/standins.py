@@ -177,9 +177,9 @@ class OllamaStandIn(_StandIn):
             texts = [texts] if isinstance(texts, str) else texts
             if not isinstance(texts, list) or not texts:
                 return handler.send(400, {"error": "input is required"})
-            if self.embed_down:
-                return handler.send(500, {"error": "llama runner process has terminated: exit status 2"})
             time.sleep(self.embed_seconds_per_text * len(texts))
+            if self.embed_down:  # also a request already under way when the runner died
+                return handler.send(500, {"error": "llama runner process has terminated: exit status 2"})
             vectors = [[float(len(t)), 1.0, float(sum(map(ord, t)) % 7)] for t in texts]
             return handler.send(200, {"model": body["model"], "embeddings": vectors, "prompt_eval_count": len(texts)})
         if path not in ("/api/chat", "/api/generate"):
