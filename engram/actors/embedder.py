@@ -97,6 +97,13 @@ class EmbedderActor:
             prepared.cache.flush()
         return prepared.name
 
+    def prepared_info(self) -> dict:
+        """What `info` says, of the embedder `prepare` was last given."""
+        if self._prepared is None:
+            raise RuntimeError("prepare() first: no embedder is being prepared")
+        e = self._prepared[1]
+        return {"name": e.name, "dim": e.dim, "is_fallback": getattr(e, "is_fallback", False)}
+
     def prepared_embed(self, texts: list[str]) -> np.ndarray:
         """Vectors by the embedder `prepare` was last given."""
         if self._prepared is None:
@@ -178,3 +185,31 @@ class RemoteEmbedder:
         """The actor's cache counters (calls, texts requested, computed, served from the cache)."""
         fields = set(EmbedStats.__struct_fields__)
         return EmbedStats(**{k: v for k, v in ray.get(self._actor().stats.remote()).items() if k in fields})
+
+
+class PreparedEmbedder(RemoteEmbedder):
+    """The embedder `engram reindex` prepared in the home's EmbedderActor beside the one it serves with (`prepare`):
+    what a shard's new generation of projections embeds with while the old generation keeps serving."""
+
+    def _actor(self):
+        if self._handle is None:
+            self._handle = ray.get_actor(self.actor_name)  # never started here: the runtime prepared it
+        return self._handle
+
+    def _described(self) -> dict:
+        if self._info is None:
+            self._info = ray.get(self._actor().prepared_info.remote())
+        return self._info
+
+    def embed_async(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        if not texts:
+            return lambda: np.zeros((0, self.dim), dtype=np.float32)
+        ref = self._actor().prepared_embed.remote(list(texts))
+        return lambda: ray.get(ref)
+
+    def retain(self, model: str, keys: set[str]) -> int:
+        raise NotImplementedError("a prepared embedder only embeds")
+
+    @property
+    def stats(self) -> EmbedStats:
+        return EmbedStats()

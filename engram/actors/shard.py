@@ -32,6 +32,8 @@ class ShardActor:
         # Projections get the same services as policies (e.g. the home's embedder, which the trace index needs).
         config = ServiceConfig.model_validate(config_json) if config_json else None
         services = actor_services(config, embedder_actor) if config else None
+        self._home = str(config.home) if config else ""
+        self._embedder_actor = embedder_actor
         self.host = ShardHost(
             log_path,
             projections_dir,
@@ -132,6 +134,23 @@ class ShardActor:
 
     def rebuild(self) -> dict:
         return self.host.rebuild()
+
+    def open_generation(self) -> dict:
+        """A new generation of the projections, embedded by what the home's embedder actor prepared (`reindex`)."""
+        from engram.actors.embedder import PreparedEmbedder
+
+        if self._embedder_actor is None:
+            raise RuntimeError("this shard actor has no embedder actor to build a new generation with")
+        return self.host.open_generation(PreparedEmbedder(self._embedder_actor, self._home))
+
+    def advance_generation(self, max_events: int, to_seq: int) -> dict:
+        return self.host.advance_generation(max_events, to_seq)
+
+    def finish_generation(self, key: str) -> dict:
+        return self.host.finish_generation(key)
+
+    def discard_generation(self) -> None:
+        self.host.discard_generation()
 
     def close(self) -> bool:
         self.host.close()

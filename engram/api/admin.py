@@ -131,19 +131,20 @@ class AdminOps:
                                 to_reembed={a: t.ReembedCounts(**n) for a, n in change["agents"].items()})
 
     def reindex(self) -> t.Job:
-        """Re-embed the home with the embedder engram.json names and switch to it (a job; progress counts texts
-        embedded). The home keeps serving with its embedder until the switch (`Runtime.reindex`)."""
+        """Re-embed the home with the embedder engram.json names and switch to it (a job; progress counts discussion
+        memories re-embedded, then events folded into the new generation of the projections). The home keeps
+        serving with its embedder, appends included, until the switch (`Runtime.reindex`)."""
 
         def work(progress) -> dict:
             try:
-                report = self.rt.reindex(on_progress=lambda done, total: progress.set(done, total))
+                report = self.rt.reindex(on_progress=progress.set)
             finally:
                 self.config = self.rt.config  # the embedder now served with
                 self._query_embedder = None
                 self._files.clear()
             return report
 
-        return self.jobs.start("reindex", 0, "texts", work)
+        return self.jobs.start("reindex", 0, "discussion memories", work)
 
     def run_sql(self, req: t.SqlRequest, agents: list[str] | None = None) -> t.SqlResponse:
         """A user's SQL over the log and every projection: one read-only statement, confined

@@ -57,11 +57,14 @@ class JobProgress:
             self.done += n
         self.on_change()
 
-    def set(self, done: int, total: int | None = None) -> None:
+    def set(self, done: int, total: int | None = None, unit: str | None = None) -> None:
+        """`unit`: a job of several stages counts another unit from here on (e.g. texts, then events)."""
         with self._lock:
             self.done = done
             if total is not None:
                 self.total = total
+            if unit is not None:
+                self.unit = unit
         self.on_change()
 
 

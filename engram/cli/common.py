@@ -129,13 +129,16 @@ def discussion_agent(mem, discussion: str, agent: str | None) -> str:
     return agent if agent is not None else mem.discussion(discussion).agent
 
 
-def wait_job(mem, job, label: str):
-    """Wait for a job, with a progress bar on stderr; its result, or its error as a UsageError-like failure."""
+def wait_job(mem, job, label: str, *, stages: bool = False):
+    """Wait for a job, with a progress bar on stderr; its result, or its error as a UsageError-like failure.
+    `stages`: the job counts another unit at each stage (reindex): the bar names the unit it counts."""
     from engram.api.errors import ApiError
 
     bar = Progress(label, max(job.progress.total, 1))
     def show(j) -> None:
         bar.total = max(j.progress.total, 1)  # a job may learn its total as it goes (re-sharding counts events)
+        if stages:
+            bar.note = j.progress.unit
         bar.update(j.progress.done)
 
     done = mem.wait_job(job.id, on_progress=show)

@@ -18,7 +18,7 @@ import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.gate import SharedExclusiveLock
@@ -337,90 +337,150 @@ class Runtime(ABC):
                 agents.setdefault(agent, {"traces": 0, "discussion_memories": 0})[what] += int(n)
         return {"serving": serving, "configured": configured, "agents": dict(sorted(agents.items()))}
 
-    def reembed_texts(self) -> list[str]:
-        """Every text the home's vectors are made of (traces: content and index texts; discussion memories), once."""
-        from engram.memory.cognitive.indexing import vector_parts
-        from engram.memory.discussion.summarizer import embedding_text
-
-        texts: dict[str, None] = {}
-        try:
-            _, rows = self.sql("SELECT content, coalesce(context, '') FROM memory_traces ORDER BY agent, last_seq")
-        except QueryError:
-            rows = []
-        for content, context in rows:
-            texts[content] = None
-            texts.update(dict.fromkeys(vector_parts(content, context)))
-        for row in self.vector_memory_rows():
-            texts[embedding_text(row)] = None
-        return [t for t in texts if t]
-
     def vector_memory_rows(self) -> list:
         """The discussions' vector memories (current generations) as rows with what re-embedding needs."""
         try:
-            _, rows = self.sql("SELECT agent, discussion_id, generation, memory_id, title, summary, key_phrases "
+            _, rows = self.sql("SELECT agent, discussion_id, generation, memory_id, title, summary, key_phrases, "
+                               "embedding_model "
                                "FROM vector_memories ORDER BY agent, discussion_id, ordinal")
         except QueryError:
             return []
         return [_ReembedRow(*r) for r in rows]
 
-    def reindex(self, on_progress: Callable[[int, int], None] | None = None) -> dict:
+    def reindex(self, on_progress: Callable[[int, int, str], None] | None = None) -> dict:
         """Re-embed the home with the configured embedder and switch to it (see `engram.config.serving_embedder`).
 
-        1. While the home keeps serving with its embedder: every text its vectors are made of is embedded with the
-           configured one into the embedding cache (`on_progress(texts_done, texts)`), and the discussions' vector
-           memories get their new vectors recorded in the log (`VectorMemoryReembedded`, so replay needs no
-           embedder). Their stores take them at once; until the switch a semantic search of such a store falls
-           back to keyword search with its warning (two models' vectors are never compared).
-        2. The switch, with appends held (the routing gate): the policies stop, the new embedder is recorded, the
-           shards rebuild their projections from the log (the trace indexes: a new generation of index files, every
-           vector from the cache), the policies that hold vectors drop their snapshots and refold, and all start.
-        """
+        1. While the home keeps serving with its embedder, appends included: the configured embedder is prepared
+           beside it; the discussions' vector memories get their new vectors recorded in the log
+           (`VectorMemoryReembedded`, so replay needs no embedder; their stores take them at once, and until the
+           switch a semantic search of such a store falls back to keyword search with its warning: two models'
+           vectors are never compared); each shard builds a new generation of its projections from the log with the
+           new embedder (`engram.shard.generation`): to the head as it was, then again to the head as it has moved,
+           until it is within GENERATION_LAG events of it (at most GENERATION_ROUNDS rounds).
+        2. The switch, with appends held (the routing gate): the policies stop; discussion memories made meanwhile get
+           their new vectors too; the generations fold the last events and are marked ready; the new embedder is
+           recorded (from here on the home serves with it, even after a crash); the shards reopen on their new
+           generation; the policies that hold vectors drop their snapshots and refold; all start.
+
+        A failure before the switch (an unreachable embedder, a forget that rewrote the log) discards the new
+        generations: the old one goes on serving. `on_progress(done, total, unit)`: discussion memories, then events
+        folded into the new generations."""
         from engram.config.serving_embedder import embedder_key, record_serving_embedder
 
         started = time.perf_counter()
         target = self.configured_embedder
         before = embedder_key(self.config.embedder)
         if before == embedder_key(target):
-            return {"reindexed": False, "embedder": before, "texts": 0, "discussion_memories": 0,
+            return {"reindexed": False, "embedder": before, "discussion_memories": 0, "events": 0,
                     "seconds": round(time.perf_counter() - started, 3)}
+        progress = on_progress or (lambda done, total, unit: None)
         self.wait_projections()
-        texts = self.reembed_texts()
-        name = self.prepare_vectors(target, texts, on_progress)
-        memories = self.record_reembedded(name, target)
-        with self.routing_gate.exclusive():
-            self.wait_projections()
-            self.stop_policies()
-            record_serving_embedder(self.home.root, target)
-            self.switch_embedder(target)
-            self.rebuild(self.all_shards())
-            self.forget_vector_state(self.all_shards())
-            self.start_policies()
+        name = self.prepare_vectors(target, [])
+        shards = self.all_shards()
+        committed = False
+        try:
+            memories = self.record_reembedded(name, target, progress)
+            built = self.build_generations(shards, progress)
+            with self.routing_gate.exclusive():
+                held = time.perf_counter()
+                self.stop_policies()
+                try:
+                    self.wait_projections()
+                    memories += self.record_reembedded(name, target, held=True)
+                    key = embedder_key(target)
+                    finished = list(self.shard_calls("finish_generation", {s: (key,) for s in shards}).values())
+                except BaseException:
+                    self.start_policies()
+                    raise
+                record_serving_embedder(self.home.root, target)  # the switch
+                committed = True
+                self.switch_embedder(target)  # each shard reopens on its new generation
+                self.forget_vector_state(shards)
+                self.start_policies()
+                held_s = time.perf_counter() - held
+        except BaseException:
+            if not committed:
+                self.discard_generations(shards)
+            raise
         return {"reindexed": True, "before": before, "embedder": embedder_key(target), "name": name,
-                "texts": len(texts), "discussion_memories": memories,
-                "seconds": round(time.perf_counter() - started, 3)}
+                "discussion_memories": memories, "events": sum(f["events"] for f in finished),
+                "rounds": built["rounds"], "held_events": sum(f["held_events"] for f in finished),
+                "held_seconds": round(held_s, 3), "seconds": round(time.perf_counter() - started, 3)}
 
-    def record_reembedded(self, name: str, target) -> int:
-        """Append each discussion vector memory's vector by `target` (from the cache `prepare_vectors` filled)."""
+    def build_generations(self, shards: Sequence[int], progress: Callable[[int, int, str], None]) -> dict:
+        """Step 1 of `reindex` for `shards`: their new generations built while appends go on (see there)."""
+        from engram.shard.generation import GENERATION_STEP
+
+        self.open_generations(shards)
+        rounds = 0
+        while True:
+            rounds += 1
+            heads = self.heads()
+            goal = {s: heads[s] for s in shards}  # this round's fixed target: the heads as they are now
+            at: dict[int, int] = {}
+            pending = [s for s in shards if goal[s] > 0]
+            if rounds == 1:
+                progress(0, sum(goal.values()), "events")
+            while pending:
+                steps = self.shard_calls("advance_generation", {s: (GENERATION_STEP, goal[s]) for s in pending})
+                at.update((s, state["position"]) for s, state in steps.items())
+                progress(sum(at.values()), sum(goal.values()), "events")
+                pending = [s for s in pending if at[s] < goal[s]]
+            behind = sum(self.heads()[s] - at.get(s, 0) for s in shards)
+            if behind <= GENERATION_LAG or rounds >= GENERATION_ROUNDS:
+                return {"rounds": rounds, "behind": behind}
+
+    def open_generations(self, shards: Sequence[int]) -> None:
+        """Each of `shards` begins a new generation of its projections with the embedder `prepare_vectors` made."""
+        raise NotImplementedError
+
+    def discard_generations(self, shards: Sequence[int]) -> None:
+        for s in shards:
+            try:
+                self.shard_call(s, "discard_generation")
+            except Exception:  # a shard that is down discards it at its next start (it was never made ready)
+                pass
+
+    def shard_calls(self, method: str, args: dict[int, tuple]) -> dict[int, Any]:
+        """`shard_call(shard, method, *args[shard])` for each shard of `args` (at once where the runtime can)."""
+        return {s: self.shard_call(s, method, *a) for s, a in args.items()}
+
+    def record_reembedded(self, name: str, target, progress: Callable[[int, int, str], None] | None = None, *,
+                          held: bool = False) -> int:
+        """Append the vector by `target` (named `name`) of each discussion vector memory that has another one.
+        `held`: appends are held (the routing gate): written to the shards directly."""
         from engram.events.discussion import VectorMemoryReembedded
         from engram.events.envelope import NewEvent, Write
         from engram.memory.discussion.summarizer import embedding_text
         from engram.memory.discussion.vectors import encode_vector
 
-        rows = self.vector_memory_rows()
+        rows = [r for r in self.vector_memory_rows() if r.embedding_model != name]
+        if progress is not None:
+            progress(0, len(rows), "discussion memories")
         if not rows:
             return 0
-        vectors = self.target_vectors(target, [embedding_text(r) for r in rows])
         now = int(time.time() * 1_000_000)
         tag = hashlib.sha256(name.encode()).hexdigest()[:16]  # a retried reindex appends nothing twice
-        writes = [
-            Write(r.discussion_id, r.agent, (NewEvent(
-                VectorMemoryReembedded(generation=r.generation, memory_id=r.memory_id, embedding=encode_vector(v),
-                                       embedding_model=name),
-                now, f"reembed:{r.memory_id}:{tag}"),))
-            for r, v in zip(rows, vectors)
-        ]
-        for start in range(0, len(writes), 256):
-            self.append(writes[start : start + 256])
+        for start in range(0, len(rows), REEMBED_BATCH):
+            batch = rows[start : start + REEMBED_BATCH]
+            vectors = self.target_vectors(target, [embedding_text(r) for r in batch])
+            writes = [
+                Write(r.discussion_id, r.agent, (NewEvent(
+                    VectorMemoryReembedded(generation=r.generation, memory_id=r.memory_id, embedding=encode_vector(v),
+                                           embedding_model=name),
+                    now, f"reembed:{r.memory_id}:{tag}"),))
+                for r, v in zip(batch, vectors)
+            ]
+            if held:
+                by_shard: dict[int, list[Write]] = {}
+                for w in writes:
+                    by_shard.setdefault(self.shard_of(w.agent), []).append(w)
+                for shard, part in sorted(by_shard.items()):
+                    self.shard_call(shard, "append_many", part)
+            else:
+                self.append(writes)
+            if progress is not None:
+                progress(start + len(batch), len(rows), "discussion memories")
         self.wait_projections()
         return len(rows)
 
@@ -503,6 +563,14 @@ class Runtime(ABC):
         where the work runs by itself."""
 
 
+# `reindex`: discussion memories re-embedded and appended per step.
+REEMBED_BATCH = 256
+# `reindex` holds appends for the last catch-up of the new generations once they are at most this many events behind
+# the heads; after GENERATION_ROUNDS rounds (appends coming faster than the new embedder folds them) it holds them
+# anyway, for a longer last catch-up.
+GENERATION_LAG = 1_000
+GENERATION_ROUNDS = 5
+
 # Positions closer than this are read as one range (one query) rather than one by one.
 SEQ_RANGE_GAP = 256
 
@@ -536,8 +604,10 @@ def consumers(status: dict) -> dict[str, int]:
 class _ReembedRow:
     """A discussion vector memory, as re-embedding reads it (what `embedding_text` needs, and where it lives)."""
 
-    __slots__ = ("agent", "discussion_id", "generation", "memory_id", "title", "summary", "key_phrases")
+    __slots__ = ("agent", "discussion_id", "generation", "memory_id", "title", "summary", "key_phrases",
+                 "embedding_model")
 
-    def __init__(self, agent, discussion_id, generation, memory_id, title, summary, key_phrases):
+    def __init__(self, agent, discussion_id, generation, memory_id, title, summary, key_phrases, embedding_model):
         self.agent, self.discussion_id, self.generation, self.memory_id = agent, discussion_id, generation, memory_id
         self.title, self.summary, self.key_phrases = title or "", summary or "", tuple(key_phrases or ())
+        self.embedding_model = embedding_model

@@ -123,9 +123,9 @@ class InProcessRuntime(Runtime):
                 with self.window(s):
                     for i, res in zip(idx, self.shard_host(s).append_many([writes[i] for i in idx])):
                         results[i] = res
-        if self.auto_settle:
-            self.start_policies()
-            self.settle()
+            if self.auto_settle:  # inside the gate: a change that holds appends (reindex) never meets these policies
+                self.start_policies()
+                self.settle()
         return results  # type: ignore[return-value]
 
     def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
@@ -298,6 +298,10 @@ class InProcessRuntime(Runtime):
 
     def target_vectors(self, target, texts):
         return self._target.embed(texts)
+
+    def open_generations(self, shards) -> None:
+        for s in shards:
+            self.shard_host(s).open_generation(self._target)
 
     def switch_embedder(self, target) -> None:
         from engram.providers.services import build_services

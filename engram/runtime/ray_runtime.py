@@ -452,6 +452,14 @@ class RayRuntime(Runtime):
     def target_vectors(self, target, texts):
         return get(self.embedder().prepared_embed.remote(list(texts)))
 
+    def open_generations(self, shards) -> None:
+        """Each shard's new generation embeds through the embedder actor's prepared embedder (`PreparedEmbedder`)."""
+        get([self.shard(s).open_generation.remote() for s in shards])
+
+    def shard_calls(self, method: str, args: dict[int, tuple]) -> dict:
+        refs = {s: getattr(self.shard(s), method).remote(*a) for s, a in args.items()}
+        return dict(zip(refs, get(list(refs.values()))))
+
     def switch_embedder(self, target) -> None:
         """The shard actors and the embedder actor are closed and ended (their names freed); the next call starts
         them again with `target` (the policies are stopped by the caller)."""

@@ -27,6 +27,7 @@ from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
 from engram.shard.export import ShardExport
 from engram.shard.forget import ShardForget
+from engram.shard.generation import ShardGenerations
 from engram.shard.moving import ShardMoves
 from engram.shard.queries import ShardQueries
 from engram.shard.repair import ShardRepair
@@ -61,7 +62,7 @@ def check_writable(*folders: Path) -> None:
                                   f"reading it still works (engram sql, engram status)")
 
 
-class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget):
+class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget, ShardGenerations):
     def __init__(
         self,
         log_path: str | Path,
@@ -98,6 +99,7 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
         self._counted_through = 0
         self.recovered: list[str] = []  # what the start found broken or unfinished, and did about it
         self.own_sessions = OwnSessions()
+        self._adopt_generation()  # a new generation `engram reindex` made ready, before the projections open
         self._open_checked()
         self._finish_interrupted_work()
 
@@ -244,6 +246,7 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget)
 
     @alone
     def close(self) -> None:
+        self._close_generation()
         try:
             self._close_projections()
         finally:

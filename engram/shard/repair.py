@@ -115,6 +115,10 @@ class ShardRepair:
         The replay's directory stays until the swap is done: found at the next start, the rebuild is done
         again. `retain_cache`: afterwards, the embedding cache keeps only the vectors this replay used (after
         a forget: the vectors of forgotten texts go)."""
+        # What rebuilds the projections (a forget, agents moving out) may have rewritten the log: a new generation
+        # being built beside them (`engram reindex`) folded events that may be gone, and may not be finished.
+        self._void_generation(f"shard {self.shard}'s projections were rebuilt (a forget, agents moving out or a "
+                              "replay) while engram reindex built their new generation: run engram reindex again")
         tmp = self._rebuild_dir
         if tmp.exists():
             shutil.rmtree(tmp)

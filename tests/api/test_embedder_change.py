@@ -105,7 +105,9 @@ def test_a_changed_embedder_is_listed_then_reindexed_and_recall_uses_only_the_ne
         name = f"openAIEmbeddings:tiny-embed@{embed_server.url}/64d"
         assert done.result["reindexed"] and done.result["name"] == name
         assert done.result["discussion_memories"] == memories
-        assert done.progress.done == done.progress.total == done.result["texts"] > 0
+        # Progress counted the discussion memories, then the events folded into the new generation: the whole log.
+        assert done.progress.unit == "events"
+        assert done.progress.done == done.progress.total == done.result["events"] == mem.rt.heads()[0]
 
         status = mem.status()
         assert not status.embedder.reindex_needed and status.embedder.to_reembed == {}
@@ -157,13 +159,18 @@ def test_reindex_with_nothing_changed_does_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.ray
-def test_on_ray_the_embedder_actor_prepares_the_new_vectors_and_the_home_switches(
-        tmp_path, monkeypatch, ray_session, embed_server):
-    """The same change on Ray actors: the home's embedder actor (the cache's only writer) embeds with the new
-    embedder beside its own, then the shard and embedder actors restart with it."""
+def test_on_ray_the_shards_build_their_new_generation_while_appends_go_on_and_the_home_switches(
+        tmp_path, monkeypatch, ray_session):
+    """The same change on Ray actors, to a deliberately slow embedder (`OllamaStandIn`, a STAND-IN for Ollama's
+    `/api/embed`, taking `embed_seconds_per_text` per text): the home's embedder actor (the cache's only writer)
+    prepares the new embedder beside its own; each shard actor builds its new generation through it while the
+    shard serves; an append made meanwhile is acknowledged before the rebuild ends and is in the new generation;
+    then the shard and embedder actors restart with the new embedder."""
     from engram.boot.embedded import Engram
     from engram.config.service import load_service_config
     from engram.runtime.ray_runtime import RayRuntime
+    from tests.api.test_reindex_live import MODEL, SLOW_SECONDS_PER_TEXT, wait_for
+    from tests.providers.endpoints.standins import OllamaStandIn
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     home = tmp_path / "home"
@@ -178,21 +185,38 @@ def test_on_ray_the_embedder_actor_prepares_the_new_vectors_and_the_home_switche
         mem.close()
     assert index_models(home) == {"hashing-v1-384"}
 
-    write_config(home, {"name": "endpoint", "endpoint": "embed"}, embed_server.url)
+    slow = OllamaStandIn(models={MODEL: 2048}).start()
+    config = {"llm": {"endpoints": {"default": {"apiType": "offline"}, "embed": {
+        "apiType": "ollamaEmbeddings", "baseUrl": slow.url, "model": MODEL}}},
+        "embedder": {"name": "endpoint", "endpoint": "embed"}}
+    (home / "engram.json").write_text(json.dumps(config))
     mem = Engram(RayRuntime(load_service_config(home)).start())
     try:
         status = mem.status()
         assert status.embedder.serving == "hashing" and status.embedder.reindex_needed
         assert status.embedder.to_reembed[AGENT].traces > 0
-        done = mem.jobs.wait(mem.reindex().id, timeout=600)
+        slow.embed_seconds_per_text = SLOW_SECONDS_PER_TEXT
+        job = mem.reindex()
+        wait_for(lambda: mem.jobs.get(job.id).progress.unit == "events", timeout=300)
+        appended = mem.append_messages(AGENT, DISCUSSION, t.AppendRequest(messages=[
+            t.Message(role="user", content="Ines also wants to learn to make pasteis de nata.")]))
+        during = mem.jobs.get(job.id)
+        assert appended.results[0].appended == 1
+        assert during.state == "running" and during.progress.done < during.progress.total
+
+        done = mem.jobs.wait(job.id, timeout=600)
         assert done.state == "succeeded", done.error
-        name = f"openAIEmbeddings:tiny-embed@{embed_server.url}/64d"
+        name = f"ollamaEmbeddings:{MODEL}@{slow.url}/3d"
         assert done.result["name"] == name
         assert not mem.status().embedder.reindex_needed
+        slow.embed_seconds_per_text = 0.0
         assert mem.wait_idle(timeout=300)
         assert index_models(home) == {name}
+        _, rows = mem.rt.sql("SELECT count(*) FROM memory_traces WHERE content LIKE '%pasteis de nata%'")
+        assert rows[0][0] >= 1
         assert mem.recall(AGENT, t.RecallRequest(query="Where is the hotel?", record=False)).hits
         verify = mem.jobs.wait(mem.replay(t.ReplayRequest(verify=True)).id, timeout=600)
         assert verify.state == "succeeded" and verify.result == {"identical": True, "differences": []}
     finally:
         mem.close()
+        slow.stop()

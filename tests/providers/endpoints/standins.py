@@ -127,6 +127,9 @@ class OllamaStandIn(_StandIn):
         self.in_flight = 0
         self.max_in_flight = 0
         self.delay = 0.0
+        # `/api/embed` made deliberately slow, as a big model on a small machine is: this long per text of a request.
+        self.embed_seconds_per_text = 0.0
+        self.embed_down = False  # `/api/embed` answers 500 as an Ollama whose runner died does
 
     def _model(self, handler, body: dict) -> str | None:
         name = body.get("model")
@@ -174,6 +177,9 @@ class OllamaStandIn(_StandIn):
             texts = [texts] if isinstance(texts, str) else texts
             if not isinstance(texts, list) or not texts:
                 return handler.send(400, {"error": "input is required"})
+            time.sleep(self.embed_seconds_per_text * len(texts))
+            if self.embed_down:  # also a request already under way when the runner died
+                return handler.send(500, {"error": "llama runner process has terminated: exit status 2"})
             vectors = [[float(len(t)), 1.0, float(sum(map(ord, t)) % 7)] for t in texts]
             return handler.send(200, {"model": body["model"], "embeddings": vectors, "prompt_eval_count": len(texts)})
         if path not in ("/api/chat", "/api/generate"):
