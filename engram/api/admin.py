@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.errors import error
 from engram.kernel.ids import validate_agent, validate_discussion
@@ -76,7 +77,7 @@ def private_tree(root: Path) -> None:
             pass
 
 
-class AdminOps:
+class AdminOps(ApiCore):
     def output_dir(self, raw: str, what: str) -> Path:
         """Where a job may write `raw`: a fresh directory under `<home>/exports/` or `server.exportRoot` (symlinks and
         `..` resolved first), made now, 0700. Anywhere else is refused: the server writes with its user's rights, for

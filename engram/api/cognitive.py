@@ -8,6 +8,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import iso, now_us, to_us
 from engram.api.errors import check_count, error
@@ -143,7 +144,7 @@ def api_hit(h: RecallHit, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
     )
 
 
-class CognitiveOps:
+class CognitiveOps(ApiCore):
     # ------------------------------------------------------------------ recall
 
     def recall(self, agent: str, req: t.RecallRequest) -> t.RecallResponse:

@@ -7,12 +7,13 @@ import time
 
 import msgspec
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.errors import check_count, error
 from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 
 
-class DiscussionOps:
+class DiscussionOps(ApiCore):
     def discussion(self, discussion: str) -> t.DiscussionResponse:
         """The agent a discussion belongs to (the one agent with a discussion of that id; `Api.discussion_agent`)."""
         return t.DiscussionResponse(discussion=discussion, agent=self.discussion_agent(discussion))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import iso
 from engram.api.errors import check_count, error
@@ -71,7 +72,7 @@ MEMORY_KINDS: dict[str, tuple[str, str, str, str, str]] = {
 }
 
 
-class ListOps:
+class ListOps(ApiCore):
     def list_agents(self, agents: list[str] | None = None) -> t.AgentList:
         """The home's agents (only `agents` when given: a scoped key's), with their discussions, messages, active
         traces and first and last activity."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import iso, now_us
 from engram.api.errors import error
@@ -35,7 +36,7 @@ def event_kind(kind: str) -> str:
     return "trace" if kind == "fact" else kind
 
 
-class MemoryOps:
+class MemoryOps(ApiCore):
     def memory(self, agent: str, kind: str, memory_id: str) -> t.MemoryItem:
         """One memory of `agent` as it is now; 404 `not_found` when it has none of that kind and id."""
         self.require_agent(agent)

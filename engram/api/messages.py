@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import to_us
 from engram.api.errors import ApiError, error
@@ -25,7 +26,7 @@ def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = ""):
     return out
 
 
-class MessageOps:
+class MessageOps(ApiCore):
     def append_messages(self, agent: str, discussion: str, req: t.AppendRequest) -> t.AppendResponse:
         """Append messages to one discussion (tags stripped, empties dropped, duplicates recognised by id)."""
         return self.append_conversations(agent, t.AppendConversationsRequest(

@@ -21,6 +21,7 @@ import json
 import logging
 import threading
 import time
+from typing import Callable
 
 from engram.api.events import stream
 
@@ -58,6 +59,10 @@ def notification(data: dict) -> tuple[str, dict] | None:
     if kind == "AgentForgotten":
         return "memory.forgotten", {**base, "kind": "agent"}
     return None
+
+
+# A transport: post(url, body, headers, timeout) -> HTTP status (tests hand in a stand-in).
+Post = Callable[[str, bytes, dict[str, str], float], int]
 
 
 class Webhook:

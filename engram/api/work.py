@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import now_us
 from engram.api.errors import error, translate
@@ -19,7 +20,7 @@ CHAT_SYSTEM_PROMPT = (
 WORKFLOW_MESSAGES = 200
 
 
-class WorkOps:
+class WorkOps(ApiCore):
     def tasks(self):
         """The memory tasks (LLM) of this server: anthropic with a key, else the labelled offline heuristic."""
         if getattr(self, "_tasks", None) is None:
