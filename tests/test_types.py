@@ -25,7 +25,10 @@ def test_mypy_finds_no_type_error():
 # put back in the not-typed-yet list, or dropped from the strict override, fails the test below.
 STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.types", "engram.api.errors",
           "engram.api.clock", "engram.api.positions", "engram.api.events", "engram.api.jobs",
-          "engram.runtime", "engram.runtime.base", "engram.api.core", "engram.api.service")
+          "engram.runtime", "engram.runtime.base", "engram.api.core", "engram.api.service",
+          "engram.api.messages", "engram.api.memories", "engram.api.discussions", "engram.api.discussion_memory",
+          "engram.api.listing", "engram.api.webhooks",
+          "engram.api.admin", "engram.api.cognitive", "engram.api.work", "engram.api.access")
 
 
 def tomllib_config() -> dict:

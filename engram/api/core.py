@@ -20,7 +20,6 @@ from engram.kernel.ids import validate_agent, validate_discussion
 from engram.runtime.base import MissingTable, Row, Runtime
 
 if TYPE_CHECKING:
-    from engram.api.access import Principal, ScopedApi
     from engram.api.events import EventFeed
     from engram.api.webhooks import Post, WebhookDispatcher
     from engram.memory.cognitive.retrieval import RecallResult
@@ -100,12 +99,6 @@ class ApiCore:
         another agent: each agent has its own namespace of discussion ids."""
         validate_agent(agent)
         return validate_discussion(discussion)
-
-    def scoped(self, principal: Principal) -> ScopedApi:
-        """This API as `principal` sees the home: exactly its agents (`engram.api.access.ScopedApi`)."""
-        from engram.api.access import ScopedApi
-
-        return ScopedApi(self, principal)
 
     def read_sql(self, query: str, params: list[Any] | None = None) -> tuple[list[str], list[Row]]:
         """engram's own SQL over the read models, for the inspector's views (each filtered by its agent)."""

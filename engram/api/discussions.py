@@ -4,6 +4,7 @@ compactions, and the context that would be sent to the model now."""
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import msgspec
 
@@ -43,7 +44,7 @@ class DiscussionOps(ApiCore):
                                 limit=d["limit"], warnings=d["warnings"], reason=d["reason"], hits=d["hits"],
                                 ms=round(ms, 2))
 
-    def _search_filter(self, agent: str, discussion: str, req: t.SearchRequest):
+    def _search_filter(self, agent: str, discussion: str, req: t.SearchRequest) -> Callable[[dict[str, Any]], bool] | None:
         """What a search hit must pass (None: no filter): its messages' time overlaps [since, until), its metadata
         holds every pair asked for."""
         import json
@@ -63,7 +64,7 @@ class DiscussionOps(ApiCore):
             wanted = req.metadata.items()
             labelled = {mid for mid, raw in rows if all(json.loads(raw).get(k) == v for k, v in wanted)}
 
-        def admits(hit: dict) -> bool:
+        def admits(hit: dict[str, Any]) -> bool:
             from datetime import datetime
 
             first = to_us(datetime.fromisoformat(hit["first_ts"].replace("Z", "+00:00")))
@@ -103,7 +104,7 @@ class DiscussionOps(ApiCore):
         self.discussion_agent(discussion, agent)
         history = compaction_history(self.sql_rows, agent, discussion)
         ids = sorted({d for c in history for d in c.dropped})
-        dropped = {}
+        dropped: dict[str, str] = {}
         if ids:
             _, rows = self.sql_rows("SELECT message_id, content FROM messages WHERE agent = ? AND discussion_id = ? "
                                     "AND message_id IN (SELECT unnest(?))", [agent, discussion, ids])

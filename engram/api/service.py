@@ -12,6 +12,7 @@ agents and discussions the log knows, and settings recording.
 
 from __future__ import annotations
 
+from engram.api.access import Principal, ScopedApi
 from engram.api.admin import AdminOps
 from engram.api.cognitive import CognitiveOps
 from engram.api.completions import CompletionOps
@@ -24,3 +25,7 @@ from engram.api.work import WorkOps
 
 class Api(MessageOps, DiscussionOps, CognitiveOps, MemoryOps, WorkOps, CompletionOps, AdminOps, ListOps):
     """Every operation, by area; what they share is `engram.api.core.ApiCore`."""
+
+    def scoped(self, principal: Principal) -> ScopedApi:
+        """This API as `principal` sees the home: exactly its agents (`engram.api.access.ScopedApi`)."""
+        return ScopedApi(self, principal)
