@@ -28,7 +28,8 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
           "engram.runtime", "engram.runtime.base", "engram.api.core", "engram.api.service",
           "engram.api.messages", "engram.api.memories", "engram.api.discussions", "engram.api.discussion_memory",
           "engram.api.listing", "engram.api.webhooks",
-          "engram.api.admin", "engram.api.cognitive", "engram.api.work", "engram.api.access")
+          "engram.api.admin", "engram.api.cognitive", "engram.api.work", "engram.api.access",
+          "engram.api.batch_regen")
 
 
 def tomllib_config() -> dict:

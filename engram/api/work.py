@@ -189,7 +189,7 @@ class WorkOps(ApiCore):
                 targets = BatchRegeneration(self, journal).targets(req.agent, req.discussion)
                 job_id = f"regen-{uuid.uuid4().hex[:12]}"
                 journal.add(Entry("plan", job=job_id, ts_us=now_us(),
-                                  targets=[[x.agent, x.discussion, x.through_seq, x.generation] for x in targets]))
+                                  targets=[(x.agent, x.discussion, x.through_seq, x.generation) for x in targets]))
             job, plan = BatchRegeneration(self, journal), journal.plan
             assert plan is not None  # resumed: the journal is open; started: the plan was just added
             return self.jobs.start("regenerate", len(plan.targets), "discussions",
