@@ -29,7 +29,8 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
           "engram.api.messages", "engram.api.memories", "engram.api.discussions", "engram.api.discussion_memory",
           "engram.api.listing", "engram.api.webhooks",
           "engram.api.admin", "engram.api.cognitive", "engram.api.work", "engram.api.access",
-          "engram.api.batch_regen")
+          "engram.api.batch_regen",
+          "engram.runtime.inprocess")
 
 
 def tomllib_config() -> dict:
