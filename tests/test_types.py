@@ -33,6 +33,12 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
           "engram.runtime.inprocess")
 
 
+# Checked with mypy's defaults since they left the not-typed-yet list (issue 26); each stays out of it.
+TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projections.runner",
+         "engram.projections.discussion_rebuild", "engram.providers.embeddings.batcher",
+         "engram.providers.llm.answers.cognitive")
+
+
 def tomllib_config() -> dict:
     import tomllib
 
@@ -52,6 +58,13 @@ def test_the_kernel_the_event_log_and_the_memory_core_are_checked_strictly():
     assert tomllib_config()["warn_redundant_casts"]  # strict's global flag
     untyped = {m for o in overrides if o.get("ignore_errors") for m in o["module"]}
     assert sorted(m for m in untyped if any(fnmatch.fnmatchcase(m, p) for p in STRICT)) == []
+
+
+def test_a_module_once_typed_never_returns_to_the_not_yet_typed_list():
+    """Typing only moves one way: a module taken out of the list (strictly typed or checked by the defaults) is not
+    put back to silence a new error."""
+    untyped = {m for o in _overrides() if o.get("ignore_errors") for m in o["module"]}
+    assert sorted(untyped & {*TYPED, *(m for m in STRICT if not m.endswith("*"))}) == []
 
 
 def test_the_not_yet_typed_list_names_only_modules_that_exist():
