@@ -29,6 +29,12 @@ from engram.runtime.base import Row
 if TYPE_CHECKING:
     from engram.api.service import Api
 
+    # To the type checker a ScopedApi is an Api: it offers every operation of the Api (scoped to the principal's
+    # agents, or refused), through `__getattr__` or as its own method below.
+    _Operations = Api
+else:
+    _Operations = object
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -63,7 +69,7 @@ SCOPED = ("run_sql", "read_sql", "discussion", "known_agents", "list_agents", "j
 PLAIN = ("config", "home")
 
 
-class ScopedApi:
+class ScopedApi(_Operations):
     """`Api` as `principal` sees the home (see the module docstring). `api.scoped(principal)` makes one."""
 
     def __init__(self, api: Api, principal: Principal) -> None:
@@ -139,7 +145,7 @@ class ScopedApi:
 
     # ------------------------------------------------------------------ the operations scoped here (SCOPED)
 
-    def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:
+    def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:  # type: ignore[override]  # no caller widens a key's agents
         agents = self.principal.agents  # None: an admin's
         return self._api.run_sql(req, agents=None if agents is None else sorted(agents))
 
@@ -154,7 +160,7 @@ class ScopedApi:
     def known_agents(self) -> set[str]:
         return {a for a in self._api.known_agents() if self.principal.may(a)}
 
-    def list_agents(self) -> t.AgentList:
+    def list_agents(self) -> t.AgentList:  # type: ignore[override]  # no caller widens a key's agents
         """The principal's agents only (an admin's: every agent); another key's agent is never named."""
         agents = self.principal.agents  # None: an admin's
         return self._api.list_agents(None if agents is None else sorted(agents))
