@@ -37,7 +37,8 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
 TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projections.runner",
          "engram.projections.discussion_rebuild", "engram.providers.embeddings.batcher",
          "engram.providers.llm.answers.cognitive", "engram.providers.embeddings.factory",
-         "engram.providers.services")
+         "engram.providers.services",
+          "engram.server.routes.*")
 
 
 def tomllib_config() -> dict:
