@@ -21,10 +21,25 @@ def test_mypy_finds_no_type_error():
     assert out.stdout.strip().splitlines()[-1].startswith("Success: no issues found")
 
 
-# Checked strictly: the kernel, the event log, the pure memory core and the API's typed modules (issue 26). A package listed here that is
+# Checked strictly (issue 26): the kernel, the event log, the pure memory core, the API (but completions), the runtime
+# port and the in-process runtime, the REST routes. A package listed here that is
 # put back in the not-typed-yet list, or dropped from the strict override, fails the test below.
 STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.types", "engram.api.errors",
-          "engram.api.clock", "engram.api.positions", "engram.api.events", "engram.api.jobs")
+          "engram.api.clock", "engram.api.positions", "engram.api.events", "engram.api.jobs",
+          "engram.runtime", "engram.runtime.base", "engram.api.core", "engram.api.service",
+          "engram.api.messages", "engram.api.memories", "engram.api.discussions", "engram.api.discussion_memory",
+          "engram.api.listing", "engram.api.webhooks",
+          "engram.api.admin", "engram.api.cognitive", "engram.api.work", "engram.api.access",
+          "engram.api.batch_regen",
+          "engram.runtime.inprocess", "engram.server.routes.*")
+
+
+# Checked with mypy's defaults since they left the not-typed-yet list (issue 26); each stays out of it.
+TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projections.runner",
+         "engram.projections.discussion_rebuild", "engram.providers.embeddings.batcher",
+         "engram.providers.llm.answers.cognitive", "engram.providers.embeddings.factory",
+         "engram.providers.services", "engram.sql.views", "engram.providers.llm.answers.schemas",
+         "engram.inspect.discussion")
 
 
 def tomllib_config() -> dict:
@@ -46,6 +61,13 @@ def test_the_kernel_the_event_log_and_the_memory_core_are_checked_strictly():
     assert tomllib_config()["warn_redundant_casts"]  # strict's global flag
     untyped = {m for o in overrides if o.get("ignore_errors") for m in o["module"]}
     assert sorted(m for m in untyped if any(fnmatch.fnmatchcase(m, p) for p in STRICT)) == []
+
+
+def test_a_module_once_typed_never_returns_to_the_not_yet_typed_list():
+    """Typing only moves one way: a module taken out of the list (strictly typed or checked by the defaults) is not
+    put back to silence a new error."""
+    untyped = {m for o in _overrides() if o.get("ignore_errors") for m in o["module"]}
+    assert sorted(untyped & {*TYPED, *(m for m in STRICT if not m.endswith("*"))}) == []
 
 
 def test_the_not_yet_typed_list_names_only_modules_that_exist():

@@ -20,10 +20,20 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from engram.api import types as t
 from engram.api.errors import ApiError, ambiguous_discussion, error, unknown_agent, unknown_discussion
+from engram.runtime.base import Row
+
+if TYPE_CHECKING:
+    from engram.api.service import Api
+
+    # To the type checker a ScopedApi is an Api: it offers every operation of the Api (scoped to the principal's
+    # agents, or refused), through `__getattr__` or as its own method below.
+    _Operations = Api
+else:
+    _Operations = object
 
 
 @dataclass(frozen=True)
@@ -59,14 +69,14 @@ SCOPED = ("run_sql", "read_sql", "discussion", "known_agents", "list_agents", "j
 PLAIN = ("config", "home")
 
 
-class ScopedApi:
+class ScopedApi(_Operations):
     """`Api` as `principal` sees the home (see the module docstring). `api.scoped(principal)` makes one."""
 
-    def __init__(self, api, principal: Principal):
+    def __init__(self, api: Api, principal: Principal) -> None:
         self._api, self.principal = api, principal
         self._checked: dict[str, Any] = {}
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # any operation of the Api, scoped (a proxy: its type is the Api's)
         if name in PLAIN:
             return getattr(self._api, name)
         if name.startswith("_"):
@@ -79,10 +89,10 @@ class ScopedApi:
             return op
         return self._agent_op(name, op)
 
-    def _agent_op(self, name: str, op):
+    def _agent_op(self, name: str, op: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(op)
 
-        def scoped(*args, **kwargs):
+        def scoped(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(*args, **kwargs)
             agent = bound.arguments.get("agent")
             if agent is not None:
@@ -90,11 +100,12 @@ class ScopedApi:
             elif not self.principal.admin:  # an operation that finds the agent itself (regenerate by discussion)
                 discussion = bound.arguments.get("discussion")
                 if discussion is None:
-                    self.principal.require_admin(name.replace("_", " "))
-                owner = self._visible_owner(discussion)
-                self.principal.require(owner)
-                bound.arguments["agent"] = owner  # the operation resolves the discussion among this key's agents only
-                args, kwargs = bound.args, bound.kwargs
+                    self.principal.require_admin(name.replace("_", " "))  # refused: not an admin
+                else:
+                    owner = self._visible_owner(discussion)
+                    self.principal.require(owner)
+                    bound.arguments["agent"] = owner  # the operation resolves the discussion among this key's agents
+                    args, kwargs = bound.args, bound.kwargs
             try:
                 result = op(*args, **kwargs)
             except ApiError as exc:
@@ -134,11 +145,11 @@ class ScopedApi:
 
     # ------------------------------------------------------------------ the operations scoped here (SCOPED)
 
-    def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:
+    def run_sql(self, req: t.SqlRequest) -> t.SqlResponse:  # type: ignore[override]  # no caller widens a key's agents
         agents = self.principal.agents  # None: an admin's
         return self._api.run_sql(req, agents=None if agents is None else sorted(agents))
 
-    def read_sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+    def read_sql(self, query: str, params: list[Any] | None = None) -> tuple[list[str], list[Row]]:
         """engram's own SQL for the inspector's views: fixed queries, each filtered by the agent the view names, which
         the inspector has passed through `require_agent` first. Not a user's SQL (that is `run_sql`, confined)."""
         return self._api.read_sql(query, params)
@@ -149,7 +160,7 @@ class ScopedApi:
     def known_agents(self) -> set[str]:
         return {a for a in self._api.known_agents() if self.principal.may(a)}
 
-    def list_agents(self) -> t.AgentList:
+    def list_agents(self) -> t.AgentList:  # type: ignore[override]  # no caller widens a key's agents
         """The principal's agents only (an admin's: every agent); another key's agent is never named."""
         agents = self.principal.agents  # None: an admin's
         return self._api.list_agents(None if agents is None else sorted(agents))
@@ -178,7 +189,8 @@ class ScopedApi:
         if self.principal.admin:
             return True
         known, owner = self._api.jobs.followers(job_id)
-        return known and owner is not None and owner <= self.principal.agents
+        agents = self.principal.agents
+        return known and owner is not None and agents is not None and owner <= agents
 
     def started(self, job: t.Job) -> t.Job:
         """Record that the principal started `job`: who may follow it (on every replica of the server)."""

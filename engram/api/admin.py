@@ -6,13 +6,16 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.errors import error
 from engram.kernel.ids import validate_agent, validate_discussion
-from engram.runtime.base import QueryError
+from engram.api.jobs import JobProgress
+from engram.runtime.base import QueryError, Report
 
 STATUS_KEYS = ("shard", "head", "streams", "projections", "projection_lag", "events_by_type", "consumers",
                "consumer_errors", "projection_error", "consumers_rebuilt", "fold_failed", "unfinished_forgets",
@@ -42,7 +45,7 @@ def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
     return None, to_us(ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc))
 
 
-def cell(value):
+def cell(value: Any) -> Any:
     """A SQL value as JSON shows it: times in ISO-8601, decimals as numbers, bytes as hex."""
     from datetime import date, datetime
     from decimal import Decimal
@@ -56,7 +59,7 @@ def cell(value):
     return value
 
 
-def replay_report(reports: list[dict], seconds: float, nodes: dict[int, str]) -> dict:
+def replay_report(reports: list[Report], seconds: float, nodes: dict[int, str]) -> Report:
     """A replay's report: per shard its events, seconds, events/s and node; in total the events, the wall-clock
     time (the shards replay at once, each on its node) and the events/s of the whole home."""
     for r in reports:
@@ -76,7 +79,7 @@ def private_tree(root: Path) -> None:
             pass
 
 
-class AdminOps:
+class AdminOps(ApiCore):
     def output_dir(self, raw: str, what: str) -> Path:
         """Where a job may write `raw`: a fresh directory under `<home>/exports/` or `server.exportRoot` (symlinks and
         `..` resolved first), made now, 0700. Anywhere else is refused: the server writes with its user's rights, for
@@ -135,7 +138,7 @@ class AdminOps:
         memories re-embedded, then events folded into the new generation of the projections). The home keeps
         serving with its embedder, appends included, until the switch (`Runtime.reindex`)."""
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> Report:
             try:
                 report = self.rt.reindex(on_progress=progress.set)
             finally:
@@ -174,7 +177,7 @@ class AdminOps:
         else:
             self.require_agent(agent)
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> Report:
             try:
                 with self.source_cache().changing():  # recall's cached source messages: none kept across the erasure
                     report = self.rt.forget(agent, discussion, req.reason)
@@ -208,13 +211,13 @@ class AdminOps:
         out = self.output_dir(req.out, "out") if req.out else None
 
         if req.verify:
-            def verify(progress) -> dict:
+            def verify(progress: JobProgress) -> Report:
                 diffs = self.rt.verify_replay(shards, on_shard=lambda _: progress.advance())
                 return {"identical": not diffs, "differences": diffs}
 
             return self.jobs.start("verify", len(shards), "shards", verify)
 
-        def replay(progress) -> dict:
+        def replay(progress: JobProgress) -> Report:
             self.rt.wait_projections()
             started = time.perf_counter()
             if out is not None:
@@ -238,7 +241,7 @@ class AdminOps:
         self.discussion_agent(discussion, agent)
         paths = ProjectionPaths(self.home.projections_dir)
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> Report:
             self.rt.wait_projections()
             started = time.perf_counter()
             records = self.rt.read(agent, stream=discussion, limit=None)
@@ -267,7 +270,7 @@ class AdminOps:
         except ValueError as exc:
             raise error("invalid_request", f"place the new shards in engram.json's cluster.nodes first: {exc}") from None
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> Report:
             try:
                 with self.source_cache().changing():  # moved messages get new seqs
                     report = self.rt.reshard(req.shards, on_progress=lambda done, total: progress.set(done, total))
@@ -286,7 +289,7 @@ class AdminOps:
         out = self.output_dir(req.out, "out")
         shards = self.rt.all_shards()
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> Report:
             started = time.perf_counter()
             try:
                 reports = self.rt.export_parquet(shards, str(out), on_shard=lambda _: progress.advance())

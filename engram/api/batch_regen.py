@@ -24,17 +24,28 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from engram.api.clock import now_us
 from engram.api.errors import error
+from engram.events.control import GenerationStarted
 from engram.events.llm import LlmBatchCollected, LlmBatchPrepared, LlmBatchSubmitted
 from engram.events.provenance import LlmCall
 from engram.memory.discussion.batch_plan import Target, plan, workflow_problem
 from engram.memory.discussion.regenerate import HISTORY_TYPES
 from engram.providers.llm.batches import fold
 from engram.providers.llm.types import Result, StructuredMemory
+
+if TYPE_CHECKING:
+    from engram.api.jobs import JobProgress
+    from engram.api.core import ApiCore
+    from engram.config.discussion import DiscussionSettings
+    from engram.config.home import Home
+    from engram.events.envelope import Recorded, Write
+    from engram.providers.llm.batches import OpenSubmission
+    from engram.providers.llm.inputs import TaskInput
 
 JOURNAL = Path("jobs") / "regenerate-batch.jsonl"
 # Held by the process whose job runs the journal (see `Claim`).
@@ -50,7 +61,7 @@ class Entry(msgspec.Struct, omit_defaults=True):
     kind: str  # plan | batch | answer | failure | applied | failed | finished
     job: str = ""
     ts_us: int = 0
-    targets: list[list] = []  # plan: [agent, discussion, through_seq, generation]
+    targets: list[tuple[str, str, int, int]] = []  # plan: (agent, discussion, through_seq, generation)
     event: str = ""  # batch: the BatchRunner event as JSON
     key: str = ""  # answer/failure: the call's key
     value: object = None  # answer: the task's value
@@ -86,10 +97,10 @@ class Journal:
             self.entries.append(entry)
 
     # BatchJournal
-    def record(self, event) -> None:
+    def record(self, event: _BatchEvent) -> None:
         self.add(Entry("batch", event=msgspec.json.encode(event).decode()))
 
-    def open_submissions(self):
+    def open_submissions(self) -> list[OpenSubmission]:
         return fold(msgspec.json.decode(e.event, type=_BatchEvent) for e in self.entries if e.kind == "batch")
 
     # what the job needs back
@@ -100,10 +111,10 @@ class Journal:
     def is_open(self) -> bool:
         return self.plan is not None and not any(e.kind == "finished" for e in self.entries)
 
-    def answers(self) -> dict[str, Result]:
-        out = {}
+    def answers(self) -> dict[str, Result[Any]]:
+        out: dict[str, Result[Any]] = {}
         for e in self.entries:
-            if e.kind == "answer":
+            if e.kind == "answer" and e.llm is not None:  # (an answer is always journalled with its provenance)
                 value = msgspec.convert(e.value, StructuredMemory) if isinstance(e.value, dict) else e.value
                 out[e.key] = Result(value=value, llm=e.llm)
         return out
@@ -119,11 +130,11 @@ class Journal:
         return {e.discussion: e for e in self.entries if e.kind in ("applied", "failed")}
 
     def batches(self) -> list[str]:
-        return [msgspec.json.decode(e.event, type=_BatchEvent).batch_id for e in self.entries
-                if e.kind == "batch" and '"LlmBatchSubmitted"' in e.event]
+        return [ev.batch_id for e in self.entries if e.kind == "batch" and '"LlmBatchSubmitted"' in e.event
+                if isinstance(ev := msgspec.json.decode(e.event, type=_BatchEvent), LlmBatchSubmitted)]
 
 
-def journal_path(home) -> Path:
+def journal_path(home: Home) -> Path:
     return home.root / JOURNAL
 
 
@@ -134,11 +145,11 @@ class Claim:
     from running one journal at once (two runs would collect, and apply, the same batches twice over). The kernel
     releases it when its process dies, so a crashed job never holds it."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
 
     @classmethod
-    def take(cls, home, wait_s: float = 0.0) -> "Claim | None":
+    def take(cls, home: Home, wait_s: float = 0.0) -> "Claim | None":
         """The claim, or None when another job (of this process or another) holds it. `wait_s`: how long to keep
         trying (`interrupted` holds it for an instant to see whether a job runs)."""
         from engram.kernel.filelock import try_lock
@@ -154,21 +165,22 @@ class Claim:
             self._fd = None
 
 
-def interrupted(home) -> str | None:
+def interrupted(home: Home) -> str | None:
     """What `status` says of a batch regeneration that a restart interrupted (None when there is none, or when a
     job of some replica runs it now)."""
     path = journal_path(home)
     if not path.exists():
         return None
     journal = Journal(path)
-    if not journal.is_open():
+    if not journal.is_open() or journal.plan is None:
         return None
     claim = Claim.take(home)
     if claim is None:
         return None  # a job runs it now
     claim.release()
     done = len(journal.done())
-    return (f"batch regeneration {journal.plan.job} was interrupted with {done} of {len(journal.plan.targets)} "
+    plan_entry = journal.plan
+    return (f"batch regeneration {plan_entry.job} was interrupted with {done} of {len(plan_entry.targets)} "
             "discussion(s) done: continue it with `engram regenerate --resume` (POST /v1/regenerate "
             '{"resume": true}); accepted batches are collected, never sent again')
 
@@ -176,11 +188,11 @@ def interrupted(home) -> str | None:
 class BatchRegeneration:
     """The job over an `Api` (its runtime, its memory tasks and its query embedder)."""
 
-    def __init__(self, api, journal: Journal, *, poll_interval_seconds: float | None = None):
+    def __init__(self, api: ApiCore, journal: Journal, *, poll_interval_seconds: float | None = None) -> None:
         self.api, self.journal = api, journal
         self.poll_interval = poll_interval_seconds
-        self._histories: dict[tuple[str, str], list] = {}
-        self._settings: dict[tuple[str, str], object] = {}
+        self._histories: dict[tuple[str, str], list[Recorded]] = {}
+        self._settings: dict[tuple[str, str], DiscussionSettings] = {}
 
     # ------------------------------------------------------------------ planning
 
@@ -195,7 +207,8 @@ class BatchRegeneration:
             if agent is not None:
                 self.api.require_agent(agent)
             chosen = sorted((a, d) for a, d in streams if not d.startswith("agent:") and (agent is None or a == agent))
-        targets, problems = [], []
+        targets: list[Target] = []
+        problems: list[str] = []
         for a, d in chosen:
             history = self._history(a, d)
             if not any(r.type == "MessageAppended" for r in history):
@@ -204,7 +217,7 @@ class BatchRegeneration:
             if problem:
                 problems.append(f"{d!r} (agent {a!r}): {problem}")
                 continue
-            previous = max([r.event.generation for r in history if r.type == "GenerationStarted"], default=0)
+            previous = max([r.event.generation for r in history if isinstance(r.event, GenerationStarted)], default=0)
             targets.append(Target(a, d, history[-1].seq, previous + 1))
         if problems:
             raise error("invalid_request", f"cannot regenerate through the Message Batches API: {problems[0]}"
@@ -213,14 +226,14 @@ class BatchRegeneration:
             raise error("unknown_discussion", "no discussion with messages to regenerate")
         return targets
 
-    def _history(self, agent: str, discussion: str, through: int | None = None) -> list:
+    def _history(self, agent: str, discussion: str, through: int | None = None) -> list[Recorded]:
         key = (agent, discussion)
         if key not in self._histories:
             self._histories[key] = self.api.rt.read(agent, stream=discussion, limit=None, types=list(HISTORY_TYPES))
         history = self._histories[key]
         return history if through is None else [r for r in history if r.seq <= through]
 
-    def _settings_of(self, agent: str, discussion: str):
+    def _settings_of(self, agent: str, discussion: str) -> DiscussionSettings:
         from engram.memory.settings import SettingsView
         from engram.kernel.ids import agent_stream
 
@@ -235,21 +248,27 @@ class BatchRegeneration:
 
     # ------------------------------------------------------------------ running
 
-    def run(self, job: str, progress) -> dict:
+    def run(self, job: str, progress: JobProgress) -> dict[str, Any]:
         from engram.providers.llm.batches import BatchRunner
+        from engram.providers.llm.endpoint_tasks import EndpointTasks
 
         plan_entry = self.journal.plan
+        if plan_entry is None:
+            raise error("conflict", "no batch regeneration to run (its journal has no plan)")
         targets = [Target(a, d, int(s), int(g)) for a, d, s, g in plan_entry.targets]
         ts_us, job = plan_entry.ts_us, plan_entry.job
         started = time.perf_counter()
-        runner = BatchRunner(self.api.tasks(), self.journal, poll_interval_seconds=self.poll_interval)
+        tasks = self.api.tasks()
+        if not isinstance(tasks, EndpointTasks):  # (regenerate_batch refused the offline heuristic already)
+            raise error("invalid_request", "regeneration through the Message Batches API needs Claude")
+        runner = BatchRunner(tasks, self.journal, poll_interval_seconds=self.poll_interval)
         resumed_batches = len(self.journal.open_submissions())
         progress.set(len(self.journal.done()), len(targets))
         runner.resume(self._collect)  # accepted before a restart: polled and collected, not submitted again
         rounds = 0
         while True:
             answers, failures, done = self.journal.answers(), self.journal.failures(), self.journal.done()
-            needed = []
+            needed: list[tuple[str, TaskInput]] = []
             for target in targets:
                 if target.discussion in done:
                     continue
@@ -291,7 +310,7 @@ class BatchRegeneration:
             "journal": str(finished), "seconds": round(time.perf_counter() - started, 2),
         }
 
-    def _collect(self, results: dict[str, Result]) -> None:
+    def _collect(self, results: dict[str, Result[Any]]) -> None:
         """A batch's results by custom id: answers recorded; errored and expired requests recorded as failures
         (asked again in the next round)."""
         for cid, result in results.items():
@@ -301,16 +320,17 @@ class BatchRegeneration:
             else:
                 self.journal.add(Entry("answer", key=key, value=msgspec.to_builtins(result.value), llm=result.llm))
 
-    def _apply(self, target: Target, write, job: str) -> None:
+    def _apply(self, target: Target, write: Write, job: str) -> None:
         from engram.memory.discussion.summarizer import embed_pending
         from engram.events.envelope import Write
 
         now = self.api.rt.read(target.agent, stream=target.discussion, types=["GenerationStarted"], limit=None)
-        latest = max(now, key=lambda r: r.event.generation, default=None)
-        if latest is not None and latest.event.generation >= target.generation and latest.event.batch != job:
+        latest = max((r.event for r in now if isinstance(r.event, GenerationStarted)), key=lambda e: e.generation,
+                     default=None)
+        if latest is not None and latest.generation >= target.generation and latest.batch != job:
             self.journal.add(Entry("failed", agent=target.agent, discussion=target.discussion,
-                                   error=f"generation {latest.event.generation} was started meanwhile "
-                                         f"({latest.event.reason}); nothing applied"))
+                                   error=f"generation {latest.generation} was started meanwhile "
+                                         f"({latest.reason}); nothing applied"))
             return
         events = embed_pending(write.events, self.api.query_embedder())
         result = self.api.rt.append([Write(write.stream, write.agent, tuple(events))])[0]

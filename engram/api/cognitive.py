@@ -6,11 +6,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import iso, now_us, to_us
 from engram.api.errors import check_count, error
+from engram.events.background import ObservationsRecorded
+from engram.events.messages import MessageAppended
 from engram.kernel import records
 from engram.kernel.ids import validate_discussion
 from engram.memory.cognitive.hit import HitShown
@@ -18,7 +21,9 @@ from engram.memory.cognitive.model import MemoryTrace
 from engram.memory.cognitive.working_memory import FocusedSlot
 
 if TYPE_CHECKING:
-    from engram.memory.cognitive.retrieval import RecallHit
+    from engram.memory.cognitive.retrieval import RecallHit, RecallResult
+    from engram.memory.context.assemble import Recalled
+    from engram.runtime.base import Row
 
 TRACE_COLUMNS = records.columns(
     MemoryTrace, "trace_id", "trace_type", "category", "scope", "round(importance, 2) AS importance",
@@ -59,7 +64,7 @@ class SourceCache:
     keeps one (with other processes over the log, a forget through them would go unseen).
     """
 
-    def __init__(self, capacity: int = SOURCE_CACHE_MESSAGES):
+    def __init__(self, capacity: int = SOURCE_CACHE_MESSAGES) -> None:
         self.capacity = capacity
         self._entries: OrderedDict[tuple[str, int], t.SourceMessage | None] = OrderedDict()
         self._lock = threading.Lock()
@@ -72,9 +77,10 @@ class SourceCache:
         with self._lock:
             return None if self._changing else self._epoch
 
-    def get(self, agent: str, seqs) -> tuple[dict[int, t.SourceMessage], list[int]]:
+    def get(self, agent: str, seqs: Sequence[int]) -> tuple[dict[int, t.SourceMessage], list[int]]:
         """(the cached messages of `seqs`, the seqs to read): a seq that is no message is cached as such."""
-        found, missing = {}, []
+        found: dict[int, t.SourceMessage] = {}
+        missing: list[int] = []
         with self._lock:
             for seq in seqs:
                 key = (agent, seq)
@@ -88,7 +94,7 @@ class SourceCache:
             self.misses += len(missing)
         return found, missing
 
-    def put(self, agent: str, mark: int | None, read: dict[int, t.SourceMessage], asked) -> None:
+    def put(self, agent: str, mark: int | None, read: dict[int, t.SourceMessage], asked: Iterable[int]) -> None:
         """Keep what a read that began at `mark` found for the seqs it `asked` for."""
         with self._lock:
             if mark is None or mark != self._epoch or self._changing:
@@ -99,7 +105,7 @@ class SourceCache:
                 self._entries.popitem(last=False)
 
     @contextmanager
-    def changing(self):
+    def changing(self) -> Iterator[None]:
         """While the log's messages are erased or moved: nothing is served or kept, before or after."""
         with self._lock:
             self._changing += 1
@@ -119,7 +125,7 @@ class SourceCache:
                 self.capacity = 0 if failed else self.capacity
 
 
-def table(names, rows) -> t.Table:
+def table(names: Iterable[str], rows: Iterable[Row]) -> t.Table:
     return t.Table(columns=list(names), rows=[list(r) for r in rows])
 
 
@@ -143,7 +149,7 @@ def api_hit(h: RecallHit, sources: dict[int, t.SourceMessage]) -> t.RecallHit:
     )
 
 
-class CognitiveOps:
+class CognitiveOps(ApiCore):
     # ------------------------------------------------------------------ recall
 
     def recall(self, agent: str, req: t.RecallRequest) -> t.RecallResponse:
@@ -154,14 +160,14 @@ class CognitiveOps:
             validate_discussion(req.discussion)
         if not req.query.strip():
             raise error("bad_query", "the query is empty")
+        options: dict[str, Any] = {**({} if req.as_of is None else {"as_of_us": to_us(req.as_of, max_ahead_s=None)}),
+                                   **({} if req.record else {"record": False}), **self._recall_filter(req)}
         result = self._recall(agent, req.query, discussion=req.discussion, limit=req.limit, weights=req.weights,
                               hyde=req.hyde, similarity=req.similarity, mood=req.mood,
                               # a recall that records (TraceRetrieved at `at`) is bound like every recorded time;
                               # one that only looks may ask about any moment
                               at=to_us(req.at, max_ahead_s=self.config.limits.max_future_seconds if req.record else None)
-                              if req.at is not None else None,
-                              **({} if req.as_of is None else {"as_of_us": to_us(req.as_of, max_ahead_s=None)}),
-                              **({} if req.record else {"record": False}), **self._recall_filter(req))
+                              if req.at is not None else None, **options)
         sources = self._sources(result) if req.sources else {}
         return t.RecallResponse(
             query=result.query, agent=result.agent, discussion=result.discussion, now_us=result.now_us,
@@ -178,7 +184,7 @@ class CognitiveOps:
         )
 
     @staticmethod
-    def _recall_filter(req: t.RecallRequest) -> dict:
+    def _recall_filter(req: t.RecallRequest) -> dict[str, Any]:
         """The request's filters as the trace reader's `only` (none: no option, the reader's fast path)."""
         from engram.events.envelope import to_us as event_us
         from engram.memory.cognitive.filters import TraceFilter
@@ -192,7 +198,8 @@ class CognitiveOps:
         return {"only": TraceFilter(kinds=frozenset(req.kinds or ()), since_us=since, until_us=until,
                                     metadata=tuple(sorted((req.metadata or {}).items())))}
 
-    def _recall(self, agent: str, query: str, *, at: int | None = None, fresh: bool = True, **options):
+    def _recall(self, agent: str, query: str, *, at: int | None = None, fresh: bool = True,
+                **options: Any) -> RecallResult:
         self.sync_settings(agent)  # personality and weights as agent.config.json says now
         try:
             return self.rt.recall(agent, query, min_position=None if fresh else 0,
@@ -200,7 +207,8 @@ class CognitiveOps:
         except ValueError as exc:  # a weight or a setting the reader refuses
             raise error("bad_query", str(exc)) from None
 
-    def recalled(self, agent: str, discussion: str, query: str, *, exclude_seqs=()) -> list:
+    def recalled(self, agent: str, discussion: str, query: str, *,
+                 exclude_seqs: Sequence[int] = ()) -> list[Recalled]:
         """Recall as the context assembler wants it (engram.memory.context.assemble.Recalled): each hit as it is
         shown (`RecallHit.shown`, on one line: the question a reply answers, then the reply); a hit whose every
         sentence a better hit already shows is left out."""
@@ -211,7 +219,7 @@ class CognitiveOps:
         return [Recalled(h.score, " ".join(h.shown.split("\n")), h.trace_id, tuple(h.source_seqs)) for h in result.hits
                 if h.shown.strip() and not skip.intersection(h.source_seqs)]
 
-    def _sources(self, result) -> dict[int, t.SourceMessage]:
+    def _sources(self, result: RecallResult) -> dict[int, t.SourceMessage]:
         """The messages the hits were made from, by seq (from the log)."""
         from datetime import datetime, timezone
 
@@ -223,10 +231,9 @@ class CognitiveOps:
         out, missing = cache.get(result.agent, seqs) if cache is not None else ({}, seqs)
         if not missing:
             return out
-        read = {}
+        read: dict[int, t.SourceMessage] = {}
         for r in self.rt.read_seqs(result.agent, missing):  # point reads of the log: no SQL session per recall
-            if r.type == "MessageAppended":
-                ev = r.event
+            if isinstance(ev := r.event, MessageAppended):
                 ts = datetime.fromtimestamp(r.ts_us / 1_000_000, tz=timezone.utc)
                 read[r.seq] = t.SourceMessage(seq=r.seq, discussion=r.stream, message_id=ev.message_id, role=ev.role,
                                               name=ev.name, content=ev.content, ts=str(ts))
@@ -235,7 +242,7 @@ class CognitiveOps:
         return {**out, **read}
 
     def source_cache(self) -> SourceCache:
-        cache = self.__dict__.get("_source_cache")
+        cache: SourceCache | None = self.__dict__.get("_source_cache")
         if cache is None:
             with self._streams_lock:
                 cache = self.__dict__.setdefault("_source_cache", SourceCache())
@@ -335,7 +342,7 @@ class CognitiveOps:
         check_count("limit", limit, t.MAX_ROWS)
         records = self.rt.read(agent, types=["ObservationsRecorded"], limit=None)
         notes = [n for r in records if r.agent == agent and r.stream in (discussion, f"agent:{agent}")
-                 for n in r.event.notes]
+                 and isinstance(r.event, ObservationsRecorded) for n in r.event.notes]  # every one: read by type
         notes = sorted(notes, key=lambda n: (n.observed_us, n.note_id))[-limit:]
         return t.RecentObservations(agent=agent, discussion=discussion, notes=len(notes),
                                     markdown=render_notes(notes) if notes else "")

@@ -42,6 +42,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import now_us
 from engram.api.errors import error, llm_failure
@@ -237,7 +238,7 @@ class ReplyAbandoned(Exception):
     not appended."""
 
 
-class CompletionOps:
+class CompletionOps(ApiCore):
     # ------------------------------------------------------------------ what the proxy keeps
 
     def _proxy_state(self):

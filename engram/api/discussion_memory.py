@@ -9,6 +9,8 @@ the settings in force now (`engram.memory.discussion.regenerate`).
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from engram.api.clock import now_us
 from engram.config.home import ProjectionPaths
 from engram.events.envelope import NewEvent, Write
@@ -22,11 +24,13 @@ from engram.memory.discussion.memory_files import (
     request_id,
     summary_request,
 )
+from engram.providers.embeddings.base import Embedder
 from engram.runtime.base import Runtime
 
 
 class RuntimeMemory(MemoryFiles):
-    def __init__(self, runtime: Runtime, agent: str, embedder=None, recaller=None):
+    def __init__(self, runtime: Runtime, agent: str, embedder: Embedder | None = None,
+                 recaller: Callable[[str | None, str, int], list[str]] | None = None) -> None:
         super().__init__(ProjectionPaths(runtime.home.projections_dir), agent, runtime.config.embedder, embedder)
         self.runtime = runtime
         self._recaller = recaller  # (discussion, query, limit) -> [text]: the API's recall, for MemoryRecall nodes
@@ -49,7 +53,7 @@ class RuntimeMemory(MemoryFiles):
         healed = self.heal(discussion, self._expected(discussion) if regenerated else expected)
         return failed + regenerated + healed + describe_change(before, self.counts(discussion))
 
-    def request_summary(self, discussion: str, node: str, **params) -> str:
+    def request_summary(self, discussion: str, node: str, **params: Any) -> str:
         before = self.counts(discussion)
         expected = self._expected(discussion)
         regenerated = self.regenerate_if_deleted(discussion, expected)

@@ -4,15 +4,17 @@ compactions, and the context that would be sent to the model now."""
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import msgspec
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.errors import check_count, error
 from engram.memory.discussion.lines import ChunkMemory, RollingSummary
 
 
-class DiscussionOps:
+class DiscussionOps(ApiCore):
     def discussion(self, discussion: str) -> t.DiscussionResponse:
         """The agent a discussion belongs to (the one agent with a discussion of that id; `Api.discussion_agent`)."""
         return t.DiscussionResponse(discussion=discussion, agent=self.discussion_agent(discussion))
@@ -42,7 +44,7 @@ class DiscussionOps:
                                 limit=d["limit"], warnings=d["warnings"], reason=d["reason"], hits=d["hits"],
                                 ms=round(ms, 2))
 
-    def _search_filter(self, agent: str, discussion: str, req: t.SearchRequest):
+    def _search_filter(self, agent: str, discussion: str, req: t.SearchRequest) -> Callable[[dict[str, Any]], bool] | None:
         """What a search hit must pass (None: no filter): its messages' time overlaps [since, until), its metadata
         holds every pair asked for."""
         import json
@@ -62,7 +64,7 @@ class DiscussionOps:
             wanted = req.metadata.items()
             labelled = {mid for mid, raw in rows if all(json.loads(raw).get(k) == v for k, v in wanted)}
 
-        def admits(hit: dict) -> bool:
+        def admits(hit: dict[str, Any]) -> bool:
             from datetime import datetime
 
             first = to_us(datetime.fromisoformat(hit["first_ts"].replace("Z", "+00:00")))
@@ -102,7 +104,7 @@ class DiscussionOps:
         self.discussion_agent(discussion, agent)
         history = compaction_history(self.sql_rows, agent, discussion)
         ids = sorted({d for c in history for d in c.dropped})
-        dropped = {}
+        dropped: dict[str, str] = {}
         if ids:
             _, rows = self.sql_rows("SELECT message_id, content FROM messages WHERE agent = ? AND discussion_id = ? "
                                     "AND message_id IN (SELECT unnest(?))", [agent, discussion, ids])

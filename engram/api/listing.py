@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime
+from typing import Any, cast
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import iso
 from engram.api.errors import check_count, error
+from engram.events.messages import MessageAppended
 from engram.kernel.ids import validate_discussion
 
 
-def _iso(ts) -> str | None:
+def _iso(ts: datetime | None) -> str | None:
     return None if ts is None else ts.isoformat().replace("+00:00", "Z")
 
 
@@ -71,7 +75,7 @@ MEMORY_KINDS: dict[str, tuple[str, str, str, str, str]] = {
 }
 
 
-class ListOps:
+class ListOps(ApiCore):
     def list_agents(self, agents: list[str] | None = None) -> t.AgentList:
         """The home's agents (only `agents` when given: a scoped key's), with their discussions, messages, active
         traces and first and last activity."""
@@ -129,11 +133,12 @@ class ListOps:
                 older = self.rt.read(agent, lower, to_seq=upper, stream=discussion, types=kinds, limit=None)
                 records += older[::-1]
                 upper, window = lower, window * 4
-        page = [t.StoredMessage(seq=r.seq, message_id=r.event.message_id, role=r.event.role, name=r.event.name,
-                                content=r.event.content, ts=iso(r.ts_us), metadata=dict(r.event.metadata))
-                for r in records[:limit]]
+        page = [t.StoredMessage(seq=r.seq, message_id=ev.message_id, role=ev.role, name=ev.name, content=ev.content,
+                                ts=iso(r.ts_us), metadata=dict(ev.metadata))
+                for r in records[:limit] if isinstance(ev := r.event, MessageAppended)]  # every one: read by type
         more = len(records) > limit
-        return t.MessagePage(agent=agent, discussion=discussion, order=order, messages=page,
+        return t.MessagePage(agent=agent, discussion=discussion, order=cast(t.PageOrder, order),  # checked above
+                             messages=page,
                              next_cursor=str(page[-1].seq) if more else None)
 
     def list_memories(self, agent: str, kind: str, *, discussion: str | None = None, limit: int = 100,
@@ -149,7 +154,7 @@ class ListOps:
         table, by_discussion, key, ident, columns = MEMORY_KINDS[kind]
         limit = _page_size(limit)
         after = _decode_cursor(cursor)
-        where, params = "agent = ?", [agent]
+        where, params = "agent = ?", list[Any]([agent])
         if discussion is not None:
             where += f" AND {by_discussion} = ?"
             params.append(discussion)
@@ -160,12 +165,12 @@ class ListOps:
                                     f"ORDER BY {key}, {ident} LIMIT ?", [*params, limit + 1])
         page = [dict(zip(names[1:], (_plain(v) for v in row[1:]))) for row in rows[:limit]]
         more = len(rows) > limit
-        last = rows[limit - 1] if more else None
-        return t.MemoryPage(agent=agent, kind=kind, discussion=discussion, memories=page,
-                            next_cursor=_encode_cursor(int(last[0]), last[names.index(ident)]) if more else None)
+        cursor = _encode_cursor(int(rows[limit - 1][0]), rows[limit - 1][names.index(ident)]) if more else None
+        return t.MemoryPage(agent=agent, kind=cast(t.ListedKind, kind), discussion=discussion, memories=page,
+                            next_cursor=cursor)  # `kind`: one of MEMORY_KINDS, checked above
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A read model's value as JSON has it (times as ISO 8601)."""
     if hasattr(value, "isoformat"):
         return _iso(value)

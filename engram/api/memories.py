@@ -9,12 +9,17 @@ embedding cache and policy state cleared of its text, with the guarantees of for
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any, cast
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import iso, now_us
 from engram.api.errors import error
 from engram.events.envelope import NewEvent, Write
 from engram.kernel.ids import validate_agent, validate_id
+
+if TYPE_CHECKING:
+    from engram.api.jobs import JobProgress
 
 # How long an edit waits for the projections to show it before answering (they fold in milliseconds).
 EDIT_VISIBLE_S = 30.0
@@ -35,7 +40,7 @@ def event_kind(kind: str) -> str:
     return "trace" if kind == "fact" else kind
 
 
-class MemoryOps:
+class MemoryOps(ApiCore):
     def memory(self, agent: str, kind: str, memory_id: str) -> t.MemoryItem:
         """One memory of `agent` as it is now; 404 `not_found` when it has none of that kind and id."""
         self.require_agent(agent)
@@ -63,12 +68,13 @@ class MemoryOps:
             raise error("invalid_request", f"`title`: a {kind} memory has no title (a vector memory has)")
         before = self.memory(agent, kind, memory_id)
         stream = self._memory_stream(agent, event_kind(before.kind), memory_id)
-        extra = {}
+        embedding = model = ""
         if (req.content is not None or req.title is not None) and event_kind(kind) == "vector":
-            extra = self._vector_embedding(agent, memory_id, req.title or before.title or "",
-                                           req.content if req.content is not None else before.content)
+            embedding, model = self._vector_embedding(agent, memory_id, req.title or before.title or "",
+                                                      req.content if req.content is not None else before.content)
         event = MemoryEdited(kind=event_kind(kind), memory_id=memory_id, content=req.content, title=req.title,
-                             metadata=dict(req.metadata) if req.metadata is not None else None, **extra)
+                             metadata=dict(req.metadata) if req.metadata is not None else None, embedding=embedding,
+                             embedding_model=model)
         try:
             event.check()
         except ValueError as exc:
@@ -85,7 +91,7 @@ class MemoryOps:
         self.memory(agent, kind, memory_id)  # 404 before anything is recorded
         target = (event_kind(kind), memory_id)
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> dict[str, Any]:
             try:
                 with self.source_cache().changing():
                     report = self.rt.forget(agent, None, req.reason, memory=target)
@@ -102,10 +108,10 @@ class MemoryOps:
     # ------------------------------------------------------------------ helpers
 
     @staticmethod
-    def _memory_kind(kind: str) -> str:
+    def _memory_kind(kind: str) -> t.MemoryKind:
         if kind not in ("trace", "fact", "chunk", "vector"):
             raise error("invalid_request", f"unknown memory kind {kind!r}: use trace, fact, chunk or vector")
-        return kind
+        return cast(t.MemoryKind, kind)  # one of them: checked above
 
     def _memory_stream(self, agent: str, kind: str, memory_id: str) -> str:
         """The stream the memory's events live in (where its edits go): the stream of the event that made it."""
@@ -117,9 +123,9 @@ class MemoryOps:
             "ORDER BY seq LIMIT 1", [agent, created, memory_id])
         if not rows:
             raise error("not_found", f"agent {agent!r} has no {kind} memory {memory_id!r}")
-        return rows[0][0]
+        return str(rows[0][0])
 
-    def _vector_embedding(self, agent: str, memory_id: str, title: str, summary: str) -> dict:
+    def _vector_embedding(self, agent: str, memory_id: str, title: str, summary: str) -> tuple[str, str]:
         """The vector of a vector memory's new form, made as the Summarizer makes one (its title, summary and key
         phrases: `embedding_text`), recorded with the edit so that replay embeds nothing."""
         from engram.memory.discussion.summarizer import embedding_text
@@ -131,7 +137,7 @@ class MemoryOps:
         phrases = tuple(rows[0][0] or ()) if rows else ()
         text = embedding_text(StructuredMemory(title=title, summary=summary, key_phrases=phrases))
         embedder = self.query_embedder()
-        return {"embedding": encode_vector(embedder.embed([text])[0]), "embedding_model": embedder.name}
+        return encode_vector(embedder.embed([text])[0]), embedder.name
 
     def _wait_folded(self, agent: str, seq: int) -> None:
         """Until the agent's shard's projections have folded `seq` (read-your-writes for the edit's answer)."""

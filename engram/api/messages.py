@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import to_us
 from engram.api.errors import ApiError, error
 from engram.kernel.ids import validate_agent, validate_discussion
 
+if TYPE_CHECKING:
+    from engram.events.messages import MessageAppended, MessageEdited, MessageRemoved
+    from engram.memory.ingest.messages import IncomingMessage
 
-def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = ""):
+
+def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = "") -> list[IncomingMessage]:
     """The messages of a request as ingest takes them, their times checked (`to_us`: at most `max_ahead_s` ahead);
     a refusal names the message (after `where`, e.g. its discussion)."""
     from engram.memory.ingest.messages import IncomingMessage
 
-    out = []
+    out: list[IncomingMessage] = []
     for i, m in enumerate(messages):
         try:
             ts_us = to_us(m.ts, max_ahead_s=max_ahead_s)
@@ -25,7 +32,7 @@ def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = ""):
     return out
 
 
-class MessageOps:
+class MessageOps(ApiCore):
     def append_messages(self, agent: str, discussion: str, req: t.AppendRequest) -> t.AppendResponse:
         """Append messages to one discussion (tags stripped, empties dropped, duplicates recognised by id)."""
         return self.append_conversations(agent, t.AppendConversationsRequest(
@@ -110,23 +117,23 @@ class MessageOps:
         event = MessageRemoved(message_id=message_id, source="api", reason=reason[:1000])
         return self._message_change(agent, discussion, event, f"removed:{message_id}", "removed", None)
 
-    def _current_message(self, agent: str, discussion: str, message_id: str):
+    def _current_message(self, agent: str, discussion: str, message_id: str) -> MessageAppended:
         """The message as the conversation holds it now; 404 when the discussion has none of that id (or it was
         removed). Another agent's discussion is answered as one that does not exist."""
-        from engram.events.messages import MESSAGE_TYPES, conversation
+        from engram.events.messages import MESSAGE_TYPES, MessageAppended, conversation
         from engram.kernel.ids import validate_id
 
         self.discussion_agent(discussion, validate_agent(agent))
         validate_id(message_id, "message id")
         found = [r.event for r in conversation(self.rt.read(agent, after=0, stream=discussion,
                                                             types=list(MESSAGE_TYPES), limit=None))
-                 if r.event.message_id == message_id]
+                 if isinstance(r.event, MessageAppended) and r.event.message_id == message_id]
         if not found:
             raise error("not_found", f"discussion {discussion!r} has no message {message_id!r}")
         return found[0]
 
-    def _message_change(self, agent: str, discussion: str, event, event_id: str, change: str,
-                        content: str | None) -> t.MessageChanged:
+    def _message_change(self, agent: str, discussion: str, event: MessageEdited | MessageRemoved, event_id: str,
+                        change: Literal["edited", "removed"], content: str | None) -> t.MessageChanged:
         from engram.api.clock import now_us
         from engram.events.envelope import NewEvent, Write
 

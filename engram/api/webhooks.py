@@ -21,10 +21,20 @@ import json
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Callable
 
 from engram.api.events import stream
 
+if TYPE_CHECKING:
+    import httpx
+
+    from engram.api.events import EventFeed
+    from engram.config.service import WebhookSettings
+
 log = logging.getLogger(__name__)
+
+# A memory change as a webhook sends it (JSON).
+Body = dict[str, Any]
 
 CREATED = {"TraceEncoded": ("trace", "trace_id", "content"), "ChunkSummarized": ("chunk", "memory_id", "summary"),
            "VectorMemoryStored": ("vector", "memory_id", "summary")}
@@ -35,7 +45,7 @@ def sign(key: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def notification(data: dict) -> tuple[str, dict] | None:
+def notification(data: dict[str, Any]) -> tuple[str, Body] | None:
     """The webhook event of one log event (the feed's data), or None when it is none of theirs."""
     kind = data["type"]
     payload = data["payload"]
@@ -60,18 +70,22 @@ def notification(data: dict) -> tuple[str, dict] | None:
     return None
 
 
+# A transport: post(url, body, headers, timeout) -> HTTP status (tests hand in a stand-in).
+Post = Callable[[str, bytes, dict[str, str], float], int]
+
+
 class Webhook:
     """One configured webhook: its queue and sender thread."""
 
-    def __init__(self, settings, post=None):
+    def __init__(self, settings: WebhookSettings, post: Post | None = None) -> None:
         self.settings = settings
         self.key = settings.key()
-        self.queue: collections.deque = collections.deque()
+        self.queue: collections.deque[tuple[str, Body]] = collections.deque()
         self.cond = threading.Condition()
         self.stopping = False
         self.delivered = self.dropped = self.failed = 0
         self._post = post or self._http_post
-        self._client = None
+        self._client: httpx.Client | None = None
         self.thread = threading.Thread(target=self._send_loop, name="engram-webhook", daemon=True)
         self.thread.start()
 
@@ -79,7 +93,7 @@ class Webhook:
         s = self.settings
         return event in s.events and (s.agents is None or agent in s.agents)
 
-    def offer(self, event: str, body: dict) -> None:
+    def offer(self, event: str, body: Body) -> None:
         with self.cond:
             if len(self.queue) >= self.settings.queue:
                 self.queue.popleft()
@@ -99,7 +113,7 @@ class Webhook:
                 event, body = self.queue.popleft()
             self._deliver(event, body)
 
-    def _deliver(self, event: str, body: dict) -> None:
+    def _deliver(self, event: str, body: Body) -> None:
         raw = json.dumps({"event": event, **body}, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": "application/json", "User-Agent": "engram-webhook", "X-Engram-Event": event,
                    "X-Engram-Delivery": f"{body['shard']}-{body['seq']}", "X-Engram-Signature": sign(self.key, raw)}
@@ -121,7 +135,7 @@ class Webhook:
         log.warning("webhook %s: %s %s not delivered after %d attempts (%s)", self.settings.url, event,
                     headers["X-Engram-Delivery"], attempt, reason)
 
-    def _http_post(self, url: str, raw: bytes, headers: dict, timeout: float) -> int:
+    def _http_post(self, url: str, raw: bytes, headers: dict[str, str], timeout: float) -> int:
         import httpx
 
         if self._client is None:
@@ -137,7 +151,7 @@ class Webhook:
 class WebhookDispatcher:
     """Follows the log (from when it starts) and hands each memory change to the webhooks that want it."""
 
-    def __init__(self, feed, settings: list, post=None):
+    def __init__(self, feed: EventFeed, settings: list[WebhookSettings], post: Post | None = None) -> None:
         self.feed = feed
         self.hooks = [Webhook(s, post) for s in settings]
         self._stop = threading.Event()

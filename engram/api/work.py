@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import TYPE_CHECKING
 
+from engram.api.core import ApiCore
 from engram.api import types as t
 from engram.api.clock import now_us
 from engram.api.errors import error, translate
 from engram.api.messages import incoming
+from engram.events.messages import MessageAppended
 from engram.kernel.ids import validate_agent, validate_discussion
+from engram.runtime.base import Report
+
+if TYPE_CHECKING:
+    from engram.api.jobs import JobProgress
+    from engram.memory.discussion.workflow import Workflow
+    from engram.providers.llm.tasks import MemoryTasks
 
 CHAT_SYSTEM_PROMPT = (
     "You are {agent}, an assistant with long-term memory (engram). Use the memory below and the memory passages "
@@ -19,18 +28,19 @@ CHAT_SYSTEM_PROMPT = (
 WORKFLOW_MESSAGES = 200
 
 
-class WorkOps:
-    def tasks(self):
+class WorkOps(ApiCore):
+    def tasks(self) -> MemoryTasks:
         """The memory tasks (LLM) of this server: anthropic with a key, else the labelled offline heuristic."""
-        if getattr(self, "_tasks", None) is None:
+        tasks: MemoryTasks | None = getattr(self, "_tasks", None)
+        if tasks is None:
             from engram.providers.llm.factory import make_tasks
 
-            self._tasks = make_tasks(self.config.llm, home=self.config.home)
-        return self._tasks
+            tasks = self._tasks = make_tasks(self.config.llm, home=self.config.home)
+        return tasks
 
     # ------------------------------------------------------------------ workflows
 
-    def _workflow(self, req: t.WorkflowRequest):
+    def _workflow(self, req: t.WorkflowRequest) -> Workflow:
         from engram.config import jsonc
         from engram.memory.discussion.workflow import WorkflowError, load, parse, workflow_path
 
@@ -46,6 +56,7 @@ class WorkOps:
                     return parse(jsonc.loads(req.text, source), source)
                 except jsonc.JsoncError as exc:
                     raise WorkflowError(str(exc)) from None
+            assert req.name is not None  # exactly one of the three is given
             path = workflow_path(self.home.root, req.name)
             if not path.exists():
                 raise error("unknown_workflow", f"workflow {req.name!r}: no such file, and no {path}")
@@ -70,7 +81,7 @@ class WorkOps:
             raise error("invalid_request", "messages need a discussion (a workflow can also run without one: memory "
                         "nodes then work statelessly)")
         write = None
-        if req.messages:
+        if req.messages and discussion is not None:  # (messages without a discussion: refused above)
             write = discussion_write(agent, discussion, incoming(req.messages, where="messages",
                                                                   max_ahead_s=self.config.limits.max_future_seconds),
                                      max_message_chars=self.config.limits.max_message_chars, where="messages")
@@ -85,8 +96,8 @@ class WorkOps:
         messages = []
         if discussion is not None:
             records = self.rt.read(agent, stream=discussion, types=["MessageAppended"], limit=None)[-WORKFLOW_MESSAGES:]
-            messages = [ChatMessage(r.event.role, r.event.content, r.event.name, r.event.message_id, r.seq, r.ts_us)
-                        for r in records]
+            messages = [ChatMessage(ev.role, ev.content, ev.name, ev.message_id, r.seq, r.ts_us)
+                        for r in records if isinstance(ev := r.event, MessageAppended)]  # every one: read by type
         ctx = RunContext(discussion=discussion, messages=messages,
                          memory=RuntimeMemory(self.rt, agent, self.query_embedder()), responder=Responder(self.tasks()))
         started = time.perf_counter()
@@ -131,7 +142,7 @@ class WorkOps:
             raise error("unknown_discussion", str(exc)) from None
         new, generation, had_summary = gen.number, gen.previous, gen.had_summary
 
-        def work(progress) -> dict:
+        def work(progress: JobProgress) -> Report:
             started = time.perf_counter()
             self.rt.append([gen.write])
             memory = RuntimeMemory(self.rt, agent, self.query_embedder())
@@ -172,16 +183,17 @@ class WorkOps:
                 if not journal.is_open():
                     raise error("conflict", "no batch regeneration to resume (none was interrupted)")
             else:
-                if journal.is_open():
+                if journal.is_open() and journal.plan is not None:
                     raise error("conflict", f"batch regeneration {journal.plan.job} was interrupted before it "
                                 "finished: resume it first (engram regenerate --resume)")
                 targets = BatchRegeneration(self, journal).targets(req.agent, req.discussion)
                 job_id = f"regen-{uuid.uuid4().hex[:12]}"
                 journal.add(Entry("plan", job=job_id, ts_us=now_us(),
-                                  targets=[[x.agent, x.discussion, x.through_seq, x.generation] for x in targets]))
-            job = BatchRegeneration(self, journal)
-            return self.jobs.start("regenerate", len(journal.plan.targets), "discussions",
-                                   lambda progress: job.run(journal.plan.job, progress), on_end=claim.release)
+                                  targets=[(x.agent, x.discussion, x.through_seq, x.generation) for x in targets]))
+            job, plan = BatchRegeneration(self, journal), journal.plan
+            assert plan is not None  # resumed: the journal is open; started: the plan was just added
+            return self.jobs.start("regenerate", len(plan.targets), "discussions",
+                                   lambda progress: job.run(plan.job, progress), on_end=claim.release)
         except BaseException:
             claim.release()
             raise
@@ -225,7 +237,8 @@ class WorkOps:
 
         info = self.chat_info(agent, discussion)
         user_seq = self._chat_append(agent, discussion, "user", req.message)
-        recall = (lambda q: self.recalled(agent, discussion, q, exclude_seqs=(user_seq,))) if req.memory else None
+        skip = () if user_seq is None else (user_seq,)
+        recall = (lambda q: self.recalled(agent, discussion, q, exclude_seqs=skip)) if req.memory else None
         tasks = self.tasks()
         # The offline responder quotes memory passages only: it keeps what recall found in the recent turns too.
         offline = getattr(tasks, "provider", "") == "offline"

@@ -9,11 +9,12 @@ import json
 from engram.config.agent import AgentConfig
 from engram.config.discussion import DiscussionSettings
 from engram.config.loader import parse
+from engram.config.base import ConfigModel
 
 
 SCOPE_DISCUSSION = "discussion"  # WilmerAI: _DiscussionId-MemoryFile-Workflow-Settings.json
 SCOPE_AGENT = "agent"  # Wunderland: agent.config.json
-_MODELS = {SCOPE_DISCUSSION: DiscussionSettings, SCOPE_AGENT: AgentConfig}
+_MODELS: dict[str, type[ConfigModel]] = {SCOPE_DISCUSSION: DiscussionSettings, SCOPE_AGENT: AgentConfig}
 
 
 def check_recorded_settings(scope: str, name: str, settings: dict) -> None:

@@ -37,7 +37,7 @@ def discussion_memory(reader: MemoryReader, agent: str, discussion: str) -> dict
 def messages(reader: MemoryReader, agent: str, discussion: str, *, first_seq: int | None = None,
              last_seq: int | None = None, offset: int = 0, limit: int = MESSAGES_PAGE) -> dict:
     """A page of the discussion's messages, optionally those of one seq range (what a chunk memory covers)."""
-    where, params = "agent = ? AND discussion_id = ?", [agent, discussion]
+    where, params = "agent = ? AND discussion_id = ?", list[object]([agent, discussion])
     if first_seq is not None:
         where, params = where + " AND seq >= ?", params + [first_seq]
     if last_seq is not None:

@@ -19,6 +19,7 @@ as a JSON object in a VARCHAR (keys sorted; NULL when empty), read back as its p
 Everything else is derived, never retyped:
 - `arrow_schema(T)`, `ddl(table, T, key)`: the table;
 - `arrow_table(T, records)`: rows built column by column, by attribute name (no positional tuples);
+- `insert_arrow(db, table, arrow)`: such a table inserted into its DuckDB table, by column name;
 - `select_list(T)` and `from_rows(T, names, rows)`: a record read back by column name;
 - `columns(T, *items)`: a SQL select list checked against the declaration when it is built (at
   import), so that a renamed or dropped column fails there, not in a user's browser.
@@ -31,9 +32,13 @@ import functools
 import json
 import types
 import typing
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import msgspec
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
 
 
 class Column(msgspec.Struct, frozen=True):
@@ -212,6 +217,20 @@ def arrow_table(record: type, records: Iterable[Any], *, before: Sequence[tuple[
     for name, typ, _ in after:
         schema = schema.append(pa.field(name, typ))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table, *, or_replace: bool = False) -> None:
+    """Insert the rows of `arrow` into `table`, column by column by name (`or_replace`: `INSERT OR REPLACE`, a row
+    replacing the one of its primary key). No rows: nothing is run."""
+    if not arrow.num_rows:
+        return
+    view = f"_{table}_batch"
+    columns = ", ".join(arrow.schema.names)
+    db.register(view, arrow)
+    try:
+        db.execute(f"INSERT {'OR REPLACE ' if or_replace else ''}INTO {table} ({columns}) SELECT {columns} FROM {view}")
+    finally:
+        db.unregister(view)
 
 
 def stored_values(record: type, item: Any) -> dict[str, Any]:

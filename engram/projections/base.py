@@ -56,7 +56,8 @@ class Projection(ABC):
         """The records of `batch` this projection folds: after its position, of a type it `wants`. Asked once per
         event class of the batch, not per record: every projection sees every event of a replay, and asking
         each record's type (a property over its event's class) was a sizeable part of a replay's fold."""
-        position, decided, out = self.position, {}, []
+        position, out = self.position, []
+        decided: dict[type, bool] = {}
         for rec in batch:
             if rec.seq > position:
                 cls = type(rec.event)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from engram.events.background import ContextCompacted
 from engram.events.control import AgentForgotten, DiscussionForgotten
+from engram.kernel import records
 from engram.events.envelope import Recorded
 from engram.memory.context.rules import ratio
 from engram.projections.base import TableProjection
@@ -99,11 +100,7 @@ class CompactionChainProjection(TableProjection):
             table = pa.Table.from_arrays(
                 [pa.array(col, type=f.type) for col, f in zip(zip(*self._rows), _SCHEMA)], schema=_SCHEMA
             )
-            db.register("_context_compactions_batch", table)
-            try:
-                db.execute(f"INSERT OR REPLACE INTO {TABLE} SELECT * FROM _context_compactions_batch")
-            finally:
-                db.unregister("_context_compactions_batch")
+            records.insert_arrow(db, TABLE, table, or_replace=True)
         if self._parents:
             db.executemany(
                 f"UPDATE {TABLE} SET parent = ?, in_chain = false WHERE agent = ? AND discussion_id = ? AND node_id = ?",

@@ -40,14 +40,6 @@ SUMMARIES_DDL = records.ddl(
     after=[("line", "VARCHAR NOT NULL")])
 
 
-def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
-    db.register(f"_{table}_rows", rows)
-    try:
-        db.execute(f"INSERT INTO {table} ({', '.join(rows.schema.names)}) SELECT * FROM _{table}_rows")
-    finally:
-        db.unregister(f"_{table}_rows")
-
-
 class DiscussionFiles(PerDiscussionProjection):
     name = "discussion_files"
     # 2: the tables are the lines' declarations (the same columns: the record's in its order, behind the discussion,
@@ -101,7 +93,7 @@ class DiscussionFiles(PerDiscussionProjection):
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
         if self._memories:
             discussions, agents, ordinals, memories = zip(*self._memories)
-            _insert(db, "discussion_memories", records.arrow_table(
+            records.insert_arrow(db, "discussion_memories", records.arrow_table(
                 ChunkMemory, memories, before=[("discussion_id", pa.string(), discussions), ("agent", pa.string(), agents),
                                                ("ordinal", pa.int32(), ordinals)],
                 after=[("line", pa.string(), [canonical(m) for m in memories])]))
@@ -109,7 +101,7 @@ class DiscussionFiles(PerDiscussionProjection):
             summarized = sorted(self._summaries)
             delete_discussions(db, "discussion_summaries", summarized)
             summaries = [self._summaries[x] for x in summarized]
-            _insert(db, "discussion_summaries", records.arrow_table(
+            records.insert_arrow(db, "discussion_summaries", records.arrow_table(
                 RollingSummary, summaries, before=[("discussion_id", pa.string(), [d for _, d in summarized]),
                                                    ("agent", pa.string(), [a for a, _ in summarized])],
                 after=[("line", pa.string(), [canonical(s) for s in summaries])]))

@@ -97,7 +97,8 @@ def _same(a: Path, b: Path) -> bool:
     if a.name.endswith(".db"):
         with tempfile.TemporaryDirectory(prefix="engram-compare-") as tmp:
             left, right = Path(tmp) / "a", Path(tmp) / "b"
-            left.mkdir(), right.mkdir()
+            left.mkdir()
+            right.mkdir()
             shutil.copyfile(a, left / a.name)
             shutil.copyfile(b, right / a.name)
             return not differences(left, right)

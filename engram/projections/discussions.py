@@ -10,6 +10,7 @@ import pyarrow as pa
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.envelope import Recorded
 from engram.events.messages import MessageAppended
+from engram.kernel import records
 from engram.projections.base import TableProjection
 from engram.projections.discussion_base import Key, delete_discussions
 
@@ -83,8 +84,6 @@ class DiscussionIndex(TableProjection):
             table = pa.Table.from_arrays(
                 [pa.array(col, type=f.type) for col, f in zip(zip(*rows), _SCHEMA)], schema=_SCHEMA
             )
-            db.register("_discussions_batch", table)
-            db.execute("INSERT INTO discussions SELECT * FROM _discussions_batch")
-            db.unregister("_discussions_batch")
+            records.insert_arrow(db, "discussions", table)
         self._dirty.clear()
         self._deleted.clear()

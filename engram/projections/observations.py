@@ -86,23 +86,15 @@ def _insert(db: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[Any, ...
     if not rows:
         return
     schema = _TABLES.get(table) or SETTINGS_SCHEMA
-    _insert_arrow(db, table, pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)],
+    records.insert_arrow(db, table, pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(zip(*rows), schema)],
                                                   schema=schema))
 
 
 def _insert_notes(db: duckdb.DuckDBPyConnection, notes: list[tuple[LogKey, NoteEntry]]) -> None:
     if notes:
         keys = list(zip(*(key for key, _ in notes)))
-        _insert_arrow(db, "observation_notes", records.arrow_table(
+        records.insert_arrow(db, "observation_notes", records.arrow_table(
             NoteEntry, [n for _, n in notes], before=[(name, typ, values) for (name, typ), values in zip(_KEY, keys)]))
-
-
-def _insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: Any) -> None:
-    db.register(f"_{table}_batch", arrow)
-    try:
-        db.execute(f"INSERT INTO {table} SELECT * FROM _{table}_batch")
-    finally:
-        db.unregister(f"_{table}_batch")
 
 
 def log_file(paths: ProjectionPaths, key: LogKey):

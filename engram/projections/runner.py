@@ -10,7 +10,7 @@ same events the same way, so live and replayed projections still agree.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import msgspec
 
@@ -39,6 +39,11 @@ FAILURES_DDL = (
 )
 
 
+def _count(row: tuple[Any, ...] | None) -> int:
+    """A `SELECT count(*)` row's count."""
+    return int(row[0]) if row is not None else 0
+
+
 class ProjectionRunner:
     def __init__(self, projections: Sequence[Projection], read: Callable[..., list[Recorded]], *, batch: int = 20_000):
         self.projections = list(projections)
@@ -51,7 +56,7 @@ class ProjectionRunner:
         if self._db is not None:
             self._db.execute(FAILURES_DDL)
         # Whether `fold_failed` holds a record: status, asked often, reads the table only then.
-        self.any_failed = self._db is not None and self._db.execute("SELECT count(*) FROM fold_failed").fetchone()[0] > 0
+        self.any_failed = self._db is not None and _count(self._db.execute("SELECT count(*) FROM fold_failed").fetchone()) > 0
         # Per projection: fold and checkpoint seconds, events folded; "(log)": reading the log.
         self.timings = StageTimings()
 

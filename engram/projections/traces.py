@@ -56,17 +56,6 @@ DEFAULT_RESIDENT_AGENTS = 1024
 _AGENT_SQL = [("agent", "VARCHAR")]
 
 
-def _insert(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> None:
-    if not arrow.num_rows:
-        return
-    name = f"_{table}_batch"
-    db.register(name, arrow)
-    try:
-        db.execute(f"INSERT INTO {table} SELECT * FROM {name}")
-    finally:
-        db.unregister(name)
-
-
 def _of_agent(record: type, agent: str, items: list) -> pa.Table:
     return records.arrow_table(record, items, before=[("agent", pa.string(), [agent] * len(items))])
 
@@ -157,7 +146,7 @@ class TraceProjection(TableProjection):
             gone = sorted(dirty | forgotten)
             if gone:
                 db.execute("DELETE FROM memory_traces WHERE trace_id IN (SELECT unnest(?))", [gone])
-            _insert(db, "memory_traces",
+            records.insert_arrow(db, "memory_traces",
                     records.arrow_table(MemoryTrace, [mem.book.traces[t] for t in sorted(dirty) if t in mem.book.traces]))
             if forgotten:
                 db.execute("DELETE FROM trace_changes WHERE agent = ? AND trace_id IN (SELECT unnest(?))", [agent, sorted(forgotten)])
@@ -167,9 +156,9 @@ class TraceProjection(TableProjection):
                     "DELETE FROM trace_edges WHERE agent = ? AND (src || chr(31) || dst || chr(31) || kind) IN (SELECT unnest(?))",
                     [agent, [f"{s}\x1f{d}\x1f{k}" for s, d, k in edges]],
                 )
-            _insert(db, "trace_edges", _of_agent(
+            records.insert_arrow(db, "trace_edges", _of_agent(
                 Edge, agent, [mem.book.graph.edges[k] for k in sorted(dirty_edges) if k in mem.book.graph.edges]))
-            _insert(db, "trace_changes", _of_agent(Change, agent, changes))
+            records.insert_arrow(db, "trace_changes", _of_agent(Change, agent, changes))
             if self._saved_index.get(agent) != mem.index_seq:
                 self._save_index(agent, mem)
 

@@ -77,10 +77,7 @@ class VectorMemory(PerDiscussionProjection):
             table = records.arrow_table(VectorMemoryRow, [row for _, _, row in self._rows], before=[
                 ("discussion_id", pa.string(), [d for d, _, _ in self._rows]),
                 ("agent", pa.string(), [a for _, a, _ in self._rows])])
-            columns = ", ".join(table.schema.names)
-            db.register("_vector_rows", table)
-            db.execute(f"INSERT INTO vector_memories ({columns}) SELECT {columns} FROM _vector_rows")
-            db.unregister("_vector_rows")
+            records.insert_arrow(db, "vector_memories", table)
             self._rows = []
         for d, memory_id, change in self._changes:  # after the inserts: a change always follows what it changes
             key = [*d, memory_id]

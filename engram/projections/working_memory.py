@@ -75,15 +75,8 @@ class _AgentState:
 def _insert(db: duckdb.DuckDBPyConnection, table: str, schema: pa.Schema, rows: list[tuple]) -> None:
     if not rows:
         return
-    _insert_arrow(db, table, pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(zip(*rows), schema)], schema=schema))
-
-
-def _insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> None:
-    db.register(f"_{table}_batch", arrow)
-    try:
-        db.execute(f"INSERT INTO {table} SELECT * FROM _{table}_batch")
-    finally:
-        db.unregister(f"_{table}_batch")
+    records.insert_arrow(db, table, pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(zip(*rows), schema)],
+                                                       schema=schema))
 
 
 class WorkingMemoryProjection(TableProjection):
@@ -184,7 +177,7 @@ class WorkingMemoryProjection(TableProjection):
                                     rehearsals=s.rehearsals, turn=st.turn, capacity=st.capacity, as_of_seq=st.slots_seq)
                         for rank, s in enumerate(st.slots, 1)]
         if focused:
-            _insert_arrow(db, "working_memory", records.arrow_table(FocusedSlot, focused))
+            records.insert_arrow(db, "working_memory", records.arrow_table(FocusedSlot, focused))
         changed = sorted(self._dirty | self._forgotten)
         if changed:
             db.execute("DELETE FROM working_memory_state WHERE agent IN (SELECT unnest(?))", [changed])

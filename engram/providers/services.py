@@ -27,6 +27,7 @@ import threading
 from typing import Any
 
 from engram.config.service import ServiceConfig
+from engram.providers.embeddings.base import Embedder
 
 
 def build_services(config: ServiceConfig, *, embedder=None) -> dict[str, Any]:
@@ -60,7 +61,7 @@ def index_embedder(config: ServiceConfig):
 QUERY_TEXTS_PER_ROUND = 16
 
 
-def query_embedder(config: ServiceConfig):
+def query_embedder(config: ServiceConfig) -> Embedder:
     """The embedder of query-time work: the configured model in this process, one thread, uncached; concurrent
     queries coalesced into shared model calls."""
     from engram.providers.embeddings.batcher import EmbedBatcher

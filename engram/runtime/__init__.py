@@ -5,10 +5,16 @@ Only this package (and `engram.actors`, which it drives) imports Ray. `open_runt
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engram.config.service import ServiceConfig
+    from engram.runtime.base import Runtime
+
 RUNTIMES = ("ray", "inprocess")
 
 
-def open_runtime(config, kind: str = "ray", *, address: str | None = None, **options):
+def open_runtime(config: ServiceConfig, kind: str = "ray", *, address: str | None = None, **options: Any) -> Runtime:
     """A started runtime of `kind` for the home of `config`."""
     if kind == "ray":
         from engram.runtime.ray_runtime import RayRuntime

@@ -18,13 +18,29 @@ import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.gate import SharedExclusiveLock
 from engram.kernel.ids import validate_agent
 from engram.kernel.idle import PROJECTIONS  # noqa: F401 (the runtimes' name for the projections in `reach`)
 from engram.kernel.sharding import ShardMap
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+    from engram.config.home import Home
+    from engram.config.llm import EmbedderConfig
+    from engram.config.service import ServiceConfig
+    from engram.kernel.flow import InFlight
+    from engram.memory.cognitive.retrieval import RecallResult
+    from engram.sql import QueryResult
+
+# A report of whole-shard work or status (a shard's head, positions, counts...): JSON, shown as it is.
+Report = dict[str, Any]
+# SQL result rows, as DuckDB returns them.
+Row = tuple[Any, ...]
 
 # How often `wait_idle` looks at the consumers' positions.
 IDLE_POLL_S = 0.1
@@ -62,11 +78,13 @@ class Lagging:
 class Runtime(ABC):
     """Where the shards, projections and policies of one engram home run."""
 
-    config = None  # the ServiceConfig (its `shards`: the home's count, from its layout)
-    home = None  # the engram.config.home.Home
-    layout: ShardMap | None = None  # agent -> shard routing, from <home>/layout.json
+    # Set by `_open_home`, which every runtime's constructor calls first.
+    config: ServiceConfig  # its `shards`: the home's count, from its layout
+    home: Home
+    layout: ShardMap  # agent -> shard routing, from <home>/layout.json
+    configured_embedder: EmbedderConfig  # engram.json's; `config.embedder` is the one serving until `reindex`
 
-    def _open_home(self, config):
+    def _open_home(self, config: ServiceConfig) -> ServiceConfig:
         """The home of `config`, its layout read (created or upgraded), the cluster placement checked against its
         shard count, before anything starts. Returns `config` with the home's shard count."""
         from engram.config.home import Home, HomeLayoutError
@@ -121,7 +139,7 @@ class Runtime(ABC):
         """Append writes; those of one shard commit together, all or nothing."""
 
     @abstractmethod
-    def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
+    def read(self, agent: str, after: int = 0, **filters: Any) -> list[Recorded]:
         """Events of `agent`'s shard after `after` (filters: stream, types, limit, to_seq, agent)."""
 
     @abstractmethod
@@ -139,22 +157,22 @@ class Runtime(ABC):
     # ------------------------------------------------------------------ reading
 
     @abstractmethod
-    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+    def sql(self, query: str, params: list[Any] | None = None) -> tuple[list[str], list[Row]]:
         """engram's own SQL (read models) over the log and the projections, shard by shard, rows concatenated;
         confined like a user's (`ShardHost.query`), without a row limit. Raises MissingTable or QueryError."""
 
     @abstractmethod
-    def user_sql(self, query: str, params: list | None = None, *, agents: Sequence[str] | None = None,
-                 timeout_s: float | None = None, max_rows: int | None = None):
+    def user_sql(self, query: str, params: list[Any] | None = None, *, agents: Sequence[str] | None = None,
+                 timeout_s: float | None = None, max_rows: int | None = None) -> QueryResult:
         """A user's SQL: one read-only statement, confined (`engram.sql.run_readonly` on every shard: no file,
         network or extension access, locked configuration), stopped after `timeout_s`, at most `max_rows` rows,
         only `agents`' rows when given. Returns an `engram.sql.QueryResult`; raises `engram.sql.SqlError`."""
 
     @abstractmethod
-    def shard_status(self) -> list[dict]:
+    def shard_status(self) -> list[Report]:
         """Per shard: head, projection positions and lag, consumer positions, errors, event counts."""
 
-    def progress(self) -> list[dict]:
+    def progress(self) -> list[Report]:
         """Per shard: the head, the projections' positions and the consumers' (`consumers` reads them). What
         `wait_idle` looks at ten times a second: a runtime answers it without the queries of `shard_status`."""
         return self.shard_status()
@@ -164,7 +182,8 @@ class Runtime(ABC):
         """Wait until every shard's projections have folded everything appended so far."""
 
     @abstractmethod
-    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
+    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int,
+               **options: Any) -> RecallResult:
         """The trace reader's recall (engram.memory.cognitive.retrieval.RecallResult) for `agent`; it
         first folds the log up to `min_position` (read-your-writes) and records a TraceRetrieved after."""
 
@@ -187,11 +206,11 @@ class Runtime(ABC):
 
     @abstractmethod
     def replay_into(self, shards: Sequence[int], out_dir: str, to_seq: int | None, until_us: int | None,
-                    on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+                    on_shard: Callable[[Report], None] | None = None) -> list[Report]:
         """Rebuild the projections of `shards` from the log into `out_dir`; no LLM call."""
 
     @abstractmethod
-    def rebuild(self, shards: Sequence[int], on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+    def rebuild(self, shards: Sequence[int], on_shard: Callable[[Report], None] | None = None) -> list[Report]:
         """Rebuild the live projections of `shards` from the log."""
 
     @abstractmethod
@@ -205,9 +224,9 @@ class Runtime(ABC):
         return {s: socket.gethostname() for s in self.all_shards()}
 
     def export_parquet(self, shards: Sequence[int], out_dir: str,
-                       on_shard: Callable[[dict], None] | None = None) -> list[dict]:
+                       on_shard: Callable[[Report], None] | None = None) -> list[Report]:
         """Each shard writes its log and projections as Parquet into `out_dir` (on the node that holds it)."""
-        reports = []
+        reports: list[Report] = []
         for shard in shards:
             reports.append(self.shard_call(shard, "export_parquet", out_dir))
             if on_shard:
@@ -215,26 +234,26 @@ class Runtime(ABC):
         return reports
 
     @abstractmethod
-    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
+    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> Report:
         """Erase a discussion (or the whole agent, or one memory: `memory` = (kind, id)) from the log file and the
         projections."""
 
     # ------------------------------------------------------------------ re-sharding
 
     @abstractmethod
-    def shard_call(self, shard: int, method: str, *args):
+    def shard_call(self, shard: int, method: str, *args: Any) -> Any:
         """Call `method` of shard `shard`'s host (`engram.shard.host.ShardHost`), wherever it runs; its result."""
 
     @abstractmethod
     def stop_policies(self) -> None:
         """Stop every policy (snapshots saved); `start_policies` starts them again."""
 
-    def window(self, shard: int):
+    def window(self, shard: int) -> InFlight:
         """The appends in flight to `shard` (`engram.kernel.flow.InFlight`): bounded by `limits.maxInflightAppends`;
         past the bound a producer waits up to `limits.backpressureWaitSeconds`, then gets Backpressure (429)."""
         from engram.kernel.flow import InFlight
 
-        windows = self.__dict__.setdefault("_windows", {})
+        windows: dict[int, InFlight] = self.__dict__.setdefault("_windows", {})
         w = windows.get(shard)
         if w is None:
             limits = self.config.limits
@@ -244,12 +263,12 @@ class Runtime(ABC):
 
     @property
     def routing_gate(self) -> SharedExclusiveLock:
-        gate = self.__dict__.get("_routing_gate")
+        gate: SharedExclusiveLock | None = self.__dict__.get("_routing_gate")
         if gate is None:
             gate = self.__dict__.setdefault("_routing_gate", SharedExclusiveLock(on_timeout=_resharding))
         return gate
 
-    def reshard(self, new_count: int, on_progress: Callable[[int, int], None] | None = None) -> dict:
+    def reshard(self, new_count: int, on_progress: Callable[[int, int], None] | None = None) -> Report:
         """Grow the home to `new_count` shards, moving only the agents the new layout places elsewhere.
 
         Appends wait meanwhile (the routing gate). The policies stop; each moving agent's events are copied,
@@ -286,7 +305,7 @@ class Runtime(ABC):
                         raise ReshardError(f"shard {child} already has events: re-sharding writes only into new shards")
                     after = 0
                     while True:
-                        table = self.shard_call(parent, "export_agents", movers, after)
+                        table: pa.Table = self.shard_call(parent, "export_agents", movers, after)
                         if table.num_rows == 0:
                             break
                         copied += self.shard_call(child, "import_rows", table)
@@ -315,11 +334,11 @@ class Runtime(ABC):
                 "removed": removed, "seconds": round(time.perf_counter() - started, 3)}
 
     def _count_events(self, shard: int, agents: Sequence[str]) -> int:
-        return self.shard_call(shard, "count_events", list(agents))
+        return int(self.shard_call(shard, "count_events", list(agents)))
 
     # ------------------------------------------------------------------ the embedder: what to re-embed, reindex
 
-    def embedder_change(self) -> dict | None:
+    def embedder_change(self) -> Report | None:
         """None when the home serves with the configured embedder; else what `reindex` would re-embed: the serving
         and configured embedders (their keys) and, per agent, its traces and its discussions' vector memories."""
         from engram.config.serving_embedder import embedder_key
@@ -329,6 +348,7 @@ class Runtime(ABC):
             return None
         agents: dict[str, dict[str, int]] = {}
         for table, what in (("memory_traces", "traces"), ("vector_memories", "discussion_memories")):
+            rows: list[Row]
             try:
                 _, rows = self.sql(f"SELECT agent, count(*) FROM {table} GROUP BY agent")
             except QueryError:
@@ -337,7 +357,7 @@ class Runtime(ABC):
                 agents.setdefault(agent, {"traces": 0, "discussion_memories": 0})[what] += int(n)
         return {"serving": serving, "configured": configured, "agents": dict(sorted(agents.items()))}
 
-    def vector_memory_rows(self) -> list:
+    def vector_memory_rows(self) -> list[_ReembedRow]:
         """The discussions' vector memories (current generations) as rows with what re-embedding needs."""
         try:
             _, rows = self.sql("SELECT agent, discussion_id, generation, memory_id, title, summary, key_phrases, "
@@ -347,7 +367,7 @@ class Runtime(ABC):
             return []
         return [_ReembedRow(*r) for r in rows]
 
-    def reindex(self, on_progress: Callable[[int, int, str], None] | None = None) -> dict:
+    def reindex(self, on_progress: Callable[[int, int, str], None] | None = None) -> Report:
         """Re-embed the home with the configured embedder and switch to it (see `engram.config.serving_embedder`).
 
         1. While the home keeps serving with its embedder, appends included: the configured embedder is prepared
@@ -445,8 +465,8 @@ class Runtime(ABC):
         """`shard_call(shard, method, *args[shard])` for each shard of `args` (at once where the runtime can)."""
         return {s: self.shard_call(s, method, *a) for s, a in args.items()}
 
-    def record_reembedded(self, name: str, target, progress: Callable[[int, int, str], None] | None = None, *,
-                          held: bool = False) -> int:
+    def record_reembedded(self, name: str, target: EmbedderConfig,
+                          progress: Callable[[int, int, str], None] | None = None, *, held: bool = False) -> int:
         """Append the vector by `target` (named `name`) of each discussion vector memory that has another one.
         `held`: appends are held (the routing gate): written to the shards directly."""
         from engram.events.discussion import VectorMemoryReembedded
@@ -484,15 +504,16 @@ class Runtime(ABC):
         self.wait_projections()
         return len(rows)
 
-    def prepare_vectors(self, target, texts: list[str], on_progress=None) -> str:
+    def prepare_vectors(self, target: EmbedderConfig, texts: list[str],
+                        on_progress: Callable[[int, int], None] | None = None) -> str:
         """Embed `texts` with `target` into the home's embedding cache; returns the target's embedder name."""
         raise NotImplementedError
 
-    def target_vectors(self, target, texts: list[str]):
+    def target_vectors(self, target: EmbedderConfig, texts: list[str]) -> np.ndarray:
         """The vectors of `texts` by `target` (from the cache `prepare_vectors` filled)."""
         raise NotImplementedError
 
-    def switch_embedder(self, target) -> None:
+    def switch_embedder(self, target: EmbedderConfig) -> None:
         """Serve with `target` from now on: the shards and the embedder are reopened with it (policies stopped)."""
         raise NotImplementedError
 
@@ -531,7 +552,7 @@ class Runtime(ABC):
         """
         from engram.kernel.idle import wait_idle
 
-        def look():
+        def look() -> tuple[list[int], list[dict[str, int]]]:
             self.settle()
             progress = self.progress()
             return [st["head"] for st in progress], [consumers(st) for st in progress]
@@ -545,7 +566,7 @@ class Runtime(ABC):
         from engram.memory.settings import SettingsView, sync_writes
         from engram.kernel.ids import agent_stream
 
-        cache = self.__dict__.setdefault("_settings_seen", {})
+        cache: dict[str, tuple[tuple[int, int] | None, ...]] = self.__dict__.setdefault("_settings_seen", {})
         paths = (self.home.settings_path, self.home.agent_config_path(agent))
         signature = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in paths)
         if cache.get(agent) == signature:
@@ -586,7 +607,7 @@ def seq_ranges(seqs: Sequence[int], gap: int = SEQ_RANGE_GAP) -> list[tuple[int,
     return [(a, b) for a, b in out]
 
 
-def merge_results(results: Sequence, max_rows: int | None):
+def merge_results(results: Sequence[QueryResult], max_rows: int | None) -> QueryResult:
     """Per-shard `QueryResult`s as one: rows concatenated (aggregates stay per shard), cut at `max_rows`."""
     from engram.sql import QueryResult
 
@@ -596,7 +617,7 @@ def merge_results(results: Sequence, max_rows: int | None):
                        rows=rows[:max_rows] if max_rows is not None else rows, truncated=truncated)
 
 
-def consumers(status: dict) -> dict[str, int]:
+def consumers(status: Report) -> dict[str, int]:
     """Each projection's and policy's position in one shard's status."""
     return {**status["projections"], **status.get("consumers", {})}
 
@@ -607,7 +628,8 @@ class _ReembedRow:
     __slots__ = ("agent", "discussion_id", "generation", "memory_id", "title", "summary", "key_phrases",
                  "embedding_model")
 
-    def __init__(self, agent, discussion_id, generation, memory_id, title, summary, key_phrases, embedding_model):
+    def __init__(self, agent: str, discussion_id: str, generation: int, memory_id: str, title: str | None,
+                 summary: str | None, key_phrases: Sequence[str] | None, embedding_model: str | None) -> None:
         self.agent, self.discussion_id, self.generation, self.memory_id = agent, discussion_id, generation, memory_id
         self.title, self.summary, self.key_phrases = title or "", summary or "", tuple(key_phrases or ())
         self.embedding_model = embedding_model

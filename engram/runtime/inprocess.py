@@ -13,21 +13,35 @@ import os
 import socket
 import threading
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import GROUPS, members as pool_size
-from engram.runtime.base import DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, merge_results, seq_ranges
+from engram.kernel.idle import PROJECTIONS
+from engram.runtime.base import DISCUSSION_GROUPS, Lagging, Report, Row, Runtime, merge_results, seq_ranges
 from engram.runtime.errors import query_error
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engram.config.llm import EmbedderConfig
+    from engram.memory.cognitive.retrieval import RecallResult
+    from engram.policies.host import PolicyHost
+    from engram.providers.embeddings.cache import EmbeddingCache
+    from engram.providers.embeddings.cached import CachedEmbedder
+    from engram.shard.host import ShardHost
+    from engram.sql import QueryResult
+
+R = TypeVar("R")
 
 SUMMARIZER_GROUP = "summarizer"
 READER_GROUP = "traces"
 READER_POLICY = "trace-reader"
 
 
-def pump(host) -> int:
+def pump(host: PolicyHost) -> int:
     """Run a policy host until it has caught up, or until one of its policies fails (a failing policy, e.g. on an
     unreachable LLM, keeps its position and is retried at the next settle; it must not spin here)."""
     total = 0
@@ -40,7 +54,7 @@ def pump(host) -> int:
 
 class InProcessRuntime(Runtime):
     def __init__(self, config: ServiceConfig, *, groups: Sequence[str] | None = None, wall_clock: bool = True,
-                 snapshots: bool = True, auto_settle: bool = True):
+                 snapshots: bool = True, auto_settle: bool = True) -> None:
         """`groups`: the policy groups to host (default: all of `engram.policies.registry.GROUPS`);
         `wall_clock`: give the policies the wall-clock time when they settle, as the policy actors do;
         `snapshots`: keep policy snapshots under `<home>/state/` (False: policies refold the log);
@@ -57,8 +71,9 @@ class InProcessRuntime(Runtime):
         self.snapshots = snapshots
         self.auto_settle = auto_settle
         self.services = build_services(config)
-        self.hosts: dict[int, object] = {}  # shard -> ShardHost
-        self.policy_hosts: dict[tuple[str, int, int], object] = {}  # (group, shard, member) -> PolicyHost
+        self.hosts: dict[int, ShardHost] = {}  # shard -> its host
+        self.policy_hosts: dict[tuple[str, int, int], PolicyHost] = {}  # (group, shard, member) -> its host
+        self._target: CachedEmbedder | None = None  # the configured embedder, while `reindex` prepares it
         self._policy_lock = threading.RLock()  # policies are single-threaded, like an actor's mailbox
         self._closed = False
 
@@ -79,7 +94,7 @@ class InProcessRuntime(Runtime):
                 )
         return self
 
-    def shard_host(self, shard: int):
+    def shard_host(self, shard: int) -> ShardHost:
         if shard not in self.hosts:
             self.start()
         return self.hosts[shard]
@@ -105,7 +120,7 @@ class InProcessRuntime(Runtime):
                             head=shard.head, state_dir=self.home.root / "state" if self.snapshots else None,
                         )
 
-    def _member(self, group: str, agent: str, key: str):
+    def _member(self, group: str, agent: str, key: str) -> PolicyHost:
         if group not in self.groups:
             raise LookupError(f"this runtime does not host the {group!r} policies (groups: {', '.join(self.groups)})")
         self.start_policies()
@@ -128,7 +143,7 @@ class InProcessRuntime(Runtime):
                 self.settle()
         return results  # type: ignore[return-value]
 
-    def read(self, agent: str, after: int = 0, **filters) -> list[Recorded]:
+    def read(self, agent: str, after: int = 0, **filters: Any) -> list[Recorded]:
         return self.shard_host(self.shard_of(agent)).read(after, agent=agent, **filters)
 
     def read_seqs(self, agent: str, seqs: Sequence[int]) -> list[Recorded]:
@@ -145,8 +160,8 @@ class InProcessRuntime(Runtime):
 
     # ------------------------------------------------------------------ reading
 
-    def sql(self, query: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
-        results = []
+    def sql(self, query: str, params: list[Any] | None = None) -> tuple[list[str], list[Row]]:
+        results: list[tuple[list[str], list[Row]]] = []
         for s in self.all_shards():
             host = self.shard_host(s)
             host.catch_up()  # no projection thread here: SQL sees what the log holds now
@@ -156,7 +171,8 @@ class InProcessRuntime(Runtime):
                 raise query_error(exc) from None
         return results[0][0], [row for _, rows in results for row in rows]
 
-    def user_sql(self, query: str, params: list | None = None, *, agents=None, timeout_s=None, max_rows=None):
+    def user_sql(self, query: str, params: list[Any] | None = None, *, agents: Sequence[str] | None = None,
+                 timeout_s: float | None = None, max_rows: int | None = None) -> QueryResult:
         """One shard: confined there. Several: the statement runs once, confined, over every shard's relations
         (`engram.sql.gathered`), so aggregates, ORDER BY/LIMIT and joins across shards are exact."""
         for s in self.all_shards():
@@ -175,7 +191,7 @@ class InProcessRuntime(Runtime):
         source = GatheredShards(parts, ProjectionPaths(self.home.projections_dir))
         return run_readonly(query, source, params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
-    def shard_status(self) -> list[dict]:
+    def shard_status(self) -> list[Report]:
         out = []
         for s in self.all_shards():
             st = self.shard_host(s).status()
@@ -210,14 +226,17 @@ class InProcessRuntime(Runtime):
                 if handled == 0:
                     return
 
-    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int, **options):
+    def recall(self, agent: str, query: str, *, min_position: int | None, now_us: int,
+               **options: Any) -> RecallResult:
+        from engram.policies.trace_reader import TraceReader
+
         host = self._member(READER_GROUP, agent, agent)
         with self._policy_lock:
             wanted = self.shard_host(self.shard_of(agent)).head() if min_position is None else min_position
             if host.position < wanted:
                 pump(host)
-            reader = next(p for p in host.policies if p.name == READER_POLICY)
-            result = reader.recall(agent, query, now_us=now_us, **options)
+            reader = next(p for p in host.policies if p.name == READER_POLICY and isinstance(p, TraceReader))
+            result: RecallResult = reader.recall(agent, query, now_us=now_us, **options)
             writes = reader.take_writes()
             if writes:
                 host.append(writes)
@@ -230,9 +249,9 @@ class InProcessRuntime(Runtime):
         target = min(seq, self.shard_host(shard).head())
         for name in consumers:
             if name == PROJECTIONS:
-                host = self.shard_host(shard)
-                if not host.wait_projections(target, timeout):
-                    return Lagging(f"the projections of shard {shard}", shard, host.projection_position())
+                shard_host = self.shard_host(shard)
+                if not shard_host.wait_projections(target, timeout):
+                    return Lagging(f"the projections of shard {shard}", shard, shard_host.projection_position())
                 continue
             if name not in self.groups:  # not hosted here: nothing of it to wait for
                 continue
@@ -240,7 +259,7 @@ class InProcessRuntime(Runtime):
                 self.start_policies()
                 hosts = [h for (g, s, _), h in sorted(self.policy_hosts.items()) if g == name and s == shard]
             else:
-                hosts = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+                hosts = [self._member(name, agent, (discussion or "") if name in DISCUSSION_GROUPS else agent)]
             for host in hosts:
                 with self._policy_lock:
                     if host.position < target:
@@ -260,57 +279,63 @@ class InProcessRuntime(Runtime):
 
     # ------------------------------------------------------------------ whole-shard work
 
-    def _each(self, shards: Sequence[int], call: Callable, on_done: Callable | None) -> list:
-        results = []
+    def _each(self, shards: Sequence[int], call: Callable[[ShardHost], R],
+              on_done: Callable[[R], None] | None) -> list[R]:
+        results: list[R] = []
         for s in shards:
             results.append(call(self.shard_host(s)))
             if on_done:
                 on_done(results[-1])
         return results
 
-    def replay_into(self, shards, out_dir, to_seq, until_us, on_shard=None) -> list[dict]:
+    def replay_into(self, shards: Sequence[int], out_dir: str, to_seq: int | None, until_us: int | None,
+                    on_shard: Callable[[Report], None] | None = None) -> list[Report]:
         return self._each(shards, lambda h: h.replay_into(out_dir, to_seq=to_seq, until_us=until_us), on_shard)
 
-    def rebuild(self, shards, on_shard=None) -> list[dict]:
+    def rebuild(self, shards: Sequence[int], on_shard: Callable[[Report], None] | None = None) -> list[Report]:
         return self._each(shards, lambda h: h.rebuild(), on_shard)
 
-    def verify_replay(self, shards, on_shard=None) -> list[str]:
+    def verify_replay(self, shards: Sequence[int],
+                      on_shard: Callable[[list[str]], None] | None = None) -> list[str]:
         return [d for diffs in self._each(shards, lambda h: h.verify_replay(), on_shard) for d in diffs]
 
-    def shard_call(self, shard: int, method: str, *args):
+    def shard_call(self, shard: int, method: str, *args: Any) -> Any:
         return getattr(self.shard_host(shard), method)(*args)
 
     # ------------------------------------------------------------------ the embedder (see Runtime.reindex)
 
-    def _cache(self):
+    def _cache(self) -> EmbeddingCache:
         from engram.providers.embeddings.cache import EmbeddingCache
         from engram.providers.embeddings.factory import cache_path
 
         embedder = self.services.get("embedder")
-        cache = getattr(getattr(embedder, "embedder", embedder), "cache", None)
+        cache: EmbeddingCache | None = getattr(getattr(embedder, "embedder", embedder), "cache", None)
         return cache if cache is not None else EmbeddingCache(cache_path(self.home.root))
 
-    def prepare_vectors(self, target, texts, on_progress=None) -> str:
+    def prepare_vectors(self, target: EmbedderConfig, texts: list[str],
+                        on_progress: Callable[[int, int], None] | None = None) -> str:
         from engram.providers.embeddings.factory import reembed_into
 
         self._target = reembed_into(self._cache(), target, texts, on_progress)
         return self._target.name
 
-    def target_vectors(self, target, texts):
+    def target_vectors(self, target: EmbedderConfig, texts: list[str]) -> np.ndarray:
+        if self._target is None:
+            raise RuntimeError("prepare_vectors first: the target embedder is not open")
         return self._target.embed(texts)
 
-    def open_generations(self, shards) -> None:
+    def open_generations(self, shards: Sequence[int]) -> None:
         for s in shards:
             self.shard_host(s).open_generation(self._target)
 
-    def switch_embedder(self, target) -> None:
+    def switch_embedder(self, target: EmbedderConfig) -> None:
         from engram.providers.services import build_services
 
         for host in self.hosts.values():
             host.close()
         self.hosts.clear()
         embedder = self.services.get("embedder")
-        if hasattr(embedder, "close"):
+        if embedder is not None and hasattr(embedder, "close"):
             embedder.close()  # the embedding cache file
         self._target = None
         self.config = self.config.model_copy(update={"embedder": target})
@@ -323,7 +348,8 @@ class InProcessRuntime(Runtime):
                 host.save()
             self.policy_hosts.clear()
 
-    def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
+    def forget(self, agent: str, discussion: str | None, reason: str,
+               memory: tuple[str, str] | None = None) -> Report:
         """`engram.shard.forget.forget` over the shard host and the shard's policy hosts (their state and snapshots
         lose the forgotten text too)."""
         from engram.shard.forget import forget
@@ -345,14 +371,14 @@ class InProcessRuntime(Runtime):
         with self._policy_lock:
             for host in self.policy_hosts.values():
                 host.save()
-        for host in self.hosts.values():
-            host.close()
+        for shard_host in self.hosts.values():
+            shard_host.close()
         embedder = self.services.get("embedder")
-        if hasattr(embedder, "close"):
+        if embedder is not None and hasattr(embedder, "close"):
             embedder.close()  # the embedding cache file
 
     def __enter__(self) -> "InProcessRuntime":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

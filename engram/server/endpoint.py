@@ -290,7 +290,7 @@ def error_body(exc: ApiError) -> dict:
 OLLAMA_PATHS = "/api/"  # the Ollama-compatible front door (engram.server.ollama): Ollama's error shape
 
 
-def error_response(exc: ApiError, path: str = ""):
+def error_response(exc: ApiError, path: str = "") -> Response:
     """The refusal as JSON: engram's (and OpenAI's) shape, or on an Ollama route (`path` under /api/) Ollama's
     `{"error": "<message>"}` (and 400 where engram says 422), which the ollama client raises as
     `ResponseError(error, status)`."""

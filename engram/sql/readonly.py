@@ -31,10 +31,10 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import duckdb
 import msgspec
@@ -110,7 +110,14 @@ class LiveShard:
             cur.close()
 
 
-Source = HomeFiles | LiveShard
+class Source(Protocol):
+    """What a confined statement reads: a home's files (`HomeFiles`), one live shard (`LiveShard`), or every shard's
+    relations gathered in memory (`engram.sql.gathered.GatheredShards`)."""
+
+    @property
+    def projections(self) -> ProjectionPaths: ...
+
+    def trusted(self) -> AbstractContextManager[tuple[duckdb.DuckDBPyConnection, dict[int, str], dict[int, str]]]: ...
 
 
 def check_statement(sql: str) -> None:

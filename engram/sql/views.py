@@ -45,8 +45,9 @@ def _sql_type(t: msgspec.inspect.Type) -> str:
     return "JSON"
 
 
-def _field_types(cls) -> dict[str, str]:
+def _field_types(cls: type[msgspec.Struct]) -> dict[str, str]:
     info = msgspec.inspect.type_info(cls)
+    assert isinstance(info, msgspec.inspect.StructType)  # every event is a Struct
     return {f.encode_name: _sql_type(f.type) for f in info.fields}
 
 

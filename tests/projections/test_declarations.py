@@ -193,3 +193,30 @@ def test_no_declared_table_is_created_or_filled_by_hand_a_second_time(module):
     for _, table, *_ in DECLARED:
         assert not re.search(rf"CREATE TABLE (IF NOT EXISTS )?{table}\b", source)
         assert not re.search(rf"INSERT INTO {table} VALUES", source)
+
+
+def test_an_arrow_batch_is_inserted_by_column_name_whatever_the_tables_column_order():
+    """`records.insert_arrow`: the batch's columns go to the table's columns of the same name (never by position);
+    `or_replace` replaces the row of the same key; an empty batch runs nothing; no view is left behind."""
+    import pyarrow as pa
+
+    db = duckdb.connect()
+    db.execute("CREATE TABLE t (b VARCHAR, a BIGINT PRIMARY KEY)")
+    records.insert_arrow(db, "t", pa.table({"a": [1, 2], "b": ["one", "two"]}))
+    records.insert_arrow(db, "t", pa.table({"a": [2], "b": ["TWO"]}), or_replace=True)
+    records.insert_arrow(db, "missing", pa.table({"a": pa.array([], pa.int64())}))  # nothing to insert: no query
+    assert db.execute("SELECT a, b FROM t ORDER BY a").fetchall() == [(1, "one"), (2, "TWO")]
+    assert db.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '\\_%batch' ESCAPE '\\'").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("module", ["traces", "working_memory", "vector_memory", "discussion_files", "observations",
+                                    "discussions", "compactions"])
+def test_every_projection_inserts_its_arrow_rows_through_the_one_helper(module):
+    """One Arrow insert (`engram.kernel.records.insert_arrow`): no projection inserts from a batch view of its own."""
+    import importlib
+    import inspect
+    import re
+
+    source = inspect.getsource(importlib.import_module(f"engram.projections.{module}"))
+    assert not re.search(r"INSERT (OR REPLACE )?INTO [^\n]*SELECT [^\n]* FROM _", source)
+    assert "records.insert_arrow(" in source

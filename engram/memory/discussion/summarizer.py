@@ -452,7 +452,20 @@ class DiscussionSummarizer:
             emit(NewEvent(event, rec.ts_us, f"vector:{memory_id}", rec.seq))
 
 
-def embedding_text(m: StructuredMemory | VectorMemoryStored | MemoryEdited) -> str:
+class Summarized(Protocol):
+    """What a vector memory's embedding text is made of (a StructuredMemory, a VectorMemoryStored, a stored row)."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+    @property
+    def key_phrases(self) -> Sequence[str]: ...
+
+
+def embedding_text(m: Summarized | MemoryEdited) -> str:
     """What a vector memory's embedding is computed from: its title, summary and key phrases (a user's edit of its
     text alone: its content)."""
     if isinstance(m, MemoryEdited):

@@ -9,9 +9,19 @@ import numpy as np
 
 @runtime_checkable
 class Embedder(Protocol):
-    name: str  # the model name; vectors of different names never mix (cache keys and index metadata)
-    dim: int
-    is_fallback: bool  # True for the hashing embedder, which captures word overlap, not meaning
+    # Read-only: a wrapping embedder (cached, batched, lazy) answers them with its model's, as properties.
+    @property
+    def name(self) -> str:
+        """The model name; vectors of different names never mix (cache keys and index metadata)."""
+        ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def is_fallback(self) -> bool:
+        """True for the hashing embedder, which captures word overlap, not meaning."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array of shape (len(texts), dim), each row L2-normalised (zero rows for empty input)."""

@@ -99,7 +99,8 @@ class EmbedBatcher(WrappingEmbedder):
         return request.result
 
     def _take(self) -> list[_Request]:
-        taken, count = [], 0
+        taken: list[_Request] = []
+        count = 0
         while self._queue and (not taken or count + len(self._queue[0].texts) <= self.max_texts):
             request = self._queue.pop(0)
             taken.append(request)

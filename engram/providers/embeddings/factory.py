@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 from engram.config.errors import ConfigError
 from engram.config.llm import EmbedderConfig
@@ -35,7 +35,7 @@ def _warn_fallback_once() -> None:
 
 
 def make_embedder(
-    config: EmbedderConfig | None = None, *, files: tuple[Path, Path] | None | str = "installed"
+    config: EmbedderConfig | None = None, *, files: tuple[Path, Path] | None | Literal["installed"] = "installed"
 ) -> Embedder:
     """The embedder `config` asks for. `files`: the model's (tokenizer, graph) files; "installed"
     looks them up in the installed packages, None means they are missing."""

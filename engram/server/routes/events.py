@@ -6,11 +6,11 @@ reach it; asking for one is answered as for an agent that does not exist); the h
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Iterator
 
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 
 from engram.api.errors import ApiError, error
 from engram.api.events import DEFAULT_BUFFER, parse_cursor, stream
@@ -30,7 +30,7 @@ async def events(request: Request,
                  after: Annotated[str | None, Query(description="start after this position (an event's `id`); "
                                                               "default: from now on. Last-Event-ID wins")] = None,
                  follow: Annotated[bool, Query(description="false: the events up to now, then a `caught-up` "
-                                                           "event and the end")] = True):
+                                                           "event and the end")] = True) -> Response:
     """Server-Sent Events of what the log records as it happens: every event after a position (an earlier event's
     `id`, or `Last-Event-ID` on a reconnect), of the key's agents (filtered by `agent` and `type`), in log order.
     Each event's name is its type, its id the position after it, its data the log's row (`payload` as recorded).
@@ -60,7 +60,7 @@ async def events(request: Request,
     frames = stream(feed, after=position, agents=wanted, types=frozenset(type) if type else None,
                     buffer=DEFAULT_BUFFER, keepalive_s=KEEPALIVE_S, follow=follow)
 
-    def sse():
+    def sse() -> Iterator[str]:
         yield "retry: 2000\n\n"
         for name, ident, data in frames:
             if not name:

@@ -18,22 +18,28 @@ from __future__ import annotations
 import html
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import State
 
 from engram.api.errors import error
+from engram.api.service import Api
 from engram.server import auth
 from engram.server.endpoint import ensure_state, error_response
 from engram.server.sessions import COOKIE, OWNER_ID, SESSION_SECONDS, Session, Sessions, same_origin
+
+if TYPE_CHECKING:
+    from engram.inspect.web import Response as Answer  # the inspector's answer, made into an HTTP response here
 
 router = APIRouter(tags=["inspector"])
 MOUNT = "/inspect"
 
 
-def _answer(api, path: str, query: str, principal: auth.Principal):
+def _answer(api: Api, path: str, query: str, principal: auth.Principal) -> Answer:
     from engram.inspect.adapter import EngramReader
     from engram.inspect.web import respond
 
@@ -47,25 +53,25 @@ def _answer(api, path: str, query: str, principal: auth.Principal):
                    may=principal.may)
 
 
-async def _ready(request: Request):
-    state = request.app.state
+async def _ready(request: Request) -> State:
+    state: State = request.app.state
     if state.api is None:
         await run_in_threadpool(ensure_state, state)
     return state
 
 
-def _sessions(state) -> Sessions:
+def _sessions(state: State) -> Sessions:
     sessions = getattr(state, "sessions", None)
     if sessions is None:
         sessions = state.sessions = Sessions(Path(state.identity.home))
     return sessions
 
 
-def _keys_configured(state) -> bool:
+def _keys_configured(state: State) -> bool:
     return state.keys is not None and state.keys.configured()
 
 
-def _owner_id(state) -> str:
+def _owner_id(state: State) -> str:
     """The key id of a session opened with this server process's instance token (valid while that process runs)."""
     import hashlib
 

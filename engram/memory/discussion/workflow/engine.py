@@ -66,7 +66,8 @@ class MemoryAccess(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray:
         ...
 
-    embedding_model: str | None
+    @property
+    def embedding_model(self) -> str | None: ...
 
     # Optional: a MemoryRecall node needs it. The agent's recalled memories for `query`, best first.
     # def recall(self, discussion: str | None, query: str, limit: int) -> list[str]: ...

@@ -118,7 +118,8 @@ def decode_reflection(t: i.Reflect, answer: str) -> Reflection:
     a = convert(data, _ReflectAnswer, "reflection")
     notes = {n.note_id: n for n in t.notes}
     confidence = {n.note_id: n.confidence for n in t.notes} | {x.trace_id: x.confidence for x in t.existing}
-    contradictions, superseded = [], {}
+    contradictions: list[Contradiction] = []
+    superseded: dict[str, None] = {}  # the losers, in order
     for c in a.contradictions:
         if c.older not in confidence or c.newer not in confidence or c.older == c.newer:
             continue  # an id the model made up

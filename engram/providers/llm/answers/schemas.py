@@ -92,7 +92,7 @@ def worst_size(schema: dict[str, Any]) -> int:
     """The longest JSON text (characters) a value of `schema` can take, without escapes."""
     if "enum" in schema:
         return max(len(str(v)) + 2 for v in schema["enum"])
-    kind = schema.get("type")
+    kind: str = schema.get("type", "")
     if kind == "string":
         return schema.get("maxLength", 200) + 2
     if kind == "array":
