@@ -11,7 +11,7 @@ from engram.config.agent import AgentConfig
 from engram.config.home import Home
 from engram.config.recorded import SCOPE_AGENT
 from engram.config.service import ServiceConfig
-from engram.events.cognitive import FactsIngested, MoodChanged, TraceEncoded, WorkingMemoryUpdated
+from engram.events.cognitive import FactsIngested, MoodChanged, TraceEncoded, TraceRetrieved, WorkingMemoryUpdated
 from engram.events.control import SettingsChanged
 from engram.events.messages import MessageAppended, ToolCallFailed
 from engram.memory.cognitive.personality import Pad
@@ -142,6 +142,33 @@ def test_working_memory_capacity_follows_personality_and_late_traces_enter_faded
     slots = {s.trace_id: s.activation for s in updates[-1].slots}
     assert slots == {"from-first": pytest.approx(0.6), "from-third": pytest.approx(0.8)}
     assert all(w.stream == "agent:a" for w in writes)
+
+
+def test_an_edited_or_removed_message_takes_its_traces_out_of_working_memory_even_those_encoded_late(services, tmp_path):
+    from engram.events.messages import MessageEdited, MessageRemoved
+
+    def enc(seq, tid, cause, mids, stream="d"):
+        return rec(TraceEncoded(trace_id=tid, content=f"words of {tid}", trace_type="episodic", scope="discussion",
+                                scope_id=stream, source_type="user_statement", source_seqs=(cause,), importance=0.5,
+                                confidence=0.8, strength=0.5, stability_s=3600.0, interval_s=3600.0,
+                                source_message_ids=mids), seq=seq, causation=cause, stream=stream)
+
+    wm = WorkingMemoryPolicy(ctx(services, tmp_path))
+    batch = [message(1, "I drive a blue Volvo"), message(2, "I have a cat named Io"),
+             enc(3, "blue-volvo", 1, ("m1",)), enc(4, "cat", 2, ("m2",)), enc(5, "other-d", 9, ("m1",), stream="e"),
+             rec(MessageEdited(message_id="m1", role="user", content="I drive a red Volvo", token_estimate=5), seq=6),
+             enc(7, "blue-volvo-late", 1, ("m1",)),  # decided from the old words before the edit, recorded after it
+             enc(8, "red-volvo", 6, ("m1",)),  # made from the new words
+             rec(MessageRemoved(message_id="m2"), seq=9),
+             rec(TraceRetrieved(query="volvo", trace_ids=("blue-volvo", "cat", "blue-volvo-late"), scores=(0.9, 0.8, 0.7)),
+                 seq=10)]
+    updates = events_of(wm.handle(batch), WorkingMemoryUpdated)
+    in_focus = [s.trace_id for s in updates[-1].slots]
+    assert sorted(in_focus) == ["other-d", "red-volvo"]  # another discussion's message m1 is not this one
+    assert [(x.trace_id, x.reason) for u in updates for x in u.evicted] == [("blue-volvo", "superseded"), ("cat", "superseded")]
+    # The same log folded again decides the same slots (what replay reproduces).
+    again = events_of(WorkingMemoryPolicy(ctx(services, tmp_path / "again")).handle(batch), WorkingMemoryUpdated)
+    assert again == updates
 
 
 def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(services, tmp_path):
