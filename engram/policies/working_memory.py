@@ -34,8 +34,10 @@ class _AgentWm:
         self.changed: dict[tuple[str, str], int] = {}  # (discussion, message id) -> seq of its latest edit or removal
 
     def __setstate__(self, state: dict) -> None:
+        # A snapshot from before slots followed message edits: the traces it knew keep no message ids (an edit of
+        # their message leaves their slot to decay, as it did), every trace encoded since is followed.
         self.__dict__.update(state)
-        self.__dict__.setdefault("sources", {})  # a snapshot from before slots followed message edits
+        self.__dict__.setdefault("sources", {})
         self.__dict__.setdefault("changed", {})
 
     def made_from_old_words(self, rec: Recorded, message_ids: tuple[str, ...]) -> bool:
