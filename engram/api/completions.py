@@ -447,7 +447,7 @@ class CompletionOps:
                 edited = [(logged[i][2], turns[j]) for i, j in found.edited]
                 removed = [logged[i][2] for i in found.removed]
                 before = self._message_changes(agent, discussion)
-                gone = {mid: seq for mid, (seq, was_removed) in before.items() if was_removed}
+                gone = {mid for mid, latest in before.items() if latest.removed}
                 # A swipe back: the message standing in the place of a logged one is one the front end had before,
                 # removed since (a regenerate dropped it): that one comes back and the logged one goes.
                 back = [(i, j) for i, j in found.edited if ids[j] in gone]
@@ -560,7 +560,7 @@ class CompletionOps:
         back with the words it is sent with (a `MessageEdited` of the removed message); its seq is the restore's."""
         before = self._message_changes(agent, discussion)
         back = [(k, m) for k, (m, seq) in enumerate(zip(sent, fresh))
-                if seq is None and before.get(m.message_id, (0, False))[1]]
+                if seq is None and m.message_id in before and before[m.message_id].removed]
         if not back:
             return fresh
         seqs = self._proxy_edits(agent, discussion, [(m.message_id, (m.role, m.content, m.name)) for _, m in back], [],
@@ -571,14 +571,14 @@ class CompletionOps:
         return fresh
 
     def _proxy_edits(self, agent: str, discussion: str, edited: list[tuple[str, tuple]], removed: list[str],
-                     ts: int, before: dict[str, tuple[int, bool]] | None = None) -> list[int]:
+                     ts: int, before: dict | None = None) -> list[int]:
         """Record what the front end changed in the history it resent: a `MessageEdited` per (message id, (role, text,
         name)) and a `MessageRemoved` per message id, in one write; their seqs. Their ids come from what they say, so a
         retried request records nothing twice. `before`: each message's latest change (`_message_changes`); an edit of a
         removed message brings it back, and its id names the removal it undoes, as a removal's names the change before
         it: a message removed, brought back and removed again is recorded each time."""
         from engram.events.envelope import NewEvent, Write
-        from engram.events.messages import MessageEdited, MessageRemoved
+        from engram.events.messages import MessageEdited, MessageRemoved, change_event_id
         from engram.kernel.tokens import estimate_tokens
         from engram.memory.ingest.history import message_key
         from engram.memory.ingest.messages import MessageRejected
@@ -588,14 +588,16 @@ class CompletionOps:
             if len(text) > limit:
                 raise MessageRejected(f"messages: the edit of message {mid:.60}: {len(text)} characters, over the "
                                       f"limit of {limit} (limits.maxMessageChars)")
-        before = before or {}
-        gone = {mid for mid, (_, was_removed) in before.items() if was_removed}
+        before = before or {}  # message id -> its latest change (`MessageOps._message_changes`)
+        prior = {mid: latest.seq for mid, latest in before.items()}
+        gone = {mid for mid, latest in before.items() if latest.removed}
         events = [NewEvent(MessageEdited(message_id=mid, role=role, content=text, name=name, source=SOURCE,
                                          token_estimate=estimate_tokens(text)), ts,
-                           f"restored:{mid}:{before[mid][0]}" if mid in gone else f"edit:{mid}:{message_key(role, text)}")
+                           change_event_id("restored" if mid in gone else "edit", mid, prior.get(mid),
+                                           message_key(role, text)))
                   for mid, (role, text, name) in edited]
         events += [NewEvent(MessageRemoved(message_id=mid, source=SOURCE), ts,
-                            f"removed:{mid}" + (f":{before[mid][0]}" if mid in before else "")) for mid in removed]
+                            change_event_id("removed", mid, prior.get(mid))) for mid in removed]
         for event in events:
             event.event.check()
         if not events:
@@ -605,13 +607,6 @@ class CompletionOps:
         self.note_streams([write])
         return list(result.seqs)
 
-    def _message_changes(self, agent: str, discussion: str) -> dict[str, tuple[int, bool]]:
-        """The latest change of each message of the discussion that was edited or removed: message id -> (its seq,
-        whether it was a removal: the message is removed now)."""
-        last: dict[str, tuple[int, bool]] = {}
-        for r in self.rt.read(agent, after=0, stream=discussion, types=["MessageEdited", "MessageRemoved"], limit=None):
-            last[r.event.message_id] = (r.seq, r.type == "MessageRemoved")
-        return last
 
     def _after_response(self, discussion: str, outcome, memory=None) -> None:
         """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,

@@ -94,6 +94,18 @@ class MessageRemoved(Event, tag="MessageRemoved", frozen=True):
 MESSAGE_TYPES = ("MessageAppended", "MessageEdited", "MessageRemoved")
 
 
+def change_event_id(change: str, message_id: str, prior: int | None, key: str = "") -> str:
+    """The event id of a change of message `message_id` ("edit" to the words of message key `key`, "removed",
+    "restored": an edit of a removed message), given the seq of the message's latest change before it (`prior`; None:
+    never changed). The same change of the same state is the same id (a retried request records it once); a message
+    removed, brought back and removed again, or edited back and forth, is recorded each time."""
+    if change == "edit":
+        return f"edit:{message_id}:{key}" + (f":{prior}" if prior is not None else "")
+    if change == "restored":
+        return f"restored:{message_id}:{prior}"
+    return f"removed:{message_id}" + (f":{prior}" if prior is not None else "")
+
+
 def as_appended(rec: Recorded, replaced: MessageAppended) -> Recorded:
     """An edit (`rec`, a `MessageEdited`) as the message it makes of `replaced`: the same id, role and metadata with
     the new words, at the edit's position and time (what auto-ingest and the summarizer read as the message now)."""
