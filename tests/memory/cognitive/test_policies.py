@@ -286,6 +286,38 @@ def test_a_correction_at_the_turn_supersedes_what_it_corrects(services, tmp_path
     assert not policy.memory("a").book.traces[resolved.loser].active
 
 
+def _said_over_time(services, tmp_path, *texts: str):
+    """Auto-ingest of the user's messages, ten minutes apart: the policy's trace book after the last."""
+    policy = AutoIngest(ctx(services, tmp_path))
+    policy.handle([settings(1)])
+    for i, text in enumerate(texts):
+        policy.handle([rec(MessageAppended(role="user", content=text, message_id=f"m{i}", token_estimate=len(text) // 4,
+                                           name="User"), seq=10 * (i + 1), ts_us=T0 + i * 10 * MINUTE_US)])
+    return policy.memory("a").book
+
+
+@pytest.mark.parametrize("before, after, old", [
+    ("I work at Acme Robotics as an engineer.", "I quit my job at Acme Robotics, I work at Globex now.", "Acme"),
+    ("I have a dog named Rex.", "We adopted a second dog last week.", "Rex"),
+    ("I live in Lisbon with my partner.", "I moved to Porto last month.", "Lisbon"),
+])
+def test_a_later_state_of_the_same_persons_attribute_closes_the_old_one_when_it_is_said(services, tmp_path, before,
+                                                                                           after, old):
+    book = _said_over_time(services, tmp_path, before, after)
+    closed = [t for t in book.traces.values() if old in t.content and t.source_message_ids == ("m0",)]
+    assert closed and all(t.valid_to_us == T0 + 10 * MINUTE_US and t.superseded_by for t in closed)
+    assert any(t.active and t.valid_to_us is None for t in book.traces.values() if t.source_message_ids == ("m1",))
+
+
+def test_facts_that_coexist_stay_valid_a_dog_and_a_cat_a_sister_and_a_brother(services, tmp_path):
+    book = _said_over_time(services, tmp_path, "I have a dog named Rex.", "I have a cat named Io.",
+                           "My sister Ines lives in Porto.", "My brother Tiago lives in Lisbon.")
+    facts = list(book.traces.values())  # the facts kept and the messages' own traces
+    assert {m for t in facts for m in t.source_message_ids} == {"m0", "m1", "m2", "m3"}
+    assert all(t.active and t.valid_to_us is None and not t.superseded_by for t in facts), [
+        (t.content, t.superseded_by) for t in facts]
+
+
 def test_a_model_written_reply_that_quotes_injected_memory_makes_no_trace_and_is_not_observed(services, tmp_path):
     """Issue 12, finding 2, for replies written by a model: the reply (real anthropic SDK, local fake Messages API)
     repeats the memory injected for its turn in its own words; with the injection recorded with the reply (as
