@@ -164,7 +164,7 @@ class ObservationLog:
         # (agent, discussion, message id) -> "edit of message <id>" / "removal of message <id>" (its latest change).
         self.message_changes: dict[tuple[str, str, str], str] = {}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("message_changes", {})  # the Reflector's snapshot from before notes followed edits
 
@@ -229,8 +229,8 @@ class ObservationLog:
                     buffered=e.buffered, status=status, tokens=note_tokens(note),
                     activated_seq=None if e.buffered else rec.seq,
                 )
-                changed = [self.message_changes.get((rec.agent, rec.stream, m)) for m in note.source_message_ids]
-                label = next((c for c in changed if c), None)
+                labels = [self.message_changes.get((rec.agent, rec.stream, m)) for m in note.source_message_ids]
+                label = next((c for c in labels if c), None)
                 if label:
                     entry.status, entry.superseded_by = SUPERSEDED, label
             st.messages += e.messages
