@@ -282,6 +282,17 @@ class _Operations:
         return self._call("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
                           t.MemoryEdit(content=content, metadata=metadata, title=title))
 
+    def edit_message(self, agent: str, discussion: str, message_id: str, content: str):
+        """New words for one message of a discussion (`MessageEdited`): every memory made from the old ones is
+        superseded."""
+        return self._call("PATCH", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}",
+                          t.MessageChanged, t.MessageEdit(content=content))
+
+    def remove_message(self, agent: str, discussion: str, message_id: str, *, reason: str = ""):
+        """Take one message of a discussion back (`MessageRemoved`): every memory made from it is superseded."""
+        return self._call("DELETE", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}"
+                          + _query({"reason": reason or None}), t.MessageChanged)
+
     def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = ""):
         """A job erasing one memory from the log and every projection (`wait_job` to see it done)."""
         return self._call("DELETE", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}"
