@@ -50,8 +50,8 @@ from engram.api import types as t
 from engram.api.errors import ApiError, error
 from engram.server.auth import authenticate
 from engram.server.endpoint import ensure_state
-from engram.server.openai import MODEL_PREFIX, choose_agent, positive, refuse_tools, samplers, text_request
-from engram.server.openai import headers_of
+from engram.server.openai import MODEL_PREFIX, choose_agent, positive, samplers, text_request
+from engram.server.openai import headers_of, refuse_tool_calls, refuse_tools
 from engram.server.streaming import ReplyStream, refusal
 
 log = logging.getLogger("engram.proxy")
@@ -67,7 +67,8 @@ class OllamaMessage(msgspec.Struct, kw_only=True):
     role: str
     content: str = ""
     images: list[str] | None = None  # base64: to the model with the turn it answers, where the upstream takes images
-    # tool_calls, thinking, tool_name: accepted and not used (Go's decoder ignores unknown fields too)
+    tool_calls: list[Any] | None = None  # refused as `tools` are (openai.refuse_tool_calls)
+    # thinking, tool_name: accepted and not used (Go's decoder ignores unknown fields too)
 
 
 class ChatBody(msgspec.Struct, kw_only=True):
@@ -270,6 +271,8 @@ async def chat(request: Request):
             raise error("malformed_messages", f"messages[{i}].role {m.role!r} is not one of {', '.join(sorted(ROLES))}")
         turns.append(t.ChatTurn(role=role, content=m.content, images=m.images or []))
     refuse_tools(tools=req.tools)
+    for i, m in enumerate(req.messages):
+        refuse_tool_calls(i, tool_calls=m.tool_calls)
     agent = _choose(request, req.model, principal, state)
     max_tokens, sampling = sampling_of(req.options)
     body = asked(t.CompletionRequest(messages=turns, max_tokens=max_tokens, sampling=sampling), req)

@@ -61,11 +61,15 @@ STREAM_PIECE_CHARS = 24  # a chunk's delta: a few words
 
 
 class OaiMessage(msgspec.Struct, kw_only=True):
-    """An OpenAI message; fields engram does not use (tool_calls, refusal, audio…) are accepted and ignored."""
+    """An OpenAI message. An assistant's `tool_calls` (or older `function_call`) are refused as tool definitions are
+    (`refuse_tools`: engram's proxy never asks for a call, so one in the history cannot be given to the model); other
+    fields engram does not use (refusal, audio…) are accepted and ignored."""
 
     role: str
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
+    tool_calls: list[Any] | None = None
+    function_call: Any = None
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -135,6 +139,8 @@ def parse_request(raw: bytes) -> OaiRequest:
         raise error("invalid_request", "n must be 1: engram's proxy answers with one choice")
     refuse_tools(tools=req.tools, functions=req.functions, tool_choice=req.tool_choice,
                  function_call=req.function_call)
+    for i, m in enumerate(req.messages):
+        refuse_tool_calls(i, tool_calls=m.tool_calls, function_call=m.function_call)
     return req
 
 
@@ -152,6 +158,17 @@ def refuse_tools(**fields: Any) -> None:
         if (value not in NO_TOOL_CALL) if choice else bool(value):
             raise error("unsupported_field", f'"{name}": engram\'s proxy does not pass tool definitions to the model '
                         f"(its replies are text); send the request without {name}", param=name)
+
+
+def refuse_tool_calls(index: int, **fields: Any) -> None:
+    """Both doors' rule for a tool call in the history (an assistant message's `tool_calls`, OpenAI's older
+    `function_call`): refused with a 400 naming `messages[i].<field>`, as tools are (`refuse_tools`), never dropped
+    from the turn while the model is shown the rest."""
+    for name, value in fields.items():
+        if value:
+            field = f"messages[{index}].{name}"
+            raise error("unsupported_field", f"{field}: engram's proxy does not pass tool calls to the model (its "
+                        "replies are text); send the history without them", param=field)
 
 
 def completion_request(req: OaiRequest) -> t.CompletionRequest:

@@ -170,3 +170,29 @@ def test_a_request_that_asks_for_no_tool_call_is_answered_by_both_doors(door):
     answered = client(url).chat(model="engram", messages=[{"role": "user", "content": "Hello?"}], tools=[],
                                 stream=False)
     assert answered.message.content and not answered.message.tool_calls
+
+
+def test_a_tool_call_in_the_history_is_refused_by_both_doors_naming_the_message_never_dropped(door):
+    """A history whose assistant turn called a tool (from a model engram did not ask for one) cannot be given to the
+    model as it was: both doors refuse it naming `messages[i].tool_calls`, and nothing is appended or sent."""
+    import ollama
+    import openai
+
+    url, upstream, mem = door
+    calls, head = len(upstream.requests), mem.status().shards[0].head
+    call = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Lisbon\"}"}}
+    history = [{"role": "user", "content": f"{TAG} Weather in Lisbon?"},
+               {"role": "assistant", "content": None, "tool_calls": [call]},
+               {"role": "tool", "tool_call_id": "call_1", "content": "22 C and sunny"},
+               {"role": "user", "content": "So, a hat?"}]
+    with openai_client(url) as oai:
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.chat.completions.create(model="engram", messages=history)
+    assert (refused.value.status_code, refused.value.param) == (400, "messages[1].tool_calls")
+    assert refused.value.body["message"].startswith("messages[1].tool_calls: engram's proxy does not pass tool calls")
+    ollama_history = [dict(m, content=m["content"] or "") for m in history]
+    ollama_history[1]["tool_calls"] = [{"function": {"name": "weather", "arguments": {"city": "Lisbon"}}}]
+    with pytest.raises(ollama.ResponseError) as refused:
+        client(url).chat(model="engram", messages=ollama_history, stream=False)
+    assert refused.value.status_code == 400 and refused.value.error.startswith("messages[1].tool_calls: ")
+    assert len(upstream.requests) == calls and mem.status().shards[0].head == head
