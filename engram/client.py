@@ -70,7 +70,8 @@ def _query(params: dict) -> str:
 def refusal(status: int, body: bytes, retry_after: str | None = None) -> ApiError:
     try:
         err = json.loads(body)["error"]
-        return ApiError(status, err["code"], err["message"], float(retry_after) if retry_after else None)
+        return ApiError(status, err["code"], err["message"], float(retry_after) if retry_after else None,
+                        param=err.get("param"))
     except (ValueError, KeyError, TypeError):
         text = body.decode(errors="replace").strip()[:300]
         return ApiError(status, "internal", f"HTTP {status} from the engram server: {text}")
