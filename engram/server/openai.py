@@ -80,8 +80,10 @@ class OaiRequest(msgspec.Struct, kw_only=True):
     """OpenAI's chat completion request. Its samplers (temperature, top_p, max_tokens, stop, seed; top_k as
     llama.cpp and vLLM take it) go to the model unless the route's preset says `frontEndSamplers: "override"`.
     Tool definitions (`tools`, `tool_choice`, the older `functions`, `function_call`) are refused with a 400 naming
-    the field, as the Ollama door refuses `tools` (`refuse_tools`); other fields (logprobs, presence_penalty…) are
-    accepted and ignored."""
+    the field, as the Ollama door refuses `tools` (`refuse_tools`). `response_format` asks for a JSON reply as the
+    Ollama door's `format` does (`json_object`: JSON; `json_schema`: its schema), the strongest way the reply's
+    upstream takes, and refused naming the field where it takes none. Other fields (logprobs, presence_penalty…)
+    are accepted and ignored."""
 
     model: str
     messages: list[OaiMessage]
@@ -99,6 +101,7 @@ class OaiRequest(msgspec.Struct, kw_only=True):
     tool_choice: Any = None
     functions: list[Any] | None = None
     function_call: Any = None
+    response_format: dict[str, Any] | None = None
 
 
 _DECODER = msgspec.json.Decoder(OaiRequest)
@@ -180,8 +183,25 @@ def completion_request(req: OaiRequest) -> t.CompletionRequest:
         turns.append(t.ChatTurn(role=role, content=text_of(m, i), name=m.name))
     max_tokens = positive(req.max_completion_tokens or req.max_tokens)
     stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
-    return t.CompletionRequest(messages=turns, max_tokens=max_tokens,
+    return t.CompletionRequest(messages=turns, max_tokens=max_tokens, format=reply_format(req.response_format),
                                sampling=samplers(req.temperature, req.top_p, req.top_k, max_tokens, stop, req.seed))
+
+
+def reply_format(response_format: dict[str, Any] | None) -> str | dict[str, Any] | None:
+    """OpenAI's `response_format` as the request's `format` (the Ollama door's: "json" or a JSON schema): never
+    dropped; what it names that is not one of OpenAI's three kinds is refused naming the field."""
+    if response_format is None:
+        return None
+    kind = response_format.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return "json"
+    schema = (response_format.get("json_schema") or {}).get("schema") if kind == "json_schema" else None
+    if isinstance(schema, dict):
+        return schema
+    raise error("invalid_request", 'response_format: give {"type": "text"}, {"type": "json_object"} or '
+                '{"type": "json_schema", "json_schema": {"name": …, "schema": {…}}}', param="response_format")
 
 
 def positive(n: int | None) -> int | None:

@@ -364,6 +364,32 @@ def test_an_ollama_clients_format_is_the_llama_servers_constrained_json(front):
     assert json.loads(done.message.content)["ok"] in (True, False)
 
 
+def test_an_openai_clients_response_format_is_the_llama_servers_constrained_json_never_dropped(front):
+    """OpenAI's `response_format` on the chat door, as the Ollama door's `format`: a json_schema reaches llama.cpp the
+    strongest way it takes (`json_object` with the schema) and the reply is its constrained JSON; an unknown kind is
+    refused naming the field, before anything is appended."""
+    import openai
+
+    url, relay, _, client = front
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120) as llm:
+        done = llm.chat.completions.create(model="engram", messages=[{"role": "user", "content": "OK?"}],
+                                           response_format={"type": "json_schema",
+                                                            "json_schema": {"name": "ok", "schema": schema}})
+        sent = relay.calls[-1]["body"]
+        assert sent["response_format"] == {"type": "json_object", "schema": schema}
+        assert json.loads(done.choices[0].message.content)["ok"] in (True, False)
+        llm.chat.completions.create(model="engram", messages=[{"role": "user", "content": "OK?"}],
+                                    response_format={"type": "json_object"})
+        assert relay.calls[-1]["body"]["response_format"]["type"] == "json_object"
+        calls, head = len(relay.calls), client.status().shards[0].head
+        with pytest.raises(openai.UnprocessableEntityError) as refused:  # engram's status for an invalid parameter
+            llm.chat.completions.create(model="engram", response_format={"type": "yaml"}, messages=[
+                {"role": "user", "content": "[DiscussionId]fmt-1[/DiscussionId] OK?"}])
+    assert refused.value.body["param"] == "response_format" and len(relay.calls) == calls
+    assert not client.sql("SELECT 1 FROM events WHERE seq > ? AND stream = 'fmt-1'", [head]).rows
+
+
 def test_an_option_a_llama_server_has_no_name_for_is_refused_naming_it(front):
     import ollama
 
