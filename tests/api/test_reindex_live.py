@@ -18,17 +18,9 @@ import pytest
 
 from engram.api import types as t
 from engram.api.clock import now_us, to_us
+from tests.api.test_embedder_change import AGENT, DISCUSSION, MESSAGES, SETTINGS  # the same conversation
 from tests.providers.endpoints.standins import OllamaStandIn
 
-AGENT = "ada"
-DISCUSSION = "lisbon-trip"
-MESSAGES = [
-    "I'm planning a trip to Lisbon in May with my sister Ines.", "We want a hotel in Alfama near the river.",
-    "Ines is vegetarian, so restaurants matter a lot.", "We land on the 3rd and fly back on the 10th.",
-    "My favourite tram is the 28, it climbs to the castle.", "I also keep bees on the roof at home in Porto.",
-    "Ines wants to see the tiles museum on the second day.", "We booked a fado dinner for the last night.",
-]
-SETTINGS = {"chunkEstimatedTokenSize": 40, "maxMessagesBetweenChunks": 4, "lookbackStartTurn": 0}
 MODEL = "slow-embed"
 HASHING = "hashing-v1-384"
 # Per text of a request: the rebuild's replay embeds every trace text of the log (a few dozen here) in requests of
