@@ -142,6 +142,10 @@ def refused_asks(api_type: str, asks: Asks, structured_output: str = "auto") -> 
         if api_type in GRAMMAR_FIRST and structured_output in ("auto", "grammar"):
             from engram.providers.endpoints import gbnf
 
+            keyword = gbnf.unenforced(asks.format.schema)
+            if keyword is not None:
+                return (f'"format": {where} is constrained by a grammar engram writes from the schema, and the grammar '
+                        f'cannot enforce "{keyword}": send the schema without it')
             try:
                 gbnf.grammar(asks.format.schema)
             except (ValueError, TypeError, AttributeError) as exc:

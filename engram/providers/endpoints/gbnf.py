@@ -1,8 +1,12 @@
 """A GBNF grammar (llama.cpp, KoboldCpp) from the bounded JSON-schema subset engram's answers use. Pure.
 
-Objects with fixed properties (all written, in order), strings with maxLength, integers, numbers, booleans,
-enums of strings, arrays with maxItems. Bounds become repetition counts, so every string and array closes.
+Objects with fixed properties (all written, in order), strings with minLength/maxLength, integers, numbers,
+booleans, enums, arrays with minItems/maxItems. Bounds become repetition counts, so every string and array closes.
 Only grammars made here are ever sent: an invalid grammar crashes llama-cpp-python's server.
+
+A front end's schema (the doors' `format`/`response_format`) is held to what the grammar enforces (`unenforced`):
+a keyword it would leave out (`pattern`, `minimum`, `anyOf`…) is refused by name, never silently weakened.
+engram's own answer schemas also bound numbers (`minimum`/`maximum`), which their readers clamp.
 """
 
 from __future__ import annotations
@@ -51,9 +55,11 @@ class _Builder:
             return "boolean"
         if kind == "array":
             item = self.rule(schema.get("items", {"type": "string", "maxLength": 200}), f"{name}-item")
-            bound = int(schema.get("maxItems", 8))
-            body = f'"[" ws ( {item} ( ws "," ws {item} ){{0,{max(0, bound - 1)}}} )? ws "]"'
-            return self.add(name, body)
+            low, bound = int(schema.get("minItems", 0)), int(schema.get("maxItems", 8))
+            if low > bound:
+                raise ValueError(f"minItems {low} is above maxItems {bound}")
+            items = f'{item} ( ws "," ws {item} ){{{max(0, low - 1)},{max(0, bound - 1)}}}'
+            return self.add(name, f'"[" ws {items} ws "]"' if low else f'"[" ws ( {items} )? ws "]"')
         if kind == "object" and "properties" not in schema:  # any JSON object (Ollama's "format": "json")
             return self.any_object()
         if kind == "object":
@@ -74,6 +80,32 @@ class _Builder:
             arr = self.add(f"jarr{depth}", f'"[" ws ( ( {inner} ) ( ws "," ws ( {inner} ) ){{0,15}} )? ws "]"')
             inner = f"jstr | number | boolean | \"null\" | {obj} | {arr}"
         return "jobj3"
+
+
+# What the grammar enforces of a schema (or that says nothing a value must meet); any other keyword is not enforced.
+ENFORCED = frozenset({"type", "properties", "items", "enum", "minLength", "maxLength", "minItems", "maxItems",
+                      "required", "additionalProperties", "title", "description", "$schema", "default", "examples"})
+
+
+def unenforced(schema: Any) -> str | None:
+    """The first keyword of `schema` (nested ones included) the grammar would not enforce, else None. Every property
+    is written, so `required` holds; only the listed properties are, so `additionalProperties` does too."""
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        if key not in ENFORCED:
+            return key
+        if key == "type" and not isinstance(value, str):
+            return "type (a list of types)"
+        if key == "properties" and isinstance(value, dict):
+            found = next((k for k in map(unenforced, value.values()) if k), None)
+            if found:
+                return found
+        if key == "items":
+            found = unenforced(value)
+            if found:
+                return found
+    return None
 
 
 def grammar(schema: dict[str, Any]) -> str:
