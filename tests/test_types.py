@@ -42,7 +42,10 @@ TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projection
          "engram.providers.embeddings.lazy", "engram.providers.llm.offline.analysis",
          "engram.providers.llm.offline.facts", "engram.providers.llm.offline.observe",
          "engram.providers.llm.offline.summarize", "engram.providers.search.bm25",
-         "engram.providers.endpoints.client")
+         "engram.providers.endpoints.client", "engram.policies.clock", "engram.policies.cognitive_base",
+         "engram.policies.consolidator", "engram.policies.context_compactor", "engram.policies.mood",
+         "engram.policies.observer", "engram.policies.reflector", "engram.policies.summarizer",
+         "engram.policies.tool_failures", "engram.policies.trace_reader")
 
 
 def tomllib_config() -> dict:

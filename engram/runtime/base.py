@@ -427,7 +427,7 @@ class Runtime(ABC):
                 "rounds": built["rounds"], "held_events": sum(f["held_events"] for f in finished),
                 "held_seconds": round(held_s, 3), "seconds": round(time.perf_counter() - started, 3)}
 
-    def build_generations(self, shards: Sequence[int], progress: Callable[[int, int, str], None]) -> dict:
+    def build_generations(self, shards: Sequence[int], progress: Callable[[int, int, str], None]) -> dict[str, int]:
         """Step 1 of `reindex` for `shards`: their new generations built while appends go on (see there)."""
         from engram.shard.generation import GENERATION_STEP
 
@@ -461,7 +461,7 @@ class Runtime(ABC):
             except Exception:  # a shard that is down discards it at its next start (it was never made ready)
                 pass
 
-    def shard_calls(self, method: str, args: dict[int, tuple]) -> dict[int, Any]:
+    def shard_calls(self, method: str, args: dict[int, tuple[Any, ...]]) -> dict[int, Any]:
         """`shard_call(shard, method, *args[shard])` for each shard of `args` (at once where the runtime can)."""
         return {s: self.shard_call(s, method, *a) for s, a in args.items()}
 
