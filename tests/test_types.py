@@ -45,7 +45,10 @@ TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projection
          "engram.providers.endpoints.client", "engram.policies.clock", "engram.policies.cognitive_base",
          "engram.policies.consolidator", "engram.policies.context_compactor", "engram.policies.mood",
          "engram.policies.observer", "engram.policies.reflector", "engram.policies.summarizer",
-         "engram.policies.tool_failures", "engram.policies.trace_reader")
+         "engram.policies.tool_failures", "engram.policies.trace_reader", "engram.server.app",
+         "engram.server.endpoint", "engram.server.instance", "engram.server.mcp_http", "engram.cli.ingest",
+         "engram.client", "engram.inspect.adapter", "engram.inspect.api", "engram.projections.traces",
+         "engram.actors.embedder", "engram.actors.policy")
 
 
 def tomllib_config() -> dict:
