@@ -48,7 +48,8 @@ TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projection
          "engram.policies.tool_failures", "engram.policies.trace_reader", "engram.server.app",
          "engram.server.endpoint", "engram.server.instance", "engram.server.mcp_http", "engram.cli.ingest",
          "engram.client", "engram.inspect.adapter", "engram.inspect.api", "engram.projections.traces",
-         "engram.actors.embedder", "engram.actors.policy", "engram.api.completions", "engram.runtime.ray_runtime")
+         "engram.actors.embedder", "engram.actors.policy", "engram.api.completions", "engram.runtime.ray_runtime",
+         "engram.runtime.startup")
 
 
 def tomllib_config() -> dict:
