@@ -70,7 +70,8 @@ def _query(params: dict) -> str:
 def refusal(status: int, body: bytes, retry_after: str | None = None) -> ApiError:
     try:
         err = json.loads(body)["error"]
-        return ApiError(status, err["code"], err["message"], float(retry_after) if retry_after else None)
+        return ApiError(status, err["code"], err["message"], float(retry_after) if retry_after else None,
+                        param=err.get("param"))
     except (ValueError, KeyError, TypeError):
         text = body.decode(errors="replace").strip()[:300]
         return ApiError(status, "internal", f"HTTP {status} from the engram server: {text}")
@@ -281,6 +282,17 @@ class _Operations:
         """A new text, title (a vector memory's) and/or metadata for one memory (the edit supersedes the old form)."""
         return self._call("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
                           t.MemoryEdit(content=content, metadata=metadata, title=title))
+
+    def edit_message(self, agent: str, discussion: str, message_id: str, content: str):
+        """New words for one message of a discussion (`MessageEdited`): every memory made from the old ones is
+        superseded."""
+        return self._call("PATCH", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}",
+                          t.MessageChanged, t.MessageEdit(content=content))
+
+    def remove_message(self, agent: str, discussion: str, message_id: str, *, reason: str = ""):
+        """Take one message of a discussion back (`MessageRemoved`): every memory made from it is superseded."""
+        return self._call("DELETE", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}"
+                          + _query({"reason": reason or None}), t.MessageChanged)
 
     def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = ""):
         """A job erasing one memory from the log and every projection (`wait_job` to see it done)."""

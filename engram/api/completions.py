@@ -50,6 +50,7 @@ from engram.api.errors import error, llm_failure
 from engram.kernel.ids import find_discussion_id, strip_discussion_tags, validate_agent
 
 if TYPE_CHECKING:
+    from engram.api.messages import LatestChange
     from engram.events.envelope import Appended, Recorded
     from engram.memory.discussion.workflow.responder import Response, Responds
 
@@ -247,6 +248,9 @@ class ReplyAbandoned(Exception):
 
 
 class CompletionOps(ApiCore):
+    if TYPE_CHECKING:  # MessageOps's, beside this one in `Api` (engram.api.service)
+        def _message_changes(self, agent: str, discussion: str) -> dict[str, LatestChange]: ...
+
     # ------------------------------------------------------------------ what the proxy keeps
 
     def _proxy_state(self):
@@ -454,8 +458,18 @@ class CompletionOps(ApiCore):
             found = changes(logged_keys, keys, [r for _, r, _ in logged], [role for role, _, _ in turns])
             new = found.new
             if found.edited or found.removed:  # the front end changed what the log holds: recorded before the turn
-                self._proxy_edits(agent, discussion, [(logged[i][2], turns[j]) for i, j in found.edited],
-                                  [logged[i][2] for i in found.removed], ts)
+                edited = [(logged[i][2], turns[j]) for i, j in found.edited]
+                removed = [logged[i][2] for i in found.removed]
+                before = self._message_changes(agent, discussion)
+                gone = {mid for mid, latest in before.items() if latest.removed}
+                # A swipe back: the message standing in the place of a logged one is one the front end had before,
+                # removed since (a regenerate dropped it): that one comes back and the logged one goes.
+                back = [(i, j) for i, j in found.edited if ids[j] in gone]
+                if back:
+                    edited = [e for (i, j), e in zip(found.edited, edited) if (i, j) not in back]
+                    removed += [logged[i][2] for i, _ in back]
+                    edited += [(ids[j], turns[j]) for _, j in back]
+                self._proxy_edits(agent, discussion, edited, removed, ts, before)
                 logged, mark = self._logged_keys(agent, discussion)
                 logged_keys = [k for k, _, _ in logged]
             chain = keys
@@ -549,19 +563,37 @@ class CompletionOps(ApiCore):
         self.sync_settings(agent, ts)
         result = self.rt.append([write])[0]
         self.note_streams([write])
-        if len(write.events) == len(items):
-            return fresh_seqs(result), result
-        # An item that was only a DiscussionId tag is not appended: the others' seqs, in order.
-        kept = iter(fresh_seqs(result))
+        fresh = fresh_seqs(result)  # a message that was only a DiscussionId tag is not in the write
+        if result.duplicates:
+            fresh = self._restore_removed(agent, discussion, [e.event for e in write.events], fresh, ts)
+        kept = iter(fresh)
         return [next(kept) if strip_discussion_tags(m.content) else None for m in messages], result
 
+    def _restore_removed(self, agent: str, discussion: str, sent, fresh: list[int | None], ts: int) -> list[int | None]:
+        """Messages the log held already (`fresh` None): a retry's, or one the front end had before and a regenerate
+        removed since, sent again (a swipe back to it, or a regenerate that answered it again). That one is brought
+        back with the words it is sent with (a `MessageEdited` of the removed message); its seq is the restore's."""
+        before = self._message_changes(agent, discussion)
+        back = [(k, m) for k, (m, seq) in enumerate(zip(sent, fresh))
+                if seq is None and m.message_id in before and before[m.message_id].removed]
+        if not back:
+            return fresh
+        seqs = self._proxy_edits(agent, discussion, [(m.message_id, (m.role, m.content, m.name)) for _, m in back], [],
+                                 ts, before)
+        fresh = list(fresh)
+        for (k, _), seq in zip(back, seqs):
+            fresh[k] = seq
+        return fresh
+
     def _proxy_edits(self, agent: str, discussion: str, edited: list[tuple[str, tuple]], removed: list[str],
-                     ts: int) -> None:
+                     ts: int, before: dict | None = None) -> list[int]:
         """Record what the front end changed in the history it resent: a `MessageEdited` per (message id, (role, text,
-        name)) and a `MessageRemoved` per message id, in one write. Their ids come from what they say, so a retried
-        request records nothing twice."""
+        name)) and a `MessageRemoved` per message id, in one write; their seqs. Their ids come from what they say, so a
+        retried request records nothing twice. `before`: each message's latest change (`_message_changes`); an edit of a
+        removed message brings it back, and its id names the removal it undoes, as a removal's names the change before
+        it: a message removed, brought back and removed again is recorded each time."""
         from engram.events.envelope import NewEvent, Write
-        from engram.events.messages import MessageEdited, MessageRemoved
+        from engram.events.messages import MessageEdited, MessageRemoved, change_event_id
         from engram.kernel.tokens import estimate_tokens
         from engram.memory.ingest.history import message_key
         from engram.memory.ingest.messages import MessageRejected
@@ -571,16 +603,25 @@ class CompletionOps(ApiCore):
             if len(text) > limit:
                 raise MessageRejected(f"messages: the edit of message {mid:.60}: {len(text)} characters, over the "
                                       f"limit of {limit} (limits.maxMessageChars)")
+        before = before or {}  # message id -> its latest change (`MessageOps._message_changes`)
+        prior = {mid: latest.seq for mid, latest in before.items()}
+        gone = {mid for mid, latest in before.items() if latest.removed}
         events = [NewEvent(MessageEdited(message_id=mid, role=role, content=text, name=name, source=SOURCE,
-                                         token_estimate=estimate_tokens(text)),
-                           ts, f"edit:{mid}:{message_key(role, text)}")
+                                         token_estimate=estimate_tokens(text)), ts,
+                           change_event_id("restored" if mid in gone else "edit", mid, prior.get(mid),
+                                           message_key(role, text)))
                   for mid, (role, text, name) in edited]
-        events += [NewEvent(MessageRemoved(message_id=mid, source=SOURCE), ts, f"removed:{mid}") for mid in removed]
+        events += [NewEvent(MessageRemoved(message_id=mid, source=SOURCE), ts,
+                            change_event_id("removed", mid, prior.get(mid))) for mid in removed]
         for event in events:
             event.event.check()
+        if not events:
+            return []
         write = Write(stream=discussion, agent=agent, events=tuple(events))
-        self.rt.append([write])
+        result = self.rt.append([write])[0]
         self.note_streams([write])
+        return list(result.seqs)
+
 
     def _after_response(self, discussion: str, outcome, memory=None) -> None:
         """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None):
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None,
+                 param: str | None = None):
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.retry_after = retry_after  # seconds (429 backpressure: the Retry-After header)
+        self.param = param  # the request field refused, where there is one (OpenAI's error `param`)
 
     def __str__(self) -> str:
         return self.message
@@ -27,6 +29,7 @@ CODES: dict[str, int] = {
     "invalid_id": 400,  # an agent, discussion or job id that is not a safe id
     "malformed_messages": 422,  # messages that cannot be appended as given
     "bad_settings": 400,  # a settings file (engram.json, agent.config.json, …) that cannot be used
+    "unsupported_field": 400,  # a request field engram cannot honour (the proxy's `tools`): refused, never dropped
     "bad_workflow": 400,  # a workflow that cannot run
     "bad_query": 400,  # SQL that fails, an empty or unusable query
     "unauthorized": 401,  # API keys are configured and the request has none, or one that is not valid
@@ -51,8 +54,8 @@ CODES: dict[str, int] = {
 }
 
 
-def error(code: str, message: str) -> ApiError:
-    return ApiError(CODES[code], code, message)
+def error(code: str, message: str, param: str | None = None) -> ApiError:
+    return ApiError(CODES[code], code, message, param=param)
 
 
 # The refusals that concern agents and discussions. One text each, whatever the reason (it does not exist, or it is

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from engram.api.core import ApiCore
 from engram.api import types as t
@@ -30,6 +30,14 @@ def incoming(messages: list[t.Message], *, max_ahead_s: float, where: str = "") 
         out.append(IncomingMessage(role=m.role, content=m.content, ts_us=ts_us, name=m.name, message_id=m.message_id,
                                    metadata=m.metadata))
     return out
+
+
+class LatestChange(NamedTuple):
+    """A message's latest edit or removal: its seq, whether it was a removal (the message is removed now), its id."""
+
+    seq: int
+    removed: bool
+    event_id: str | None
 
 
 class MessageOps(ApiCore):
@@ -91,7 +99,7 @@ class MessageOps(ApiCore):
         """New words for one message of a discussion, recorded as `MessageEdited` (the old words stay in the log):
         chunk memories, the rolling summary, vector memories, facts and traces made from the old words are
         superseded by what the new words make (`engram.events.messages`)."""
-        from engram.events.messages import MessageEdited
+        from engram.events.messages import MessageEdited, change_event_id
         from engram.kernel.ids import strip_discussion_tags
         from engram.kernel.tokens import estimate_tokens
         from engram.memory.ingest.history import message_key
@@ -105,17 +113,32 @@ class MessageOps(ApiCore):
         message = self._current_message(agent, discussion, message_id)
         event = MessageEdited(message_id=message_id, role=message.role, content=content,
                               token_estimate=estimate_tokens(content), source="api")
-        return self._message_change(agent, discussion, event, f"edit:{message_id}:{message_key(message.role, content)}",
-                                    "edited", content)
+        latest = self._message_changes(agent, discussion).get(message_id)
+        event_id = change_event_id("edit", message_id, latest.seq if latest else None, message_key(message.role, content))
+        if latest is not None and message.content == content:
+            event_id = latest.event_id or event_id  # the same edit sent again: the log holds it already
+        return self._message_change(agent, discussion, event, event_id, "edited", content)
 
     def remove_message(self, agent: str, discussion: str, message_id: str, reason: str = "") -> t.MessageChanged:
         """Take one message back, recorded as `MessageRemoved` (its words stay in the log for replay; forget the
         discussion to erase them): every memory made from it is superseded."""
-        from engram.events.messages import MessageRemoved
+        from engram.events.messages import MessageRemoved, change_event_id
 
         self._current_message(agent, discussion, message_id)
         event = MessageRemoved(message_id=message_id, source="api", reason=reason[:1000])
-        return self._message_change(agent, discussion, event, f"removed:{message_id}", "removed", None)
+        latest = self._message_changes(agent, discussion).get(message_id)
+        return self._message_change(agent, discussion, event, change_event_id(
+            "removed", message_id, latest.seq if latest else None), "removed", None)
+
+    def _message_changes(self, agent: str, discussion: str) -> dict[str, LatestChange]:
+        """The latest change of each message of the discussion that was ever edited or removed, by message id."""
+        from engram.events.messages import MessageEdited, MessageRemoved
+
+        changes: dict[str, LatestChange] = {}
+        for r in self.rt.read(agent, after=0, stream=discussion, types=["MessageEdited", "MessageRemoved"], limit=None):
+            if isinstance(r.event, (MessageEdited, MessageRemoved)):
+                changes[r.event.message_id] = LatestChange(r.seq, isinstance(r.event, MessageRemoved), r.event_id)
+        return changes
 
     def _current_message(self, agent: str, discussion: str, message_id: str) -> MessageAppended:
         """The message as the conversation holds it now; 404 when the discussion has none of that id (or it was

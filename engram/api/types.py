@@ -53,6 +53,8 @@ class ErrorBody(Model, kw_only=True):
     type: Annotated[str | None, doc(
         "In an HTTP answer: OpenAI's error type (invalid_request_error, server_error, …), for OpenAI "
         "clients.")] = None
+    param: Annotated[str | None, doc(
+        "In an HTTP answer refusing one request field: its name (OpenAI's `param`, e.g. `tools`).")] = None
 
 
 class ErrorResponse(Model, kw_only=True):

@@ -204,6 +204,9 @@ HEBBIAN_TOP = 5
 TEMPORAL_EDGE_WEIGHT = 0.6
 TEMPORAL_EDGE_WINDOW_S = 6 * 3_600
 SAME_TOPIC_SIMILARITY = 0.6
+# A fact with a subject/attribute slot ("works at Acme") is checked for a change of state against this many of the most
+# recent active facts naming its speaker that have a slot too (`engram.memory.cognitive.slots`).
+SLOT_CANDIDATES = 200
 SAME_TOPIC_MAX_EDGES = 3
 SHARED_ENTITY_WEIGHT = 0.4
 SHARED_ENTITY_MAX_EDGES = 3

@@ -94,6 +94,18 @@ class MessageRemoved(Event, tag="MessageRemoved", frozen=True):
 MESSAGE_TYPES = ("MessageAppended", "MessageEdited", "MessageRemoved")
 
 
+def change_event_id(change: str, message_id: str, prior: int | None, key: str = "") -> str:
+    """The event id of a change of message `message_id` ("edit" to the words of message key `key`, "removed",
+    "restored": an edit of a removed message), given the seq of the message's latest change before it (`prior`; None:
+    never changed). The same change of the same state is the same id (a retried request records it once); a message
+    removed, brought back and removed again, or edited back and forth, is recorded each time."""
+    if change == "edit":
+        return f"edit:{message_id}:{key}" + (f":{prior}" if prior is not None else "")
+    if change == "restored":
+        return f"restored:{message_id}:{prior}"
+    return f"removed:{message_id}" + (f":{prior}" if prior is not None else "")
+
+
 def as_appended(rec: Recorded, replaced: MessageAppended) -> Recorded:
     """An edit (`rec`, a `MessageEdited`) as the message it makes of `replaced`: the same id, role and metadata with
     the new words, at the edit's position and time (what auto-ingest and the summarizer read as the message now)."""
@@ -109,15 +121,15 @@ def as_appended(rec: Recorded, replaced: MessageAppended) -> Recorded:
 def conversation(records: Iterable[Recorded]) -> list[Recorded]:
     """The messages of a discussion as its conversation holds them now, in their order: `records` (its
     MESSAGE_TYPES events, in log order) with every edit applied — an edited message at its own place with its new
-    words (a `MessageAppended` of its id, the original's seq and time), a removed one left out. Pure."""
+    words (a `MessageAppended` of its id, the original's seq and time), a removed one left out until an edit brings it
+    back (a front end's swipe back to the reply a regenerate dropped: `MessageEdited` of a removed message). Pure."""
     by_id: dict[str, Recorded] = {}
-    order: list[str] = []
+    removed: set[str] = set()
     for rec in records:
         e = rec.event
         if isinstance(e, MessageAppended):
-            if e.message_id not in by_id:
-                order.append(e.message_id)
             by_id[e.message_id] = rec
+            removed.discard(e.message_id)
         elif isinstance(e, MessageEdited):
             old = by_id.get(e.message_id)
             if old is None:
@@ -126,8 +138,8 @@ def conversation(records: Iterable[Recorded]) -> list[Recorded]:
             by_id[e.message_id] = Recorded(seq=old.seq, stream=old.stream, stream_version=old.stream_version,
                                            agent=old.agent, ts_us=old.ts_us, event=edited.event,
                                            causation=old.causation, event_id=old.event_id, shard=old.shard)
+            removed.discard(e.message_id)
         elif isinstance(e, MessageRemoved):
             if e.message_id in by_id:
-                order.remove(e.message_id)
-                del by_id[e.message_id]
-    return sorted((by_id[m] for m in order), key=lambda r: r.seq)
+                removed.add(e.message_id)
+    return sorted((r for m, r in by_id.items() if m not in removed), key=lambda r: r.seq)

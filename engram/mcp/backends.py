@@ -141,6 +141,13 @@ class ApiBackend:
                     metadata: dict | None) -> t.MemoryEdited:
         return self.api.edit_memory(agent, kind, memory_id, request(t.MemoryEdit, content=content, metadata=metadata))
 
+    def edit_message(self, agent: str, discussion: str, message_id: str, content: str) -> t.MessageChanged:
+        return self.session.wrote(self.api.edit_message(agent, discussion, message_id,
+                                                        request(t.MessageEdit, content=content)))
+
+    def remove_message(self, agent: str, discussion: str, message_id: str, reason: str) -> t.MessageChanged:
+        return self.session.wrote(self.api.remove_message(agent, discussion, message_id, reason))
+
     def delete_memory(self, agent: str, kind: str, memory_id: str, reason: str) -> t.Job:
         job = self.api.delete_memory(agent, kind, memory_id, t.ForgetRequest(reason=reason))
         return self.api.wait_job(job.id, FORGET_WAIT_S)
@@ -201,6 +208,12 @@ class ClientBackend:
 
     def edit_memory(self, agent, kind, memory_id, content, metadata):
         return self.client.edit_memory(agent, kind, memory_id, content=content, metadata=metadata)
+
+    def edit_message(self, agent, discussion, message_id, content):
+        return self.client.edit_message(agent, discussion, message_id, content)
+
+    def remove_message(self, agent, discussion, message_id, reason):
+        return self.client.remove_message(agent, discussion, message_id, reason=reason)
 
     def delete_memory(self, agent, kind, memory_id, reason):
         job = self.client.delete_memory(agent, kind, memory_id, reason=reason)

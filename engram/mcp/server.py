@@ -36,6 +36,7 @@ INSTRUCTIONS = (
     "the agent remembers for a question (cognitive memory traces, ranked, across discussions); `search` searches a "
     "discussion's memories by keywords; `working_memory` / `write_working_memory` read and replace the agent's "
     "persistent notes; `edit_memory` / `delete_memory` correct or erase one memory (a trace id from `recall`); "
+    "`edit_message` / `remove_message` change or take back one message of a discussion (its memories follow); "
     "`forget` erases a discussion (or the agent) for good. Resources "
     "engram://agents/{agent}/discussions/{discussion}/summary and …/memories hold a discussion's rolling summary "
     "and chunk memories. A refused call answers `<code>: <message>` with the codes of engram's REST API "
@@ -288,6 +289,29 @@ def build(backend_for: Callable):
                             reason: param(Annotated[str, msgspec.Meta(max_length=10_000)],
                                           "Why, for the record.") = "deleted over MCP"):
         return await call(ctx, "delete_memory", agent, kind, memory_id, reason)
+
+    MessageId = param(t.Id, "The message's id: the `message_id` it was appended with, or the one engram gave it (a "
+                            "discussion's messages list them: REST `GET …/discussions/{discussion}/messages`).")
+
+    @tool(t.MessageChanged, REPLACE,
+          "Correct one message of a discussion: give its id and the words it should have said. Use it when the user "
+          "corrects something they said (a typo, a wrong fact); every memory made from the old words (facts, chunk "
+          "memories, the summary) is superseded by what the new words make. The old words stay in the log for replay.")
+    async def edit_message(agent: Agent, discussion: Discussion, message_id: MessageId,
+                           content: param(Annotated[str, msgspec.Meta(min_length=1, max_length=1_000_000)],
+                                          "The message's new words, whole (held to the server's message size limit, "
+                                          "limits.maxMessageChars)."),
+                           ctx: Context):
+        return await call(ctx, "edit_message", agent, discussion, message_id, content)
+
+    @tool(t.MessageChanged, ERASE,
+          "Take one message of a discussion back: the conversation no longer holds it and every memory made from it "
+          "is superseded (recall stops answering from it). Use it when the user retracts what a message said. Its "
+          "words stay in the log for replay; `forget` the discussion to erase them.")
+    async def remove_message(agent: Agent, discussion: Discussion, message_id: MessageId, ctx: Context,
+                             reason: param(Annotated[str, msgspec.Meta(max_length=1_000)],
+                                           "Why, for the record.") = "removed over MCP"):
+        return await call(ctx, "remove_message", agent, discussion, message_id, reason)
 
     @server.resource("engram://agents/{agent}/discussions/{discussion}/summary", mime_type="application/json",
                      description="A discussion's rolling summary (<id>_summary.jsonl), null before the first one.")

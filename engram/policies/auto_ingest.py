@@ -49,6 +49,7 @@ from engram.memory.background import schedule
 from engram.memory.background.conflicts import Side, resolve
 from engram.memory.background.consolidation import interval_us
 from engram.memory.cognitive import corrections, ingest, linking, llm_bridge
+from engram.memory.cognitive.slots import slots
 from engram.memory.cognitive.decay import strength_at
 from engram.memory.cognitive.encoding import encode, trace_id
 from engram.memory.cognitive.indexing import reply_context
@@ -368,6 +369,10 @@ class AutoIngest(CognitivePolicy):
         its subjects (named things other than its speaker) and those on the same topic (content cosine >=
         SAME_TOPIC_SIMILARITY), active, in id order."""
         out = set(mem.recent_with_entities(corrections.subjects(x), exclude=x.trace_id))
+        if slots(x.content):  # a fact with a slot: the recent facts naming its speaker may hold another value of it
+            said = corrections.speaker_key(x.content)
+            mine = mem.recent_with_entities([said], exclude=x.trace_id)[:d.SLOT_CANDIDATES] if said else []
+            out |= {oid for oid in mine if slots(mem.book.traces[oid].content)}
         if x.trace_id in mem.index:
             vector = mem.index.vectors([x.trace_id])[0]
             out |= {oid for oid, sim in mem.nearest(vector, 4 * NEIGHBOURS) if sim >= d.SAME_TOPIC_SIMILARITY}

@@ -2,7 +2,9 @@
 
 - a user message starts a turn: every slot decays, and slots below the floor are evicted;
 - a newly encoded trace takes focus, and so do the best results of a retrieval;
-- a pruned, superseded or forgotten trace leaves;
+- a pruned, superseded or forgotten trace leaves; so does a trace made from a message that was edited or removed
+  (`MessageEdited` / `MessageRemoved`: its words are no longer what the conversation says), and a trace made from
+  the old words that is encoded after the change never takes focus (as the trace book supersedes it at encoding);
 - a personality change resizes the slots (7, +1 openness, −1 conscientiousness, within 5–9).
 Each change is one `WorkingMemoryUpdated` (stream `agent:<agent>`) carrying the whole state after it.
 """
@@ -16,7 +18,7 @@ from engram.events import cognitive as ev
 from engram.events.control import AgentForgotten, DiscussionForgotten
 from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.events.messages import MessageAppended
+from engram.events.messages import MessageAppended, MessageEdited, MessageRemoved
 from engram.kernel.ids import agent_stream
 from engram.memory.cognitive.personality import working_memory_capacity
 from engram.memory.cognitive.working_memory import WorkingMemory
@@ -28,6 +30,25 @@ class _AgentWm:
         self.wm = WorkingMemory(capacity)
         self.traces: dict[str, tuple[str, str]] = {}  # trace id -> (content, stream)
         self.turn_seqs: list[int] = []  # seq of each user message, in order: turn n began at turn_seqs[n - 1]
+        self.sources: dict[str, tuple[str, ...]] = {}  # trace id -> the message ids it was made from
+        self.changed: dict[tuple[str, str], int] = {}  # (discussion, message id) -> seq of its latest edit or removal
+
+    def __setstate__(self, state: dict) -> None:
+        # A snapshot from before slots followed message edits: the traces it knew keep no message ids (an edit of
+        # their message leaves their slot to decay, as it did), every trace encoded since is followed.
+        self.__dict__.update(state)
+        self.__dict__.setdefault("sources", {})
+        self.__dict__.setdefault("changed", {})
+
+    def made_from_old_words(self, rec: Recorded, message_ids: tuple[str, ...]) -> bool:
+        """A trace decided before one of its messages changed (its cause is older than the change) says what the
+        message no longer says."""
+        return rec.causation is not None and any(rec.causation < self.changed.get((rec.stream, m), -1) for m in message_ids)
+
+    def forget(self, ids: list[str]) -> None:
+        for tid in ids:
+            self.traces.pop(tid, None)
+            self.sources.pop(tid, None)
 
     def turn_at(self, seq: int | None) -> int | None:
         """The turn an event at `seq` belongs to (what it was caused by)."""
@@ -48,6 +69,8 @@ class WorkingMemoryPolicy(CognitivePolicy):
             "AgentForgotten",
             "MemoryEdited",
             "MemoryDeleted",
+            "MessageEdited",
+            "MessageRemoved",
         }
     )
 
@@ -99,6 +122,11 @@ class WorkingMemoryPolicy(CognitivePolicy):
             return self._update(rec, a, "turn", (), evicted) if had else None
         if isinstance(e, ev.TraceEncoded):
             a.traces[e.trace_id] = (e.content, rec.stream)
+            if e.source_message_ids:
+                a.sources[e.trace_id] = tuple(e.source_message_ids)
+                if a.made_from_old_words(rec, e.source_message_ids):
+                    a.forget([e.trace_id])  # superseded as it is encoded: no retrieval brings it back into focus
+                    return None
             evicted = a.wm.focus(e.trace_id, e.content, a.turn_at(rec.causation))
             return self._update(rec, a, "encoded", (e.trace_id,), evicted)
         if isinstance(e, ev.TraceRetrieved):
@@ -115,16 +143,23 @@ class WorkingMemoryPolicy(CognitivePolicy):
             return self._drop(rec, a, [e.loser], "superseded")
         if isinstance(e, DiscussionForgotten):
             gone = [tid for tid, (_, stream) in a.traces.items() if stream == e.discussion_id]
-            for tid in gone:
-                del a.traces[tid]
+            a.forget(gone)
+            a.changed = {k: v for k, v in a.changed.items() if k[0] != e.discussion_id}
             return self._drop(rec, a, gone, "forgotten")
         if isinstance(e, AgentForgotten) and e.agent_id == rec.agent:
             gone = list(a.traces)
-            a.traces.clear()
+            a.forget(gone)
+            a.changed.clear()
             return self._drop(rec, a, gone, "forgotten")
         if isinstance(e, MemoryDeleted) and e.kind == "trace":
-            a.traces.pop(e.memory_id, None)
+            a.forget([e.memory_id])
             return self._drop(rec, a, [e.memory_id], "forgotten")
+        if isinstance(e, (MessageEdited, MessageRemoved)):
+            # Message ids are the discussion's; a trace of another discussion with the same id is not its.
+            a.changed[(rec.stream, e.message_id)] = rec.seq
+            gone = sorted(tid for tid, ids in a.sources.items() if e.message_id in ids and a.traces[tid][1] == rec.stream)
+            a.forget(gone)  # superseded: no retrieval brings them back into focus
+            return self._drop(rec, a, gone, "superseded")
         if isinstance(e, MemoryEdited) and e.kind == "trace" and e.content is not None and e.memory_id in a.traces:
             a.traces[e.memory_id] = (e.content, a.traces[e.memory_id][1])
             return self._update(rec, a, "edited", (), []) if a.wm.rewrite(e.memory_id, e.content) else None

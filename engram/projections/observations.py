@@ -16,6 +16,7 @@ for an agent-wide one. Each file names the seq it reflects.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import duckdb
@@ -108,8 +109,9 @@ class ObservationLogProjection(TableProjection):
     name = "observations"
     # 2: reflections.restated_trace_ids; 3: reflections.restated_note_ids; 4: how far each log is from activation
     # (observation_logs.unobserved_tokens ... tokens_to_reflector; messages and settings are folded too);
-    # 5: observation_notes is `NoteEntry`'s table (the same columns, the note's in the event's order)
-    version = 5
+    # 5: observation_notes is `NoteEntry`'s table (the same columns, the note's in the event's order); 6: a note of an
+    # edited or removed message is superseded (`superseded_by`)
+    version = 6
     tables: ClassVar[tuple[str, ...]] = tuple(_TABLES) + ("observation_settings",)
     interests = PROGRESS_INTERESTS | {"TraceEncoded"}
 
@@ -220,7 +222,8 @@ class ObservationLogProjection(TableProjection):
                                        list(self.trace_seq.get(tid, (0, ()))[1]), line.first_observed_us))
             if not (st.notes or st.reflections):
                 continue  # nothing observed yet: the row says how far the log is from activation, no file yet
-            ordered = [lines[t] for r in st.reflections for t in r.trace_ids if t in lines]
+            ordered = [_marked(lines[t], st, self.trace_seq.get(t, (0, ()))[1])
+                       for r in st.reflections for t in r.trace_ids if t in lines]
             ordered += restated_lines(st)
             atomic_write(path, render_log(st, ordered, as_of_seq=self._as_of.get(key, st.last_seq)).encode())
         _insert_notes(db, notes)
@@ -270,6 +273,13 @@ class ObservationLogProjection(TableProjection):
                 for tid in r.trace_ids:
                     if tid not in self.traces.get(key, {}):
                         self.wanted[tid] = (key, r.seq, ())  # its TraceEncoded was not folded before the restart
+
+
+def _marked(line: ReflectionLine, st: LogState, note_ids: tuple[str, ...]) -> ReflectionLine:
+    """A reflection condensed from a note of a message edited or removed since is shown superseded (the trace book
+    supersedes the trace itself: its source messages are the notes'.)"""
+    label = next((st.notes[n].superseded_by for n in note_ids if n in st.notes and st.notes[n].superseded_by), "")
+    return dataclasses.replace(line, superseded_by=label) if label else line
 
 
 def _log_row(st: LogState, file: str) -> tuple:

@@ -427,7 +427,7 @@ class Runtime(ABC):
                 "rounds": built["rounds"], "held_events": sum(f["held_events"] for f in finished),
                 "held_seconds": round(held_s, 3), "seconds": round(time.perf_counter() - started, 3)}
 
-    def build_generations(self, shards: Sequence[int], progress: Callable[[int, int, str], None]) -> dict[str, int]:
+    def build_generations(self, shards: Sequence[int], progress: Callable[[int, int, str], None]) -> Report:
         """Step 1 of `reindex` for `shards`: their new generations built while appends go on (see there)."""
         from engram.shard.generation import GENERATION_STEP
 

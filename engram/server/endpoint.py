@@ -283,9 +283,13 @@ OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: 
 
 def error_body(exc: ApiError) -> dict:
     """`{"error": {"code", "message", "type"}}`: engram's stable code and what to fix, with OpenAI's error type so
-    that OpenAI clients read it as they read OpenAI's own errors."""
+    that OpenAI clients read it as they read OpenAI's own errors (and OpenAI's `param`, the field refused, when the
+    refusal is about one)."""
     kind = OPENAI_TYPES.get(exc.status, "server_error" if exc.status >= 500 else "invalid_request_error")
-    return {"error": {"code": exc.code, "message": exc.message, "type": kind}}
+    body = {"code": exc.code, "message": exc.message, "type": kind}
+    if exc.param is not None:
+        body["param"] = exc.param
+    return {"error": body}
 
 
 OLLAMA_PATHS = "/api/"  # the Ollama-compatible front door (engram.server.ollama): Ollama's error shape

@@ -20,7 +20,7 @@ Samplers come from `options` (`temperature`, `top_p`, `top_k`, `num_predict`, `s
 route's preset unless it says `frontEndSamplers: "override"`. `format`, `keep_alive`, the other options and
 `images` go to the reply's call (`engram.api.completions.asks_of`; which upstream type takes which:
 `engram.providers.endpoints.adapters.refused_asks`), or are refused with a 400 naming the field, before anything is
-appended; `tools` are refused (the replies are text); `think` is accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
+appended; `tools` are refused as the OpenAI door refuses them (`openai.refuse_tools`); `think` is accepted and not used. `/api/generate`: `system` is the system prompt; without a tag the
 prompt is answered as one user message (Ollama templates it), or with `"raw": true` sent to the model as it is;
 with a tag, a transcript in a chat template (SillyTavern's text modes send one) is read back into its messages
 and handled as a chat history, any other prompt is the discussion's next user turn (`openai.text_request`). An empty prompt without
@@ -51,7 +51,7 @@ from engram.api.errors import ApiError, error
 from engram.server.auth import authenticate
 from engram.server.endpoint import ensure_state
 from engram.server.openai import MODEL_PREFIX, choose_agent, positive, samplers, text_request
-from engram.server.openai import headers_of
+from engram.server.openai import headers_of, refuse_tool_calls, refuse_tools
 from engram.server.streaming import ReplyStream, refusal
 
 log = logging.getLogger("engram.proxy")
@@ -67,7 +67,8 @@ class OllamaMessage(msgspec.Struct, kw_only=True):
     role: str
     content: str = ""
     images: list[str] | None = None  # base64: to the model with the turn it answers, where the upstream takes images
-    # tool_calls, thinking, tool_name: accepted and not used (Go's decoder ignores unknown fields too)
+    tool_calls: list[Any] | None = None  # refused as `tools` are (openai.refuse_tool_calls)
+    # thinking, tool_name: accepted and not used (Go's decoder ignores unknown fields too)
 
 
 class ChatBody(msgspec.Struct, kw_only=True):
@@ -269,9 +270,9 @@ async def chat(request: Request):
         if role is None:
             raise error("malformed_messages", f"messages[{i}].role {m.role!r} is not one of {', '.join(sorted(ROLES))}")
         turns.append(t.ChatTurn(role=role, content=m.content, images=m.images or []))
-    if req.tools:
-        raise error("invalid_request", '"tools": engram\'s proxy does not pass tool definitions to the model (its '
-                    "replies are text); send the request without tools")
+    refuse_tools(tools=req.tools)
+    for i, m in enumerate(req.messages):
+        refuse_tool_calls(i, tool_calls=m.tool_calls)
     agent = _choose(request, req.model, principal, state)
     max_tokens, sampling = sampling_of(req.options)
     body = asked(t.CompletionRequest(messages=turns, max_tokens=max_tokens, sampling=sampling), req)

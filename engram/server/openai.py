@@ -9,6 +9,9 @@ whatever its apiType; the labelled offline responder's answer exists at once and
 The front end's samplers (temperature, top_p, max_tokens, stop, seed) go with the reply's call unless its preset
 says `frontEndSamplers: "override"`. `/v1/completions` is OpenAI's text completion, with the same memory rules
 (`text_request` says how a prompt becomes messages) and `text_completion` objects on the wire.
+Tool definitions (`tools`, `functions`, a `tool_choice`/`function_call` that demands a call) are refused with a 400
+in OpenAI's error shape whose `param` names the field, as the Ollama door refuses `tools` (`refuse_tools`): engram's
+replies are text, and a field answered as if it were not there would be a silent drop.
 The stream starts with the reply's first text: a request refused before it (bad body, unknown agent, an
 LLM outage before the first token) is a plain JSON error with its status. A model error after it ends the
 stream with an OpenAI error event, `data: {"error": {"message", "type", "code"}}` (the `openai` SDK raises
@@ -58,11 +61,15 @@ STREAM_PIECE_CHARS = 24  # a chunk's delta: a few words
 
 
 class OaiMessage(msgspec.Struct, kw_only=True):
-    """An OpenAI message; fields engram does not use (tool_calls, refusal, audio…) are accepted and ignored."""
+    """An OpenAI message. An assistant's `tool_calls` (or older `function_call`) are refused as tool definitions are
+    (`refuse_tools`: engram's proxy never asks for a call, so one in the history cannot be given to the model); other
+    fields engram does not use (refusal, audio…) are accepted and ignored."""
 
     role: str
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
+    tool_calls: list[Any] | None = None
+    function_call: Any = None
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -71,8 +78,10 @@ class StreamOptions(msgspec.Struct, kw_only=True):
 
 class OaiRequest(msgspec.Struct, kw_only=True):
     """OpenAI's chat completion request. Its samplers (temperature, top_p, max_tokens, stop, seed; top_k as
-    llama.cpp and vLLM take it) go to the model unless the route's preset says `frontEndSamplers: "override"`;
-    other fields (tools, logprobs, presence_penalty…) are accepted and ignored."""
+    llama.cpp and vLLM take it) go to the model unless the route's preset says `frontEndSamplers: "override"`.
+    Tool definitions (`tools`, `tool_choice`, the older `functions`, `function_call`) are refused with a 400 naming
+    the field, as the Ollama door refuses `tools` (`refuse_tools`); other fields (logprobs, presence_penalty…) are
+    accepted and ignored."""
 
     model: str
     messages: list[OaiMessage]
@@ -86,6 +95,10 @@ class OaiRequest(msgspec.Struct, kw_only=True):
     stop: str | list[str] | None = None
     seed: int | None = None
     n: int = 1
+    tools: list[Any] | None = None
+    tool_choice: Any = None
+    functions: list[Any] | None = None
+    function_call: Any = None
 
 
 _DECODER = msgspec.json.Decoder(OaiRequest)
@@ -124,7 +137,38 @@ def parse_request(raw: bytes) -> OaiRequest:
         raise error("malformed_messages", "messages is empty: send the conversation (at least one user message)")
     if req.n != 1:
         raise error("invalid_request", "n must be 1: engram's proxy answers with one choice")
+    refuse_tools(tools=req.tools, functions=req.functions, tool_choice=req.tool_choice,
+                 function_call=req.function_call)
+    for i, m in enumerate(req.messages):
+        refuse_tool_calls(i, tool_calls=m.tool_calls, function_call=m.function_call)
     return req
+
+
+NO_TOOL_CALL = (None, "none", "auto")  # a tool choice that, with no tools, asks for nothing: the model answers in text
+
+
+def refuse_tools(**fields: Any) -> None:
+    """Both front doors' rule for tool use (`/v1/chat/completions`'s `tools`, `tool_choice`, `functions`,
+    `function_call`; `/api/chat`'s `tools`): engram's proxy does not pass tool definitions to the model (its replies
+    are text), so a request that gives tools, or demands a tool call, is refused with a 400 naming the field, before
+    anything is appended, never answered as if the field were not there. An empty list of tools, or a choice of
+    `"none"`/`"auto"` with no tools, asks for nothing and is answered."""
+    for name, value in fields.items():
+        choice = name in ("tool_choice", "function_call")
+        if (value not in NO_TOOL_CALL) if choice else bool(value):
+            raise error("unsupported_field", f'"{name}": engram\'s proxy does not pass tool definitions to the model '
+                        f"(its replies are text); send the request without {name}", param=name)
+
+
+def refuse_tool_calls(index: int, **fields: Any) -> None:
+    """Both doors' rule for a tool call in the history (an assistant message's `tool_calls`, OpenAI's older
+    `function_call`): refused with a 400 naming `messages[i].<field>`, as tools are (`refuse_tools`), never dropped
+    from the turn while the model is shown the rest."""
+    for name, value in fields.items():
+        if value:
+            field = f"messages[{index}].{name}"
+            raise error("unsupported_field", f"{field}: engram's proxy does not pass tool calls to the model (its "
+                        "replies are text); send the history without them", param=field)
 
 
 def completion_request(req: OaiRequest) -> t.CompletionRequest:
@@ -220,8 +264,8 @@ MESSAGES = ("The conversation, the whole history every turn; a `[DiscussionId]�
 
 
 @router.post("/v1/chat/completions", summary="OpenAI-compatible chat completion with memory",
-             responses={**error_responses("invalid_id", "malformed_messages", "conflict", "unknown_agent", "bad_workflow",
-                                          "llm_error", "llm_unavailable"),
+             responses={**error_responses("invalid_id", "unsupported_field", "malformed_messages", "conflict",
+                                          "unknown_agent", "bad_workflow", "llm_error", "llm_unavailable"),
                         200: {"description": "a chat.completion object, or (stream) text/event-stream of "
                                              "chat.completion.chunk objects ending with `data: [DONE]`"}},
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {

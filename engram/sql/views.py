@@ -156,10 +156,13 @@ def log_view_sql() -> dict[str, str]:
         )
     views.update(_COMPACT_VIEWS)
     # The conversation as it holds now: an edited message (`MessageEdited`) with its latest words (`edited`: when), a
-    # removed one (`MessageRemoved`) left out; the log keeps both (`ev_message_appended`, `ev_message_edited`).
+    # removed one (`MessageRemoved`) left out unless a later edit brought it back (a swipe back); the log keeps both
+    # (`ev_message_appended`, `ev_message_edited`).
     views["messages"] = (
         "WITH changes AS (SELECT shard, agent, stream, payload->>'$.message_id' AS message_id, "
-        "max(seq) FILTER (WHERE type = 'MessageEdited') AS edit_seq, bool_or(type = 'MessageRemoved') AS removed "
+        "max(seq) FILTER (WHERE type = 'MessageEdited') AS edit_seq, "
+        "coalesce(max(seq) FILTER (WHERE type = 'MessageRemoved') > "
+        "coalesce(max(seq) FILTER (WHERE type = 'MessageEdited'), 0), false) AS removed "
         "FROM events_raw WHERE type IN ('MessageEdited', 'MessageRemoved') GROUP BY ALL), "
         "edits AS (SELECT shard, seq, ts, payload->>'$.content' AS content, "
         "TRY_CAST(payload->>'$.token_estimate' AS BIGINT) AS token_estimate FROM events_raw WHERE type = 'MessageEdited') "

@@ -98,9 +98,10 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS, REORDERED)) == wanted
     versions = _versions(old_home / "projections" / "shard-000.duckdb")
     # discussion_files 3, vector_memory, discussions and context-compactions 2: rows keyed by (agent, discussion_id)
-    assert versions["traces"] == 6 and versions["observations"] == 5 and versions["discussion_files"] == 3
+    # observations 6: a note of an edited or removed message is superseded (`superseded_by`, a column added)
+    assert versions["traces"] == 6 and versions["observations"] == 6 and versions["discussion_files"] == 3
     assert versions["vector_memory"] == 2 and versions["discussions"] == 2
-    assert set(_columns(old_home / "projections" / "shard-000.duckdb", "observation_notes")) == set(NOTES_BEFORE)
+    assert set(_columns(old_home / "projections" / "shard-000.duckdb", "observation_notes")) == {*NOTES_BEFORE, "superseded_by"}
 
 
 def _columns(db: Path, table: str) -> list[str]:

@@ -255,6 +255,49 @@ def test_an_mcp_resource_and_search_of_another_agents_discussion_name_nobody(key
         assert result.is_error and not leaks(text), text
 
 
+def test_a_key_scoped_to_alice_cannot_edit_or_remove_bobs_message_over_mcp_and_is_answered_as_for_a_missing_one(keyed):
+    import asyncio
+
+    from mcp import Client
+
+    from tests.server.test_mcp import http_transport
+
+    mem = keyed["mem"]
+    _, rows = mem.sql("SELECT agent, message_id FROM messages WHERE discussion_id IN (?, ?) AND role = 'user'",
+                      [ALICE_TALK, BOB_TALK])
+    ids = dict(rows)
+    # bob's message by bob's agent, by alice's agent, and the same asks of an agent and a discussion nobody has.
+    aims = [(BOB, BOB_TALK), ("bob-zz9", "bob-vault-tolk"), (ALICE, BOB_TALK), (ALICE, "bob-vault-tolk")]
+
+    async def session():
+        async with Client(http_transport(keyed["url"] + "/mcp", keyed["alice"])) as client:
+            out = []
+            for agent, discussion in aims:
+                where = {"agent": agent, "discussion": discussion, "message_id": ids[BOB]}
+                out.append((await client.call_tool("edit_message", {**where, "content": "The phrase is 0000."}),
+                            await client.call_tool("remove_message", where)))
+            own = await client.call_tool("edit_message", {"agent": ALICE, "discussion": ALICE_TALK,
+                                                          "message_id": ids[ALICE],
+                                                          "content": "Alice likes mint tea in the morning."})
+            return out, own
+
+    answers, own = asyncio.run(session())
+    texts = []
+    for edit, remove in answers:
+        for result in (edit, remove):
+            # refused, naming only what was asked for (bob's name when asked by it, as for any agent nobody has)
+            assert result.is_error and SECRET_WORD not in result.content[0].text, result.content[0].text
+        texts.append(tuple(r.content[0].text.replace("bob-zz9", "<x>").replace(BOB, "<x>")
+                           .replace("bob-vault-tolk", "<d>").replace(BOB_TALK, "<d>") for r in (edit, remove)))
+    assert texts[0] == texts[1] and texts[2] == texts[3]  # exactly what an agent or discussion nobody has gets
+    _, changes = mem.sql("SELECT agent, type, count(*) FROM events WHERE type IN ('MessageEdited', 'MessageRemoved') "
+                         "GROUP BY ALL")
+    assert changes == [(ALICE, "MessageEdited", 1)]  # nothing but alice's own edit was recorded
+    assert not own.is_error and own.structured_content["change"] == "edited"
+    assert _contents(mem, BOB, BOB_TALK)[0] == BOB_SECRET
+    assert "Alice likes mint tea in the morning." in _contents(mem, ALICE, ALICE_TALK)
+
+
 def test_over_mcp_each_agent_remembers_and_searches_its_own_discussion_of_a_shared_id(keyed):
     import asyncio
 

@@ -255,14 +255,14 @@ def inspector(home: Path, *args: str, refused: bool = False) -> dict:
 @pytest.mark.skipif(shutil.which("npx") is None or not (INSPECTOR / "node_modules").exists(),
                     reason="the MCP Inspector is installed by `make test` (npm ci in tests/server/inspector)")
 def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(served):
-    _, home, _ = served
+    mem, home, _ = served
     tools = inspector(home, "--method", "tools/list")["tools"]
     assert {t["name"] for t in tools} >= {"remember", "recall", "search", "working_memory", "write_working_memory",
                                           "forget"}
     assert all(t["description"] and t["outputSchema"] and t["annotations"] for t in tools)
     # Writes first (remember first of all), then what replaces, then what erases: delete_memory, and forget last.
     tools.sort(key=lambda t: (t["annotations"]["destructiveHint"], t["name"] != "remember",
-                              {"delete_memory": 1, "forget": 2}.get(t["name"], 0)))
+                              {"delete_memory": 1, "remove_message": 1, "forget": 2}.get(t["name"], 0)))
     by_name = {t["name"]: t for t in tools}
 
     def call(tool: dict, given: dict, refused: bool = False) -> dict:
@@ -300,6 +300,10 @@ def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(
             if not ids:
                 continue  # no memory to name: the refusal above is what these tools answer
             given.update(memory_id=ids[0], **(correction if tool["name"] == "edit_memory" else {}))  # edited, deleted
+        if "message_id" in given:  # the first message remembered: edited, then removed
+            _, rows = mem.sql("SELECT message_id FROM messages WHERE agent = ? AND discussion_id = ? ORDER BY seq",
+                              [AGENT, DISCUSSION])
+            given.update(message_id=rows[0][0], **(correction if tool["name"] == "edit_message" else {}))
         answer = call(tool, given)
         assert answer["structuredContent"] and not answer.get("isError"), (tool["name"], answer)
     called = {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"}

@@ -113,3 +113,86 @@ def test_what_the_replys_upstream_cannot_take_is_refused_naming_the_field_and_no
                          tools=[{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}])
     assert refused.value.status_code == 400 and refused.value.error.startswith('"tools"')
     assert len(upstream.requests) == calls and mem.status().shards[0].head == head
+
+
+WEATHER = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object", "properties": {}}}}
+
+
+def openai_client(url: str):
+    import openai
+
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused-without-keys", max_retries=0)
+
+
+def test_both_doors_refuse_tools_naming_the_field_in_their_own_shape_and_append_nothing(door):
+    """The OpenAI door took `tools` and answered as if they were not there; now it refuses them as the Ollama door
+    does: a 400 in OpenAI's error shape with `param` naming the field, before anything is appended or sent."""
+    import ollama
+    import openai
+
+    url, upstream, mem = door
+    calls, head = len(upstream.requests), mem.status().shards[0].head
+    asks = [({"tools": [WEATHER]}, "tools"), ({"tools": [WEATHER], "tool_choice": "auto"}, "tools"),
+            ({"tool_choice": "required"}, "tool_choice"),
+            ({"tool_choice": {"type": "function", "function": {"name": "weather"}}}, "tool_choice"),
+            ({"functions": [WEATHER["function"]]}, "functions"), ({"function_call": {"name": "weather"}}, "function_call")]
+    with openai_client(url) as oai:
+        for content in (f"{TAG} What is the weather in Lisbon?", "What is the weather in Lisbon?"):
+            for extra, field in asks:
+                with pytest.raises(openai.BadRequestError) as refused:
+                    oai.chat.completions.create(model="engram", messages=[{"role": "user", "content": content}],
+                                                **extra)
+                err = refused.value
+                assert (err.status_code, err.code, err.param, err.type) == (
+                    400, "unsupported_field", field, "invalid_request_error"), err.body
+                assert err.body["message"].startswith(f'"{field}": engram\'s proxy does not pass tool definitions')
+        with pytest.raises(openai.BadRequestError):  # streamed too: refused before the stream starts
+            oai.chat.completions.create(model="engram", stream=True, tools=[WEATHER],
+                                        messages=[{"role": "user", "content": f"{TAG} Weather?"}])
+    with pytest.raises(ollama.ResponseError) as refused:
+        client(url).chat(model="engram", messages=[{"role": "user", "content": f"{TAG} Weather?"}], tools=[WEATHER],
+                         stream=False)
+    assert refused.value.status_code == 400
+    assert refused.value.error.startswith('"tools": engram\'s proxy does not pass tool definitions'), refused.value.error
+    assert len(upstream.requests) == calls and mem.status().shards[0].head == head
+
+
+def test_a_request_that_asks_for_no_tool_call_is_answered_by_both_doors(door):
+    """No tools and a choice of "none" (what some front ends always send), or an empty tool list, ask for nothing: the
+    model answers in text, as it would without the fields."""
+    url, upstream, _ = door
+    with openai_client(url) as oai:
+        for extra in ({"tool_choice": "none"}, {"tools": []}, {"function_call": "none"}):
+            reply = oai.chat.completions.create(model="engram", messages=[{"role": "user", "content": "Hello?"}],
+                                                **extra)
+            assert reply.choices[0].message.content and not reply.choices[0].message.tool_calls
+            assert "tools" not in upstream.posts("/api/chat")[-1]
+    answered = client(url).chat(model="engram", messages=[{"role": "user", "content": "Hello?"}], tools=[],
+                                stream=False)
+    assert answered.message.content and not answered.message.tool_calls
+
+
+def test_a_tool_call_in_the_history_is_refused_by_both_doors_naming_the_message_never_dropped(door):
+    """A history whose assistant turn called a tool (from a model engram did not ask for one) cannot be given to the
+    model as it was: both doors refuse it naming `messages[i].tool_calls`, and nothing is appended or sent."""
+    import ollama
+    import openai
+
+    url, upstream, mem = door
+    calls, head = len(upstream.requests), mem.status().shards[0].head
+    call = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Lisbon\"}"}}
+    history = [{"role": "user", "content": f"{TAG} Weather in Lisbon?"},
+               {"role": "assistant", "content": None, "tool_calls": [call]},
+               {"role": "tool", "tool_call_id": "call_1", "content": "22 C and sunny"},
+               {"role": "user", "content": "So, a hat?"}]
+    with openai_client(url) as oai:
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.chat.completions.create(model="engram", messages=history)
+    assert (refused.value.status_code, refused.value.param) == (400, "messages[1].tool_calls")
+    assert refused.value.body["message"].startswith("messages[1].tool_calls: engram's proxy does not pass tool calls")
+    ollama_history = [dict(m, content=m["content"] or "") for m in history]
+    ollama_history[1]["tool_calls"] = [{"function": {"name": "weather", "arguments": {"city": "Lisbon"}}}]
+    with pytest.raises(ollama.ResponseError) as refused:
+        client(url).chat(model="engram", messages=ollama_history, stream=False)
+    assert refused.value.status_code == 400 and refused.value.error.startswith("messages[1].tool_calls: ")
+    assert len(upstream.requests) == calls and mem.status().shards[0].head == head

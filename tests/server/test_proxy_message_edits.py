@@ -126,7 +126,61 @@ def test_a_removed_message_leaves_no_current_memory_and_chunk_memories_are_said_
     assert vectors and not any("blue" in v.lower() or "Oskar" in v for row in vectors for v in row)
 
 
-def test_replay_after_the_edits_is_identical(edited):
+TART = "Ines told me her favourite cake is a fig tart with goat cheese."
+
+
+@pytest.fixture(scope="module")
+def swiped(served):
+    """A front end regenerates a reply, then swipes back to it and goes on (the openai SDK): answers (mem, the
+    reply's message id as first appended)."""
+    import openai
+
+    server, mem = served
+    discussion = "swipes"
+    tag = f"[DiscussionId]{discussion}[/DiscussionId]"
+    with openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0) as client:
+        start = [{"role": "system", "content": f"You are Ada's assistant. {tag}"},
+                 {"role": "user", "content": "My sister Ines loves figs and goat cheese."},
+                 {"role": "assistant", "content": "Good to know, I will remember that."},
+                 {"role": "user", "content": "What should I make for her birthday?"}]
+        history = _chat(client, start + [{"role": "assistant", "content": TART},
+                                         {"role": "user", "content": "Thanks."}])
+        _settle(mem)
+        _, rows = mem.sql("SELECT message_id FROM ev_message_appended WHERE stream = ? AND content = ?", [discussion, TART])
+        tart_id = rows[0][0]
+        regenerated = _chat(client, start)  # the tart reply regenerated: it and the reply after it are dropped
+        _settle(mem)
+        _, now = mem.sql("SELECT content FROM messages WHERE discussion_id = ? ORDER BY seq", [discussion])
+        assert TART not in [c for (c,) in now]
+        assert regenerated[-1]["content"] != TART
+        # Swiped back to the first reply, and the next turn.
+        _chat(client, history[:5] + [{"role": "user", "content": "She also likes walnuts."}])
+        _settle(mem)
+    return mem, discussion, tart_id
+
+
+def test_a_reply_swiped_back_to_after_a_regenerate_is_current_again_with_its_memory(swiped):
+    mem, discussion, tart_id = swiped
+    _, now = mem.sql("SELECT message_id, role, content FROM messages WHERE discussion_id = ? ORDER BY seq", [discussion])
+    said = [c for _, _, c in now]
+    assert (tart_id, "assistant", TART) in now  # the reply the front end shows, under its first id
+    assert said.count(TART) == 1 and said[-2] == "She also likes walnuts."
+    assert [r for _, r, _ in now[:5]] == ["user", "assistant", "user", "assistant", "user"]  # the regenerated one left
+    _, restores = mem.sql("SELECT event_id FROM ev_message_edited WHERE stream = ? AND message_id = ?",
+                          [discussion, tart_id])
+    assert len(restores) == 1 and restores[0][0].startswith(f"restored:{tart_id}:")
+    # Its memory is current again: the fact it states (made again from it when it came back), and its chunk memory.
+    hits = mem.recall(AGENT, t.RecallRequest(query="What is Ines's favourite cake?", discussion=discussion,
+                                             record=False)).hits
+    tart = [h for h in hits if "fig tart" in h.content]
+    assert tart and tart[0].via != "superseded" and not tart[0].superseded_by
+    _, traces = mem.sql("SELECT count(*) FILTER (WHERE active), count(*) FILTER (WHERE superseded_by LIKE 'removal%') "
+                        "FROM memory_traces WHERE stream = ? AND content LIKE '%fig tart%'", [discussion])
+    assert traces == [(1, 1)]  # the fact of the first words closed at the removal, made again at the swipe back
+    assert any("fig tart" in m.summary for m in mem.memories(AGENT, discussion).memories)
+
+
+def test_replay_after_the_edits_is_identical(edited, swiped):
     mem, _ = edited
     job = mem.replay(t.ReplayRequest(verify=True))
     done = mem.jobs.wait(job.id, timeout=300)

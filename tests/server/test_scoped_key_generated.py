@@ -146,7 +146,9 @@ def test_no_mcp_tool_or_resource_shows_bob_to_alices_key(served):
     calls = [(tool, {"agent": agent, "discussion": discussion, **extra})
              for agent in (ALICE, BOB) for discussion in (ALICE_TALK, BOB_TALK)
              for tool, extra in (("recall", {"query": "vault phrase"}), ("search", {"keywords": "vault"}),
-                                 ("remember", {"content": "hello"}))]
+                                 ("remember", {"content": "hello"}),
+                                 ("edit_message", {"message_id": "m-1", "content": "hello"}),
+                                 ("remove_message", {"message_id": "m-1"}))]
     calls += [("working_memory", {"agent": a}) for a in (ALICE, BOB)]
     resources = [f"engram://agents/{a}/discussions/{d}/{kind}" for a in (ALICE, BOB) for d in (ALICE_TALK, BOB_TALK)
                  for kind in ("summary", "memories")]

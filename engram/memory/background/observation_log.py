@@ -6,7 +6,11 @@ A log is keyed by (agent, scope, scope_id): scope "discussion" (one log per disc
     buffered     recorded by a background increment, waiting for the threshold (ObservationsActivated)
     active       in the observation log (activated, or recorded without buffering)
     reflected    consumed by the Reflector (condensed into traces; kept in the log, marked)
-    superseded   lost a contradiction during a reflection (kept, marked)
+    superseded   lost a contradiction during a reflection (kept, marked), or was observed in a message that was
+                 edited or removed since (`MessageEdited` / `MessageRemoved`; `superseded_by` says which): the
+                 Observer reads the words a message was appended with, so a note of a changed message says what
+                 the conversation no longer says, whenever it was recorded. A note already reflected is marked
+                 too; the traces it became are superseded by the trace book (their source messages are the same).
 
 The Observer's threshold counts message tokens, the Reflector's counts the tokens of the active
 notes (`note_tokens`). The Reflector and the observation-log projection fold the same events with
@@ -22,7 +26,7 @@ from engram.config import defaults as d
 from engram.events.background import ObservationNote, ObservationsActivated, ObservationsRecorded, Reflected
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import Recorded
-from engram.events.messages import CONVERSATION_ROLES, MessageAppended
+from engram.events.messages import CONVERSATION_ROLES, MessageAppended, MessageEdited, MessageRemoved
 from engram.kernel.records import Column
 from engram.kernel.tokens import estimate_tokens
 from engram.memory.cognitive.llm_bridge import injected_memory, own_words
@@ -31,7 +35,8 @@ from engram.memory.settings import SettingsView
 LogKey = tuple[str, str, str]  # (agent, scope, scope_id)
 # What the Observer runs with for an agent without settings of its own: (enabled, scope, thresholds).
 _OBSERVING_DEFAULTS = (True, "discussion", d.OBSERVER_ACTIVATION_TOKENS, d.REFLECTOR_ACTIVATION_TOKENS)
-INTERESTS = frozenset({"ObservationsRecorded", "ObservationsActivated", "Reflected", "DiscussionForgotten", "AgentForgotten"})
+INTERESTS = frozenset({"ObservationsRecorded", "ObservationsActivated", "Reflected", "DiscussionForgotten", "AgentForgotten",
+                       "MessageEdited", "MessageRemoved"})
 # With these too, a log also knows how far it is from the Observer's and the Reflector's thresholds (`Progress`).
 PROGRESS_INTERESTS = INTERESTS | {"MessageAppended", "SettingsChanged"}
 
@@ -67,6 +72,7 @@ class NoteEntry:
     increment_last_seq: int  # last message seq of the increment that recorded it
     activated_seq: int | None = None
     reflected_seq: int | None = None
+    superseded_by: str = ""  # "edit of message <id>" / "removal of message <id>": what the note no longer matches
 
 
 @dataclass
@@ -155,6 +161,12 @@ class ObservationLog:
         self.settings: SettingsView | None = None  # folded only with PROGRESS_INTERESTS
         # Per agent, what the Observer runs with: (enabled, scope, observer threshold, reflector threshold).
         self.observing: dict[str, tuple[bool, str, int, int]] = {}
+        # (agent, discussion, message id) -> "edit of message <id>" / "removal of message <id>" (its latest change).
+        self.message_changes: dict[tuple[str, str, str], str] = {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("message_changes", {})  # the Reflector's snapshot from before notes followed edits
 
     def log(self, key: LogKey) -> LogState:
         st = self.logs.get(key)
@@ -212,11 +224,15 @@ class ObservationLog:
             for note in e.notes:
                 if note.note_id in st.notes:
                     continue  # recorded once; a repeated id is the same note
-                st.notes[note.note_id] = NoteEntry(
+                st.notes[note.note_id] = entry = NoteEntry(
                     note=note, stream=rec.stream, recorded_seq=rec.seq, increment_last_seq=e.last_seq,
                     buffered=e.buffered, status=status, tokens=note_tokens(note),
                     activated_seq=None if e.buffered else rec.seq,
                 )
+                labels = [self.message_changes.get((rec.agent, rec.stream, m)) for m in note.source_message_ids]
+                label = next((c for c in labels if c), None)
+                if label:
+                    entry.status, entry.superseded_by = SUPERSEDED, label
             st.messages += e.messages
             st.message_tokens += e.input_tokens
             if not e.buffered:
@@ -248,14 +264,34 @@ class ObservationLog:
             )
             st.last_seq = rec.seq
             return {st.key}
+        if isinstance(e, (MessageEdited, MessageRemoved)):
+            return self._message_changed(rec, e)
         if isinstance(e, DiscussionForgotten):
+            self.message_changes = {k: v for k, v in self.message_changes.items()
+                                    if (k[0], k[1]) != (rec.agent, e.discussion_id)}
             return self._forget_discussion(rec.agent, e.discussion_id)
         if isinstance(e, AgentForgotten):
+            self.message_changes = {k: v for k, v in self.message_changes.items() if k[0] != e.agent_id}
             gone = {k for k in self.logs if k[0] == e.agent_id}
             for k in gone:
                 del self.logs[k]
             return gone
         return set()
+
+    def _message_changed(self, rec: Recorded, e: MessageEdited | MessageRemoved) -> set[LogKey]:
+        """Every note of the agent observed in message `e.message_id` of this discussion is superseded."""
+        label = f"{'edit' if isinstance(e, MessageEdited) else 'removal'} of message {e.message_id}"
+        self.message_changes[(rec.agent, rec.stream, e.message_id)] = label
+        changed = set()
+        for key, st in self.logs.items():
+            if key[0] != rec.agent:
+                continue
+            for n in st.notes.values():
+                if n.stream == rec.stream and e.message_id in n.note.source_message_ids and not n.superseded_by:
+                    n.status, n.superseded_by = SUPERSEDED, label
+                    st.last_seq = rec.seq
+                    changed.add(key)
+        return changed
 
     def drop_consumed(self, key: LogKey) -> None:
         """Let go of the notes a reflection consumed (a reader that only needs what is still to reflect)."""

@@ -27,6 +27,7 @@ class ReflectionLine:
     content: str
     first_observed_us: int
     notes: int
+    superseded_by: str = ""  # a note it condenses was observed in a message edited or removed since (which change)
 
 
 RESTATED = "restated"
@@ -79,7 +80,8 @@ def render_log(log: LogState, reflections: list[ReflectionLine], *, as_of_seq: i
     what = f"discussion {log.scope_id}" if log.scope == "discussion" else "all discussions"
     active = log.active()
     buffered = log.with_status("buffered")
-    condensed = log.with_status("reflected") + log.with_status("superseded")
+    edited = [n for n in log.notes.values() if n.superseded_by]
+    condensed = [n for n in log.with_status("reflected") + log.with_status("superseded") if not n.superseded_by]
     note_tokens = log.recorded_note_tokens()
     ratio = log.compression()
     out = [
@@ -88,7 +90,8 @@ def render_log(log: LogState, reflections: list[ReflectionLine], *, as_of_seq: i
         f"_As of seq {as_of_seq}: {log.messages} messages ({log.message_tokens:,} tokens) observed into "
         f"{len(log.notes)} notes ({note_tokens:,} tokens"
         + (f", {ratio:.1f}x compression" if ratio else "")
-        + f"); {len(active)} active, {len(buffered)} buffered (not yet active), {len(condensed)} reflected._",
+        + f"); {len(active)} active, {len(buffered)} buffered (not yet active), {len(condensed)} reflected"
+        + (f", {len(edited)} superseded by edits of their messages" if edited else "") + "._",
         "",
     ]
     if reflections:
@@ -100,7 +103,8 @@ def render_log(log: LogState, reflections: list[ReflectionLine], *, as_of_seq: i
                 if r.trace_type == RESTATED:
                     out.append(f"- (already remembered: {r.trace_id} verified, by {r.notes} note{plural}) {_one_line(r.content)}")
                 else:
-                    out.append(f"- ({r.trace_type}, from {r.notes} note{plural}) {_one_line(r.content)}")
+                    since = f"; superseded: {r.superseded_by}" if r.superseded_by else ""
+                    out.append(f"- ({r.trace_type}, from {r.notes} note{plural}{since}) {_one_line(r.content)}")
             out.append("")
     out += ["## Observations", ""]
     if not active:

@@ -10,7 +10,11 @@ one of these holds:
 - **opposite polarity**: the two take opposite stances on the same thing ("loves" / "doesn't like"), and
   share most of their words (Jaccard >= SAME_SUBJECT_OVERLAP of their word stems);
 - **different numbers**: the same statement with another number ("2 kids" / "3 kids"), worded more closely
-  still (SAME_WORDING_OVERLAP).
+  still (SAME_WORDING_OVERLAP);
+- **changed state**: the same subject's single-valued attribute said again with another value, or its value ended
+  ("works at Acme" / "quit my job at Acme, I work at Globex now"; "has a dog" / "adopted a second dog"; "lives in
+  Lisbon" / "moved to Porto": `engram.memory.cognitive.slots`). Facts of different attributes coexist ("has a dog",
+  "has a cat").
 
 The direction is by event time, never by arrival: the newer memory is the one encoded later, so a
 conversation imported after a later one is corrected the way it would have been live. Who wins is the
@@ -25,6 +29,7 @@ import re
 
 from engram.memory.cognitive.memory import entity_key
 from engram.memory.cognitive.model import MemoryTrace
+from engram.memory.cognitive.slots import changed_state
 from engram.providers.search.bm25 import tokenize
 
 # Word-stem overlap (Jaccard) at which two statements are about the same thing (polarity and number checks).
@@ -68,6 +73,11 @@ def _speaker(text: str) -> str:
     return entity_key(head.removesuffix("'s").removesuffix("’s"))
 
 
+def speaker_key(text: str) -> str:
+    """The entity key of who a memory's text opens with (its speaker)."""
+    return _speaker(text)
+
+
 def subjects(t: MemoryTrace) -> set[str]:
     """The named things a memory is about: its entities less dates, numbers and its speaker."""
     speaker = _speaker(t.content)
@@ -98,7 +108,8 @@ def negates(text: str, subject: str) -> bool:
 
 
 def contradiction(older: MemoryTrace, newer: MemoryTrace) -> str | None:
-    """Why `newer` contradicts or updates `older` ("correction", "opposite polarity", "different numbers"), or None."""
+    """Why `newer` contradicts or updates `older` ("correction", "opposite polarity", "different numbers", "changed
+    state"), or None."""
     if older.trace_id == newer.trace_id:
         return None
     named = {entity_key(e) for e in older.entities} & {entity_key(e) for e in newer.entities}
@@ -109,6 +120,8 @@ def contradiction(older: MemoryTrace, newer: MemoryTrace) -> str | None:
         shared = subjects(older) & subjects(newer)
         if overlap >= SAME_SUBJECT_OVERLAP or any(negates(newer.content, s) and not negates(older.content, s) for s in shared):
             return "correction"
+    if changed_state(older.content, newer.content):
+        return "changed state"
     if overlap < SAME_SUBJECT_OVERLAP:
         return None
     p, q = polarity(older.content), polarity(newer.content)

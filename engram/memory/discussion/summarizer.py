@@ -173,7 +173,8 @@ class DiscussionSummarizer:
         if rec.seq <= st.decided_through:
             return
         for ss in (st.memories, st.vectors):
-            if ss.pending is not None and any(m.message_id == ev.message_id for m in ss.pending):
+            # Read again whether or not the message is pending: an edit may bring back one removed before (a swipe back).
+            if ss.pending is not None:
                 ss.pending = self.log.messages(st.discussion, ss.marker, rec.seq)
         resaid: list[tuple[str, str]] = []  # (chunk memory id, its new text)
         for r in self.log.chunk_memories(st.discussion, 0):

@@ -22,7 +22,9 @@ edited (the incoming text replaces it); unpaired, it was removed. So:
 - an edited earlier message     -> an edit of the logged message (nothing new is appended for it);
 - a deleted earlier message     -> its removal;
 - a regenerate or swipe         -> the dropped reply removed (the new reply is appended), or, when the next turn
-                                   brings the swiped reply, the logged reply edited to it.
+                                   brings the swiped reply, the logged reply edited to it (the proxy brings back
+                                   instead a reply that was removed before and is swiped back to: its id is the
+                                   chain's, `engram.api.completions`).
 
 Before the first aligned block, incoming messages stand where the logged ones just before it did (the first message
 edited); other logged messages there are the history's cut, never removed; a role the incoming history

@@ -193,7 +193,7 @@ def test_the_notes_table_is_its_declaration_and_an_old_homes_v4_table_is_folded_
     events += reflected(5)
     _, paths, db = project(tmp_path, events)
     wanted = db.execute(f"SELECT {', '.join(NOTES_V4)} FROM observation_notes ORDER BY note_id").fetchall()
-    assert len(wanted) == 3 and {c[0] for c in db.execute("DESCRIBE observation_notes").fetchall()} == set(NOTES_V4)
+    assert len(wanted) == 3 and {c[0] for c in db.execute("DESCRIBE observation_notes").fetchall()} == {*NOTES_V4, "superseded_by"}
     # the home as v4 left it: the old column order, version 4
     db.execute(f"CREATE TABLE v4 AS SELECT {', '.join(NOTES_V4)} FROM observation_notes")
     db.execute("DROP TABLE observation_notes")
@@ -223,4 +223,58 @@ def test_the_reflectors_snapshot_shape_of_a_note_is_unchanged_or_its_state_versi
 
     shape = {f.name for f in dataclasses.fields(NoteEntry)}
     assert (shape, Reflector.STATE_VERSION) == ({"note", "stream", "recorded_seq", "increment_last_seq", "buffered",
-                                                  "status", "tokens", "activated_seq", "reflected_seq"}, 1)
+                                                  "status", "tokens", "activated_seq", "reflected_seq",
+                                                  "superseded_by"}, 1)
+    # `superseded_by` came with a default: a note pickled before it reads it from the class (nothing superseded it).
+    old = NoteEntry(stream="acme", note=NOTES[0], tokens=1, buffered=False, status="active", recorded_seq=1,
+                    increment_last_seq=1)
+    del old.__dict__["superseded_by"]
+    import pickle
+
+    assert pickle.loads(pickle.dumps(old)).superseded_by == ""
+
+
+def test_notes_and_reflections_of_an_edited_or_removed_message_are_superseded_even_notes_recorded_after(tmp_path):
+    from engram.events.messages import MessageEdited, MessageRemoved
+
+    late = note(4, "User asked about middleware for protected routes", "factual", 12)
+    late = ObservationNote(**{**{f: getattr(late, f) for f in late.__struct_fields__}, "note_id": "n4",
+                              "source_message_ids": ("m3",)})
+    events = [recorded(1, NOTES[:2], 1, 2, buffered=False)] + reflected(2)
+    events += [recorded(4, NOTES[2:], 3, 3, buffered=False),
+               rec(5, MessageEdited(message_id="m3", role="user", content="User asked about caching", token_estimate=5)),
+               rec(6, MessageRemoved(message_id="m1")),
+               rec(7, MessageRemoved(message_id="m1"), stream="other"),  # another discussion's m1
+               recorded(8, [late], 3, 3, buffered=False)]  # observed in the old words, recorded after the edit
+    _, paths, db = project(tmp_path, events)
+    assert db.execute("SELECT note_id, status, superseded_by FROM observation_notes ORDER BY note_id").fetchall() == [
+        ("n1", "superseded", "removal of message m1"), ("n2", "superseded", ""),  # n2 lost a contradiction
+        ("n3", "superseded", "edit of message m3"), ("n4", "superseded", "edit of message m3")]
+    text = log_path(paths).read_text()
+    assert "- (prospective, from 2 notes; superseded: removal of message m1) User builds the Acme" in text
+    assert "3 superseded by edits of their messages._" in text
+    assert "## Observations\n\n(none active yet)" in text
+    ((active_tokens,),) = db.execute("SELECT active_tokens FROM observation_logs WHERE scope_id = 'acme'").fetchall()
+    assert active_tokens == 0  # nothing of the old words is left for the Reflector to condense
+    # A restart half-way writes what one pass writes.
+    _, restarted, db2 = project(tmp_path, events[:4], "restarted")
+    db2.close()
+    db2 = duckdb.connect(str(restarted.shard_db(0)))
+    again = ObservationLogProjection(ProjectionContext(shard=0, paths=restarted, db=db2))
+    again.apply_batch(events[4:])
+    again.checkpoint()
+    assert log_path(restarted).read_text() == text
+
+
+def test_a_reflection_trace_of_a_removed_message_is_superseded_at_the_removal():
+    from engram.events.messages import MessageRemoved
+    from engram.memory.cognitive.book import TraceBook
+
+    book = TraceBook("a")
+    trace = TraceEncoded(trace_id="t1", content="User builds the Acme Dashboard", trace_type="semantic", scope="discussion",
+                         scope_id="acme", source_type="reflection", source_seqs=(1, 2), source_message_ids=("m1", "m2"),
+                         importance=0.8, confidence=0.7, strength=0.5, stability_s=3600.0, interval_s=3600.0)
+    book.apply(rec(3, trace))
+    book.apply(rec(4, MessageRemoved(message_id="m2"), ts=T0 + MINUTE_US))
+    t = book.get("t1")
+    assert (t.active, t.valid_to_us, t.superseded_by) == (False, T0 + MINUTE_US, "removal of message m2")

@@ -11,7 +11,7 @@ from engram.config.agent import AgentConfig
 from engram.config.home import Home
 from engram.config.recorded import SCOPE_AGENT
 from engram.config.service import ServiceConfig
-from engram.events.cognitive import FactsIngested, MoodChanged, TraceEncoded, WorkingMemoryUpdated
+from engram.events.cognitive import FactsIngested, MoodChanged, TraceEncoded, TraceRetrieved, WorkingMemoryUpdated
 from engram.events.control import SettingsChanged
 from engram.events.messages import MessageAppended, ToolCallFailed
 from engram.memory.cognitive.personality import Pad
@@ -144,6 +144,33 @@ def test_working_memory_capacity_follows_personality_and_late_traces_enter_faded
     assert all(w.stream == "agent:a" for w in writes)
 
 
+def test_an_edited_or_removed_message_takes_its_traces_out_of_working_memory_even_those_encoded_late(services, tmp_path):
+    from engram.events.messages import MessageEdited, MessageRemoved
+
+    def enc(seq, tid, cause, mids, stream="d"):
+        return rec(TraceEncoded(trace_id=tid, content=f"words of {tid}", trace_type="episodic", scope="discussion",
+                                scope_id=stream, source_type="user_statement", source_seqs=(cause,), importance=0.5,
+                                confidence=0.8, strength=0.5, stability_s=3600.0, interval_s=3600.0,
+                                source_message_ids=mids), seq=seq, causation=cause, stream=stream)
+
+    wm = WorkingMemoryPolicy(ctx(services, tmp_path))
+    batch = [message(1, "I drive a blue Volvo"), message(2, "I have a cat named Io"),
+             enc(3, "blue-volvo", 1, ("m1",)), enc(4, "cat", 2, ("m2",)), enc(5, "other-d", 9, ("m1",), stream="e"),
+             rec(MessageEdited(message_id="m1", role="user", content="I drive a red Volvo", token_estimate=5), seq=6),
+             enc(7, "blue-volvo-late", 1, ("m1",)),  # decided from the old words before the edit, recorded after it
+             enc(8, "red-volvo", 6, ("m1",)),  # made from the new words
+             rec(MessageRemoved(message_id="m2"), seq=9),
+             rec(TraceRetrieved(query="volvo", trace_ids=("blue-volvo", "cat", "blue-volvo-late"), scores=(0.9, 0.8, 0.7)),
+                 seq=10)]
+    updates = events_of(wm.handle(batch), WorkingMemoryUpdated)
+    in_focus = [s.trace_id for s in updates[-1].slots]
+    assert sorted(in_focus) == ["other-d", "red-volvo"]  # another discussion's message m1 is not this one
+    assert [(x.trace_id, x.reason) for u in updates for x in u.evicted] == [("blue-volvo", "superseded"), ("cat", "superseded")]
+    # The same log folded again decides the same slots (what replay reproduces).
+    again = events_of(WorkingMemoryPolicy(ctx(services, tmp_path / "again")).handle(batch), WorkingMemoryUpdated)
+    assert again == updates
+
+
 def test_a_trace_costs_one_embedding_shared_by_deduplication_and_recalls_index(services, tmp_path):
     from engram.providers.embeddings import CachedEmbedder, EmbeddingCache
     from engram.policies.trace_reader import TraceReader
@@ -257,6 +284,38 @@ def test_a_correction_at_the_turn_supersedes_what_it_corrects(services, tmp_path
     kinds = {(e.kind, e.src, e.dst) for e in events_of(writes, EdgeAdded)}
     assert ("contradicts", resolved.winner, resolved.loser) in kinds and ("supersedes", resolved.winner, resolved.loser) in kinds
     assert not policy.memory("a").book.traces[resolved.loser].active
+
+
+def _said_over_time(services, tmp_path, *texts: str):
+    """Auto-ingest of the user's messages, ten minutes apart: the policy's trace book after the last."""
+    policy = AutoIngest(ctx(services, tmp_path))
+    policy.handle([settings(1)])
+    for i, text in enumerate(texts):
+        policy.handle([rec(MessageAppended(role="user", content=text, message_id=f"m{i}", token_estimate=len(text) // 4,
+                                           name="User"), seq=10 * (i + 1), ts_us=T0 + i * 10 * MINUTE_US)])
+    return policy.memory("a").book
+
+
+@pytest.mark.parametrize("before, after, old", [
+    ("I work at Acme Robotics as an engineer.", "I quit my job at Acme Robotics, I work at Globex now.", "Acme"),
+    ("I have a dog named Rex.", "We adopted a second dog last week.", "Rex"),
+    ("I live in Lisbon with my partner.", "I moved to Porto last month.", "Lisbon"),
+])
+def test_a_later_state_of_the_same_persons_attribute_closes_the_old_one_when_it_is_said(services, tmp_path, before,
+                                                                                           after, old):
+    book = _said_over_time(services, tmp_path, before, after)
+    closed = [t for t in book.traces.values() if old in t.content and t.source_message_ids == ("m0",)]
+    assert closed and all(t.valid_to_us == T0 + 10 * MINUTE_US and t.superseded_by for t in closed)
+    assert any(t.active and t.valid_to_us is None for t in book.traces.values() if t.source_message_ids == ("m1",))
+
+
+def test_facts_that_coexist_stay_valid_a_dog_and_a_cat_a_sister_and_a_brother(services, tmp_path):
+    book = _said_over_time(services, tmp_path, "I have a dog named Rex.", "I have a cat named Io.",
+                           "My sister Ines lives in Porto.", "My brother Tiago lives in Lisbon.")
+    facts = list(book.traces.values())  # the facts kept and the messages' own traces
+    assert {m for t in facts for m in t.source_message_ids} == {"m0", "m1", "m2", "m3"}
+    assert all(t.active and t.valid_to_us is None and not t.superseded_by for t in facts), [
+        (t.content, t.superseded_by) for t in facts]
 
 
 def test_a_model_written_reply_that_quotes_injected_memory_makes_no_trace_and_is_not_observed(services, tmp_path):
