@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 import msgspec
@@ -180,7 +180,7 @@ class _Operations:
 
     # ------------------------------------------------------------------ discussion memory
 
-    def search(self, agent: str, discussion: str, keywords: str, *, mode: str = "hybrid", limit: int = 5):
+    def search(self, agent: str, discussion: str, keywords: str, *, mode: t.SearchMode = "hybrid", limit: int = 5):
         return self._read("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/search", t.SearchResponse,
                           t.SearchRequest(keywords=keywords, mode=mode, limit=limit))
 
@@ -200,7 +200,7 @@ class _Operations:
                           + _query({"query": query, "recall": recall}), t.ContextResponse)
 
     def run_workflow(self, agent: str, *, nodes: list | None = None, text: str | None = None, name: str | None = None,
-                     source: str | None = None, discussion: str | None = None, messages: list[t.Message] = ()):
+                     source: str | None = None, discussion: str | None = None, messages: Sequence[t.Message] = ()):
         return self._call("POST", f"/v1/agents/{_seg(agent)}/workflows/run", t.WorkflowResponse,
                           t.WorkflowRequest(nodes=nodes, text=text, name=name, source=source, discussion=discussion,
                                             messages=list(messages)))
@@ -338,6 +338,7 @@ class Client(_Operations):
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.url = url.rstrip("/")
         self._parts = parts
+        self._host: str = parts.hostname
         self.timeout = timeout
         self._auth = _auth_headers(api_key)
         self._local = threading.local()
@@ -365,7 +366,7 @@ class Client(_Operations):
             conn = self._local.conn = None
         if conn is None:
             cls = http.client.HTTPSConnection if self._parts.scheme == "https" else http.client.HTTPConnection
-            conn = self._local.conn = cls(self._parts.hostname, self._parts.port, timeout=self.timeout)
+            conn = self._local.conn = cls(self._host, self._parts.port, timeout=self.timeout)
         return conn
 
     def _send(self, method: str, path: str, payload: bytes | None) -> tuple[int, bytes]:

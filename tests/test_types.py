@@ -37,9 +37,19 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
 # Checked with mypy's defaults since they left the not-typed-yet list (issue 26); each stays out of it.
 TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projections.runner",
          "engram.projections.discussion_rebuild", "engram.providers.embeddings.batcher",
-         "engram.providers.llm.answers.cognitive", "engram.providers.embeddings.factory",
-         "engram.providers.services", "engram.sql.views", "engram.providers.llm.answers.schemas",
-         "engram.inspect.discussion")
+         "engram.providers.llm.answers.cognitive", "engram.providers.embeddings.factory", "engram.providers.services",
+         "engram.sql.views", "engram.providers.llm.answers.schemas", "engram.inspect.discussion",
+         "engram.providers.embeddings.lazy", "engram.providers.llm.offline.analysis",
+         "engram.providers.llm.offline.facts", "engram.providers.llm.offline.observe",
+         "engram.providers.llm.offline.summarize", "engram.providers.search.bm25",
+         "engram.providers.endpoints.client", "engram.policies.clock", "engram.policies.cognitive_base",
+         "engram.policies.consolidator", "engram.policies.context_compactor", "engram.policies.mood",
+         "engram.policies.observer", "engram.policies.reflector", "engram.policies.summarizer",
+         "engram.policies.tool_failures", "engram.policies.trace_reader", "engram.server.app",
+         "engram.server.endpoint", "engram.server.instance", "engram.server.mcp_http", "engram.cli.ingest",
+         "engram.client", "engram.inspect.adapter", "engram.inspect.api", "engram.projections.traces",
+         "engram.actors.embedder", "engram.actors.policy", "engram.api.completions", "engram.runtime.ray_runtime",
+         "engram.runtime.startup")
 
 
 def tomllib_config() -> dict:

@@ -20,7 +20,8 @@ import ray
 
 from engram.config.llm import EmbedderConfig
 from engram.providers.embeddings.batcher import EmbedBatcher
-from engram.providers.embeddings.cached import EmbedStats
+from engram.providers.embeddings.base import Embedder
+from engram.providers.embeddings.cached import CachedEmbedder, EmbedStats
 from engram.providers.embeddings.factory import open_cached_embedder
 
 EMBEDDER_ROLE = "embedder"
@@ -30,16 +31,17 @@ EMBEDDER_CONCURRENCY = 16
 
 
 # Embedding a text is idempotent (and the cache makes a repeat free): calls are safe to retry.
-@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=EMBEDDER_CONCURRENCY)
+# (Ray 2.60's typed overloads of `ray.remote(**options)` list a task's options only, not an actor's.)
+@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=EMBEDDER_CONCURRENCY)  # type: ignore[call-overload]
 class EmbedderActor:
     def __init__(self, home: str, embedder: dict | None = None):
         # Settings travel as their JSON form: plain data crosses process boundaries best.
         self._home = home
         self._config = EmbedderConfig.model_validate(embedder or {})
-        self._embedder = None  # loaded by `warm` (the runtime calls it as the policies start) or the first call
+        self._embedder: Embedder | None = None  # loaded by `warm` (the runtime calls it as the policies start) or the first call
         self._batcher: EmbedBatcher | None = None
         self._lock = threading.Lock()  # calls run on several threads: one of them loads the model
-        self._prepared = None  # (config, CachedEmbedder): the embedder `engram reindex` prepares
+        self._prepared: tuple[EmbedderConfig, CachedEmbedder] | None = None  # (config, CachedEmbedder): the embedder `engram reindex` prepares
 
     def _get(self) -> EmbedBatcher:
         batcher = self._batcher

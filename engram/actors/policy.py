@@ -15,12 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 import ray
 
 from engram.actors.services import actor_services
 from engram.config.home import Home
 from engram.config.service import ServiceConfig
+from engram.events.envelope import Appended, Write
 from engram.events.store import decode_rows
 from engram.kernel.gate import SharedExclusiveLock
 from engram.policies.base import PolicyContext
@@ -143,18 +145,24 @@ class HostedCalls:
 POLICY_ACTOR_CONCURRENCY = 12
 
 
-@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=POLICY_ACTOR_CONCURRENCY)
+# (Ray 2.60's typed overloads of `ray.remote(**options)` list a task's options only, not an actor's.)
+@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=POLICY_ACTOR_CONCURRENCY)  # type: ignore[call-overload]
 class PolicyActor:
     def __init__(self, config_json: dict, shard_actor_name: str, shard: int, specs: list[str], member: int, members: int,
                  embedder_actor: str | None = None):
         config = ServiceConfig.model_validate(config_json)
         home = Home(config.home, config.shards)
-        self.shard_handle = ray.get_actor(shard_actor_name)
+        # Any: Ray 2.60 types an `ActorHandle`'s methods only through `ActorHandle[T]` with `@ray.method` declarations
+        # (its `__getattr__` is `Never`); the ShardActor declares none, so its calls (`.head.remote()`) are untyped.
+        self.shard_handle: Any = ray.get_actor(shard_actor_name)
         services = actor_services(config, embedder_actor)
         # Rows cross from the shard undecoded and are decoded here: cheaper to send, and the shard's
         # process (its log, its projections) does not decode for every consumer.
         read = lambda after, **kw: decode_rows(ray.get(self.shard_handle.read_rows.remote(after, **kw)), shard)
-        append = lambda writes: ray.get(self.shard_handle.append_many.remote(writes))
+
+        def append(writes: list[Write]) -> list[Appended]:
+            return ray.get(self.shard_handle.append_many.remote(writes))
+
         ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
                             read=read, append=append)
         policies = [cls(ctx) for cls in policy_classes(specs)]

@@ -41,6 +41,7 @@ import threading
 import time
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engram.api.core import ApiCore
 from engram.api import types as t
@@ -48,7 +49,15 @@ from engram.api.clock import now_us
 from engram.api.errors import error, llm_failure
 from engram.kernel.ids import find_discussion_id, strip_discussion_tags, validate_agent
 
+if TYPE_CHECKING:
+    from engram.api.messages import LatestChange
+    from engram.events.envelope import Appended, Recorded
+    from engram.memory.discussion.workflow.responder import Response, Responds
+
 log = logging.getLogger("engram.proxy")
+
+# A turn the proxy appends: ((role, text, name), message id, metadata).
+Incoming = tuple[tuple[str, str, str | None], str, dict[str, Any]]
 
 SHIPPED_WORKFLOW = "openai-proxy.workflow.json"
 SOURCE = "openai proxy"
@@ -152,12 +161,12 @@ class Timing:
 
 
 class _TimedResponder:
-    """A workflow's responder whose calls count as the model's time in a `Timing`."""
+    """A workflow's responder (`Responds`) whose calls count as the model's time in a `Timing`."""
 
-    def __init__(self, responder, timing: Timing):
+    def __init__(self, responder: Responds, timing: Timing):
         self._responder, self._timing = responder, timing
 
-    def respond(self, **kwargs):
+    def respond(self, **kwargs: Any) -> Response:
         return self._timing.model_call(lambda: self._responder.respond(**kwargs))
 
 
@@ -239,6 +248,9 @@ class ReplyAbandoned(Exception):
 
 
 class CompletionOps(ApiCore):
+    if TYPE_CHECKING:  # MessageOps's, beside this one in `Api` (engram.api.service)
+        def _message_changes(self, agent: str, discussion: str) -> dict[str, LatestChange]: ...
+
     # ------------------------------------------------------------------ what the proxy keeps
 
     def _proxy_state(self):
@@ -272,7 +284,7 @@ class CompletionOps(ApiCore):
         append: `Runtime.sole_writer`). Otherwise read from the log (not a projection, which may lag),
         incrementally after the first time; an edit or removal among what is read makes it read the whole
         discussion again (`engram.events.messages.conversation`)."""
-        from engram.events.messages import MESSAGE_TYPES, conversation
+        from engram.events.messages import MESSAGE_TYPES, MessageAppended, conversation
         from engram.memory.ingest.history import message_key
 
         state = self._proxy_state()
@@ -284,7 +296,8 @@ class CompletionOps(ApiCore):
             return known, mark
         # From the last event this view holds (included), so the read also checks that the log still holds it
         # there: a forget through another replica or process purges every message of the discussion, that one too.
-        new = self.rt.read(agent, after=max(0, after - 1), stream=discussion, types=list(MESSAGE_TYPES), limit=None)
+        new: list[Recorded] | None = self.rt.read(agent, after=max(0, after - 1), stream=discussion,
+                                                  types=list(MESSAGE_TYPES), limit=None)
         if after:
             if new and new[0].seq == after and _fingerprint(new[0]) == last:
                 new = new[1:]
@@ -298,7 +311,7 @@ class CompletionOps(ApiCore):
             messages = new
         if new:
             known = known + [(message_key(r.event.role, r.event.content), r.event.role, r.event.message_id)
-                             for r in messages]
+                             for r in messages if isinstance(r.event, MessageAppended)]  # all are, by now
             after, last = new[-1].seq, _fingerprint(new[-1])
         histories[(agent, discussion)] = (after, known, last, None)
         return known, mark
@@ -460,7 +473,7 @@ class CompletionOps(ApiCore):
                 logged, mark = self._logged_keys(agent, discussion)
                 logged_keys = [k for k, _, _ in logged]
             chain = keys
-        incoming = [(turns[i], ids[i], {}) for i in new]
+        incoming: list[Incoming] = [(turns[i], ids[i], {}) for i in new]
         new_keys = [(keys[i], turns[i][0], ids[i]) for i in new]
         if incoming and not response_path_reads_only(workflow):
             seqs, result = self._proxy_append(agent, discussion, incoming, ts)
@@ -532,7 +545,8 @@ class CompletionOps(ApiCore):
 
         return recall
 
-    def _proxy_append(self, agent: str, discussion: str, items, ts: int) -> tuple[list[int | None], object]:
+    def _proxy_append(self, agent: str, discussion: str, items: list[Incoming],
+                      ts: int) -> tuple[list[int | None], Appended | None]:
         """Append (turn, id, metadata) items in one write (the k-th at event time `ts` + k): the seq of each item, None
         for one the log held already (a retried request's), and the write's Appended (None when nothing was sent)."""
         from engram.memory.ingest.messages import IncomingMessage, discussion_write

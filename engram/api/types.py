@@ -32,6 +32,7 @@ Unit = Annotated[float, Meta(ge=-1.0, le=1.0)]
 MAX_RESULTS = 1000
 MAX_ROWS = 1_000_000
 Role = Literal["user", "assistant", "system", "tool"]
+SearchMode = Literal["keyword", "semantic", "hybrid"]
 # A user's labels on a memory: a flat object of text, at most 64 keys.
 Metadata = Annotated[dict[Annotated[str, Meta(min_length=1, max_length=256)], Annotated[str, Meta(max_length=16_384)]],
                      Meta(max_length=64)]
@@ -271,7 +272,7 @@ class MessageChanged(Model, kw_only=True):
 
 class SearchRequest(Model, kw_only=True):
     keywords: Annotated[Annotated[str, Meta(max_length=10_000)], doc("Separated by \";\" (OR logic).")]
-    mode: Annotated[Literal["keyword", "semantic", "hybrid"], doc(
+    mode: Annotated[SearchMode, doc(
         "keyword (exact words), semantic (meaning) or hybrid (both, ranked together).")] = "hybrid"
     limit: Annotated[Annotated[int, Meta(ge=1, le=MAX_RESULTS)], doc("How many memories to return, best first.")] = 5
     # Filters (ranked among the memories that pass): the time its messages were said overlaps [since, until); each

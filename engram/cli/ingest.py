@@ -25,12 +25,13 @@ def register(sub) -> None:
 
 def prepare(args) -> list[tuple[str, list]]:
     """(file, [Conversation]) for every file, parsed and validated before anything is appended."""
-    from engram.api.types import Conversation, Message
+    from engram.api.types import Conversation, Message, Role
     from engram.events.envelope import from_us
     from engram.kernel.ids import validate_agent
     from engram.memory.ingest.formats import IngestError, parse_file
 
     validate_agent(args.agent)
+    roles: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
     now = int(time.time() * 1_000_000)
     out = []
     for path in args.files:
@@ -41,10 +42,10 @@ def prepare(args) -> list[tuple[str, list]]:
         convs = []
         for conv in conversations:
             for i, m in enumerate(conv.messages):
-                if m.role not in ("user", "assistant", "system", "tool"):
+                if m.role not in roles:
                     raise UsageError(f"{path} [{conv.discussion}]: message {i + 1}: role {m.role!r} is not one of "
                                      f"assistant, system, tool, user\nnothing of {path} was appended")
-            messages = [Message(role=m.role, content=m.content, ts=from_us(m.ts_us), name=m.name,
+            messages = [Message(role=roles[m.role], content=m.content, ts=from_us(m.ts_us), name=m.name,
                                 message_id=m.message_id, metadata=m.metadata) for m in conv.messages]
             if messages:
                 convs.append(Conversation(discussion=conv.discussion, messages=messages))

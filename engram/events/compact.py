@@ -19,7 +19,7 @@ duplicate, as it would have refused each of the ids it stands for.
 from __future__ import annotations
 
 import hashlib
-from typing import Hashable, Sequence
+from typing import Hashable, Sequence, TypeVar
 
 import msgspec
 
@@ -35,8 +35,9 @@ from engram.events.cognitive import (
     TracesReinforced,
 )
 
-# (group, event id, event): the group is whatever must be equal for two events to merge.
-Item = tuple[Hashable, str, Event]
+# (group, event id, event): the group is whatever must be equal for two events to merge; it comes back as given.
+G = TypeVar("G", bound=Hashable)
+Item = tuple[G, str, Event]
 
 
 def _edges(e: Event) -> tuple[NewEdge, ...] | None:
@@ -60,9 +61,9 @@ def merged_id(ids: Sequence[str]) -> str:
     return f"{ids[0]}+{len(ids) - 1}:{digest}"
 
 
-def compact(items: Sequence[Item]) -> list[Item]:
+def compact(items: Sequence[Item[G]]) -> list[Item[G]]:
     """`items` with adjacent mergeable events of one group merged (see the module docstring)."""
-    out: list[Item] = []
+    out: list[Item[G]] = []
     i, n = 0, len(items)
     while i < n:
         group, event_id, event = items[i]

@@ -42,6 +42,9 @@ class _HomeFiles:
         self.home = Home(config.home, config.shards)
         self.paths = ProjectionPaths(self.home.projections_dir)
 
+    def sql(self, query: str, params: Sequence[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+        raise NotImplementedError  # each reader reads its own way
+
     def discussion_files(self, agent: str, discussion: str) -> DiscussionFiles:
         validate_agent(agent)
         validate_discussion(discussion)
@@ -109,11 +112,11 @@ class EngramReader(_HomeFiles):
 
         from engram.api.types import RecallRequest
 
-        options = dict(discussion=discussion, limit=limit, hyde=hyde, record=False)
         if hasattr(self.mem, "read_sql"):  # in this process: the API's typed call
-            result = self.mem.recall(agent, RecallRequest(query=query, **options))
+            result = self.mem.recall(agent, RecallRequest(query=query, discussion=discussion, limit=limit, hyde=hyde,
+                                                          record=False))
         else:
-            result = self.mem.recall(agent, query, **options)
+            result = self.mem.recall(agent, query, discussion=discussion, limit=limit, hyde=hyde, record=False)
         out = msgspec.to_builtins(result)
         for h in out["hits"]:
             h.pop("source_seqs", None)

@@ -144,7 +144,7 @@ class Inspector:
     def get(self, view: str, params: Mapping[str, str]) -> dict:
         a = parse(view, params)
         if a.get("discussion") is not None and view in DISCUSSION_VIEWS:
-            self._require_discussion(a["agent"], a["discussion"])
+            self._require_discussion(str(a["agent"]), str(a["discussion"]))
         return getattr(self, f"_{view}")(a)
 
     def _require_discussion(self, agent: str, discussion: str) -> None:

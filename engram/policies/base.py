@@ -202,9 +202,6 @@ class Policy(ABC):
     # UNREAD_LINGER_S (e.g. a recall's TraceRetrieved, for policies that only fold it). In log order all the same, so
     # what the policy decides is the same; only when changes.
     unhurried: ClassVar[frozenset[str]] = frozenset()
-    # At most this many events per `handle` call (None: a host's whole batch): the writes of each part are
-    # appended, and the policy's position moves past it, before the next part is decided (`PolicyHost`).
-    handle_batch: ClassVar[int | None] = None
     # The shape of `state()`: bump it when the shape changes, and snapshots of the old shape are rebuilt
     # from the log instead of restored into the new code.
     STATE_VERSION: ClassVar[int] = 1
@@ -224,7 +221,14 @@ class Policy(ABC):
     def restore(self, state: Any) -> None:
         pass
 
-    def snapshot(self) -> bytes:
+    @property
+    def handle_batch(self) -> int | None:
+        """At most this many events per `handle` call (None: a host's whole batch): the writes of each part are
+        appended, and the policy's position moves past it, before the next part is decided (`PolicyHost`)."""
+        return None
+
+    def snapshot(self) -> bytes | None:
+        """The state, pickled behind its header; None: nothing to keep (the host writes no file)."""
         body = pickle.dumps(self.state(), protocol=pickle.HIGHEST_PROTOCOL)
         header = SnapshotHeader(policy=self.name, cls=_class_name(type(self)), state_version=self.STATE_VERSION,
                                 position=self.position, size=len(body), sha256=hashlib.sha256(body).hexdigest())

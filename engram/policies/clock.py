@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram.config import defaults as d
+from engram.events.cognitive import TraceEncoded
 from engram.events.control import AgentForgotten, ClockTick
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.kernel.ids import agent_stream
@@ -66,7 +67,7 @@ class ClockTicker(BackgroundPolicy):
             elif rec.type == "MessageAppended":
                 every, _, _ = self._every_us(rec.agent)
                 self.clocks[rec.agent] = clock.on_message(self.clocks.get(rec.agent), rec.ts_us, every)
-            elif rec.type == "TraceEncoded" and e.source_type in self._drivers(rec.agent):
+            elif isinstance(e, TraceEncoded) and e.source_type in self._drivers(rec.agent):
                 every, enabled, _ = self._every_us(rec.agent)
                 self.clocks[rec.agent], due = clock.on_memory(self.clocks.get(rec.agent), rec.ts_us, every)
                 if enabled and due:

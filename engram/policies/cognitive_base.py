@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -43,6 +43,7 @@ class CognitivePolicy(Policy):
     uses_memory = False  # True: keep an AgentMemory (book + HNSW index) per owned agent
     content_vectors = False  # True: the memories' HNSW indexes hold content embeddings (see AgentMemory)
     dormant = False  # True: the memories keep decay-pruned traces searchable apart (AgentMemory, dormant traces)
+    interests: ClassVar[frozenset[str]]  # every cognitive policy names its events
 
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
@@ -93,9 +94,10 @@ class CognitivePolicy(Policy):
         embedder actor the vectors are computed while this policy goes on; in-process, at once."""
         start = getattr(self.embedder, "embed_async", None)
         if not texts or start is None:
-            vectors = self.embed(texts)
-            return lambda: vectors
-        wait, got = start(list(texts)), []
+            ready = self.embed(texts)
+            return lambda: ready
+        wait = start(list(texts))
+        got: list[np.ndarray] = []
 
         def vectors() -> np.ndarray:
             if not got:
@@ -154,7 +156,8 @@ class CognitivePolicy(Policy):
         past `resident_agents` among those unused for `IDLE_BATCHES` batches (a memory in use holds decisions whose
         events are on their way back through the log; an idle one holds only what the log gives back)."""
         self._batches += 1
-        cap, gone = self.resident_agents, []
+        cap = self.resident_agents
+        gone: list[str] = []
         if self.ctx.read is None or len(self.memories) <= cap:
             return gone
         with self._memories_lock:

@@ -37,10 +37,12 @@ import numpy as np
 from engram.events.background import ConsolidationRan
 from engram.events.cognitive import TraceEncoded
 from engram.events.compact import compact
-from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten
+from engram.events.control import AgentForgotten, ClockTick, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import MessageAppended
 from engram.kernel.ids import agent_stream
 from engram.memory.background import consolidation
+from engram.memory.background.agenda import ConsolidationState
 from engram.memory.background.traces import TraceFold
 from engram.memory.cognitive import corrections
 from engram.memory.cognitive.book import INTERESTS as TRACE_EVENTS
@@ -66,7 +68,7 @@ class Consolidator(BackgroundPolicy):
     def __init__(self, ctx: PolicyContext):
         super().__init__(ctx)
         self.folds: dict[str, TraceFold] = {}
-        self.states: dict[str, consolidation.ConsolidationState] = {}
+        self.states: dict[str, ConsolidationState] = {}
         self._own: set[str] = set()  # ids of events folded when decided: their echo from the log is skipped
         self._vectors: dict[str, dict[str, np.ndarray]] = {}  # agent -> trace -> embedding (not snapshotted)
         # Work done for late arrivals since the agent's last tick, reported with the next tick.
@@ -80,7 +82,7 @@ class Consolidator(BackgroundPolicy):
         f = self.folds.get(agent)
         if f is None:
             f = self.folds[agent] = TraceFold(agent)
-            self.states[agent] = consolidation.ConsolidationState()
+            self.states[agent] = ConsolidationState()
         return f
 
     # ------------------------------------------------------------------ handling
@@ -91,13 +93,13 @@ class Consolidator(BackgroundPolicy):
             if rec.event_id is not None and rec.event_id in self._own:
                 self._own.discard(rec.event_id)
                 continue
-            if rec.type == "SettingsChanged":
+            if isinstance(rec.event, SettingsChanged):
                 self.settings.apply(rec)
                 continue
             if not self.owns(rec.agent):
                 continue
             if isinstance(rec.event, ClockTick):
-                writes += self.run(rec)
+                writes += self.run(rec, rec.event)
                 continue
             if isinstance(rec.event, AgentForgotten):
                 self.folds.pop(rec.event.agent_id, None)
@@ -109,7 +111,7 @@ class Consolidator(BackgroundPolicy):
                 continue
             fold = self.fold(rec.agent)
             state = self.states[rec.agent]
-            if rec.type == "MessageAppended":
+            if isinstance(rec.event, MessageAppended):
                 if ingests(self.config_of(rec.agent), rec.event.role):
                     state.message_arrived(rec.stream, rec.seq)
                 continue
@@ -130,8 +132,8 @@ class Consolidator(BackgroundPolicy):
             else:
                 self.late.setdefault(rec.agent, {}).setdefault(rec.stream, []).append(rec)
         for agent in sorted(self.late):
-            state = self.states.get(agent)
-            complete = [s for s in sorted(self.late[agent]) if state is not None and state.settled(s)]
+            known = self.states.get(agent)
+            complete = [s for s in sorted(self.late[agent]) if known is not None and known.settled(s)]
             if complete:
                 writes += self.catch_up(agent, complete)
         return writes
@@ -179,7 +181,7 @@ class Consolidator(BackgroundPolicy):
             fold.apply(rec)
             state.observe(rec.event, rec.ts_us)
 
-    def run(self, tick: Recorded) -> list[Write]:
+    def run(self, tick: Recorded, clock: ClockTick) -> list[Write]:
         agent = tick.agent
         cfg = self.config_of(agent)
         if not cfg.memory.consolidation.enabled:
@@ -198,10 +200,10 @@ class Consolidator(BackgroundPolicy):
             pending.add(result)
             pending.traces, result = result.traces, pending
         report = ConsolidationRan(
-            interval_s=tick.event.interval_s, traces=result.traces, pruned=result.pruned, edges=result.edges,
+            interval_s=clock.interval_s, traces=result.traces, pruned=result.pruned, edges=result.edges,
             schemas=result.schemas, conflicts=result.conflicts, reinforced=result.reinforced,
             max_traces=cfg.memory.consolidation.max_traces_per_run, bounded=tuple(result.bounded),
-            duration_ms=round(duration_ms, 3), llm_calls=result.llm_calls, since_us=tick.event.since_us or since,
+            duration_ms=round(duration_ms, 3), llm_calls=result.llm_calls, since_us=clock.since_us or since,
             runs=result.runs, late=result.late, first_us=result.first_us,
         )
         writes.append(Write(agent_stream(agent), agent, (NewEvent(
@@ -288,9 +290,9 @@ class Consolidator(BackgroundPolicy):
             if state.get("agenda") == AGENDA_VERSION:
                 self.states = state["states"]
             else:  # a snapshot from before the agenda: schedule every trace afresh from its own state
-                self.states = {agent: consolidation.ConsolidationState() for agent in self.folds}
+                self.states = {agent: ConsolidationState() for agent in self.folds}
                 for agent, old in state["states"].items():
-                    new = self.states.setdefault(agent, consolidation.ConsolidationState())
+                    new = self.states.setdefault(agent, ConsolidationState())
                     new.resolved, new.schematized = dict(old.resolved), set(old.schematized)
                     new.contradictions, new.clock_us = set(old.contradictions), old.clock_us
 

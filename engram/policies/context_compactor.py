@@ -20,9 +20,9 @@ import time
 from typing import Any
 
 from engram.config.recorded import SCOPE_AGENT
-from engram.events.background import ContextCompacted
+from engram.events.background import ContextCompacted, ObservationsRecorded
 from engram.events.cognitive import MoodChanged
-from engram.events.control import AgentForgotten, DiscussionForgotten
+from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MessageAppended
 from engram.kernel.placement import owner
@@ -79,7 +79,7 @@ class ContextCompactor(Policy):
                 for d in [d for d, c in self.discussions.items() if c.agent == ev.agent_id]:
                     del self.discussions[d]
                 self.moods.pop(ev.agent_id, None)
-            elif rec.type == "SettingsChanged":
+            elif isinstance(ev, SettingsChanged):
                 self.settings.apply(rec)
                 if ev.scope == SCOPE_AGENT and rec.stream.startswith("agent:"):
                     # A lowered window or threshold applies at once, not at the next message.
@@ -111,7 +111,8 @@ class ContextCompactor(Policy):
         recorded = self._recorded_compaction(c.agent, c.discussion, trigger.seq)
         if recorded:
             for rec in recorded:
-                c.apply(rec.event, rec.ts_us)
+                if isinstance(rec.event, ContextCompacted):  # read by that type
+                    c.apply(rec.event, rec.ts_us)
             return []
         lines = self._lines(c.agent, c.discussion, span[0].seq, span[-1].seq)
         notes = hybrid.RecordedNotes()
@@ -151,8 +152,11 @@ class ContextCompactor(Policy):
 
     def _observer_notes(self, agent: str, span_seqs: list[int], before: int) -> hybrid.RecordedNotes:
         """The Observer's notes about the span, from the `ObservationsRecorded` events before the trigger."""
+        if self.ctx.read is None:  # `_lines` has refused such a host already
+            return hybrid.RecordedNotes()
         recs = self.ctx.read(0, limit=None, to_seq=before, agent=agent, types=["ObservationsRecorded"])
-        return hybrid.recorded_for_span([r.event for r in recs], span_seqs)
+        return hybrid.recorded_for_span([r.event for r in recs if isinstance(r.event, ObservationsRecorded)],
+                                        span_seqs)
 
     # ------------------------------------------------------------------ snapshots
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from engram.config import defaults as d
 from engram.events.cognitive import MoodChanged
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import MessageAppended
 from engram.kernel.ids import agent_stream
 from engram.memory.cognitive import llm_bridge
 from engram.memory.cognitive.ingest import ingest_rules
@@ -51,11 +52,11 @@ class MoodTracker(CognitivePolicy):
                 self.settings.apply(rec)
             elif not self.owns(rec.agent):
                 continue
-            elif rec.type == "MoodChanged":
+            elif isinstance(e, MoodChanged):
                 self.moods[rec.agent] = Pad(e.valence, e.arousal, e.dominance)
             elif rec.type == "AgentForgotten":
                 self.moods.pop(rec.agent, None)
-            elif rec.type == "MessageAppended" and e.role == "user":
+            elif isinstance(e, MessageAppended) and e.role == "user":
                 if not ingest_rules(self.config_of(rec.agent)).sentiment_tracking:
                     continue
                 felt = llm_bridge.emotion(e.content)

@@ -26,7 +26,7 @@ from engram.config.recorded import SCOPE_AGENT
 from engram.events.background import ObservationsActivated, ObservationsRecorded
 from engram.events.control import AgentForgotten, DiscussionForgotten, SettingsChanged
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.events.messages import CONVERSATION_ROLES
+from engram.events.messages import CONVERSATION_ROLES, MessageAppended
 from engram.kernel.ids import agent_stream
 from engram.memory.background import observer as core
 from engram.memory.background.observation_log import LogKey, note_tokens
@@ -68,8 +68,8 @@ class Observer(BackgroundPolicy):
                 self.buffers = {k: b for k, b in self.buffers.items() if k[0] != e.agent_id}
                 self.yields = {k: v for k, v in self.yields.items() if k[0] not in streams}
                 self.forget_agent(e.agent_id)
-            elif rec.type == "MessageAppended" and self.owns(rec.agent):
-                self._message(rec)
+            elif isinstance(e, MessageAppended) and self.owns(rec.agent):
+                self._message(rec, e)
         out, self._out = self._out, []
         return out
 
@@ -77,8 +77,7 @@ class Observer(BackgroundPolicy):
         scope = cfg.memory.observer.scope
         return (agent, scope, stream if scope == "discussion" else agent)
 
-    def _message(self, rec: Recorded) -> None:
-        msg = rec.event
+    def _message(self, rec: Recorded, msg: MessageAppended) -> None:
         if msg.role not in CONVERSATION_ROLES or not msg.content.strip():
             return
         cfg = self.config_of(rec.agent)

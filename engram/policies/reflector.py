@@ -24,8 +24,9 @@ from typing import Any
 from engram.config.recorded import SCOPE_AGENT
 from engram.events.background import ObservationsActivated, ObservationsRecorded
 from engram.events.cognitive import FactsIngested
-from engram.events.control import AgentForgotten
+from engram.events.control import AgentForgotten, SettingsChanged
 from engram.events.envelope import NewEvent, Recorded, Write
+from engram.events.messages import MessageAppended
 from engram.memory.background import observation_log as obs
 from engram.memory.background.reflector import due, existing_briefs, reflection_events
 from engram.memory.background.traces import TraceFold
@@ -67,7 +68,7 @@ class Reflector(BackgroundPolicy):
             if rec.event_id is not None and rec.event_id in self._own:
                 self._own.discard(rec.event_id)  # decided here, folded then
                 continue
-            if rec.type == "SettingsChanged":
+            if isinstance(rec.event, SettingsChanged):
                 self.settings.apply(rec)
                 if rec.stream.startswith("agent:") and rec.event.scope == SCOPE_AGENT and self.owns(rec.agent):
                     # A lower threshold may make a log due now.
@@ -76,7 +77,7 @@ class Reflector(BackgroundPolicy):
                 continue
             if not self.owns(rec.agent):
                 continue
-            if rec.type == "MessageAppended" and ingests(self.config_of(rec.agent), rec.event.role):
+            if isinstance(rec.event, MessageAppended) and ingests(self.config_of(rec.agent), rec.event.role):
                 self.uningested.setdefault(rec.agent, []).append(rec.seq)
             if rec.type in TRACE_EVENTS:
                 self.fold(rec.agent).apply(rec)

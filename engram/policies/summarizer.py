@@ -21,7 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted
+from engram.config.discussion import DiscussionSettings
+from engram.events.control import AgentForgotten, DiscussionForgotten, GenerationStarted, SettingsChanged
 from engram.events.discussion import RollingSummaryUpdated, SummaryUpdateRequested
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import MESSAGE_TYPES, MessageAppended, MessageEdited, MessageRemoved, conversation
@@ -110,7 +111,7 @@ class Summarizer(Policy):
         self._log = _Log(self)
         self._tasks = None
         self._embedder = None
-        self._workflows = None
+        self._workflows: MemoryWorkflowLibrary | None = None
         self._queue: list[tuple[str, str, NewEvent]] = []  # (stream, agent, event) not yet appended
         # Events whose vector memories are being embedded while work goes on (appended at the next flush).
         self._inflight: tuple[list[tuple[str, str, NewEvent]], EmbeddingJob] | None = None
@@ -153,10 +154,10 @@ class Summarizer(Policy):
     def handle(self, batch: list[Recorded]) -> list[Write]:
         # First, in log order: settings, forgetting, and each discussion's mailbox (every event
         # with the settings in force at its position).
-        mailboxes: dict[tuple[str, str], tuple[DiscussionSummarizer, list[tuple[Recorded, object]]]] = {}
+        mailboxes: dict[tuple[str, str], tuple[DiscussionSummarizer, list[tuple[Recorded, DiscussionSettings]]]] = {}
         for rec in batch:
             ev = rec.event
-            if rec.type == "SettingsChanged":
+            if isinstance(ev, SettingsChanged):
                 self.settings.apply(rec)
                 continue
             if isinstance(ev, (AgentForgotten, DiscussionForgotten)):
@@ -205,7 +206,7 @@ class Summarizer(Policy):
     def parallel(self, value: int) -> None:
         self._parallel = value
 
-    def _work(self, actor: DiscussionSummarizer, mailbox: list[tuple[Recorded, object]]) -> None:
+    def _work(self, actor: DiscussionSummarizer, mailbox: list[tuple[Recorded, DiscussionSettings]]) -> None:
         for rec, settings in mailbox:
             ev = rec.event
             emit = self._emitter(rec.stream, rec.agent)
@@ -284,6 +285,7 @@ class Summarizer(Policy):
                     writes[-1] = Write(stream, agent, writes[-1].events + (event,))
                 else:
                     writes.append(Write(stream, agent, (event,)))
+            assert self.ctx.append is not None  # `flush` refused a host that cannot append
             self.ctx.append(writes)
         except BaseException:
             self._queue = queued + self._queue  # kept for the next flush

@@ -8,7 +8,7 @@ Appended to the failure's stream: `LessonLearned` and the lesson's `TraceEncoded
 from __future__ import annotations
 
 from engram.config import defaults as d
-from engram.events.cognitive import LessonLearned
+from engram.events.cognitive import LessonLearned, MoodChanged
 from engram.events.envelope import NewEvent, Recorded, Write
 from engram.events.messages import ToolCallFailed
 from engram.memory.cognitive import tool_failures
@@ -36,16 +36,15 @@ class ToolFailureLearner(CognitivePolicy):
                 continue
             if not self.owns(rec.agent):
                 continue
-            if rec.type == "MoodChanged":
+            if isinstance(rec.event, MoodChanged):
                 self.moods[rec.agent] = rec.event
-            elif rec.type == "ToolCallFailed":
-                write = self._failure(rec)
+            elif isinstance(rec.event, ToolCallFailed):
+                write = self._failure(rec, rec.event)
                 if write is not None:
                     writes.append(write)
         return writes
 
-    def _failure(self, rec: Recorded) -> Write | None:
-        e: ToolCallFailed = rec.event
+    def _failure(self, rec: Recorded, e: ToolCallFailed) -> Write | None:
         lesson = tool_failures.match(e.tool, e.error)
         if lesson is None:
             return None

@@ -91,6 +91,8 @@ class TraceReader(CognitivePolicy):
         k = limit_for(limit, settings.default_limit, ingest_rules(cfg).extra_results)
         mem = self.memory(agent)
         use_hyde = settings.hyde_enabled if hyde is None else hyde
+        if mem.lexical is None:  # only memories of content vectors have none; the reader's hold trace embeddings
+            raise RuntimeError(f"{type(self).__name__} keeps no keyword index (content_vectors)")
         focus = mem.lexical.focus(query, settings.focus_common_share)
         hyde_text, texts = "", [focus]
         tasks = self.ctx.services.get("tasks")

@@ -33,6 +33,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from engram.events.cognitive import TraceEncoded
 from engram.events.envelope import Recorded
 from engram.kernel import records
 from engram.kernel.files import atomic_write
@@ -123,7 +124,7 @@ class TraceProjection(TableProjection):
         for agent, recs in by_agent.items():
             mem = self.memories[agent]
             for r in recs:
-                if r.type == "TraceEncoded" and r.event.trace_id not in mem.book.traces:
+                if isinstance(r.event, TraceEncoded) and r.event.trace_id not in mem.book.traces:
                     texts.update(dict.fromkeys(mem.embedded_parts(r.event.content, r.event.context)))
         if not texts:
             return self._embed

@@ -27,8 +27,8 @@ from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
 from engram.policies.registry import members as pool_size
-from engram.runtime.base import (DISCUSSION_GROUPS, PROJECTIONS, Lagging, Runtime, RuntimeUnavailable, merge_results,
-                                 seq_ranges)
+from engram.kernel.idle import PROJECTIONS
+from engram.runtime.base import DISCUSSION_GROUPS, Lagging, Runtime, RuntimeUnavailable, merge_results, seq_ranges
 from engram.runtime.errors import CALLER_ERRORS, query_error
 from engram.runtime.startup import init_ray
 
@@ -53,9 +53,10 @@ def get(refs, timeout: float | None = None):
             "the call may still complete: retry it with the same event ids") from None
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
-        translated = query_error(cause) if cause is not None else None
-        if translated is not cause or isinstance(cause, CALLER_ERRORS):
-            raise translated from None
+        if cause is not None:
+            translated = query_error(cause)
+            if translated is not cause or isinstance(cause, CALLER_ERRORS):
+                raise translated from None
         raise
     except ray.exceptions.RayActorError as exc:
         raise RuntimeUnavailable(f"an engram actor is not available: {str(exc).strip().splitlines()[0]}") from None
@@ -120,7 +121,11 @@ class RayRuntime(Runtime):
 
             lines = [f"shard {s} (node {cluster.node_of(s)!r}): no Ray node offers the resource {cluster.resource(s)!r}"
                      for s in missing]
-            by_node = {cluster.node_of(s): [cluster.resource(x) for x in cluster.nodes[cluster.node_of(s)]] for s in missing}
+            by_node: dict[str, list[str]] = {}
+            for s in missing:
+                node = cluster.node_of(s)
+                if node is not None:  # a pinned layout places every shard (ClusterConfig.check)
+                    by_node[node] = [cluster.resource(x) for x in cluster.nodes[node]]
             hints = [f"on node {n!r}: ray start --address <head> --resources '" + "{" + ", ".join(f'"{r}": 1' for r in rs) + "}'"
                      for n, rs in by_node.items()]
             raise RayStartError("; ".join(lines) + ". Start the node(s) holding them: " + "; ".join(hints))
@@ -179,7 +184,8 @@ class RayRuntime(Runtime):
             from engram.actors.embedder import EMBEDDER_ROLE, EmbedderActor
             from engram.providers.embeddings.factory import index_time
 
-            self._embedder = EmbedderActor.options(**self._options(EMBEDDER_ROLE)).remote(
+            # (`options`: an @ray.remote class's; the decorator's typing cannot say so, see engram.actors.embedder)
+            self._embedder = EmbedderActor.options(**self._options(EMBEDDER_ROLE)).remote(  # type: ignore[attr-defined]
                 str(self.home.root), index_time(self.config.embedder).model_dump(mode="json")
             )
         return self._embedder
@@ -190,7 +196,7 @@ class RayRuntime(Runtime):
             self.embedder()  # projections may embed: the embedder exists before the shard
             limits = self.config.limits
             options = self._options(f"shard-{index:03d}", max_concurrency=SHARD_ACTOR_CONCURRENCY, **self.placement(index))
-            handle = ShardActor.options(**options).remote(
+            handle = ShardActor.options(**options).remote(  # type: ignore[attr-defined]  # an @ray.remote class's
                 str(self.home.log_path(index)), str(self.home.projections_dir), index, limits.max_batch_events,
                 limits.max_payload_bytes, self.config.model_dump(mode="json"), self.embedder_name(),
             )
@@ -215,7 +221,8 @@ class RayRuntime(Runtime):
                     key = (group, shard, member)
                     if key not in self._policies:
                         options = self._options(f"{group}-{shard:03d}-{member:03d}", **self.placement(shard))
-                        self._policies[key] = PolicyActor.options(**options).remote(
+                        # `options`: an @ray.remote class's (see engram.actors.policy)
+                        self._policies[key] = PolicyActor.options(**options).remote(  # type: ignore[attr-defined]
                             self.config.model_dump(mode="json"), self.actor_name(f"shard-{shard:03d}"), shard, specs,
                             member, members, self.embedder_name(),
                         )
@@ -263,7 +270,8 @@ class RayRuntime(Runtime):
                 def send(s: int) -> list:
                     return get(self.shard(s).append_many.remote([writes[i] for i in by_shard[s]]), self.call_timeout_s)
 
-                refs = {s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
+                refs: dict[int, ray.ObjectRef[list[Appended]]] = {
+                    s: self.shard(s).append_many.remote([writes[i] for i in idx]) for s, idx in by_shard.items()}
                 for s, ref in refs.items():
                     try:
                         answered = get(ref, self.call_timeout_s)
@@ -335,8 +343,10 @@ class RayRuntime(Runtime):
 
     def shard_status(self) -> list[dict]:
         handles = self.policies()
-        shard_refs = [(s.status.remote(), s.where.remote()) for s in self.shards()]
-        policy_refs = [(h.status.remote(), h.where.remote()) for h in handles.values()]
+        shard_refs: list[tuple[ray.ObjectRef[dict], ray.ObjectRef[dict]]] = [
+            (s.status.remote(), s.where.remote()) for s in self.shards()]
+        policy_refs: list[tuple[ray.ObjectRef[dict], ray.ObjectRef[dict]]] = [
+            (h.status.remote(), h.where.remote()) for h in handles.values()]
         shards = get([r for pair in shard_refs for r in pair])
         reports = get([r for pair in policy_refs for r in pair])
         shards, wheres = shards[0::2], shards[1::2]
@@ -387,7 +397,7 @@ class RayRuntime(Runtime):
             if name in DISCUSSION_GROUPS and not discussion:  # every discussion of the agent: every member
                 handles = [h for (g, s, _), h in sorted(self.policies().items()) if g == name and s == shard]
             else:
-                handles = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS else agent)]
+                handles = [self._member(name, agent, discussion if name in DISCUSSION_GROUPS and discussion else agent)]
             reached = target
             for handle in handles:
                 try:
@@ -528,7 +538,8 @@ class RayRuntime(Runtime):
             # Policies first (they append to the shards), then the shards, then the embedder they used.
             for group in (self._policies, self._shards):
                 if group:
-                    closing = [(h, h.close.remote()) for h in group.values()]  # all at once
+                    closing: list[tuple[ray.actor.ActorHandle, ray.ObjectRef[bool]]] = [
+                        (h, h.close.remote()) for h in group.values()]  # all at once
                     for h, ref in closing:
                         # An actor that is restarting (a node lost, a kill) closes once it is back; one that stays
                         # gone has nothing open that the log cannot rebuild.

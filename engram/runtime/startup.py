@@ -26,7 +26,7 @@ import _thread
 import tempfile
 import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -127,7 +127,7 @@ def loopback_only() -> Iterator[None]:
 
 def _refresh_ray_config() -> None:
     """Make this process's Ray config see RAY_AUTH_MODE set after `import ray` (read at import)."""
-    from ray._raylet import Config
+    from ray._raylet import Config  # type: ignore[attr-defined]  # Ray's compiled module declares no Config
 
     Config.initialize("")
 
@@ -137,11 +137,10 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
     (the caller then shuts it down). Raises RayStartError after `timeout_s`."""
     if ray.is_initialized():
         return False
-    kwargs = dict(namespace=namespace, log_to_driver=False, logging_level=logging.WARNING)
+    temp: Path | None = None  # a local instance's temp dir
     if address:
         where = f"the Ray cluster at {address}"
         hint = "check that it runs (`ray status --address ...`), or unset RAY_ADDRESS / ray.address to start locally"
-        kwargs["address"] = address
     else:
         temp = temp_dir_for(home)
         wanted = os.environ.get("RAY_TMPDIR")
@@ -158,7 +157,6 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
         if "RAY_AUTH_MODE" not in os.environ:
             os.environ["RAY_AUTH_MODE"] = "token"
             _refresh_ray_config()
-        kwargs.update(address="local", _temp_dir=str(temp), num_cpus=num_cpus, include_dashboard=False)
     # ray.init runs on the main thread: Ray ties the lives of the GCS and raylet it starts to the thread that
     # started them (PR_SET_PDEATHSIG), so a helper thread would kill them when it ends. The timeout is a timer
     # that interrupts the main thread instead.
@@ -173,8 +171,12 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
         timer.daemon = True
         timer.start()
     try:
-        with loopback_only() if not address else nullcontext():
-            ray.init(**kwargs)
+        if temp is None:
+            ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level=logging.WARNING)
+        else:
+            with loopback_only():
+                ray.init(address="local", namespace=namespace, log_to_driver=False, logging_level=logging.WARNING,
+                         _temp_dir=str(temp), num_cpus=num_cpus, include_dashboard=False)
     except KeyboardInterrupt:
         if not fired.is_set():
             raise
@@ -192,11 +194,11 @@ def init_ray(*, home: Path, address: str | None, namespace: str, num_cpus: int |
             time.sleep(0.5)
         except KeyboardInterrupt:
             pass
-    if not address:
+    if temp is not None:
         from engram.runtime import reaper
 
         # Ray's agents die with this process, however it ends; so do workers still starting (they name the session)
-        reaper.start(marker=os.path.realpath(Path(kwargs["_temp_dir"]) / "session_latest"))
+        reaper.start(marker=os.path.realpath(temp / "session_latest"))
     return not address
 
 

@@ -179,8 +179,8 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
         return Response(status_code=400)
 
     @app.exception_handler(Exception)
-    async def unexpected(request, exc: Exception):
-        exc = only_cause(exc)
+    async def unexpected(request, raised: Exception):
+        exc = only_cause(raised)
         api_exc = translate(exc)
         if api_exc is not None:
             return error_response(api_exc, request.url.path)
@@ -205,7 +205,7 @@ def create_app(api, identity, *, shutdown: Callable[[], None] = lambda: None, ma
             app.openapi_schema = describe_document(doc)
         return app.openapi_schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend its document
     from starlette.routing import Route
 
     # MCP's streamable HTTP (not in the OpenAPI document: its own protocol); scoped by the request's key.

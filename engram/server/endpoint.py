@@ -63,7 +63,7 @@ SECURITY_SCHEMES = {
                                         "sets this HttpOnly, SameSite=Strict cookie, valid for `/inspect` only (its "
                                         "pages are not operations of this document)."},
 }
-KEY_SECURITY = [{"bearerKey": []}, {"apiKeyHeader": []}]
+KEY_SECURITY: list[dict[str, list[str]]] = [{"bearerKey": []}, {"apiKeyHeader": []}]
 ACCESS_NOTES = {
     "agent": "Needs a key allowed this agent (another key's agent answers 404 unknown_agent, as an unknown one).",
     "home": "Needs an admin key (one for every agent, `--agents '*'`); a key limited to agents answers 403 forbidden.",
@@ -150,8 +150,8 @@ def fields_hint(cls: type, message: str) -> str:
     import msgspec.inspect
 
     unknown = re.fullmatch(r"Object contains unknown field `([^`]*)`(?: - at `\$(.*)`)?", message)
-    struct = unknown and _struct_at(msgspec.inspect.type_info(cls), unknown.group(2) or "")
-    if struct is None:
+    struct = _struct_at(msgspec.inspect.type_info(cls), unknown.group(2) or "") if unknown is not None else None
+    if unknown is None or struct is None:
         return ""
     names = [f.encode_name for f in struct.fields]
     close = difflib.get_close_matches(unknown.group(1), names, n=1, cutoff=0.5)
@@ -221,9 +221,9 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
 
                 await run_in_threadpool(ensure_state, state)
             principal = None if access == "open" else authenticate(request)
-            if access == "agent":
+            if principal is not None and access == "agent":
                 principal.require(kwargs["agent"])
-            elif access == "home":
+            elif principal is not None and access == "home":
                 principal.require_admin(f"{method} {path}")
             if wants_principal:
                 kwargs["principal"] = principal
@@ -253,7 +253,8 @@ def route(router: APIRouter, method: str, path: str, *, response: type | None, b
         if reads is not None:
             query.append(inspect.Parameter("after", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
                                            default=Query(None, description=AFTER_DOC, max_length=4096)))
-        endpoint.__signature__ = inspect.Signature(
+        # FastAPI builds the route's parameters from this signature; typeshed's functions declare no `__signature__`.
+        endpoint.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)] + query)
         endpoint.__name__ = handler.__name__
         extra: dict = {"security": security(access)}

@@ -110,6 +110,8 @@ def pid_alive(pid: int) -> bool:
 def probe(url: str, timeout: float = PROBE_TIMEOUT_S, path: str = HEALTH_PATH) -> dict | None:
     """The health document of the server at `url` (or the answer at `path`), or None when nothing (engram) answers."""
     parts = urlsplit(url)
+    if parts.hostname is None:  # not an address ("localhost:8765" has no scheme, so no host): nothing answers there
+        return None
     try:
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
         try:

@@ -45,12 +45,13 @@ class McpEndpoint:
             manager = StreamableHTTPSessionManager(
                 app=server._lowlevel_server, json_response=True, stateless=True,
                 security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-            ready, self._stop = asyncio.Event(), asyncio.Event()
+            ready, stop = asyncio.Event(), asyncio.Event()
+            self._stop = stop
 
             async def run() -> None:
                 async with manager.run():
                     ready.set()
-                    await self._stop.wait()
+                    await stop.wait()
 
             self._task = asyncio.get_running_loop().create_task(run())
             await ready.wait()

@@ -24,6 +24,12 @@ class LazyEmbedder(WrappingEmbedder):
                     self._embedder = self._build()
         return self._embedder
 
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        """`WrappingEmbedder.embedder` is writable: an embedder given outright is used as is, never built."""
+        with self._lock:
+            self._embedder = embedder
+
     @property
     def stats(self):
         """The cache counters (`EmbedStats`) when the embedder is a cached one, else None."""

@@ -305,6 +305,8 @@ class EndpointClient:
                             started = True
                             parts.append(event.text)
                             on_text(event.text)
+                if final is None:  # every adapter's `events` ends in its done event or raises; a new one might not
+                    raise WireError("the stream ended without its final event", transient=True, kind="server")
                 text = "".join(parts)
                 est = final.input_tokens is None
                 return _with(Completion(
@@ -343,11 +345,13 @@ class EndpointClient:
 
     def served_model(self) -> str | None:
         """The model the server says it serves (for `engram llm check`), when it says."""
-        if self.adapter is None or self.adapter.models_path() is None:
+        adapter = self.adapter
+        models = adapter.models_path() if adapter is not None else None
+        if adapter is None or models is None:
             return None
-        r = self.http.get(self.adapter.models_path())
+        r = self.http.get(models)
         if r.status_code != 200:
-            raise self._error(r, self.adapter.models_path())
+            raise self._error(r, models)
         data = r.json()
         if self.endpoint.api_type.startswith("ollama"):
             names = [m.get("name") or m.get("model") for m in data.get("models", [])]
@@ -356,7 +360,7 @@ class EndpointClient:
             if not hit:
                 raise WireError(f"model {want!r} not found", transient=False, kind="model_missing", status=404)
             return hit[0]
-        return self.adapter.model_of(data)
+        return adapter.model_of(data)
 
     def _need_adapter(self) -> Adapter:
         if self.adapter is None:

@@ -185,10 +185,12 @@ class BM25:
         `weights` as in `search`. `joint`: score as if this index and `joint` were one collection (idf and
         average length of both), so the scores compare with those of the other index's documents."""
         w = weights or {}
-        terms = [(t, self.joint_idf(t, joint) * w.get(t, 1.0), self._postings.get(t)) for t in sorted(set(query_terms))]
-        out = {}
-        terms = [(idf, posting) for _, idf, posting in terms if posting]
-        saturated = self._saturation(joint) if terms else None
+        weighted = [(self.joint_idf(t, joint) * w.get(t, 1.0), self._postings.get(t)) for t in sorted(set(query_terms))]
+        terms = [(idf, posting) for idf, posting in weighted if posting]
+        out: dict[str, float] = {}
+        if not terms:
+            return dict.fromkeys(keys, 0.0)
+        saturated = self._saturation(joint)
         for key in keys:
             total = 0.0
             for idf, posting in terms:

@@ -36,7 +36,7 @@ from engram.memory.discussion.vectors import VectorStore
 from engram.memory.discussion.workflow import nodes as n
 from engram.memory.discussion.workflow.nodes import TEMPLATE_FIELDS
 from engram.memory.discussion.workflow.parse import CHAT_COUNTS, REFERENCE, Workflow, node_id, output_names
-from engram.memory.discussion.workflow.responder import ChatMessage, Responder
+from engram.memory.discussion.workflow.responder import ChatMessage, Responder, Responds
 
 NO_MEMORIES = "No memories have been generated yet"
 NO_SUMMARY = "No chat summary has been generated yet"
@@ -94,7 +94,7 @@ class RunContext:
     discussion: str | None
     messages: Sequence[ChatMessage] = ()
     memory: MemoryAccess | None = None
-    responder: Responder | None = None
+    responder: Responds | None = None
     inputs: Sequence[str] = ()  # {agent<N>Input}
     bracket_inputs: dict[str, str] = field(default_factory=dict)  # [TextChunk] … in memory workflows
     # The route of Standard nodes that name no endpointName/preset (a memory workflow runs with the

@@ -10,7 +10,7 @@ its provenance says so (`model = offline-heuristic-…`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from engram.config import defaults as d
 from engram.events.provenance import LlmCall
@@ -35,6 +35,15 @@ class ChatMessage:
 class Response:
     text: str
     llm: LlmCall
+
+
+class Responds(Protocol):
+    """What a workflow's responding node calls: a `Responder`, or one wrapping it (the proxy's timed one)."""
+
+    def respond(self, *, system_prompt: str, prompt: str, conversation: Sequence[ChatMessage],
+                max_tokens: int | None = None, context: Sequence[str] = (), endpoint_name: str | None = None,
+                preset: str | None = None, on_text: Callable[[str], None] | None = None,
+                sampling: Sampling | None = None) -> Response: ...
 
 
 class Responder:

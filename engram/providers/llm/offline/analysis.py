@@ -10,7 +10,7 @@ from typing import Sequence
 
 from engram.kernel.tokens import estimate_tokens
 from engram.providers.llm.offline import cues, tuning as k
-from engram.providers.llm.offline.entities import capitals_after_first, extract, tokens
+from engram.providers.llm.offline.entities import Entity, capitals_after_first, extract, tokens
 from engram.providers.llm.offline.rewrite import trim_filler
 from engram.providers.llm.offline.sentiment import Pad, pad
 from engram.providers.llm.offline.text import content_words, normalise, sentences, stem, words as words_of
@@ -37,6 +37,11 @@ class Unit:
         "index", "line", "seq", "ts_us", "message_id", "speaker", "text", "clean", "stems", "entities",
         "has_number", "refers_to", "cue", "_pad", "question", "chitchat", "tokens",
     )
+    entities: tuple[Entity, ...]
+    has_number: bool
+    refers_to: str | None
+    cue: dict[str, int]
+    _pad: Pad | None
 
     def __init__(
         self, index: int, line: ChatLine, text: str, toks: list[str], known: frozenset[str], speakers: tuple[str, ...]
