@@ -35,7 +35,8 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
 
 
 # Checked with mypy's defaults since they left the not-typed-yet list (issue 26); each stays out of it.
-TYPED = ("engram.config.recorded", "engram.projections.base", "engram.projections.runner",
+TYPED = ("engram.server.openai", "engram.server.ollama",
+         "engram.config.recorded", "engram.projections.base", "engram.projections.runner",
          "engram.projections.discussion_rebuild", "engram.providers.embeddings.batcher",
          "engram.providers.llm.answers.cognitive", "engram.providers.embeddings.factory", "engram.providers.services",
          "engram.sql.views", "engram.providers.llm.answers.schemas", "engram.inspect.discussion",

@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from fastapi import APIRouter, Request
@@ -58,7 +58,7 @@ log = logging.getLogger("engram.proxy")
 router = APIRouter(tags=["ollama"])
 
 OLLAMA_VERSION = "0.12.0"  # the Ollama API version whose wire format this front door follows
-ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+ROLES: dict[str, t.Role] = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 NDJSON = "application/x-ndjson"
 NO_LIMIT = (-1, -2)  # num_predict: -1 until the model stops, -2 fill the context
 
@@ -98,7 +98,10 @@ class GenerateBody(msgspec.Struct, kw_only=True):
     think: Any = None
 
 
-def _decode(cls: type, raw: bytes):
+Body = TypeVar("Body", ChatBody, GenerateBody)
+
+
+def _decode(cls: type[Body], raw: bytes) -> Body:
     if not raw.strip():
         raise error("invalid_request", "missing request body")
     try:

@@ -55,7 +55,7 @@ from engram.server.streaming import ReplyStream, refusal
 log = logging.getLogger("engram.proxy")
 router = APIRouter(tags=["openai"])
 MODEL_PREFIX = "engram/"
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
+ROLES: dict[str, t.Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
          "function": "tool"}
 STREAM_PIECE_CHARS = 24  # a chunk's delta: a few words
 

@@ -10,9 +10,12 @@ template (plain text) is None: the caller treats it as one new user turn. Pure: 
 
 from __future__ import annotations
 
+from typing import Literal
+
 import re
 
-ROLES = {"system": "system", "user": "user", "assistant": "assistant", "model": "assistant"}
+TurnRole = Literal["system", "user", "assistant"]
+ROLES: dict[str, TurnRole] = {"system": "system", "user": "user", "assistant": "assistant", "model": "assistant"}
 
 TEMPLATES = (
     re.compile(r"<\|im_start\|>(system|user|assistant)[ \t]*\n(.*?)<\|im_end\|>", re.S),
@@ -21,7 +24,7 @@ TEMPLATES = (
 )
 
 
-def turns(prompt: str) -> list[tuple[str, str]] | None:
+def turns(prompt: str) -> list[tuple[TurnRole, str]] | None:
     """The closed turns of a templated transcript, oldest first (the open assistant turn the model is to complete
     is not one of them), or None when `prompt` is not written in a known template or holds no user turn."""
     for pattern in TEMPLATES:
