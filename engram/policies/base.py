@@ -221,11 +221,18 @@ class Policy(ABC):
     def restore(self, state: Any) -> None:
         pass
 
+    _handle_batch: int | None = None
+
     @property
     def handle_batch(self) -> int | None:
         """At most this many events per `handle` call (None: a host's whole batch): the writes of each part are
-        appended, and the policy's position moves past it, before the next part is decided (`PolicyHost`)."""
-        return None
+        appended, and the policy's position moves past it, before the next part is decided (`PolicyHost`). A policy
+        may compute it (the Summarizer), or it is set (a host's tests, a policy's constructor)."""
+        return self._handle_batch
+
+    @handle_batch.setter
+    def handle_batch(self, events: int | None) -> None:
+        self._handle_batch = events
 
     def snapshot(self) -> bytes | None:
         """The state, pickled behind its header; None: nothing to keep (the host writes no file)."""

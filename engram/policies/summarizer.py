@@ -192,7 +192,14 @@ class Summarizer(Policy):
 
     @property
     def handle_batch(self) -> int | None:
+        """SERIAL_HANDLE_BATCH when discussions are worked on one at a time, else the host's whole batch (unless set)."""
+        if self._handle_batch is not None:
+            return self._handle_batch
         return SERIAL_HANDLE_BATCH if self.parallel == 1 else None
+
+    @handle_batch.setter
+    def handle_batch(self, events: int | None) -> None:
+        self._handle_batch = events
 
     @property
     def parallel(self) -> int:
