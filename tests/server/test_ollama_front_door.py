@@ -152,12 +152,17 @@ def test_openai_text_completions_without_a_tag_answer_and_log_nothing(keyed):
 
     mem, _, url, key_a, _ = keyed
     head = mem.status().shards[0].head
+    _, rows = mem.rt.sql("SELECT DISTINCT stream FROM events WHERE seq <= ?", [head])
+    before = {s for (s,) in rows}
     with openai.OpenAI(base_url=f"{url}/v1", api_key=key_a, max_retries=0) as llm:
         done = llm.completions.create(model="engram", prompt="Tea is", max_tokens=20)
         parts = list(llm.completions.create(model="engram", prompt="Tea is", max_tokens=20, stream=True))
     assert done.object == "text_completion" and done.choices[0].text
     assert "".join(p.choices[0].text for p in parts) == done.choices[0].text
-    assert mem.status().shards[0].head == head
+    # Nothing of these requests was appended (an earlier test's memory making may still append to its own streams).
+    _, later = mem.rt.sql("SELECT DISTINCT stream, type FROM events WHERE seq > ?", [head])
+    assert not [t for _, t in later if t in ("MessageAppended", "GenerationStarted")], later
+    assert {s for s, _ in later} <= before, later
 
 
 def test_a_text_front_ends_chatml_transcript_through_generate_raw_logs_each_message_once(keyed):

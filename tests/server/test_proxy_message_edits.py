@@ -56,8 +56,10 @@ def _chat(client, history: list[dict]) -> list[dict]:
 
 
 def _settle(mem) -> None:
+    """Every policy reaches the head: a policy that fails on an edit's consequences (a chunk left with nothing to
+    say re-summarised to an empty memory, refused by the log) would hold its position back for ever."""
     mem.wait_proxy_memory()
-    mem.wait_idle(timeout=120)
+    assert mem.wait_idle(timeout=120), mem.rt.progress()
 
 
 def _recall(mem, query: str, **options):

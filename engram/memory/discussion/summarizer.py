@@ -185,6 +185,8 @@ class DiscussionSummarizer:
             if not messages:
                 continue  # nothing of the chunk is left to say: its memory stays as the log made it
             summary, _, _ = self._chunk_summary(messages, settings)
+            if not summary.strip():
+                continue  # nothing left worth a memory (e.g. only the offline responder's words): it stays as made
             memory_id = chunk_memory_id(chunk)
             emit(NewEvent(MemoryEdited(kind="chunk", memory_id=memory_id, content=summary), rec.ts_us,
                           f"resaid:{rec.seq}:{memory_id}", rec.seq))
