@@ -19,7 +19,7 @@ import pytest
 
 from engram import Engram
 from tests.fixtures.make_home_before_layers import (
-    EXPECTED, TARBALL, log_summary, projection_digest, recall_answers,
+    EXPECTED, TARBALL, hnsw_vectors, log_summary, projection_digest, recall_answers,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -96,6 +96,14 @@ def test_a_home_written_before_the_layers_opens_replays_identically_and_recalls_
     wanted = _without_versions(expected["projections"])
     assert _without_versions(projection_digest(tmp_path / "replayed", ADDED_COLUMNS, REORDERED)) == wanted
     assert _without_versions(projection_digest(old_home / "projections", ADDED_COLUMNS, REORDERED)) == wanted
+    # The index files hold the fixture's vectors: its digest covers their ids, these differ between CPUs in the last
+    # bits numpy's SIMD norms round.
+    with tarfile.open(FIXTURES / TARBALL) as tar:
+        tar.extractall(tmp_path / "fixture", filter="data")
+    index = Path("agents/priya-bot/traces.hnsw")
+    written = hnsw_vectors(tmp_path / "fixture" / "home" / "projections" / index)[2]
+    for projections in (tmp_path / "replayed", old_home / "projections"):
+        assert abs(hnsw_vectors(projections / index)[2] - written).max() < 1e-6
     versions = _versions(old_home / "projections" / "shard-000.duckdb")
     # discussion_files 3, vector_memory, discussions and context-compactions 2: rows keyed by (agent, discussion_id)
     # observations 6: a note of an edited or removed message is superseded (`superseded_by`, a column added)
