@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import pct, process_names  # noqa: E402
 
-ENGRAM = str(ROOT / ".venv" / "bin" / "engram")
+ENGRAM = str(Path(sys.executable).parent / "engram")  # the venv running the bench (a worktree has no .venv)
 NODES = ["head", "left", "right"]
 # `--resident-agents N`: the agents' memories each policy process keeps (engram.json ray.residentAgents; None: default).
 RESIDENT_AGENTS: int | None = None

@@ -146,7 +146,7 @@ class RemoteEmbedder:
                     try:
                         self._handle = ray.get_actor(self.actor_name)
                     except ValueError:
-                        self._handle = EmbedderActor.options(name=self.actor_name, get_if_exists=True).remote(
+                        self._handle = EmbedderActor.options(name=self.actor_name, get_if_exists=True, enable_task_events=False).remote(
                             self._home, self._config
                         )
         return self._handle
