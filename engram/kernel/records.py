@@ -18,6 +18,8 @@ as a JSON object in a VARCHAR (keys sorted; NULL when empty), read back as its p
 
 Everything else is derived, never retyped:
 - `arrow_schema(T)`, `ddl(table, T, key)`: the table;
+- `laid_out(T, order, added)`, `layout_ddl`, `layout_schema`: a table (a file format's) that lays the record's
+  columns out in its own order, with columns it computes from the record;
 - `arrow_table(T, records)`: rows built column by column, by attribute name (no positional tuples);
 - `insert_arrow(db, table, arrow)`: such a table inserted into its DuckDB table, by column name;
 - `select_list(T)` and `from_rows(T, names, rows)`: a record read back by column name;
@@ -179,6 +181,35 @@ def arrow_schema(record: type, *, before: Sequence[tuple[str, Any]] = ()) -> Any
     import pyarrow as pa
 
     return pa.schema([*before, *((f.column, _arrow_type(f)) for f in fields(record))])
+
+
+def laid_out(record: type, order: Sequence[str], added: dict[str, str] | None = None) -> tuple[Field, ...]:
+    """The columns of a table that lays `record` out in an order of its own (a file format's): each name in `order`
+    is a column of `record`'s, typed by the declaration, or one of `added` (column -> SQL type), a value the table
+    computes from the record. A name in neither is an error here, when the layout is built (at import)."""
+    declared = {f.column: f for f in fields(record)}
+    out = []
+    for name in order:
+        if name in declared:
+            out.append(declared[name])
+        elif added is not None and name in added:
+            out.append(Field(name, name, added[name], "scalar", False, True, msgspec.NODEFAULT))
+        else:
+            raise KeyError(f"{record.__name__} has no column {name!r}, and the layout does not add it")
+    return tuple(out)
+
+
+def layout_ddl(table: str, layout: Sequence[Field], key: str = "") -> str:
+    """CREATE TABLE for a `laid_out` table."""
+    cols = ", ".join(f"{f.column} {f.sql}{' NOT NULL' if f.required else ''}" for f in layout)
+    return f"CREATE TABLE {table} ({cols}{', ' + key if key else ''})"
+
+
+def layout_schema(layout: Sequence[Field]) -> Any:
+    """The Arrow schema of a `laid_out` table."""
+    import pyarrow as pa
+
+    return pa.schema([(f.column, _arrow_type(f)) for f in layout])
 
 
 def ddl(table: str, record: type, key: str = "", *, before: Sequence[tuple[str, str]] = (),

@@ -220,3 +220,24 @@ def test_every_projection_inserts_its_arrow_rows_through_the_one_helper(module):
     source = inspect.getsource(importlib.import_module(f"engram.projections.{module}"))
     assert not re.search(r"INSERT (OR REPLACE )?INTO [^\n]*SELECT [^\n]* FROM _", source)
     assert "records.insert_arrow(" in source
+
+
+def test_the_vector_store_files_memories_table_is_the_declarations_columns_in_the_formats_order(tmp_path):
+    """`<id>_vector_memory.db`'s `memories` table lays `VectorMemoryRow` out in the file format's own order: every
+    column the record declares has the declaration's type there (and in the projection's `vector_memories`), and
+    the three the file adds are computed from the message ids. A column renamed in the declaration fails at import."""
+    from engram.memory.discussion import vectors
+
+    con = duckdb.connect(str(tmp_path / "store.db"))
+    for statement in vectors._DDL:
+        con.execute(statement)
+    in_file = {name: typ for name, typ, *_ in con.execute("DESCRIBE memories").fetchall()}
+    declared = {f.column: f.sql for f in records.fields(VectorMemoryRow)}
+    added = {"first_message_id", "last_message_id", "message_count"}
+    assert set(in_file) - set(declared) == added
+    for name, typ in in_file.items():
+        if name not in added:
+            assert typ == declared[name], name
+    assert list(in_file) == list(vectors._MEMORY_SCHEMA.names)
+    with pytest.raises(KeyError, match="no column 'titel'"):
+        records.laid_out(VectorMemoryRow, ("memory_id", "titel"))

@@ -128,44 +128,19 @@ class VectorMemoryRow:
         }
 
 
-_MEMORY_SCHEMA = pa.schema(
-    [
-        ("memory_id", pa.string()),
-        ("ordinal", pa.int32()),
-        ("generation", pa.int32()),
-        ("title", pa.string()),
-        ("summary", pa.string()),
-        ("entities", pa.list_(pa.string())),
-        ("key_phrases", pa.list_(pa.string())),
-        ("topics", pa.list_(pa.string())),
-        ("sentiment", pa.string()),
-        ("first_seq", pa.int64()),
-        ("last_seq", pa.int64()),
-        ("first_message_id", pa.string()),
-        ("last_message_id", pa.string()),
-        ("message_ids", pa.list_(pa.string())),
-        ("message_count", pa.int32()),
-        ("token_count", pa.int32()),
-        ("first_ts", pa.timestamp("us", tz="UTC")),
-        ("last_ts", pa.timestamp("us", tz="UTC")),
-        ("created_seq", pa.int64()),
-        ("created_ts", pa.timestamp("us", tz="UTC")),
-        ("mode", pa.string()),
-        ("trigger", pa.string()),
-        ("llm_provider", pa.string()),
-        ("llm_model", pa.string()),
-        ("workflow", pa.string()),
-    ]
+# The file's `memories` table: the record's columns in the format's order (typed by its declaration), and what the
+# file adds from the message ids.
+_MEMORY_LAYOUT = records.laid_out(
+    VectorMemoryRow,
+    ("memory_id", "ordinal", "generation", "title", "summary", "entities", "key_phrases", "topics", "sentiment",
+     "first_seq", "last_seq", "first_message_id", "last_message_id", "message_ids", "message_count", "token_count",
+     "first_ts", "last_ts", "created_seq", "created_ts", "mode", "trigger", "llm_provider", "llm_model", "workflow"),
+    {"first_message_id": "VARCHAR", "last_message_id": "VARCHAR", "message_count": "INTEGER"},
 )
+_MEMORY_SCHEMA = records.layout_schema(_MEMORY_LAYOUT)
 
 _DDL = [
-    """CREATE TABLE memories (
-        memory_id VARCHAR PRIMARY KEY, ordinal INTEGER NOT NULL, generation INTEGER NOT NULL,
-        title VARCHAR, summary VARCHAR, entities VARCHAR[], key_phrases VARCHAR[], topics VARCHAR[],
-        sentiment VARCHAR, first_seq BIGINT, last_seq BIGINT, first_message_id VARCHAR, last_message_id VARCHAR,
-        message_ids VARCHAR[], message_count INTEGER, token_count INTEGER, first_ts TIMESTAMPTZ, last_ts TIMESTAMPTZ,
-        created_seq BIGINT, created_ts TIMESTAMPTZ, mode VARCHAR, trigger VARCHAR, llm_provider VARCHAR,
-        llm_model VARCHAR, workflow VARCHAR)""",
+    records.layout_ddl("memories", _MEMORY_LAYOUT, "PRIMARY KEY (memory_id)"),
     "CREATE TABLE embeddings (memory_id VARCHAR PRIMARY KEY, model VARCHAR NOT NULL, dim INTEGER NOT NULL, vector FLOAT[] NOT NULL)",
     """CREATE TABLE hnsw_index (model VARCHAR, dim INTEGER, m INTEGER, ef_construction INTEGER, seed INTEGER,
         ids VARCHAR[], index_bytes BLOB)""",
