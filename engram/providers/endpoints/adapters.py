@@ -189,9 +189,11 @@ class WireError(Exception):
     """What an endpoint's error answer means. `kind`: "context", "model_missing", "auth", "refused_structured",
     "busy", "not_found", "bad_request", "server"."""
 
-    def __init__(self, message: str, *, transient: bool, kind: str, status: int | None = None):
+    def __init__(self, message: str, *, transient: bool, kind: str, status: int | None = None,
+                 retry_after: float | None = None):
         super().__init__(message)
         self.message, self.transient, self.kind, self.status = message, transient, kind, status
+        self.retry_after = retry_after  # seconds the server asked to wait (its `retry-after`), when it did
 
 
 class Event:

@@ -13,6 +13,7 @@ Keys never appear in a log line or an error: errors carry the server's message a
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import os
 import random
@@ -38,6 +39,8 @@ SLOT_POLL = (0.005, 0.1)
 
 
 def retry_after_seconds(headers: Any) -> float | None:
+    """The wait an error answer asks for: `retry-after-ms`, `retry-after` in seconds, or an HTTP date (read against
+    the server's own `date` when it sent one)."""
     if headers is None:
         return None
     ms = headers.get("retry-after-ms")
@@ -47,10 +50,20 @@ def retry_after_seconds(headers: Any) -> float | None:
         except ValueError:
             pass
     value = headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+    if value is None:
         return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        now = email.utils.parsedate_to_datetime(headers["date"]) if headers.get("date") else None
+    except (TypeError, ValueError, IndexError):
+        return None
+    # Relative to the server's own clock when it sent one; a wall-clock read only as a last resort.
+    base = now.timestamp() if now is not None else time.time()
+    return max(0.0, when.timestamp() - base)
 
 
 class _Slots:
@@ -201,6 +214,10 @@ class EndpointClient:
                     raise CallFailed(f"{error} (the answer had started streaming)", attempts, transient=True) from None
                 if not exc.transient:
                     raise CallFailed(error + _fix(exc.kind, self), attempts, kind=exc.kind) from None
+                wait = exc.retry_after
+                if wait is not None and wait > self.endpoint.max_retry_after_seconds:
+                    raise CallFailed(f"{error}: retry-after {wait:g}s exceeds maxRetryAfterSeconds "
+                                     f"({self.endpoint.max_retry_after_seconds:g}s)", attempts, transient=True) from None
             except httpx.TimeoutException:
                 error = f"{self.who()}: timeout after {self.endpoint.timeout_seconds:g}s"
             except (httpx.TransportError, OSError) as exc:
@@ -243,7 +260,9 @@ class EndpointClient:
             data = r.json()
         except ValueError:
             data = None
-        return read_error(r.status_code, data, raw, path)
+        error = read_error(r.status_code, data, raw, path)
+        error.retry_after = retry_after_seconds(r.headers)
+        return error
 
     def _structured_ladder(self, request: Request, attempt: Callable[[str], R]) -> R:
         """`attempt(way)`, stepping down the structured-output ladder once per refusal (not retried as an outage)."""

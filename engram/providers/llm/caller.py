@@ -8,7 +8,6 @@ a call may take. Every outcome says how many attempts it took, for provenance.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import random
 import re
@@ -18,6 +17,7 @@ from typing import Any, Callable, TypeVar
 import anthropic
 import msgspec
 from engram.config.llm import Endpoint, Preset
+from engram.providers.endpoints.client import retry_after_seconds
 from engram.providers.endpoints.wire import CallFailed, Completion, Request, Sampling, claude_schema
 
 R = TypeVar("R")
@@ -49,33 +49,6 @@ def completion_of(message: Any, tool: bool = False) -> Completion:
         cache_write_tokens=usage.cache_creation_input_tokens or 0,
         stop_reason=message.stop_reason,
     )
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """The wait a response asks for: `retry-after-ms`, `retry-after` in seconds, or an HTTP date."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-        now = email.utils.parsedate_to_datetime(headers["date"]) if headers.get("date") else None
-    except (TypeError, ValueError):
-        return None
-    # Relative to the server's own clock when it sent one; a wall-clock read only as a last resort.
-    base = now.timestamp() if now is not None else time.time()
-    return max(0.0, when.timestamp() - base)
 
 
 def describe_status_error(exc: anthropic.APIStatusError) -> str:
