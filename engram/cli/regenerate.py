@@ -38,12 +38,7 @@ def read_settings(path: str) -> dict:
     """The settings file's content (JSON with comments); the server validates it before anything runs."""
     from engram.config import jsonc
 
-    try:
-        data = jsonc.loads(Path(path).read_text(encoding="utf-8"), path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
-    except jsonc.JsoncError as exc:
-        raise UsageError(str(exc)) from None
+    data = jsonc.load(Path(path), UsageError)
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the top level must be a JSON object, got {type(data).__name__}")
     return data

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any, Callable
 
 
 class JsoncError(ValueError):
@@ -66,6 +68,21 @@ def loads(text: str, source: str = "<text>"):
         raise JsoncError(source, line, at - cleaned.rfind("\n", 0, at), f"{exc.args[0]} is not a JSON number") from None
     except RecursionError:
         raise JsoncError(source, 1, 1, "nested too deeply") from None
+
+
+def load(path: Path, error: Callable[[str], Exception]) -> Any:
+    """The JSON-with-comments file at `path`; every problem raised as `error(message)`, the message naming the file
+    (and the line and column of a syntax error)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: byte {exc.start}: not UTF-8 text") from None
+    try:
+        return loads(text, str(path))
+    except JsoncError as exc:
+        raise error(str(exc)) from None
 
 
 class _NotJson(ValueError):

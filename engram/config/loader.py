@@ -25,17 +25,7 @@ def parse(model: type[M], data: object, source: str) -> M:
 def load(model: type[M], path: str | Path) -> M:
     """Read `path` (JSON with comments) into `model`; every problem is a ConfigError naming the file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: byte {exc.start}: not UTF-8 text") from None
-    try:
-        data = jsonc.loads(text, str(path))
-    except jsonc.JsoncError as exc:
-        raise ConfigError(str(exc)) from None
-    return parse(model, data, str(path))
+    return parse(model, jsonc.load(path, ConfigError), str(path))
 
 
 def load_or_default(model: type[M], path: str | Path) -> M:

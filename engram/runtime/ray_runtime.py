@@ -491,6 +491,7 @@ class RayRuntime(Runtime):
         self.config = self.config.model_copy(update={"embedder": target})
 
     def _wait_names_free(self, names: list[str]) -> None:
+        """Return once no actor holds any of `names` (killed actors free theirs a moment later), at most 60 s."""
         deadline = time.monotonic() + 60
         for name in names:
             while time.monotonic() < deadline:
@@ -510,14 +511,7 @@ class RayRuntime(Runtime):
         for h in self._policies.values():
             ray.kill(h)
         self._policies.clear()
-        deadline = time.monotonic() + 60
-        for name in names:
-            while time.monotonic() < deadline:
-                try:
-                    ray.get_actor(name)
-                except ValueError:
-                    break
-                time.sleep(0.1)
+        self._wait_names_free(names)
 
     def forget(self, agent: str, discussion: str | None, reason: str, memory: tuple[str, str] | None = None) -> dict:
         """`engram.shard.forget.forget` over the shard actor and the shard's policy actors: the policies pause (their

@@ -478,6 +478,9 @@ CASES: list[Case] = [
          _cli(["ingest", "{tmp}/m.jsonl", "--discussion", "d"], {"m.jsonl": _jsonl({**MSG, "name": 123})})),
     Case("cli-agent", "CLI", "`engram ingest chat.json --agent ../x`", r"^engram: error: agent id '\.\./x' contains a path separator",
          _cli(["ingest", "{tmp}/chat.json", "--agent", "../x"], {"chat.json": json.dumps([MSG])})),
+    Case("cli-regenerate-settings-not-utf8", "CLI", "`engram regenerate --settings s.json`, the file not UTF-8",
+         r"^engram: error: s\.json: byte 0: not UTF-8 text",
+         _cli(["regenerate", "--discussion", "d", "--settings", "{tmp}/s.json"], {"s.json": b"\xff{}"})),
 ]
 
 

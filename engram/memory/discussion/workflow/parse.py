@@ -146,17 +146,7 @@ def _check_references(nodes: list[Node], source: str, inputs: int) -> None:
 
 def load(path: str | Path, *, inputs: int = 0) -> Workflow:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise WorkflowError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise WorkflowError(f"{path}: byte {exc.start}: not UTF-8 text") from None
-    try:
-        data = jsonc.loads(text, str(path))
-    except jsonc.JsoncError as exc:
-        raise WorkflowError(str(exc)) from None
-    return parse(data, str(path), inputs=inputs)
+    return parse(jsonc.load(path, WorkflowError), str(path), inputs=inputs)
 
 
 def workflow_path(home: Path, name: str) -> Path:
