@@ -78,7 +78,7 @@ class ProjectionRunner:
         read = since_checkpoint = 0
         while True:
             with self.timings.measure("(log)", "read"):
-                chunk = self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
+                chunk = self._next_chunk(after, to_seq, until_us)
             if not chunk:
                 break
             self.timings.add("(log)", "events", len(chunk))
@@ -98,6 +98,20 @@ class ProjectionRunner:
         if checkpoint:
             self.checkpoint()
         return read
+
+    def _next_chunk(self, after: int, to_seq: int | None, until_us: int | None) -> list[Recorded]:
+        """The next events after `after` (at most `batch` of them), read as a window of positions: `seq > after AND
+        seq <= after + batch`. The log's query sorts what it selects, and asked for the first `batch` events after
+        `after` it sorted every event after `after` to keep `batch` of them: a whole replay was quadratic in the log's
+        length (a 1M-event replay spent 15 s of 21 reading). A window selects only what it returns (DuckDB skips the
+        row groups outside it). A window with nothing in it is a gap of `batch` positions or more (a forget erased
+        them), events left out by `until_us`, or the end of the log: one read as before finds the next event, if any."""
+        end = after + self.batch if to_seq is None else min(to_seq, after + self.batch)
+        if end > after:
+            chunk = self._read(after, limit=self.batch, to_seq=end, until_us=until_us)
+            if chunk or end == to_seq:
+                return chunk
+        return self._read(after, limit=self.batch, to_seq=to_seq, until_us=until_us)
 
     # ------------------------------------------------------------------ quarantine
 

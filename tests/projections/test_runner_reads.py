@@ -1,0 +1,69 @@
+"""The runner reads the log a window of positions at a time, and still folds every event: across gaps that a
+forget leaves in the log, up to a position, and up to a time."""
+
+import duckdb
+from tests.events.helpers import T0, write
+
+from engram.config.home import ProjectionPaths
+from engram.events.store import EventStore
+from engram.projections.base import ProjectionContext
+from engram.projections.registry import build_projections
+from engram.projections.runner import ProjectionRunner
+
+
+def _log_with_gaps(path):
+    """Seqs 1-30 in d1, d2, d3 (ten each; seq i has ts T0 + (i - 1) s), then 4-19 erased (a gap longer than the runner's
+    batch of 5) and 25."""
+    store = EventStore(path)
+    store.append_many([write("d1", range(0, 10)), write("d2", range(10, 20)), write("d3", range(20, 30))])
+    store.close()
+    con = duckdb.connect(str(path))
+    con.execute("DELETE FROM events WHERE seq BETWEEN 4 AND 19 OR seq = 25")
+    con.close()
+    return EventStore(path)
+
+
+def _replay(store, root, calls, **to):
+    db = duckdb.connect(str(root / "p.duckdb"))
+
+    def read(after, **kw):
+        calls.append((after, kw["limit"], kw.get("to_seq")))
+        return store.read(after, **kw)
+
+    ctx = ProjectionContext(shard=0, paths=ProjectionPaths(root), db=db)
+    runner = ProjectionRunner(build_projections(ctx), read, batch=5)
+    try:
+        events = runner.catch_up(**to)
+        counts = dict(db.execute("SELECT discussion_id, messages FROM discussions").fetchall())
+        return events, counts, runner.position
+    finally:
+        runner.close()
+        db.close()
+
+
+def test_every_event_is_folded_across_gaps_longer_than_a_batch(tmp_path):
+    store = _log_with_gaps(tmp_path / "log.duckdb")
+    calls = []
+    try:
+        events, counts, position = _replay(store, tmp_path, calls)
+    finally:
+        store.close()
+    assert (events, counts, position) == (13, {"d1": 3, "d2": 1, "d3": 9}, 30)
+    # Each read asks for one window of positions (seq > after, <= after + batch); only after an empty window does it
+    # ask for whatever comes next (the gap 4-19 and the end of the log).
+    windows = [(after, to) for after, _, to in calls if to is not None]
+    assert all(to == after + 5 for after, to in windows)
+    assert [after for after, _, to in calls if to is None] == [3, 30]
+
+
+def test_a_replay_up_to_a_position_or_a_time_stops_there_across_a_gap(tmp_path):
+    store = _log_with_gaps(tmp_path / "log.duckdb")
+    try:
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        at_seq = _replay(store, tmp_path / "a", [], to_seq=23)
+        at_time = _replay(store, tmp_path / "b", [], until_us=T0 + 26_000_000)  # seq 27
+    finally:
+        store.close()
+    assert at_seq == (7, {"d1": 3, "d2": 1, "d3": 3}, 23)
+    assert at_time == (10, {"d1": 3, "d2": 1, "d3": 6}, 27)
