@@ -1,12 +1,15 @@
 """The runner reads the log a window of positions at a time, and still folds every event: across gaps that a
-forget leaves in the log, up to a position, and up to a time."""
+forget leaves in the log, up to a position, and up to a time. Python's collector is held off while a batch folds."""
+
+import gc
 
 import duckdb
+import pytest
 from tests.events.helpers import T0, write
 
 from engram.config.home import ProjectionPaths
 from engram.events.store import EventStore
-from engram.projections.base import ProjectionContext
+from engram.projections.base import Projection, ProjectionContext
 from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
 
@@ -67,3 +70,38 @@ def test_a_replay_up_to_a_position_or_a_time_stops_there_across_a_gap(tmp_path):
         store.close()
     assert at_seq == (7, {"d1": 3, "d2": 1, "d3": 3}, 23)
     assert at_time == (10, {"d1": 3, "d2": 1, "d3": 6}, 27)
+
+
+class Watcher(Projection):
+    """Notes whether Python's cyclic collector was on while it folded, and while it was checkpointed."""
+
+    name = "test-watcher"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.folding: set[bool] = set()
+        self.checkpointing: set[bool] = set()
+
+    def apply(self, rec):
+        self.folding.add(gc.isenabled())
+
+    def checkpoint(self):
+        self.checkpointing.add(gc.isenabled())
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_while_a_batch_folds_and_as_it_was_after(tmp_path, enabled):
+    store = _log_with_gaps(tmp_path / "log.duckdb")
+    db = duckdb.connect(str(tmp_path / "p.duckdb"))
+    watcher = Watcher(ProjectionContext(shard=0, paths=ProjectionPaths(tmp_path), db=db))
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        ProjectionRunner([watcher], store.read, batch=5).catch_up(checkpoint_every=5)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+        db.close()
+        store.close()
+    assert watcher.folding == {False}
+    assert watcher.checkpointing == {enabled}
