@@ -120,7 +120,13 @@ class ProjectionRunner:
     def _fold_chunk(self, chunk: list[Recorded]) -> None:
         self.timings.add("(log)", "events", len(chunk))
         self._quarantine_unreadable(chunk)
+        # One record of each event class of the chunk: a projection that wants none of them has nothing to fold, and
+        # only moves past the chunk (most projections fold a few types; most of a log is messages).
+        kinds = list({type(r.event): r for r in chunk}.values())
         for i, proj in enumerate(self.projections):
+            if not any(proj.wants(r) for r in kinds):
+                proj.position = max(proj.position, chunk[-1].seq)
+                continue
             todo = chunk if chunk[0].seq > proj.position else [r for r in chunk if r.seq > proj.position]
             if todo:
                 with self.timings.measure(proj.name, "fold"):

@@ -105,3 +105,29 @@ def test_the_collector_is_off_while_a_batch_folds_and_as_it_was_after(tmp_path, 
         store.close()
     assert watcher.folding == {False}
     assert watcher.checkpointing == {enabled}
+
+
+class Uninterested(Watcher):
+    """Folds only forgets; counts the batches it is given."""
+
+    name = "test-uninterested"
+    interests = frozenset({"DiscussionForgotten"})
+
+    def apply_batch(self, batch):
+        self.batches = getattr(self, "batches", 0) + 1
+        super().apply_batch(batch)
+
+
+def test_a_projection_wanting_none_of_a_batch_moves_past_it_without_folding(tmp_path):
+    store = _log_with_gaps(tmp_path / "log.duckdb")
+    db = duckdb.connect(str(tmp_path / "p.duckdb"))
+    ctx = ProjectionContext(shard=0, paths=ProjectionPaths(tmp_path), db=db)
+    uninterested, watcher = Uninterested(ctx), Watcher(ctx)
+    try:
+        ProjectionRunner([uninterested, watcher], store.read, batch=5).catch_up()
+    finally:
+        db.close()
+        store.close()
+    assert not hasattr(uninterested, "batches") and uninterested.folding == set()
+    assert uninterested.position == watcher.position == 30
+    assert watcher.folding == {False}
