@@ -131,3 +131,31 @@ def test_a_projection_wanting_none_of_a_batch_moves_past_it_without_folding(tmp_
     assert not hasattr(uninterested, "batches") and uninterested.folding == set()
     assert uninterested.position == watcher.position == 30
     assert watcher.folding == {False}
+
+
+def test_the_discussion_index_counts_a_batch_as_it_counts_its_events_one_by_one(tmp_path):
+    """`discussions` counts a batch's runs of messages a run at a time: the rows of folding the events one by one,
+    with a forget in between, events out of time order, and two agents with a discussion of one name."""
+    from engram.events.control import DiscussionForgotten
+    from engram.events.envelope import Recorded
+    from engram.projections.discussions import DiscussionIndex
+    from tests.events.helpers import msg
+
+    events = [Recorded(seq=s, stream=f"d{s % 3}", stream_version=s, agent=f"a{s % 2}", ts_us=T0 + (s * 7919) % 100,
+                       event=msg(s)) for s in range(1, 30)]
+    events.insert(15, Recorded(seq=15, stream="agent:a1", stream_version=1, agent="a1", ts_us=T0,
+                               event=DiscussionForgotten(discussion_id="d1")))
+    events = [Recorded(seq=i, stream=r.stream, stream_version=r.stream_version, agent=r.agent, ts_us=r.ts_us,
+                       event=r.event) for i, r in enumerate(events, 1)]
+    rows = []
+    for name, batches in (("batch", [events]), ("alone", [[r] for r in events])):
+        db = duckdb.connect(str(tmp_path / f"{name}.duckdb"))
+        index = DiscussionIndex(ProjectionContext(shard=0, paths=ProjectionPaths(tmp_path / name), db=db))
+        for b in batches:
+            index.apply_batch(b)
+        index.checkpoint()
+        rows.append(db.execute("SELECT * FROM discussions ORDER BY agent, discussion_id").fetchall())
+        db.close()
+    assert rows[0] == rows[1]
+    assert [(r[1], r[0], r[2]) for r in rows[0]] == [("a0", "d0", 4), ("a0", "d1", 5), ("a0", "d2", 5),
+                                                     ("a1", "d0", 5), ("a1", "d1", 2), ("a1", "d2", 5)]
