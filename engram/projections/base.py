@@ -73,7 +73,8 @@ class Projection(ABC):
         """Fold one event into the state (only called for seq > position)."""
 
     def apply_batch(self, batch: list[Recorded]) -> None:
-        """Fold a batch; override to batch expensive work such as embedding."""
+        """Fold a batch; override to batch expensive work such as embedding. A batch without an event this projection
+        `wants` only moves its position (the runner does that without calling it)."""
         for rec in self.to_fold(batch):
             self.apply(rec)
         if batch:

@@ -50,20 +50,47 @@ class DiscussionIndex(TableProjection):
         ).fetchall():
             self._rows[(row[1], row[0])] = list(row)
 
+    def apply_batch(self, batch: list[Recorded]) -> None:
+        """Runs of messages, most of a log, are counted a run at a time (`_messages`); forgets one by one, in place."""
+        run: list[Recorded] = []
+        for rec in self.to_fold(batch):
+            if isinstance(rec.event, MessageAppended):
+                run.append(rec)
+                continue
+            if run:
+                self._messages(run)
+                run = []
+            self.apply(rec)
+        if run:
+            self._messages(run)
+        if batch:
+            self.position = max(self.position, batch[-1].seq)
+
+    def _messages(self, run: list[Recorded]) -> None:
+        """Count a run of messages into their discussions' rows: a few operations per message, the sets once per run."""
+        rows = self._rows
+        touched: dict[Key, None] = {}
+        for rec in run:
+            key = (rec.agent, rec.stream)
+            ts = rec.ts_us
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = [rec.stream, rec.agent, 0, 0, ts, ts, rec.seq]
+            row[2] += 1
+            row[3] += rec.event.token_estimate  # type: ignore[attr-defined]  # a MessageAppended: apply_batch's run
+            if ts < row[4]:
+                row[4] = ts
+            if ts > row[5]:
+                row[5] = ts
+            row[6] = rec.seq
+            touched[key] = None
+        self._dirty.update(touched)
+        self._deleted.difference_update(touched)
+
     def apply(self, rec: Recorded) -> None:
         ev = rec.event
         if isinstance(ev, MessageAppended):
-            key = (rec.agent, rec.stream)
-            row = self._rows.get(key)
-            if row is None:
-                row = self._rows[key] = [rec.stream, rec.agent, 0, 0, rec.ts_us, rec.ts_us, rec.seq]
-            row[2] += 1
-            row[3] += ev.token_estimate
-            row[4] = min(row[4], rec.ts_us)
-            row[5] = max(row[5], rec.ts_us)
-            row[6] = rec.seq
-            self._dirty.add(key)
-            self._deleted.discard(key)
+            self._messages([rec])
         elif isinstance(ev, DiscussionForgotten):
             self._forget([(rec.agent, ev.discussion_id)])
         elif isinstance(ev, AgentForgotten):

@@ -20,7 +20,7 @@ this class, so that they agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Iterable
 
 from engram.config import defaults as d
 from engram.events.background import ObservationNote, ObservationsActivated, ObservationsRecorded, Reflected
@@ -51,6 +51,17 @@ def note_text(note: ObservationNote) -> str:
 def note_tokens(note: ObservationNote) -> int:
     """A note's size in tokens (engram's one estimate): the measure of the Reflector's threshold."""
     return estimate_tokens(note_text(note))
+
+
+def _watched(msg: MessageAppended) -> bool:
+    """Whether the Observer watches a message: the conversation (system prompts are not), with words of its
+    speaker's own (an assistant's quotes of memory are not)."""
+    role = msg.role
+    if role not in CONVERSATION_ROLES:
+        return False
+    if role == "assistant":
+        return bool(own_words(role, msg.content, injected_memory(msg.metadata)).strip())
+    return bool(msg.content.strip())
 
 
 def log_key(agent: str, scope: str, scope_id: str) -> LogKey:
@@ -178,25 +189,41 @@ class ObservationLog:
 
     def message(self, rec: Recorded) -> LogKey | None:
         """A message the Observer will watch: its tokens count toward its log's threshold. Returns the log it
-        changed (None: a message the Observer does not watch). Every message of the log is folded here, so this
-        is kept to a few dictionary look-ups: the assistant's own words are worked out only for the assistant
-        (`own_words` returns any other speaker's text as it is)."""
-        msg = rec.event
-        assert isinstance(msg, MessageAppended), rec.type
-        role = msg.role
-        if role not in CONVERSATION_ROLES:  # the conversation the Observer watches (system prompts are not)
-            return None
-        if role == "assistant":
-            if not own_words(role, msg.content, injected_memory(msg.metadata)).strip():
-                return None
-        elif not msg.content.strip():
-            return None
-        enabled, scope, _, _ = self.observing.get(rec.agent, _OBSERVING_DEFAULTS)
+        changed (None: a message the Observer does not watch)."""
+        return next(iter(self.messages([rec])), None)
+
+    def messages(self, recs: Iterable[Recorded]) -> dict[LogKey, int]:
+        """A run of messages (nothing else in between), each folded as `message` folds it, in order: the logs they
+        changed, each with the seq of its last message (in the order they were first changed). Most of a log is
+        messages, so this is kept to a few look-ups per message: each discussion's log is found once per run, and the
+        assistant's own words are worked out only for the assistant (`own_words` returns any other speaker's text as
+        it is)."""
+        logs: dict[tuple[str, str], tuple[LogState, LogKey] | None] = {}
+        changed: dict[LogKey, int] = {}
+        for rec in recs:
+            msg = rec.event
+            assert isinstance(msg, MessageAppended), rec.type
+            if not _watched(msg):
+                continue
+            where = (rec.agent, rec.stream)
+            if where in logs:
+                found = logs[where]
+            else:
+                found = logs[where] = self._message_log(rec.agent, rec.stream)
+            if found is None:
+                continue
+            st, key = found
+            st.conversation_tokens += msg.token_estimate
+            changed[key] = rec.seq
+        return changed
+
+    def _message_log(self, agent: str, stream: str) -> tuple[LogState, LogKey] | None:
+        """The log a watched message of `stream` counts toward, and its key (None: the agent's Observer is off)."""
+        enabled, scope, _, _ = self.observing.get(agent, _OBSERVING_DEFAULTS)
         if not enabled:
             return None
-        st = self.log((rec.agent, scope, rec.stream if scope == "discussion" else rec.agent))
-        st.conversation_tokens += msg.token_estimate
-        return st.key
+        st = self.log((agent, scope, stream if scope == "discussion" else agent))
+        return st, st.key
 
     def apply(self, rec: Recorded) -> set[LogKey]:
         """Fold one event; returns the logs it changed (forgotten logs included)."""

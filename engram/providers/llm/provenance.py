@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from engram.providers.llm.offline.respond import labelled
+from engram.providers.search.bm25 import tokenize
+
 
 # The memory a reply was written with, recorded with the assistant's message (`MessageAppended.metadata`) by
 # `engram chat` and the proxy: the passages they injected for that turn (recall results, summaries, the profile).
@@ -55,8 +58,6 @@ def quotes_memory(sentence: str, passages: Sequence[frozenset[str]]) -> bool:
     Containment, not symmetric similarity: a reply restates part of a passage ("You live in Lisbon" of "User: my
     name is Priya and I live in Lisbon"), in its own function words and person; what it adds of its own ("I'd
     try the tram to Belém") shares few content words with what it was shown."""
-    from engram.providers.search.bm25 import tokenize
-
     words = set(tokenize(sentence))
     if len(words) < QUOTE_MIN_WORDS:
         return False
@@ -74,16 +75,12 @@ def own_words(role: str, text: str, memory: Sequence[str] = ()) -> str:
     a record it is kept whole (auto-ingest also drops an assistant's fact that restates an existing memory,
     `engram.memory.cognitive.ingest`). Other roles speak for themselves.
     """
-    from engram.providers.llm.offline.respond import labelled
-
     if role != "assistant":
         return text
     if labelled(role, text):
         return ""
     if not memory:
         return text
-    from engram.providers.search.bm25 import tokenize
-
     passages = [frozenset(tokenize(p)) for p in memory]
     kept = [s for s in _SENTENCE.split(text) if s.strip() and not quotes_memory(s, passages)]
     return " ".join(s.strip() for s in kept)

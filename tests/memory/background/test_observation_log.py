@@ -278,3 +278,41 @@ def test_a_reflection_trace_of_a_removed_message_is_superseded_at_the_removal():
     book.apply(rec(4, MessageRemoved(message_id="m2"), ts=T0 + MINUTE_US))
     t = book.get("t1")
     assert (t.active, t.valid_to_us, t.superseded_by) == (False, T0 + MINUTE_US, "removal of message m2")
+
+
+def test_runs_of_messages_fold_as_each_message_alone_would(tmp_path):
+    """The projection folds a batch's runs of messages a run at a time (`ObservationLog.messages`): the same rows and
+    files as folding the events one by one, across settings changes, an agent whose Observer is off, and a forget."""
+    from engram.config.agent import AgentConfig
+    from engram.config.recorded import SCOPE_AGENT
+    from engram.events.messages import MessageAppended
+    from engram.memory.settings import settings_event
+    from engram.providers.llm.offline.respond import QUOTING
+
+    def settings(seq, agent, memory):
+        return Recorded(seq=seq, stream=f"agent:{agent}", stream_version=seq, agent=agent, ts_us=T0, event=settings_event(
+            SCOPE_AGENT, "agent.config.json", AgentConfig.model_validate({"memory": memory})))
+
+    said = [("user", "hello there"), ("assistant", "my own reply"), ("assistant", f"{QUOTING}\n- a quoted memory"),
+            ("system", "be brief"), ("user", "  "), ("tool", "42")]
+    events, seq = [], 0
+    for part in range(3):
+        for i in range(12):
+            seq += 1
+            role, text = said[(i + part) % len(said)]
+            agent = "b" if i % 4 == 3 else "a"
+            events.append(Recorded(seq=seq, stream=f"d{i % 3}", stream_version=seq, agent=agent, ts_us=T0 + seq,
+                                   event=MessageAppended(role=role, content=text, message_id=f"m{seq}", token_estimate=seq)))
+        seq += 1
+        events.append([settings(seq, "a", {"observer": {"scope": "agent", "activationTokens": 1_000}}),
+                       settings(seq, "b", {"observer": {"enabled": False}}),
+                       rec(seq, DiscussionForgotten(discussion_id="d1"), stream="agent:a")][part])
+    batched, _, db1 = project(tmp_path, events, "batched")
+    alone, _, db2 = project(tmp_path, [], "alone")
+    for e in events:
+        alone.apply_batch([e])
+    alone.checkpoint()
+    rows = "SELECT * FROM observation_logs ORDER BY ALL"
+    assert db1.execute(rows).fetchall() == db2.execute(rows).fetchall()
+    assert len(db1.execute(rows).fetchall()) == 5  # a's d0 d2 (d1 forgotten), a's agent-wide log, b's d1 d2
+    assert batched._as_of == alone._as_of and batched._dirty == alone._dirty == set()
