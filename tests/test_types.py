@@ -31,7 +31,7 @@ STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.t
           "engram.api.listing", "engram.api.webhooks",
           "engram.api.admin", "engram.api.cognitive", "engram.api.work", "engram.api.access",
           "engram.api.batch_regen",
-          "engram.runtime.inprocess", "engram.server.routes.*")
+          "engram.runtime.inprocess", "engram.server.routes.*", "engram.shard.*")
 
 
 # Checked with mypy's defaults since they left the not-typed-yet list (issue 26); each stays out of it.
