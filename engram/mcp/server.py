@@ -8,7 +8,7 @@ server mounts it at `/mcp` (streamable HTTP, stateless, JSON responses) with an 
 the request's API key (`McpEndpoint`).
 
 What a model needs to use a tool well is declared with the tool (`tool`): a description saying when to use it,
-a description and the bounds of every parameter (`param`), the JSON Schema of its structured result (derived
+a description and the bounds of every parameter (`described`), the JSON Schema of its structured result (derived
 from the API's response type, so it cannot drift) and its annotations (`READ`, `WRITE`, `REPLACE`, `ERASE`).
 Bounds and ids are checked by the API, as REST checks them, so a refusal carries REST's code and message. It is
 answered as MCP says a tool error is (`isError: true`, the message in text content): the text is `<code>: <message>`
@@ -85,7 +85,7 @@ class Recalled(t.Model, kw_only=True):
     hits: list[RecalledMemory]
 
 
-def bounds(kind: Any) -> dict[str, Any]:
+def bounds(kind: object) -> dict[str, Any]:
     """The JSON Schema keywords of a msgspec type (its bounds, pattern and enum), for a tool parameter's schema."""
     schema: dict[str, Any] = msgspec.json.schema(kind)
     schema.pop("description", None)
@@ -96,14 +96,14 @@ class Bounds:
     """A tool parameter's bounds in its JSON Schema (pydantic's `json_schema_extra`), from the msgspec type the API
     checks it against (`kind`)."""
 
-    def __init__(self, kind: Any) -> None:
+    def __init__(self, kind: object) -> None:
         self.kind = kind
 
     def __call__(self, schema: dict[str, Any]) -> None:
         schema.update(bounds(self.kind))
 
 
-def described(kind: Any, description: str) -> FieldInfo:
+def described(kind: object, description: str) -> FieldInfo:
     """A tool parameter's description and the bounds of `kind` in the schema a model reads, as the metadata of its
     Python type: `Annotated[str, described(t.Id, "The agent…")]`. The bounds are enforced by the API (REST's codes
     and messages), not by the SDK's argument parsing. `checked` holds the Python type to `kind`'s."""
@@ -111,15 +111,15 @@ def described(kind: Any, description: str) -> FieldInfo:
     return field
 
 
-def _python(kind: Any) -> Any:
+def _python(kind: object) -> object:
     """`kind` without its msgspec constraints (`Annotated[str, Meta(…)] | None` -> `str | None`)."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin is Annotated:
         return _python(args[0])
     if origin in (typing.Union, types.UnionType):
         return typing.Union[tuple(_python(a) for a in args)]
-    if origin in (dict, list, tuple):
-        return origin[tuple(_python(a) for a in args)]
+    if isinstance(origin, type) and origin in (dict, list, tuple):
+        return types.GenericAlias(origin, tuple(_python(a) for a in args))
     return kind
 
 
@@ -129,7 +129,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def checked(fn: F) -> F:
     """`fn`, once each parameter `described` has the Python type of the msgspec type its bounds come from (a
     parameter typed `int` with the bounds of a string would publish a schema the SDK does not parse by)."""
-    for name, hint in inspect.get_annotations(fn, eval_str=True).items():
+    hints: dict[str, object] = inspect.get_annotations(fn, eval_str=True)
+    for name, hint in hints.items():
         if typing.get_origin(hint) is not Annotated:
             continue
         python, *metadata = typing.get_args(hint)
@@ -172,7 +173,11 @@ def _plain(value: Any) -> Any:
 def build(backend_for: "Callable[[Context[Any, Any]], ApiBackend | ClientBackend]") -> "MCPServer":
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from mcp.server.context import ServerRequestContext
+    from mcp_types import (
+        CallToolResult, InputRequiredResult, ListResourcesResult, PaginatedRequestParams, Resource, TextContent,
+        ToolAnnotations,
+    )
     from pydantic import ValidationError
 
     from engram import __version__
@@ -185,16 +190,16 @@ def build(backend_for: "Callable[[Context[Any, Any]], ApiBackend | ClientBackend
                               is_error=True, _meta={ERROR_META: body})
 
     class EngramMCP(MCPServer):
-        async def _handle_list_resources(self, ctx, params):
+        async def _handle_list_resources(self, ctx: ServerRequestContext[Any],
+                                         params: PaginatedRequestParams | None) -> ListResourcesResult:
             """`resources/list`: what the session may read now (its agents' discussions, summaries, memories), not
             only the fixed resources the SDK knows (engram has none: every resource is an agent's)."""
-            from mcp_types import ListResourcesResult, Resource
-
             listed = json.loads(await read(Context(request_context=ctx, mcp_server=self,
                                                    subscriptions=self._subscriptions), "resources"))
             return ListResourcesResult(resources=[Resource(mime_type="application/json", **r) for r in listed])
 
-        async def call_tool(self, name, arguments, context=None):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None,
+                            ) -> CallToolResult | InputRequiredResult:
             """Arguments the SDK could not parse (a string for a number, a missing parameter) refused as REST refuses
             a body that does not match its schema: invalid_request, naming the parameter."""
             try:
