@@ -22,11 +22,11 @@ def test_mypy_finds_no_type_error():
 
 
 # Checked strictly (issue 26): the kernel, the event log, the pure memory core, the whole API, the runtime port and the
-# in-process runtime, the REST routes, the shard's host, the MCP server. A package listed here that is dropped from
-# the strict override fails the test below.
+# in-process runtime, the REST routes, the shard's host, MCP and the Python client. A package listed here that is
+# dropped from the strict override fails the test below.
 STRICT = ("engram.kernel.*", "engram.events.*", "engram.memory.*", "engram.api.*", "engram.runtime",
           "engram.runtime.base", "engram.runtime.inprocess", "engram.server.routes.*", "engram.shard.*",
-          "engram.mcp.server")
+          "engram.mcp.*", "engram.client")
 
 
 def tomllib_config() -> dict:

@@ -182,54 +182,56 @@ class ClientBackend:
             self._client = self._connect()
         return self._client
 
-    def remember(self, agent, discussion, role, content):
+    def remember(self, agent: str, discussion: str, role: t.Role, content: str) -> t.AppendResponse:
         return self.client.append_messages(agent, discussion, [t.Message(role=role, content=content)])
 
-    def recall(self, agent, query, discussion, limit, as_of=None):
+    def recall(self, agent: str, query: str, discussion: str | None, limit: int,
+               as_of: str | None = None) -> t.RecallResponse:
         at = request(t.RecallRequest, query=query, as_of=as_of).as_of if as_of else None  # checked as REST checks it
         return self.client.recall(agent, query, discussion=discussion, limit=limit, sources=False,
                                   **({"as_of": at} if at is not None else {}))
 
-    def search(self, agent, discussion, keywords, mode, limit):
+    def search(self, agent: str, discussion: str, keywords: str, mode: t.SearchMode, limit: int) -> t.SearchResponse:
         return self.client.search(agent, discussion, keywords, mode=mode, limit=limit)
 
-    def working_memory(self, agent):
+    def working_memory(self, agent: str) -> t.WorkingMemoryResponse:
         return self.client.working_memory(agent)
 
-    def write_working_memory(self, agent, markdown):
+    def write_working_memory(self, agent: str, markdown: str) -> t.WorkingMemoryWritten:
         return self.client.write_working_memory(agent, markdown)
 
-    def forget(self, agent, discussion, reason):
+    def forget(self, agent: str, discussion: str | None, reason: str) -> t.Job:
         job = self.client.forget(agent, discussion, reason=reason)
         return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
 
-    def list_agents(self):
+    def list_agents(self) -> t.AgentList:
         return self.client.list_agents()
 
-    def list_discussions(self, agent, cursor=None):
+    def list_discussions(self, agent: str, cursor: str | None = None) -> t.DiscussionList:
         return self.client.list_discussions(agent, cursor=cursor)
 
-    def list_memories(self, agent, cursor=None):
+    def list_memories(self, agent: str, cursor: str | None = None) -> t.MemoryPage:
         return self.client.list_memories(agent, "traces", cursor=cursor)
 
-    def resources(self):
+    def resources(self) -> list[dict[str, str]]:
         return listed_resources(self)
 
-    def edit_memory(self, agent, kind, memory_id, content, metadata):
+    def edit_memory(self, agent: str, kind: Literal["trace", "fact"], memory_id: str, content: str | None,
+                    metadata: dict[str, str] | None) -> t.MemoryEdited:
         return self.client.edit_memory(agent, kind, memory_id, content=content, metadata=metadata)
 
-    def edit_message(self, agent, discussion, message_id, content):
+    def edit_message(self, agent: str, discussion: str, message_id: str, content: str) -> t.MessageChanged:
         return self.client.edit_message(agent, discussion, message_id, content)
 
-    def remove_message(self, agent, discussion, message_id, reason):
+    def remove_message(self, agent: str, discussion: str, message_id: str, reason: str) -> t.MessageChanged:
         return self.client.remove_message(agent, discussion, message_id, reason=reason)
 
-    def delete_memory(self, agent, kind, memory_id, reason):
+    def delete_memory(self, agent: str, kind: Literal["trace", "fact"], memory_id: str, reason: str) -> t.Job:
         job = self.client.delete_memory(agent, kind, memory_id, reason=reason)
         return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
 
-    def summary(self, agent, discussion):
+    def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         return self.client.summary(agent, discussion)
 
-    def memories(self, agent, discussion):
+    def memories(self, agent: str, discussion: str) -> t.MemoriesResponse:
         return self.client.memories(agent, discussion)
