@@ -26,8 +26,10 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Awaitable, Callable, Concatenate, Generic, ParamSpec, Sequence, TypeVar, overload
 from urllib.parse import quote, urlencode, urlsplit
 
 import msgspec
@@ -40,12 +42,14 @@ DEFAULT_TIMEOUT_S = 600.0  # a workflow or a first recall can take long; a serve
 JOB_POLL_S = 0.2
 KEEP_ALIVE_REUSE_S = 2.0  # uvicorn closes a kept-alive connection after 5 s idle; reconnect well before that
 _ENCODER = msgspec.json.Encoder()
-_DECODERS: dict[Any, msgspec.json.Decoder] = {}
+_DECODERS: dict[Any, msgspec.json.Decoder[Any]] = {}
+T = TypeVar("T")
+P = ParamSpec("P")
 _POSITION_LOCK = threading.Lock()  # a client's `position` is merged from every thread that writes through it
 
 
-def _decoder(cls) -> msgspec.json.Decoder:
-    dec = _DECODERS.get(cls)
+def _decoder(cls: type[T]) -> msgspec.json.Decoder[T]:
+    dec: msgspec.json.Decoder[T] | None = _DECODERS.get(cls)
     if dec is None:
         dec = _DECODERS[cls] = msgspec.json.Decoder(cls)
     return dec
@@ -62,7 +66,7 @@ def _seg(value: str) -> str:
         raise ApiError(400, "invalid_id", str(exc)) from None
 
 
-def _query(params: dict) -> str:
+def _query(params: dict[str, object]) -> str:
     items = {k: ("true" if v is True else "false" if v is False else v) for k, v in params.items() if v is not None}
     return f"?{urlencode(items)}" if items else ""
 
@@ -86,6 +90,50 @@ def consumed(shard: t.ShardStatus) -> int:
     return min(list(shard.projections.values()) + list(shard.consumers.values()), default=shard.head)
 
 
+@dataclass(frozen=True)
+class _Request(Generic[T]):
+    """One operation of the API as a request: what `_call` sends, and the type its answer decodes to."""
+
+    method: str
+    path: str
+    response: type[T]
+    body: object = None  # a request type of `engram.api.types`, sent as JSON
+    read: bool = False  # a read of an agent: it waits for this client's writes (`_Operations.position`)
+
+
+class _Operation(Generic[P, T]):
+    """An operation of both clients, declared once (`_Operations`): the function gives the request, the client sends
+    it (`_call`). To the type checker `Client().op(...)` is a `T`, `AsyncClient().op(...)` an awaitable `T`."""
+
+    def __init__(self, request: Callable[Concatenate[_Operations, P], _Request[T]]) -> None:
+        self.request = request
+        self.__name__, self.__doc__ = request.__name__, request.__doc__  # what help(Client) shows
+
+    @overload
+    def __get__(self, client: None, owner: type[_Operations]) -> _Operation[P, T]: ...
+
+    @overload
+    def __get__(self, client: Client, owner: type[_Operations] | None = None) -> Callable[P, T]: ...
+
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[_Operations] | None = None) -> Callable[P, Awaitable[T]]: ...
+
+    def __get__(self, client: _Operations | None, owner: type[_Operations] | None = None) -> object:
+        if client is None:
+            return self
+        request = self.request
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> object:
+            return client._call(request(client, *args, **kwargs))
+
+        call.__name__, call.__qualname__, call.__doc__ = request.__name__, request.__qualname__, request.__doc__
+        return call
+
+
+def _operation(request: Callable[Concatenate[_Operations, P], _Request[T]]) -> _Operation[P, T]:
+    return _Operation(request)
+
+
 class _Operations:
     """Every API operation as a request; `_call` (sync or async) sends it.
 
@@ -97,16 +145,18 @@ class _Operations:
     read_your_writes = True
     position = ""
 
-    def _call(self, method: str, path: str, response, body=None):  # pragma: no cover - defined by the clients
+    def _call(self, request: _Request[T]) -> object:  # pragma: no cover - defined by the clients
         raise NotImplementedError
 
-    def _read(self, method: str, path: str, response, body=None):
-        """A read of an agent: after this client's writes (`position`) unless `read_your_writes` is off."""
-        if self.read_your_writes and self.position:
+    def _path(self, request: _Request[T]) -> str:
+        """The request's path; a read of an agent's after this client's writes (`position`) unless `read_your_writes`
+        is off."""
+        path = request.path
+        if request.read and self.read_your_writes and self.position:
             path += ("&" if "?" in path else "?") + urlencode({"after": self.position})
-        return self._call(method, path, response, body)
+        return path
 
-    def _noted(self, result):
+    def _noted(self, result: T) -> T:
         """`result`; a write's position joins this client's (`position`)."""
         written = getattr(result, "position", None)
         if written:
@@ -116,213 +166,272 @@ class _Operations:
 
     # ------------------------------------------------------------------ system
 
-    def health(self):
-        return self._call("GET", "/v1/health", t.Health)
+    @_operation
+    def health(self) -> _Request[t.Health]:
+        return _Request("GET", "/v1/health", t.Health)
 
-    def server_info(self):
-        return self._call("GET", "/v1/server", t.ServerInfo)
+    @_operation
+    def server_info(self) -> _Request[t.ServerInfo]:
+        return _Request("GET", "/v1/server", t.ServerInfo)
 
-    def status(self):
-        return self._call("GET", "/v1/status", t.StatusResponse)
+    @_operation
+    def status(self) -> _Request[t.StatusResponse]:
+        return _Request("GET", "/v1/status", t.StatusResponse)
 
-    def llm_check(self):
+    @_operation
+    def llm_check(self) -> _Request[t.LlmCheckResponse]:
         """Call each configured LLM endpoint once (`engram llm check`)."""
-        return self._call("POST", "/v1/llm/check", t.LlmCheckResponse)
+        return _Request("POST", "/v1/llm/check", t.LlmCheckResponse)
 
-    def sql(self, query: str, params: list | None = None):
-        return self._call("POST", "/v1/sql", t.SqlResponse, t.SqlRequest(query=query, params=params or []))
+    @_operation
+    def sql(self, query: str, params: list[Any] | None = None) -> _Request[t.SqlResponse]:
+        return _Request("POST", "/v1/sql", t.SqlResponse, t.SqlRequest(query=query, params=params or []))
 
-    def discussion(self, discussion: str):
-        return self._call("GET", f"/v1/discussions/{_seg(discussion)}", t.DiscussionResponse)
+    @_operation
+    def discussion(self, discussion: str) -> _Request[t.DiscussionResponse]:
+        return _Request("GET", f"/v1/discussions/{_seg(discussion)}", t.DiscussionResponse)
 
-    def shutdown(self):
-        return self._call("POST", "/v1/shutdown", dict)
+    @_operation
+    def shutdown(self) -> _Request[dict[str, Any]]:
+        return _Request("POST", "/v1/shutdown", dict)
 
     # ------------------------------------------------------------------ writing
 
-    def append_messages(self, agent: str, discussion: str, messages: list[t.Message]):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages", t.AppendResponse,
-                          t.AppendRequest(messages=list(messages)))
+    @_operation
+    def append_messages(self, agent: str, discussion: str, messages: list[t.Message]) -> _Request[t.AppendResponse]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages", t.AppendResponse,
+                        t.AppendRequest(messages=list(messages)))
 
-    def append_conversations(self, agent: str, conversations: list[t.Conversation]):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/messages", t.AppendResponse,
-                          t.AppendConversationsRequest(conversations=list(conversations)))
+    @_operation
+    def append_conversations(self, agent: str, conversations: list[t.Conversation]) -> _Request[t.AppendResponse]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/messages", t.AppendResponse,
+                        t.AppendConversationsRequest(conversations=list(conversations)))
 
-    def record_settings(self, agent: str):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/settings", t.SettingsRecorded)
+    @_operation
+    def record_settings(self, agent: str) -> _Request[t.SettingsRecorded]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/settings", t.SettingsRecorded)
 
+    @_operation
     def record_tool_failure(self, agent: str, discussion: str, tool: str, error: str, *, arguments: str = "",
-                            call_id: str | None = None, ts=None):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/tool-failures",
-                          t.EventResponse, t.ToolFailureRequest(tool=tool, error=error, arguments=arguments,
-                                                                call_id=call_id, ts=ts))
+                            call_id: str | None = None, ts: datetime | None = None) -> _Request[t.EventResponse]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/tool-failures",
+                        t.EventResponse, t.ToolFailureRequest(tool=tool, error=error, arguments=arguments,
+                                                              call_id=call_id, ts=ts))
 
     # ------------------------------------------------------------------ listing and paging
 
-    def list_agents(self):
-        return self._call("GET", "/v1/agents", t.AgentList)
+    @_operation
+    def list_agents(self) -> _Request[t.AgentList]:
+        return _Request("GET", "/v1/agents", t.AgentList)
 
-    def list_discussions(self, agent: str, *, limit: int = 100, cursor: str | None = None):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions" + _query({"limit": limit, "cursor": cursor}),
-                          t.DiscussionList)
+    @_operation
+    def list_discussions(self, agent: str, *, limit: int = 100,
+                         cursor: str | None = None) -> _Request[t.DiscussionList]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions" + _query({"limit": limit, "cursor": cursor}),
+                        t.DiscussionList, read=True)
 
+    @_operation
     def list_messages(self, agent: str, discussion: str, *, order: str = "oldest", limit: int = 100,
-                      cursor: str | None = None):
+                      cursor: str | None = None) -> _Request[t.MessagePage]:
         """A page of a discussion's messages (`cursor`: the seq of the last message you have, or a `next_cursor`)."""
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages"
-                          + _query({"order": order, "limit": limit, "cursor": cursor}), t.MessagePage)
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages"
+                        + _query({"order": order, "limit": limit, "cursor": cursor}), t.MessagePage, read=True)
 
+    @_operation
     def list_memories(self, agent: str, kind: str = "traces", *, discussion: str | None = None, limit: int = 100,
-                      cursor: str | None = None):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/memories"
-                          + _query({"kind": kind, "discussion": discussion, "limit": limit, "cursor": cursor}),
-                          t.MemoryPage)
+                      cursor: str | None = None) -> _Request[t.MemoryPage]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/memories"
+                        + _query({"kind": kind, "discussion": discussion, "limit": limit, "cursor": cursor}),
+                        t.MemoryPage, read=True)
 
     # ------------------------------------------------------------------ discussion memory
 
-    def search(self, agent: str, discussion: str, keywords: str, *, mode: t.SearchMode = "hybrid", limit: int = 5):
-        return self._read("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/search", t.SearchResponse,
-                          t.SearchRequest(keywords=keywords, mode=mode, limit=limit))
+    @_operation
+    def search(self, agent: str, discussion: str, keywords: str, *, mode: t.SearchMode = "hybrid",
+               limit: int = 5) -> _Request[t.SearchResponse]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/search", t.SearchResponse,
+                        t.SearchRequest(keywords=keywords, mode=mode, limit=limit), read=True)
 
-    def memories(self, agent: str, discussion: str, *, last: int | None = None):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/memories"
-                          + _query({"last": last}), t.MemoriesResponse)
+    @_operation
+    def memories(self, agent: str, discussion: str, *, last: int | None = None) -> _Request[t.MemoriesResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/memories"
+                        + _query({"last": last}), t.MemoriesResponse, read=True)
 
-    def summary(self, agent: str, discussion: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/summary", t.SummaryResponse)
+    @_operation
+    def summary(self, agent: str, discussion: str) -> _Request[t.SummaryResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/summary", t.SummaryResponse,
+                        read=True)
 
-    def compactions(self, agent: str, discussion: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/compactions",
-                          t.CompactionsResponse)
+    @_operation
+    def compactions(self, agent: str, discussion: str) -> _Request[t.CompactionsResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/compactions",
+                        t.CompactionsResponse, read=True)
 
-    def context(self, agent: str, discussion: str, *, query: str | None = None, recall: bool = True):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/context"
-                          + _query({"query": query, "recall": recall}), t.ContextResponse)
+    @_operation
+    def context(self, agent: str, discussion: str, *, query: str | None = None,
+                recall: bool = True) -> _Request[t.ContextResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/context"
+                        + _query({"query": query, "recall": recall}), t.ContextResponse, read=True)
 
-    def run_workflow(self, agent: str, *, nodes: list | None = None, text: str | None = None, name: str | None = None,
-                     source: str | None = None, discussion: str | None = None, messages: Sequence[t.Message] = ()):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/workflows/run", t.WorkflowResponse,
-                          t.WorkflowRequest(nodes=nodes, text=text, name=name, source=source, discussion=discussion,
-                                            messages=list(messages)))
+    @_operation
+    def run_workflow(self, agent: str, *, nodes: list[dict[str, Any]] | None = None, text: str | None = None,
+                     name: str | None = None, source: str | None = None, discussion: str | None = None,
+                     messages: Sequence[t.Message] = ()) -> _Request[t.WorkflowResponse]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/workflows/run", t.WorkflowResponse,
+                        t.WorkflowRequest(nodes=nodes, text=text, name=name, source=source, discussion=discussion,
+                                          messages=list(messages)))
 
-    def regenerate(self, agent: str, discussion: str, *, settings: dict | None = None,
-                   settings_name: str = "settings.json"):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/regenerate", t.Job,
-                          t.RegenerateRequest(settings=settings, settings_name=settings_name))
+    @_operation
+    def regenerate(self, agent: str, discussion: str, *, settings: dict[str, Any] | None = None,
+                   settings_name: str = "settings.json") -> _Request[t.Job]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/regenerate", t.Job,
+                        t.RegenerateRequest(settings=settings, settings_name=settings_name))
 
-    def replay_discussion(self, agent: str, discussion: str, *, verify: bool = False):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/replay", t.Job,
-                          t.DiscussionReplayRequest(verify=verify))
+    @_operation
+    def replay_discussion(self, agent: str, discussion: str, *, verify: bool = False) -> _Request[t.Job]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/replay", t.Job,
+                        t.DiscussionReplayRequest(verify=verify))
 
     # ------------------------------------------------------------------ cognitive memory
 
-    def recall(self, agent: str, query: str, **options):
+    @_operation
+    def recall(self, /, agent: str, query: str, **options: Any) -> _Request[t.RecallResponse]:
         """`options`: the fields of `engram.api.types.RecallRequest` (discussion, limit, weights, hyde, similarity,
         at, as_of, mood, sources)."""
-        return self._read("POST", f"/v1/agents/{_seg(agent)}/recall", t.RecallResponse,
-                          t.RecallRequest(query=query, **options))
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/recall", t.RecallResponse,
+                        t.RecallRequest(query=query, **options), read=True)
 
-    def traces(self, agent: str, *, include_inactive: bool = False, limit: int | None = None):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/traces" + _query({"all": include_inactive, "limit": limit}),
-                          t.Table)
+    @_operation
+    def traces(self, agent: str, *, include_inactive: bool = False, limit: int | None = None) -> _Request[t.Table]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/traces" + _query({"all": include_inactive, "limit": limit}),
+                        t.Table, read=True)
 
-    def working_memory(self, agent: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryResponse)
+    @_operation
+    def working_memory(self, agent: str) -> _Request[t.WorkingMemoryResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryResponse, read=True)
 
-    def write_working_memory(self, agent: str, markdown: str):
-        return self._call("PUT", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryWritten,
-                          t.WorkingMemoryWrite(markdown=markdown))
+    @_operation
+    def write_working_memory(self, agent: str, markdown: str) -> _Request[t.WorkingMemoryWritten]:
+        return _Request("PUT", f"/v1/agents/{_seg(agent)}/working-memory", t.WorkingMemoryWritten,
+                        t.WorkingMemoryWrite(markdown=markdown))
 
-    def set_mood(self, agent: str, valence: float, arousal: float, dominance: float, *, reason: str = "set"):
-        return self._call("PUT", f"/v1/agents/{_seg(agent)}/mood", t.EventResponse,
-                          t.MoodRequest(valence=valence, arousal=arousal, dominance=dominance, reason=reason))
+    @_operation
+    def set_mood(self, agent: str, valence: float, arousal: float, dominance: float, *,
+                 reason: str = "set") -> _Request[t.EventResponse]:
+        return _Request("PUT", f"/v1/agents/{_seg(agent)}/mood", t.EventResponse,
+                        t.MoodRequest(valence=valence, arousal=arousal, dominance=dominance, reason=reason))
 
-    def mood_history(self, agent: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/mood", t.Table)
+    @_operation
+    def mood_history(self, agent: str) -> _Request[t.Table]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/mood", t.Table, read=True)
 
-    def observation_logs(self, agent: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/observations", t.Table)
+    @_operation
+    def observation_logs(self, agent: str) -> _Request[t.Table]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/observations", t.Table, read=True)
 
-    def observation_log(self, agent: str, discussion: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observations",
-                          t.ObservationLogResponse)
+    @_operation
+    def observation_log(self, agent: str, discussion: str) -> _Request[t.ObservationLogResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observations",
+                        t.ObservationLogResponse, read=True)
 
-    def observation_notes(self, agent: str, discussion: str):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observation-notes", t.Table)
+    @_operation
+    def observation_notes(self, agent: str, discussion: str) -> _Request[t.Table]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/observation-notes", t.Table,
+                        read=True)
 
-    def recent_observations(self, agent: str, discussion: str, *, limit: int = 10):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/recent-observations"
-                          + _query({"limit": limit}), t.RecentObservations)
+    @_operation
+    def recent_observations(self, agent: str, discussion: str, *, limit: int = 10) -> _Request[t.RecentObservations]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/recent-observations"
+                        + _query({"limit": limit}), t.RecentObservations, read=True)
 
-    def consolidations(self, agent: str, *, include_idle: bool = False, limit: int = 50):
-        return self._read("GET", f"/v1/agents/{_seg(agent)}/consolidations"
-                          + _query({"all": include_idle, "limit": limit}), t.ConsolidationsResponse)
+    @_operation
+    def consolidations(self, agent: str, *, include_idle: bool = False,
+                       limit: int = 50) -> _Request[t.ConsolidationsResponse]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/consolidations"
+                        + _query({"all": include_idle, "limit": limit}), t.ConsolidationsResponse, read=True)
 
     # ------------------------------------------------------------------ chat
 
-    def chat_info(self, agent: str, discussion: str):
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/chat", t.ChatInfo)
+    @_operation
+    def chat_info(self, agent: str, discussion: str) -> _Request[t.ChatInfo]:
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/chat", t.ChatInfo)
 
-    def chat(self, agent: str, discussion: str, message: str, *, memory: bool = True):
-        return self._call("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/chat", t.ChatResponse,
-                          t.ChatRequest(message=message, memory=memory))
+    @_operation
+    def chat(self, agent: str, discussion: str, message: str, *, memory: bool = True) -> _Request[t.ChatResponse]:
+        return _Request("POST", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/chat", t.ChatResponse,
+                        t.ChatRequest(message=message, memory=memory))
 
     # ------------------------------------------------------------------ forgetting and jobs
 
-    def forget(self, agent: str, discussion: str | None = None, *, reason: str = ""):
+    @_operation
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> _Request[t.Job]:
         path = f"/v1/agents/{_seg(agent)}" + (f"/discussions/{_seg(discussion)}" if discussion else "")
-        return self._call("DELETE", path + _query({"reason": reason or None}), t.Job)
+        return _Request("DELETE", path + _query({"reason": reason or None}), t.Job)
 
-    def memory(self, agent: str, kind: str, memory_id: str):
+    @_operation
+    def memory(self, agent: str, kind: str, memory_id: str) -> _Request[t.MemoryItem]:
         """One memory (kind: trace, fact, chunk, vector) as it is now."""
-        return self._call("GET", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryItem)
+        return _Request("GET", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryItem)
 
+    @_operation
     def edit_memory(self, agent: str, kind: str, memory_id: str, *, content: str | None = None,
-                    metadata: dict[str, str] | None = None, title: str | None = None):
+                    metadata: dict[str, str] | None = None, title: str | None = None) -> _Request[t.MemoryEdited]:
         """A new text, title (a vector memory's) and/or metadata for one memory (the edit supersedes the old form)."""
-        return self._call("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
-                          t.MemoryEdit(content=content, metadata=metadata, title=title))
+        return _Request("PATCH", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}", t.MemoryEdited,
+                        t.MemoryEdit(content=content, metadata=metadata, title=title))
 
-    def edit_message(self, agent: str, discussion: str, message_id: str, content: str):
+    @_operation
+    def edit_message(self, agent: str, discussion: str, message_id: str, content: str) -> _Request[t.MessageChanged]:
         """New words for one message of a discussion (`MessageEdited`): every memory made from the old ones is
         superseded."""
-        return self._call("PATCH", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}",
-                          t.MessageChanged, t.MessageEdit(content=content))
+        return _Request("PATCH", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}",
+                        t.MessageChanged, t.MessageEdit(content=content))
 
-    def remove_message(self, agent: str, discussion: str, message_id: str, *, reason: str = ""):
+    @_operation
+    def remove_message(self, agent: str, discussion: str, message_id: str, *,
+                       reason: str = "") -> _Request[t.MessageChanged]:
         """Take one message of a discussion back (`MessageRemoved`): every memory made from it is superseded."""
-        return self._call("DELETE", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}"
-                          + _query({"reason": reason or None}), t.MessageChanged)
+        return _Request("DELETE", f"/v1/agents/{_seg(agent)}/discussions/{_seg(discussion)}/messages/{_seg(message_id)}"
+                        + _query({"reason": reason or None}), t.MessageChanged)
 
-    def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = ""):
+    @_operation
+    def delete_memory(self, agent: str, kind: str, memory_id: str, *, reason: str = "") -> _Request[t.Job]:
         """A job erasing one memory from the log and every projection (`wait_job` to see it done)."""
-        return self._call("DELETE", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}"
-                          + _query({"reason": reason or None}), t.Job)
+        return _Request("DELETE", f"/v1/agents/{_seg(agent)}/memories/{_seg(kind)}/{_seg(memory_id)}"
+                        + _query({"reason": reason or None}), t.Job)
 
+    @_operation
     def replay(self, *, out: str | None = None, as_of: str | None = None, agent: str | None = None,
-               verify: bool = False):
-        return self._call("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
+               verify: bool = False) -> _Request[t.Job]:
+        return _Request("POST", "/v1/replay", t.Job, t.ReplayRequest(out=out, as_of=as_of, agent=agent, verify=verify))
 
-    def regenerate_batch(self, *, agent: str | None = None, discussion: str | None = None, resume: bool = False):
+    @_operation
+    def regenerate_batch(self, *, agent: str | None = None, discussion: str | None = None,
+                         resume: bool = False) -> _Request[t.Job]:
         """Regenerate discussion memory through the Message Batches API (a job; see `Api.regenerate_batch`)."""
-        return self._call("POST", "/v1/regenerate", t.Job,
-                          t.BatchRegenerateRequest(agent=agent, discussion=discussion, resume=resume))
+        return _Request("POST", "/v1/regenerate", t.Job,
+                        t.BatchRegenerateRequest(agent=agent, discussion=discussion, resume=resume))
 
-    def reshard(self, shards: int):
-        return self._call("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
+    @_operation
+    def reshard(self, shards: int) -> _Request[t.Job]:
+        return _Request("POST", "/v1/reshard", t.Job, t.ReshardRequest(shards=shards))
 
-    def reindex(self):
+    @_operation
+    def reindex(self) -> _Request[t.Job]:
         """Re-embed the home with the configured embedder and switch to it (a job)."""
-        return self._call("POST", "/v1/reindex", t.Job)
+        return _Request("POST", "/v1/reindex", t.Job)
 
-    def export(self, out: str):
-        return self._call("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
+    @_operation
+    def export(self, out: str) -> _Request[t.Job]:
+        return _Request("POST", "/v1/export", t.Job, t.ExportRequest(out=out))
 
-    def job(self, job_id: str):
-        return self._call("GET", f"/v1/jobs/{quote(str(job_id), safe='')}", t.Job)
+    @_operation
+    def job(self, job_id: str) -> _Request[t.Job]:
+        return _Request("GET", f"/v1/jobs/{quote(str(job_id), safe='')}", t.Job)
 
-    def jobs(self):
-        return self._call("GET", "/v1/jobs", t.JobList)
+    @_operation
+    def jobs(self) -> _Request[t.JobList]:
+        return _Request("GET", "/v1/jobs", t.JobList)
 
 
 class Client(_Operations):
@@ -394,11 +503,12 @@ class Client(_Operations):
                 raise
         raise AssertionError("unreachable")
 
-    def _call(self, method: str, path: str, response, body=None):
-        status, raw = self._send(method, path, None if body is None else _ENCODER.encode(body))
+    def _call(self, request: _Request[T]) -> T:
+        body = request.body
+        status, raw = self._send(request.method, self._path(request), None if body is None else _ENCODER.encode(body))
         if status >= 400:
             raise refusal(status, raw, getattr(self._local, "retry_after", None))
-        return self._noted(_decoder(response).decode(raw)) if response is not dict else json.loads(raw)
+        return self._noted(_decoder(request.response).decode(raw))
 
     # ------------------------------------------------------------------ waiting
 
@@ -420,7 +530,7 @@ class Client(_Operations):
         projections or policies furthest behind)."""
         from engram.kernel.idle import wait_idle
 
-        def look():
+        def look() -> tuple[list[int], list[dict[str, int]]]:
             shards = self.status().shards
             return [s.head for s in shards], [{**s.projections, **s.consumers} for s in shards]
 
@@ -435,7 +545,7 @@ class Client(_Operations):
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -450,16 +560,15 @@ class AsyncClient(_Operations):
         self.url = url.rstrip("/")
         self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_auth_headers(api_key))
 
-    async def _request(self, method: str, path: str, response, body=None):
-        resp = await self._http.request(method, path, content=None if body is None else _ENCODER.encode(body),
+    async def _call(self, request: _Request[T]) -> T:
+        method, body = request.method, request.body
+        resp = await self._http.request(method, self._path(request),
+                                        content=None if body is None else _ENCODER.encode(body),
                                         headers={"Content-Type": "application/json"}
                                         if body is not None or method != "GET" else None)
         if resp.status_code >= 400:
             raise refusal(resp.status_code, resp.content, resp.headers.get("Retry-After"))
-        return self._noted(_decoder(response).decode(resp.content)) if response is not dict else resp.json()
-
-    def _call(self, method: str, path: str, response, body=None):
-        return self._request(method, path, response, body)
+        return self._noted(_decoder(request.response).decode(resp.content))
 
     async def wait_job(self, job_id: str, *, timeout: float | None = None) -> t.Job:
         import asyncio
@@ -494,5 +603,5 @@ class AsyncClient(_Operations):
     async def __aenter__(self) -> "AsyncClient":
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

@@ -37,11 +37,13 @@
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from engram.api.core import ApiCore
 from engram.api import types as t
@@ -50,20 +52,31 @@ from engram.api.errors import error, llm_failure
 from engram.kernel.ids import find_discussion_id, strip_discussion_tags, validate_agent
 
 if TYPE_CHECKING:
+    from engram.api.discussion_memory import RuntimeMemory
     from engram.api.messages import LatestChange
     from engram.events.envelope import Appended, Recorded
+    from engram.events.messages import MessageAppended
+    from engram.memory.discussion.workflow import Workflow, WorkflowRun
+    from engram.memory.discussion.workflow.nodes import Standard
     from engram.memory.discussion.workflow.responder import Response, Responds
+    from engram.providers.endpoints.wire import Asks, Sampling
+    from engram.providers.llm.types import Result
 
 log = logging.getLogger("engram.proxy")
 
-# A turn the proxy appends: ((role, text, name), message id, metadata).
-Incoming = tuple[tuple[str, str, str | None], str, dict[str, Any]]
+# A turn of the conversation: (role, text, name).
+Turn = tuple[str, str, str | None]
+# A turn the proxy appends: (turn, message id, metadata).
+Incoming = tuple[Turn, str, dict[str, Any]]
+# A message of the log as the proxy compares it with a resent history: (key, role, message id).
+Logged = tuple[str, str, str]
+T = TypeVar("T")
 
 SHIPPED_WORKFLOW = "openai-proxy.workflow.json"
 SOURCE = "openai proxy"
 
 
-def response_path_reads_only(workflow) -> bool:
+def response_path_reads_only(workflow: Workflow) -> bool:
     """Whether every node before the workflow's WorkflowLock (all of them, without one) only reads memory."""
     from engram.memory.discussion.workflow.nodes import WorkflowLock
 
@@ -88,12 +101,12 @@ def retried_prompt(logged: list[str], keys: list[str]) -> int | None:
     return None
 
 
-def reply_node(workflow):
+def reply_node(workflow: Workflow) -> Standard | None:
     """The workflow's node whose answer is the reply: the first Standard node marked returnToUser before its
     WorkflowLock, else the last Standard node before it (None: no Standard node answers)."""
     from engram.memory.discussion.workflow.nodes import Standard, WorkflowLock
 
-    standard = []
+    standard: list[Standard] = []
     for node in workflow.nodes:
         if isinstance(node, WorkflowLock):
             break
@@ -104,24 +117,25 @@ def reply_node(workflow):
     return standard[-1] if standard else None
 
 
-def fresh_seqs(result) -> list[int | None]:
+def fresh_seqs(result: Appended) -> list[int | None]:
     """Per event of an Appended, its seq when this append made it, None when the log held it already: a duplicate
     keeps its original seq, older than every seq the append gave (the `duplicates` smallest are the old ones)."""
-    seqs = list(result.seqs)
+    seqs: list[int | None] = list(result.seqs)
     if not result.duplicates:
         return seqs
-    old = set(sorted(seqs)[: result.duplicates])
+    old = set(sorted(result.seqs)[: result.duplicates])
     return [None if s in old else s for s in seqs]
 
 
-def _fingerprint(rec) -> tuple[str, str]:
+def _fingerprint(rec: Recorded) -> tuple[str, str]:
     """What a message event of the log is, to check that the log still holds it at its seq (a purge frees seqs)."""
+    from engram.events.messages import MessageAppended
     from engram.memory.ingest.history import message_key
 
     e = rec.event
-    if rec.type == "MessageAppended":
+    if isinstance(e, MessageAppended):
         return rec.type, message_key(e.role, e.content)
-    return rec.type, f"{e.message_id}\x1f{getattr(e, 'content', '')}"
+    return rec.type, f"{getattr(e, 'message_id', '')}\x1f{getattr(e, 'content', '')}"
 
 
 def shipped_workflow_path() -> Path:
@@ -139,15 +153,15 @@ class Timing:
         self._call_started: float | None = None  # the model call in progress
         self._lock = threading.Lock()
 
-    def model_call(self, call):
+    def model_call(self, call: Callable[[], T]) -> T:
         """Run `call()` (a model call), counted as the model's time."""
         with self._lock:
-            self._call_started = time.perf_counter()
+            self._call_started = started = time.perf_counter()
         try:
             return call()
         finally:
             with self._lock:
-                self._llm_s += time.perf_counter() - self._call_started
+                self._llm_s += time.perf_counter() - started
                 self._call_started = None
 
     def at_now(self) -> tuple[float, float]:
@@ -163,7 +177,7 @@ class Timing:
 class _TimedResponder:
     """A workflow's responder (`Responds`) whose calls count as the model's time in a `Timing`."""
 
-    def __init__(self, responder: Responds, timing: Timing):
+    def __init__(self, responder: Responds, timing: Timing) -> None:
         self._responder, self._timing = responder, timing
 
     def respond(self, **kwargs: Any) -> Response:
@@ -179,16 +193,14 @@ class MemoryWorkers:
     to one without waiting for a thread to start. (The server's own executor would make its shutdown wait for
     memory creation; `wait_proxy_memory` does that, with a timeout.)"""
 
-    def __init__(self, size: int):
-        import queue
-
+    def __init__(self, size: int) -> None:
         self.size = size
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Callable[..., object], tuple[Any, ...]]] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._idle = 0
         self._lock = threading.Lock()
 
-    def submit(self, fn, *args) -> None:
+    def submit(self, fn: Callable[..., object], *args: Any) -> None:
         with self._lock:
             self._queue.put((fn, args))
             if self._queue.qsize() > self._idle and len(self._threads) < self.size:  # no idle thread for it
@@ -209,7 +221,7 @@ class MemoryWorkers:
                 log.exception("the proxy's memory work failed")
 
 
-def asks_of(req: t.CompletionRequest):
+def asks_of(req: t.CompletionRequest) -> Asks | None:
     """The front end's format, keep_alive, options and images as the LLM layer takes them (None: it asked none)."""
     from engram.providers.endpoints.wire import ANY_JSON, Asks, Structured
 
@@ -231,7 +243,7 @@ def asks_of(req: t.CompletionRequest):
                 options=tuple((k, v) for k, v in req.options.items() if k != "num_ctx"))
 
 
-def sampling_of(req: t.CompletionRequest):
+def sampling_of(req: t.CompletionRequest) -> Sampling | None:
     """The front end's samplers (and its other asks) as the LLM layer takes them (None: the request set none)."""
     from engram.providers.endpoints.wire import Sampling
 
@@ -247,22 +259,44 @@ class ReplyAbandoned(Exception):
     not appended."""
 
 
+# What the proxy knows of a discussion's messages in the log (`CompletionOps._logged_keys`): the seq of the last
+# message event it has read, the messages (as `Logged`), that last event's fingerprint (`_fingerprint`), and the mark
+# at which they are exactly the log's (None: read from the log, check it on use).
+History = tuple[int, list[Logged], tuple[str, str] | None, tuple[int, int] | None]
+
+
+@dataclass(eq=False)
+class ProxyState:
+    """What the proxy keeps between requests, one per API (`CompletionOps._proxy_state`); changed under the API's
+    `_streams_lock`."""
+
+    locks: dict[tuple[str, str], threading.Lock] = field(default_factory=dict)  # (agent, discussion): one turn at a time
+    histories: dict[tuple[str, str], History] = field(default_factory=dict)  # (agent, discussion) -> what it knows
+    epoch: int = 0  # forgets so far: a tail record taken before a forget is never trusted
+    workflow: tuple[tuple[str, int], Workflow] | None = None  # ((path, mtime), the workflow read from it)
+    memories: dict[str, RuntimeMemory] = field(default_factory=dict)  # agent -> the workflow's memory access
+    # Memory creation after the responses: the latest run left to do per discussion, the discussions whose runs are
+    # going on (what `wait_proxy_memory` waits for), and the threads that run them.
+    pending: dict[str, tuple[WorkflowRun, RuntimeMemory | None]] = field(default_factory=dict)
+    running: set[str] = field(default_factory=set)
+    pool: MemoryWorkers | None = None
+
+
 class CompletionOps(ApiCore):
     if TYPE_CHECKING:  # MessageOps's, beside this one in `Api` (engram.api.service)
         def _message_changes(self, agent: str, discussion: str) -> dict[str, LatestChange]: ...
 
     # ------------------------------------------------------------------ what the proxy keeps
 
-    def _proxy_state(self):
-        state = self.__dict__.get("_proxy")
+    def _proxy_state(self) -> ProxyState:
+        state: ProxyState | None = self.__dict__.get("_proxy")
         if state is None:
             with self._streams_lock:
-                state = self.__dict__.setdefault("_proxy", {"locks": {}, "histories": {}, "workflow": None,
-                                                            "background": set()})
+                state = self.__dict__.setdefault("_proxy", ProxyState())
         return state
 
     def _discussion_lock(self, agent: str, discussion: str) -> threading.Lock:
-        locks = self._proxy_state()["locks"]
+        locks = self._proxy_state().locks
         with self._streams_lock:
             return locks.setdefault((agent, discussion), threading.Lock())
 
@@ -270,11 +304,11 @@ class CompletionOps(ApiCore):
         """Forgetting erases messages and files: the proxy's view of the log and its open stores are read again."""
         state = self._proxy_state()
         with self._streams_lock:
-            state["epoch"] = state.get("epoch", 0) + 1  # a tail record taken before the forget is never trusted
-            state["histories"].clear()
-            state.pop("memories", None)
+            state.epoch += 1  # a tail record taken before the forget is never trusted
+            state.histories.clear()
+            state.memories = {}
 
-    def _logged_keys(self, agent: str, discussion: str) -> tuple[list[tuple[str, str, str]], tuple[int, int]]:
+    def _logged_keys(self, agent: str, discussion: str) -> tuple[list[Logged], tuple[int, int]]:
         """The discussion's messages as its conversation holds them now (edits applied, removed ones left out), oldest
         first, as (key, role, message id), and the mark (appends to the stream through this API, forget epoch) they
         were taken at.
@@ -288,9 +322,9 @@ class CompletionOps(ApiCore):
         from engram.memory.ingest.history import message_key
 
         state = self._proxy_state()
-        histories = state["histories"]
+        histories = state.histories
         with self._streams_lock:
-            mark = (self._stream_writes.get((agent, discussion), 0), state.get("epoch", 0))  # before the read: see _remember_tail
+            mark = (self._stream_writes.get((agent, discussion), 0), state.epoch)  # before the read: see _remember_tail
         after, known, last, exact_at = histories.get((agent, discussion), (0, [], None, None))
         if exact_at == mark and self.rt.sole_writer:
             return known, mark
@@ -310,14 +344,14 @@ class CompletionOps(ApiCore):
         else:
             messages = new
         if new:
-            known = known + [(message_key(r.event.role, r.event.content), r.event.role, r.event.message_id)
-                             for r in messages if isinstance(r.event, MessageAppended)]  # all are, by now
+            known = known + [(message_key(e.role, e.content), e.role, e.message_id)
+                             for r in messages if isinstance(e := r.event, MessageAppended)]  # all are, by now
             after, last = new[-1].seq, _fingerprint(new[-1])
         histories[(agent, discussion)] = (after, known, last, None)
         return known, mark
 
-    def _remember_tail(self, agent: str, discussion: str, known: list[tuple[str, str, str]], mark: tuple[int, int],
-                       appended: list[tuple[str, str, str]], result) -> None:
+    def _remember_tail(self, agent: str, discussion: str, known: list[Logged], mark: tuple[int, int],
+                       appended: list[Logged], result: Appended | None) -> None:
         """After the proxy's own append of `appended` ((key, role, id) each; `result`: its Appended), the log's
         messages are `known` + those, exactly, when that append was the only write to the stream since `mark` and
         appended every one of them (no duplicate: a retried request's messages are in the log already, at places this
@@ -326,13 +360,13 @@ class CompletionOps(ApiCore):
             return
         state = self._proxy_state()
         with self._streams_lock:
-            now = (self._stream_writes.get((agent, discussion), 0), state.get("epoch", 0))
+            now = (self._stream_writes.get((agent, discussion), 0), state.epoch)
             if now != (mark[0] + 1, mark[1]):
                 return  # someone else wrote the stream meanwhile (or a forget ran): the next request reads the log
             key, _, _ = appended[-1]
-            state["histories"][(agent, discussion)] = (max(result.seqs), known + appended, ("MessageAppended", key), now)
+            state.histories[(agent, discussion)] = (max(result.seqs), known + appended, ("MessageAppended", key), now)
 
-    def proxy_workflow(self):
+    def proxy_workflow(self) -> Workflow:
         """The memory workflow of the proxy: <home>/workflows/<proxy.workflow>.json, else the shipped one
         (parsed once per file version)."""
         from engram.memory.discussion.workflow import WorkflowError, load, workflow_path
@@ -343,20 +377,20 @@ class CompletionOps(ApiCore):
             path = shipped_workflow_path()
         stamp = (str(path), path.stat().st_mtime_ns)
         state = self._proxy_state()
-        cached = state["workflow"]
+        cached = state.workflow
         if cached is None or cached[0] != stamp:
             try:
                 workflow = load(path)
             except WorkflowError as exc:
                 raise error("bad_workflow", f"the proxy's memory workflow: {exc}") from None
             check_routes(self.config.llm, workflow.routes(), workflow.source)
-            state["workflow"] = cached = (stamp, workflow)
+            state.workflow = cached = (stamp, workflow)
         return cached[1]
 
     # ------------------------------------------------------------------ the operation
 
-    def complete(self, agent: str, req: t.CompletionRequest, on_text=None, timing: Timing | None = None
-                 ) -> t.CompletionResponse:
+    def complete(self, agent: str, req: t.CompletionRequest, on_text: Callable[[str], None] | None = None,
+                 timing: Timing | None = None) -> t.CompletionResponse:
         """One chat completion (see the module docstring). `timing`: filled as the completion runs (a streamed
         response reads it when the reply's first text arrives)."""
         timing = timing or Timing()
@@ -367,7 +401,7 @@ class CompletionOps(ApiCore):
         if discussion is None and req.text_prompt:
             return self._forward_text_prompt(agent, req, started, on_text, timing)
         system = "\n\n".join(x for x in (strip_discussion_tags(m.content) for m in req.messages if m.role == "system") if x)
-        turns = [(m.role, strip_discussion_tags(m.content), m.name) for m in req.messages if m.role != "system"]
+        turns: list[Turn] = [(m.role, strip_discussion_tags(m.content), m.name) for m in req.messages if m.role != "system"]
         turns = [x for x in turns if x[1]]
         if not turns:
             raise error("malformed_messages", "the messages hold nothing to answer: give at least one user message with "
@@ -396,8 +430,9 @@ class CompletionOps(ApiCore):
         if why:
             raise error("invalid_request", why)
 
-    def _complete_without_memory(self, agent, system, turns, req, started, on_text=None, timing=None
-                                 ) -> t.CompletionResponse:
+    def _complete_without_memory(self, agent: str, system: str, turns: list[Turn], req: t.CompletionRequest,
+                                 started: float, on_text: Callable[[str], None] | None = None,
+                                 timing: Timing | None = None) -> t.CompletionResponse:
         from engram.config import defaults as d
         from engram.providers.llm.types import ChatLine
 
@@ -408,7 +443,9 @@ class CompletionOps(ApiCore):
             on_text=on_text, sampling=sampling_of(req)))
         return self._answered(agent, result, started)
 
-    def _forward_text_prompt(self, agent, req, started, on_text=None, timing=None) -> t.CompletionResponse:
+    def _forward_text_prompt(self, agent: str, req: t.CompletionRequest, started: float,
+                             on_text: Callable[[str], None] | None = None,
+                             timing: Timing | None = None) -> t.CompletionResponse:
         """A text completion without memory: the prompt to the model as the front end wrote it."""
         from engram.config import defaults as d
 
@@ -422,7 +459,7 @@ class CompletionOps(ApiCore):
             on_text=on_text, sampling=sampling_of(req), completion_prompt=prompt))
         return self._answered(agent, result, started, strip=False)  # a continuation's leading space is its own
 
-    def _answered(self, agent, result, started, strip: bool = True) -> t.CompletionResponse:
+    def _answered(self, agent: str, result: Result[str], started: float, strip: bool = True) -> t.CompletionResponse:
         if result.llm.error:
             raise llm_failure(result.llm.error)
         total = (time.perf_counter() - started) * 1000
@@ -432,8 +469,10 @@ class CompletionOps(ApiCore):
                                     memory_ms=round(total - llm_ms, 2), llm_ms=round(llm_ms, 2),
                                     input_tokens=result.llm.input_tokens, output_tokens=result.llm.output_tokens)
 
-    def _complete_with_memory(self, agent, discussion, system, turns, req, workflow, started,
-                              on_text=None, timing=None) -> t.CompletionResponse:
+    def _complete_with_memory(self, agent: str, discussion: str, system: str, turns: list[Turn],
+                              req: t.CompletionRequest, workflow: Workflow, started: float,
+                              on_text: Callable[[str], None] | None = None,
+                              timing: Timing | None = None) -> t.CompletionResponse:
         """The new messages and the reply go to the log in one append after the response is made, when the nodes
         before the WorkflowLock only read (they never look for the new messages in the log): one shard call per
         request. A workflow whose response path creates memories gets the new messages appended first. An LLM
@@ -526,19 +565,19 @@ class CompletionOps(ApiCore):
             input_tokens=llm.input_tokens if llm else 0, output_tokens=llm.output_tokens if llm else 0,
             position=self.position(agent, appended + list(seqs)))
 
-    def _proxy_memory(self, agent: str):
+    def _proxy_memory(self, agent: str) -> RuntimeMemory:
         """The workflow's memory access for `agent`, kept between requests (its vector stores stay open, reopened
         only when their file changes)."""
         from engram.api.discussion_memory import RuntimeMemory
 
-        memories = self._proxy_state().setdefault("memories", {})
+        memories = self._proxy_state().memories
         memory = memories.get(agent)
         if memory is None:
             memory = memories[agent] = RuntimeMemory(self.rt, agent, self.query_embedder(),
                                                      recaller=self._recall_texts(agent))
         return memory
 
-    def _recall_texts(self, agent: str):
+    def _recall_texts(self, agent: str) -> Callable[[str | None, str, int], list[str]]:
         def recall(discussion: str | None, query: str, limit: int) -> list[str]:
             result = self._recall(agent, query, discussion=discussion, fresh=False, limit=limit, hyde=False)
             return [h.content for h in result.hits]
@@ -549,6 +588,7 @@ class CompletionOps(ApiCore):
                       ts: int) -> tuple[list[int | None], Appended | None]:
         """Append (turn, id, metadata) items in one write (the k-th at event time `ts` + k): the seq of each item, None
         for one the log held already (a retried request's), and the write's Appended (None when nothing was sent)."""
+        from engram.events.messages import MessageAppended
         from engram.memory.ingest.messages import IncomingMessage, discussion_write
 
         if not items:
@@ -565,11 +605,13 @@ class CompletionOps(ApiCore):
         self.note_streams([write])
         fresh = fresh_seqs(result)  # a message that was only a DiscussionId tag is not in the write
         if result.duplicates:
-            fresh = self._restore_removed(agent, discussion, [e.event for e in write.events], fresh, ts)
+            sent = [e.event for e in write.events if isinstance(e.event, MessageAppended)]  # every one is
+            fresh = self._restore_removed(agent, discussion, sent, fresh, ts)
         kept = iter(fresh)
         return [next(kept) if strip_discussion_tags(m.content) else None for m in messages], result
 
-    def _restore_removed(self, agent: str, discussion: str, sent, fresh: list[int | None], ts: int) -> list[int | None]:
+    def _restore_removed(self, agent: str, discussion: str, sent: list[MessageAppended], fresh: list[int | None],
+                         ts: int) -> list[int | None]:
         """Messages the log held already (`fresh` None): a retry's, or one the front end had before and a regenerate
         removed since, sent again (a swipe back to it, or a regenerate that answered it again). That one is brought
         back with the words it is sent with (a `MessageEdited` of the removed message); its seq is the restore's."""
@@ -585,8 +627,8 @@ class CompletionOps(ApiCore):
             fresh[k] = seq
         return fresh
 
-    def _proxy_edits(self, agent: str, discussion: str, edited: list[tuple[str, tuple]], removed: list[str],
-                     ts: int, before: dict | None = None) -> list[int]:
+    def _proxy_edits(self, agent: str, discussion: str, edited: list[tuple[str, Turn]], removed: list[str],
+                     ts: int, before: dict[str, LatestChange] | None = None) -> list[int]:
         """Record what the front end changed in the history it resent: a `MessageEdited` per (message id, (role, text,
         name)) and a `MessageRemoved` per message id, in one write; their seqs. Their ids come from what they say, so a
         retried request records nothing twice. `before`: each message's latest change (`_message_changes`); an edit of a
@@ -623,7 +665,7 @@ class CompletionOps(ApiCore):
         return list(result.seqs)
 
 
-    def _after_response(self, discussion: str, outcome, memory=None) -> None:
+    def _after_response(self, discussion: str, outcome: WorkflowRun, memory: RuntimeMemory | None = None) -> None:
         """The workflow's memory creators run after the response, one run at a time per discussion: while one runs,
         later requests leave only their latest run pending (the creators cover every message so far, so the ones
         in between have nothing left to do). Their errors are logged, never the caller's. Afterwards the
@@ -633,14 +675,13 @@ class CompletionOps(ApiCore):
             return
         state = self._proxy_state()
         with self._streams_lock:
-            state.setdefault("pending", {})[discussion] = (outcome, memory)
-            if discussion in state.setdefault("running", {}):
+            state.pending[discussion] = (outcome, memory)
+            if discussion in state.running:
                 return
-            state["running"][discussion] = True
-            state["background"].add(discussion)
-            pool = state.get("pool")
+            state.running.add(discussion)
+            pool = state.pool
             if pool is None:
-                pool = state["pool"] = MemoryWorkers(MEMORY_WORKERS)
+                pool = state.pool = MemoryWorkers(MEMORY_WORKERS)
         # A thread kept from earlier runs takes it: starting a thread per response cost the response about 10 ms on
         # busy cores (Thread.start waits until the new thread runs).
         pool.submit(self._memory_worker, discussion)
@@ -649,13 +690,14 @@ class CompletionOps(ApiCore):
         state = self._proxy_state()
         while True:
             with self._streams_lock:
-                outcome, memory = state["pending"].pop(discussion, (None, None))
-                if outcome is None:
-                    state["running"].pop(discussion, None)
-                    state["background"].discard(discussion)
+                taken = state.pending.pop(discussion, None)
+                if taken is None:
+                    state.running.discard(discussion)
                     return
+                outcome, memory = taken
             try:
-                outcome.rest()
+                if outcome.rest is not None:
+                    outcome.rest()
                 outcome.wait()
                 if memory is not None:
                     memory.open_store(discussion)
@@ -665,6 +707,6 @@ class CompletionOps(ApiCore):
     def wait_proxy_memory(self, timeout: float = 120.0) -> bool:
         """Wait for the memory creation the proxy started after its responses (tests, benchmarks, shutdown)."""
         deadline = time.monotonic() + timeout
-        while self._proxy_state()["background"] and time.monotonic() < deadline:
+        while self._proxy_state().running and time.monotonic() < deadline:
             time.sleep(0.01)
-        return not self._proxy_state()["background"]
+        return not self._proxy_state().running

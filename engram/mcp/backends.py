@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
 
 import msgspec
 
@@ -12,12 +13,19 @@ from engram.api import positions
 from engram.api import types as t
 from engram.api.errors import error
 
+if TYPE_CHECKING:
+    from engram.api.access import Principal
+    from engram.api.service import Api
+    from engram.client import Client
+
+R = TypeVar("R")
+
 FORGET_WAIT_S = 600.0
 # Resources `resources/list` names at most (an agent's discussions, each with its summary and chunk memories).
 MAX_LISTED_RESOURCES = 500
 
 
-def listed_resources(backend) -> list[dict]:
+def listed_resources(backend: ApiBackend | ClientBackend) -> list[dict[str, str]]:
     """What `resources/list` shows a session: for every agent it may see, the list of its discussions, its memory
     traces, and each discussion's rolling summary and chunk memories (the first MAX_LISTED_RESOURCES)."""
     out = []
@@ -41,7 +49,7 @@ def listed_resources(backend) -> list[dict]:
     return out[:MAX_LISTED_RESOURCES]
 
 
-def request(cls: type, **fields):
+def request(cls: type[R], **fields: Any) -> R:
     """A request built as REST decodes one: every bound of its declaration checked (a Struct's constructor checks
     none), a violation refused as invalid_request."""
     try:
@@ -54,11 +62,11 @@ class Session:
     """Read your writes over MCP: the furthest position of the writes made in one session (`engram.api.positions`);
     the session's reads wait for it. Over `/mcp` (stateless HTTP: no session id) a session is an API key."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.position = ""
         self._lock = threading.Lock()
 
-    def wrote(self, result):
+    def wrote(self, result: R) -> R:
         written = getattr(result, "position", None)
         if written:
             with self._lock:
@@ -75,7 +83,7 @@ class Sessions:
         self._lock = threading.Lock()
         self.capacity = capacity
 
-    def of(self, principal) -> Session:
+    def of(self, principal: Principal) -> Session:
         with self._lock:
             session = self._sessions.pop(principal.name, None) or Session()
             self._sessions[principal.name] = session
@@ -88,7 +96,7 @@ class ApiBackend:
     """The API of the server serving `/mcp`, as the request's key sees the home (`engram.api.access.ScopedApi`).
     Reads wait for the writes of `session` (`remember`, then `recall`, finds the memory)."""
 
-    def __init__(self, api, principal, session: Session | None = None):
+    def __init__(self, api: Api, principal: Principal, session: Session | None = None) -> None:
         self.api, self.principal = api.scoped(principal), principal
         self.session = session or Session()
 
@@ -107,7 +115,7 @@ class ApiBackend:
         self._after(agent, "recall")
         return self.api.recall(agent, req)
 
-    def search(self, agent: str, discussion: str, keywords: str, mode: str, limit: int) -> t.SearchResponse:
+    def search(self, agent: str, discussion: str, keywords: str, mode: t.SearchMode, limit: int) -> t.SearchResponse:
         req = request(t.SearchRequest, keywords=keywords, mode=mode, limit=limit)
         self._after(agent, "discussion", discussion)
         return self.api.search(agent, discussion, req)
@@ -134,11 +142,11 @@ class ApiBackend:
         self._after(agent, "memories")
         return self.api.list_memories(agent, "traces", cursor=cursor)
 
-    def resources(self) -> list[dict]:
+    def resources(self) -> list[dict[str, str]]:
         return listed_resources(self)
 
-    def edit_memory(self, agent: str, kind: str, memory_id: str, content: str | None,
-                    metadata: dict | None) -> t.MemoryEdited:
+    def edit_memory(self, agent: str, kind: Literal["trace", "fact"], memory_id: str, content: str | None,
+                    metadata: dict[str, str] | None) -> t.MemoryEdited:
         return self.api.edit_memory(agent, kind, memory_id, request(t.MemoryEdit, content=content, metadata=metadata))
 
     def edit_message(self, agent: str, discussion: str, message_id: str, content: str) -> t.MessageChanged:
@@ -148,7 +156,7 @@ class ApiBackend:
     def remove_message(self, agent: str, discussion: str, message_id: str, reason: str) -> t.MessageChanged:
         return self.session.wrote(self.api.remove_message(agent, discussion, message_id, reason))
 
-    def delete_memory(self, agent: str, kind: str, memory_id: str, reason: str) -> t.Job:
+    def delete_memory(self, agent: str, kind: Literal["trace", "fact"], memory_id: str, reason: str) -> t.Job:
         job = self.api.delete_memory(agent, kind, memory_id, t.ForgetRequest(reason=reason))
         return self.api.wait_job(job.id, FORGET_WAIT_S)
 
@@ -164,63 +172,66 @@ class ApiBackend:
 class ClientBackend:
     """`engram.Client` of the home's server (its key: $ENGRAM_API_KEY, else the server's instance token)."""
 
-    def __init__(self, connect):
-        self._connect, self._client = connect, None
+    def __init__(self, connect: Callable[[], Client]) -> None:
+        self._connect: Callable[[], Client] = connect
+        self._client: Client | None = None
 
     @property
-    def client(self):
+    def client(self) -> Client:
         if self._client is None:  # the server is found (or started) at the first call, not at the MCP handshake
             self._client = self._connect()
         return self._client
 
-    def remember(self, agent, discussion, role, content):
+    def remember(self, agent: str, discussion: str, role: t.Role, content: str) -> t.AppendResponse:
         return self.client.append_messages(agent, discussion, [t.Message(role=role, content=content)])
 
-    def recall(self, agent, query, discussion, limit, as_of=None):
+    def recall(self, agent: str, query: str, discussion: str | None, limit: int,
+               as_of: str | None = None) -> t.RecallResponse:
         at = request(t.RecallRequest, query=query, as_of=as_of).as_of if as_of else None  # checked as REST checks it
         return self.client.recall(agent, query, discussion=discussion, limit=limit, sources=False,
                                   **({"as_of": at} if at is not None else {}))
 
-    def search(self, agent, discussion, keywords, mode, limit):
+    def search(self, agent: str, discussion: str, keywords: str, mode: t.SearchMode, limit: int) -> t.SearchResponse:
         return self.client.search(agent, discussion, keywords, mode=mode, limit=limit)
 
-    def working_memory(self, agent):
+    def working_memory(self, agent: str) -> t.WorkingMemoryResponse:
         return self.client.working_memory(agent)
 
-    def write_working_memory(self, agent, markdown):
+    def write_working_memory(self, agent: str, markdown: str) -> t.WorkingMemoryWritten:
         return self.client.write_working_memory(agent, markdown)
 
-    def forget(self, agent, discussion, reason):
+    def forget(self, agent: str, discussion: str | None, reason: str) -> t.Job:
         job = self.client.forget(agent, discussion, reason=reason)
         return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
 
-    def list_agents(self):
+    def list_agents(self) -> t.AgentList:
         return self.client.list_agents()
 
-    def list_discussions(self, agent, cursor=None):
+    def list_discussions(self, agent: str, cursor: str | None = None) -> t.DiscussionList:
         return self.client.list_discussions(agent, cursor=cursor)
 
-    def list_memories(self, agent, cursor=None):
+    def list_memories(self, agent: str, cursor: str | None = None) -> t.MemoryPage:
         return self.client.list_memories(agent, "traces", cursor=cursor)
 
-    def resources(self):
+    def resources(self) -> list[dict[str, str]]:
         return listed_resources(self)
 
-    def edit_memory(self, agent, kind, memory_id, content, metadata):
+    def edit_memory(self, agent: str, kind: Literal["trace", "fact"], memory_id: str, content: str | None,
+                    metadata: dict[str, str] | None) -> t.MemoryEdited:
         return self.client.edit_memory(agent, kind, memory_id, content=content, metadata=metadata)
 
-    def edit_message(self, agent, discussion, message_id, content):
+    def edit_message(self, agent: str, discussion: str, message_id: str, content: str) -> t.MessageChanged:
         return self.client.edit_message(agent, discussion, message_id, content)
 
-    def remove_message(self, agent, discussion, message_id, reason):
+    def remove_message(self, agent: str, discussion: str, message_id: str, reason: str) -> t.MessageChanged:
         return self.client.remove_message(agent, discussion, message_id, reason=reason)
 
-    def delete_memory(self, agent, kind, memory_id, reason):
+    def delete_memory(self, agent: str, kind: Literal["trace", "fact"], memory_id: str, reason: str) -> t.Job:
         job = self.client.delete_memory(agent, kind, memory_id, reason=reason)
         return self.client.wait_job(job.id, timeout=FORGET_WAIT_S)
 
-    def summary(self, agent, discussion):
+    def summary(self, agent: str, discussion: str) -> t.SummaryResponse:
         return self.client.summary(agent, discussion)
 
-    def memories(self, agent, discussion):
+    def memories(self, agent: str, discussion: str) -> t.MemoriesResponse:
         return self.client.memories(agent, discussion)

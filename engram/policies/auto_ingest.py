@@ -35,7 +35,7 @@ was kept and skipped, and why, with the LLM provenance), then the `TraceEncoded`
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
 import numpy as np
@@ -43,8 +43,10 @@ import numpy as np
 from engram.config import defaults as d
 from engram.config.agent import AgentConfig
 from engram.events.cognitive import ConflictResolved, EdgeAdded, FactsIngested, SkippedFact, TraceEncoded, TracePruned
+from engram.events.control import DiscussionForgotten
+from engram.events.provenance import LlmCall
 from engram.events.envelope import NewEvent, Recorded, Write
-from engram.events.messages import CONVERSATION_ROLES, MessageAppended, as_appended
+from engram.events.messages import CONVERSATION_ROLES, MessageAppended, MessageEdited, as_appended
 from engram.memory.background import schedule
 from engram.memory.background.conflicts import Side, resolve
 from engram.memory.background.consolidation import interval_us
@@ -54,6 +56,9 @@ from engram.memory.cognitive.decay import strength_at
 from engram.memory.cognitive.encoding import encode, trace_id
 from engram.memory.cognitive.indexing import reply_context
 from engram.memory.cognitive.ingest import ingest_rules
+from engram.memory.cognitive.memory import AgentMemory
+from engram.memory.cognitive.model import MemoryTrace
+from engram.policies.base import PolicyContext
 from engram.policies.cognitive_base import CognitivePolicy
 
 
@@ -70,6 +75,20 @@ NEIGHBOURS = 8
 SIMILARITY_SLACK = 1e-4
 # Turns whose texts go to the embedder in one request, as soon as their facts are extracted.
 EMBED_CHUNK_TURNS = 64
+
+# The question a message answers (`reply_context`) and the id of the message that asked it, if any.
+Context = tuple[str, tuple[str, ...]]
+
+
+class Extracted(NamedTuple):
+    """What a turn's decision starts from (`AutoIngest._extract`): its candidate facts, its episode, their vectors."""
+
+    facts: list[ingest.Candidate]
+    episode: str | None  # the user's message as an episode (None: not encoded)
+    vectors: np.ndarray  # a row per fact, then the episode's; rows of facts not in `embedded` are zeros
+    llm: LlmCall | None  # the extraction's provenance
+    context: Context
+    embedded: frozenset[int]  # the facts embedded at extraction
 
 
 class AutoIngest(CognitivePolicy):
@@ -89,16 +108,16 @@ class AutoIngest(CognitivePolicy):
         }
     )
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)
         # (agent, stream) -> (speaker, text, message id) of its last message (a discussion id is unique within its agent)
         self.previous: dict[tuple[str, str], tuple[str, str, str]] = {}
-        self._fades: dict[str, dict[str, tuple]] = {}  # agent -> trace -> (its state, when it fades): a cache
+        self._fades: dict[str, dict[str, tuple[tuple[Any, ...], int | None]]] = {}  # agent -> trace -> (its state, when it fades): a cache
 
-    def state(self):
+    def state(self) -> Any:
         return {**super().state(), "previous": dict(self.previous)}
 
-    def restore(self, state) -> None:
+    def restore(self, state: Any) -> None:
         super().restore(state)
         if state:
             # A snapshot from before discussion ids per agent keyed this by the id alone: its entries are dropped (a
@@ -111,8 +130,8 @@ class AutoIngest(CognitivePolicy):
         # An edited message is a turn again, in its new words (`as_appended`, at the edit's seq and time): its traces
         # replace those of the old words, which the book supersedes when it folds the edit (before the turn's
         # decision, so the old words neither deduplicate nor contradict the new).
-        said = {r.seq: self._edited_turn(r) for r in batch if r.type == "MessageEdited" and self.owns(r.agent)}
-        said = {seq: r for seq, r in said.items() if r is not None}
+        edited = {r.seq: self._edited_turn(r) for r in batch if r.type == "MessageEdited" and self.owns(r.agent)}
+        said = {seq: r for seq, r in edited.items() if r is not None}
         contexts = self._contexts(batch)
         turns = self._extract([said.get(r.seq, r) for r in batch if self._is_turn(said.get(r.seq, r))], contexts)
         for rec in batch:
@@ -127,9 +146,9 @@ class AutoIngest(CognitivePolicy):
                     self.fold(pending)
                     pending = []
                 if rec.seq in turns:
-                    writes.append(self._turn(said.get(rec.seq, rec), *turns[rec.seq]()))
+                    writes.append(self._turn(said.get(rec.seq, rec), turns[rec.seq]()))
             else:
-                if rec.type == "DiscussionForgotten":  # its last message goes with it
+                if isinstance(rec.event, DiscussionForgotten):  # its last message goes with it
                     self.previous.pop((rec.agent, rec.event.discussion_id), None)
                 elif rec.type == "AgentForgotten":
                     self.previous = {k: v for k, v in self.previous.items() if k[0] != rec.agent}
@@ -146,43 +165,51 @@ class AutoIngest(CognitivePolicy):
     def _edited_turn(self, rec: Recorded) -> Recorded | None:
         """An edit as the message it makes (`engram.events.messages.as_appended`), from the message in the log."""
         read = self.ctx.read
-        if read is None:
+        edit = rec.event
+        if read is None or not isinstance(edit, MessageEdited):
             return None
-        original = [r for r in read(0, limit=None, stream=rec.stream, types=["MessageAppended"], to_seq=rec.seq)
-                    if r.event.message_id == rec.event.message_id]
-        return as_appended(rec, original[0].event) if original else None
+        original = [r.event for r in read(0, limit=None, stream=rec.stream, types=["MessageAppended"], to_seq=rec.seq)
+                    if isinstance(r.event, MessageAppended) and r.event.message_id == edit.message_id]
+        return as_appended(rec, original[0]) if original else None
 
     def _is_turn(self, rec: Recorded) -> bool:
-        return rec.type == "MessageAppended" and self.owns(rec.agent) and ingests(self.config_of(rec.agent), rec.event.role)
+        return (isinstance(rec.event, MessageAppended) and self.owns(rec.agent)
+                and ingests(self.config_of(rec.agent), rec.event.role))
 
-    def _contexts(self, batch: list[Recorded]) -> dict[int, tuple[str, tuple[str, ...]]]:
+    def _contexts(self, batch: list[Recorded]) -> dict[int, Context]:
         """The question each message of the batch answers (by seq), in log order; remembers each stream's last message."""
-        out = {}
+        out: dict[int, Context] = {}
         for rec in batch:
-            if rec.type != "MessageAppended" or rec.event.role not in CONVERSATION_ROLES or not self.owns(rec.agent):
+            msg = rec.event
+            if not isinstance(msg, MessageAppended) or msg.role not in CONVERSATION_ROLES or not self.owns(rec.agent):
                 continue
-            speaker = _speaker(rec.event)
+            speaker = _speaker(msg)
             before = self.previous.get((rec.agent, rec.stream))
             context = reply_context(before[:2] if before else None, speaker)
-            out[rec.seq] = (context, (before[2],) if context and len(before) > 2 and before[2] else ())
-            self.previous[(rec.agent, rec.stream)] = (speaker, rec.event.content, rec.event.message_id)
+            out[rec.seq] = (context, (before[2],) if context and before and len(before) > 2 and before[2] else ())
+            self.previous[(rec.agent, rec.stream)] = (speaker, msg.content, msg.message_id)
         return out
 
-    def _extract(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, Callable[[], tuple]]:
+    def _extract(self, messages: list[Recorded], contexts: dict[int, Context]) -> dict[int, Callable[[], Extracted]]:
         """Each turn's facts (one memory-task call per turn) and their embeddings, by seq: a function that
         returns them. Embeddings are requested for every EMBED_CHUNK_TURNS turns as soon as those are
         extracted, so the home's embedder computes while the next turns are extracted and decided."""
-        out: dict[int, Callable[[], tuple]] = {}
+        out: dict[int, Callable[[], Extracted]] = {}
         for start in range(0, len(messages), EMBED_CHUNK_TURNS):
             out.update(self._extract_chunk(messages[start : start + EMBED_CHUNK_TURNS], contexts))
         return out
 
-    def _extract_chunk(self, messages: list[Recorded], contexts: dict[int, tuple]) -> dict[int, Callable[[], tuple]]:
+    def _extract_chunk(self, messages: list[Recorded],
+                       contexts: dict[int, Context]) -> dict[int, Callable[[], Extracted]]:
         tasks = self.ctx.tasks if self.ctx.services.get("tasks") is not None else None  # outages wait (base.py)
-        extracted, texts = [], []
+        extracted: list[tuple[Recorded, list[ingest.Candidate], list[int], str | None, LlmCall | None, Context]] = []
+        texts: list[str] = []
         for rec in messages:
+            msg = rec.event
+            assert isinstance(msg, MessageAppended)  # a turn (`_is_turn`)
             cfg = self.config_of(rec.agent)
-            facts, llm = [], None
+            facts: list[ingest.Candidate] = []
+            llm: LlmCall | None = None
             line = llm_bridge.chat_line(rec)  # the speaker's own words (the assistant's quotes of memory are not)
             if cfg.storage.auto_ingest.enabled and tasks is not None and line.content.strip():
                 # Everything the task finds comes back; `ingest.select` applies the thresholds and records skips.
@@ -193,12 +220,12 @@ class AutoIngest(CognitivePolicy):
                 llm = result.llm
                 # Typed by who said it: the assistant's statements are not the user's preferences or goals.
                 facts = [
-                    ingest.Candidate(category=ingest.category_of(rec.event.role, f.category), content=f.content,
+                    ingest.Candidate(category=ingest.category_of(msg.role, f.category), content=f.content,
                                      importance=f.importance, entities=tuple(f.entities))
                     for f in result.value
                     if f.content.strip()
                 ]
-            episode = _episode_text(rec) if rec.event.role == "user" and cfg.memory.encoding.encode_messages else None
+            episode = _episode_text(msg) if msg.role == "user" and cfg.memory.encoding.encode_messages else None
             # Only what `ingest.select` will compare is embedded: a fact skipped for its category or importance needs no vector.
             rules = ingest_rules(cfg)
             rows = [i for i, f in enumerate(facts) if ingest.unembedded_skip(f, rules) is None]
@@ -206,27 +233,29 @@ class AutoIngest(CognitivePolicy):
             extracted.append((rec, facts, rows, episode, llm, contexts.get(rec.seq, ("", ()))))
         vectors = self.embed_async(texts)
 
-        def turn_of(k: int, facts, rows, episode, llm, context) -> Callable[[], tuple]:
-            def turn() -> tuple:
+        def turn_of(k: int, facts: list[ingest.Candidate], rows: list[int], episode: str | None, llm: LlmCall | None,
+                    context: Context) -> Callable[[], Extracted]:
+            def turn() -> Extracted:
                 computed = vectors()
                 own = np.zeros((len(facts) + (1 if episode else 0), computed.shape[1]), dtype=np.float32)
                 own[rows] = computed[k : k + len(rows)]
                 if episode:
                     own[len(facts)] = computed[k + len(rows)]
-                return facts, episode, own, llm, context, frozenset(rows)
+                return Extracted(facts, episode, own, llm, context, frozenset(rows))
 
             return turn
 
-        out, k = {}, 0
+        out: dict[int, Callable[[], Extracted]] = {}
+        k = 0
         for rec, facts, rows, episode, llm, context in extracted:
             out[rec.seq] = turn_of(k, facts, rows, episode, llm, context)
             k += len(rows) + (1 if episode else 0)
         return out
 
-    def _turn(self, rec: Recorded, facts, episode: str | None, vectors: np.ndarray, llm, context: tuple,
-              embedded: frozenset[int] = frozenset()) -> Write:
-        context, context_ids = context
-        msg: MessageAppended = rec.event
+    def _turn(self, rec: Recorded, extracted: Extracted) -> Write:
+        facts, episode, vectors, llm, (context, context_ids), embedded = extracted
+        msg = rec.event
+        assert isinstance(msg, MessageAppended)  # a turn (`_is_turn`)
         agent = rec.agent
         cfg = self.config_of(agent)
         rules = ingest_rules(cfg)
@@ -303,7 +332,7 @@ class AutoIngest(CognitivePolicy):
         events.insert(0, NewEvent(event=summary, ts_us=rec.ts_us, event_id=f"ingest:{rec.seq}", causation=rec.seq))
         return Write(stream=rec.stream, agent=agent, events=tuple(events))
 
-    def _alive_at(self, agent: str, at_us: int):
+    def _alive_at(self, agent: str, at_us: int) -> Callable[[str], bool]:
         """Traces a message said at `at_us` can duplicate: encoded by then and alive then on their own timelines."""
         cfg = self.config_of(agent)
         traces = self.memory(agent).book.traces
@@ -348,7 +377,7 @@ class AutoIngest(CognitivePolicy):
                 return (t is not None and t.active and t.encoded_us > rec.ts_us and oid not in new_ids
                         and rec.seq not in t.source_seqs)
 
-            alive = None
+            alive: Callable[[str], bool] | None = None
             for oid, sim in mem.nearest(vector, NEIGHBOURS, later):
                 if sim < threshold or not traces[oid].active:
                     continue
@@ -364,7 +393,7 @@ class AutoIngest(CognitivePolicy):
         return out
 
     @staticmethod
-    def _related(mem, x) -> list[str]:
+    def _related(mem: AgentMemory, x: MemoryTrace) -> list[str]:
         """The traces a new one may contradict, found the same way whichever arrived first: those naming one of
         its subjects (named things other than its speaker) and those on the same topic (content cosine >=
         SAME_TOPIC_SIMILARITY), active, in id order."""
@@ -401,7 +430,7 @@ class AutoIngest(CognitivePolicy):
                     continue  # no conflict, or the older memory had faded before the newer one was said
                 res = resolve(personality, Side(older.trace_id, older.encoded_us, older.confidence, schedule.time_order(older)),
                               Side(newer.trace_id, newer.encoded_us, newer.confidence, schedule.time_order(newer)))
-                decided = [EdgeAdded(src=newer.trace_id, dst=older.trace_id, kind="contradicts",
+                decided: list[EdgeAdded | ConflictResolved] = [EdgeAdded(src=newer.trace_id, dst=older.trace_id, kind="contradicts",
                                      weight=d.CONTRADICTION_EDGE_WEIGHT)]
                 if res.loser is None:
                     decided.append(ConflictResolved(winner=newer.trace_id, loser=older.trace_id, resolution=res.how,
@@ -417,12 +446,15 @@ class AutoIngest(CognitivePolicy):
         return out
 
     def _encode(
-        self, rec: Recorded, tid: str, content: str, vector: np.ndarray, similar, novelty: float, *,
+        self, rec: Recorded, tid: str, content: str, vector: np.ndarray, similar: Sequence[tuple[str, float]],
+        novelty: float, *,
         category: str, trace_type: str, importance: float, entities: tuple[str, ...], scope_agent: bool,
         source_type: str, confidence: float, tags: tuple[str, ...], context: str = "", context_ids: tuple[str, ...] = (),
     ) -> list[NewEvent]:
         """The TraceEncoded event of one new trace (with its edges), folded at once into this policy's memory."""
         agent = rec.agent
+        msg = rec.event
+        assert isinstance(msg, MessageAppended)  # a turn (`_is_turn`)
         mem = self.memory(agent)
         trace = encode(
             trace_id=tid,
@@ -433,7 +465,7 @@ class AutoIngest(CognitivePolicy):
             scope_id=agent if scope_agent else rec.stream,
             source_type=source_type,
             source_seqs=(rec.seq,),
-            source_message_ids=(rec.event.message_id,),
+            source_message_ids=(msg.message_id,),
             trace_type=trace_type,
             category=category,
             importance=importance,
@@ -459,8 +491,7 @@ class AutoIngest(CognitivePolicy):
         return new
 
 
-def _episode_text(rec: Recorded) -> str | None:
-    msg: MessageAppended = rec.event
+def _episode_text(msg: MessageAppended) -> str | None:
     text = " ".join(msg.content.split())
     if not text:
         return None
@@ -471,7 +502,7 @@ def _speaker(msg: MessageAppended) -> str:
     return msg.name or msg.role.capitalize()
 
 
-def _decision_id(e) -> str:
+def _decision_id(e: EdgeAdded | ConflictResolved) -> str:
     if isinstance(e, EdgeAdded):
         return f"edge:{e.src}:{e.dst}:{e.kind}"
     return f"conflict:{e.winner}:{e.loser}:{e.resolution}"

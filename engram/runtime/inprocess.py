@@ -325,8 +325,11 @@ class InProcessRuntime(Runtime):
         return self._target.embed(texts)
 
     def open_generations(self, shards: Sequence[int]) -> None:
+        target = self._target
+        if target is None:  # else each generation would fail at its first embedding, naming no cause
+            raise RuntimeError("prepare_vectors first: the target embedder is not open")
         for s in shards:
-            self.shard_host(s).open_generation(self._target)
+            self.shard_host(s).open_generation(target)
 
     def switch_embedder(self, target: EmbedderConfig) -> None:
         from engram.providers.services import build_services

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from engram.config.home import ProjectionPaths
 from engram.kernel.gate import shared
+from engram.shard.base import ShardBase
 
 
 def _literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-class ShardExport:
+class ShardExport(ShardBase):
     """The shard as Parquet (a part of `ShardHost`)."""
 
     @shared
-    def export_parquet(self, out_dir: str | Path) -> dict:
+    def export_parquet(self, out_dir: str | Path) -> dict[str, Any]:
         """This shard's log and projection tables as Parquet under `out_dir` (`log/shard-NNN.parquet`,
         `projections/<table>/shard-NNN.parquet`), its agents' projection files copied beside them: a home that
         plain DuckDB reads with globs over every shard (`SELECT ... FROM '<out>/log/*.parquet'`)."""
@@ -25,7 +27,7 @@ class ShardExport:
         out = Path(out_dir)
         name = f"shard-{self.shard:03d}.parquet"
         (out / "log").mkdir(parents=True, exist_ok=True)
-        report = {"shard": self.shard, "events": 0, "tables": {}, "files": 0}
+        report: dict[str, Any] = {"shard": self.shard, "events": 0, "tables": {}, "files": 0}
         cur = self.store.cursor()
         try:
             catalog = cur.execute("SELECT current_database()").fetchall()[0][0]

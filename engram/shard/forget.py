@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
 
 from engram.events.control import AgentForgotten, DiscussionForgotten, FORGET_MARKERS
 from engram.events.erasure import (
@@ -32,13 +34,18 @@ from engram.events.store import EventStore
 from engram.kernel.files import atomic_write, compact_database
 from engram.kernel.gate import alone, shared
 from engram.kernel.ids import agent_stream
+from engram.providers.embeddings.base import Embedder, WrappingEmbedder
 from engram.providers.embeddings.cache import text_key
+from engram.shard.base import ShardBase
 
 
 class ShardForgetting(Protocol):
+    def begin_delete_memory(self, agent: str, kind: str, memory_id: str, *,
+                            reason: str = "") -> tuple[int, list[str]]: ...
+
     def begin_forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> tuple[int, list[str]]: ...
 
-    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]: ...
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict[str, Any], list[str]]: ...
 
 
 class PolicyForgetting(Protocol):
@@ -54,7 +61,7 @@ class PolicyForgetting(Protocol):
 
 
 def forget(shard: ShardForgetting, hosts: Sequence[PolicyForgetting], agent: str, discussion: str | None = None,
-           *, reason: str = "", memory: tuple[str, str] | None = None) -> dict:
+           *, reason: str = "", memory: tuple[str, str] | None = None) -> dict[str, Any]:
     """Forget a discussion (or a whole agent, or one memory: `memory` = (kind, id)) everywhere; returns the report
     (`policies_rebuilt`: policies whose state still held forgotten text after their own forget handling, and were
     rebuilt from the log)."""
@@ -79,35 +86,23 @@ def forget(shard: ShardForgetting, hosts: Sequence[PolicyForgetting], agent: str
     return report
 
 
-class RecordingEmbedder:
+class RecordingEmbedder(WrappingEmbedder):
     """An embedder that notes the keys of the texts it is asked for, so that the cache can keep only those."""
 
-    def __init__(self, inner):
-        self.inner = inner
+    def __init__(self, inner: Embedder):
+        self.embedder = inner
         self.keys: set[str] = set()
         self._lock = threading.Lock()
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def is_fallback(self) -> bool:
-        return self.inner.is_fallback
-
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
             self.keys.update(text_key(t) for t in texts)
-        return self.inner.embed(texts)
+        return self.embedder.embed(texts)
 
     def retain(self) -> int:
         """Cut the cache down to the recorded texts (for the inner embedder's model); entries removed."""
-        retain = getattr(self.inner, "retain", None)
-        return retain(self.inner.name, set(self.keys)) if retain is not None else 0
+        retain: Callable[[str, set[str]], int] | None = getattr(self.embedder, "retain", None)  # a caching embedder's
+        return retain(self.embedder.name, set(self.keys)) if retain is not None else 0
 
 
 def forget_journal(log_path: Path) -> Path:
@@ -115,7 +110,7 @@ def forget_journal(log_path: Path) -> Path:
     return log_path.with_name(log_path.stem + ".forgetting.json")
 
 
-def unfinished_forgets(store: EventStore, journal: Path) -> list[dict]:
+def unfinished_forgets(store: EventStore, journal: Path) -> list[dict[str, Any]]:
     """Forgets whose erasure did not finish: markers with content left before them, or a journal left behind."""
     pending = [{"marker_seq": seq, "streams": streams} for seq, streams in unfinished_erasures(store)]
     if journal.exists() and not pending:
@@ -126,7 +121,7 @@ def unfinished_forgets(store: EventStore, journal: Path) -> list[dict]:
     return pending
 
 
-def unfinished_forgets_in(log_path: Path) -> list[dict]:
+def unfinished_forgets_in(log_path: Path) -> list[dict[str, Any]]:
     """`unfinished_forgets` of a shard whose files no process holds (`engram status` without a server)."""
     store = EventStore(log_path, read_only=True)
     try:
@@ -135,7 +130,7 @@ def unfinished_forgets_in(log_path: Path) -> list[dict]:
         store.close()
 
 
-class ShardForget:
+class ShardForget(ShardBase):
     """Forgetting in this shard: the marker, the erasure, the journal that makes it resumable (a part of `ShardHost`)."""
 
     @shared
@@ -144,6 +139,7 @@ class ShardForget:
         erased, so that a forget interrupted at any point is completed at the next start. Returns
         (marker seq, the streams it forgets)."""
         owned = {s for (a, s) in self.store.streams() if a == agent}
+        marker: DiscussionForgotten | AgentForgotten
         if discussion is not None:
             if discussion not in owned:
                 raise KeyError(f"agent {agent!r} has no discussion {discussion!r}")
@@ -169,7 +165,7 @@ class ShardForget:
         return appended.seqs[-1], [memory_key(kind, memory_id)]
 
     @alone
-    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict, list[str]]:
+    def complete_forget(self, marker_seq: int, streams: list[str]) -> tuple[dict[str, Any], list[str]]:
         """Erase what `begin_forget` recorded: the payloads in the log (and the log file rewritten, WAL
         included), every projection rebuilt from the erased log, and the embedding cache cut down to what
         the rebuilt projections use. Returns the report and the forgotten texts (in memory only: for
@@ -187,7 +183,7 @@ class ShardForget:
         self._close_projections()
         self.store.close()
         compact_database(self.log_path)
-        self.store = EventStore(self.log_path, **self._store_options)
+        self.store = self._open_store()
         self._open_projections()
         self.rebuild(retain_cache=True)
         self._journal.unlink(missing_ok=True)
@@ -195,7 +191,7 @@ class ShardForget:
         return report, erasure.texts
 
     @alone
-    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict:
+    def forget(self, agent: str, discussion: str | None = None, *, reason: str = "") -> dict[str, Any]:
         """Forget a discussion (or a whole agent) in this shard: record it, erase its content and what derives
         from it from the log file, and rebuild the projections so nothing of it is left in them either.
         (Policies hold state too: `engram.shard.forget.forget` coordinates them with this.)"""
@@ -210,7 +206,7 @@ class ShardForget:
         return forget_journal(self.log_path)
 
     @shared
-    def unfinished_forgets(self) -> list[dict]:
+    def unfinished_forgets(self) -> list[dict[str, Any]]:
         """Forgets recorded but not (completely) erased: what `status` shows, and what a start completes."""
         counts = self.events_by_type()
         if not any(marker in counts for marker in FORGET_MARKERS) and not self._journal.exists():

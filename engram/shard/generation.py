@@ -31,12 +31,12 @@ import numpy as np
 from engram.config.home import ProjectionPaths
 from engram.config.serving_embedder import embedder_key
 from engram.events.envelope import Recorded
-from engram.events.store import EventStore
 from engram.kernel.files import atomic_write
 from engram.projections.base import ProjectionContext
 from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
-from engram.providers.embeddings.base import WrappingEmbedder
+from engram.providers.embeddings.base import Embedder, WrappingEmbedder
+from engram.shard.base import ShardBase
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class _EmbedderFailed(BaseException):
 class _Stopping(WrappingEmbedder):
     """The generation's embedder: its first failure stops the step."""
 
-    def __init__(self, embedder) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -71,7 +71,7 @@ class _Stopping(WrappingEmbedder):
 class _Generation:
     """The projections of one shard in a scratch directory, folded by their own runner and DuckDB connection."""
 
-    def __init__(self, root: Path, shard: int, services: dict[str, Any], read: Callable[..., list]):
+    def __init__(self, root: Path, shard: int, services: dict[str, Any], read: Callable[..., list[Recorded]]):
         self.paths = ProjectionPaths(root)
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self.db = duckdb.connect(str(self.paths.shard_db(shard)))
@@ -107,18 +107,8 @@ class _Generation:
                 self.db.close()
 
 
-class ShardGenerations:
+class ShardGenerations(ShardBase):
     """A new generation of the projections built while the shard serves (a part of `ShardHost`)."""
-
-    # What the rest of the host provides.
-    shard: int
-    paths: ProjectionPaths
-    services: dict[str, Any]
-    store: EventStore
-    recovered: list[str]
-    _rebuild_dir: Path
-    read: Callable[..., list[Recorded]]
-    _outputs: Callable[[ProjectionPaths], list[Path]]
 
     _generation: _Generation | None = None
 
@@ -126,7 +116,7 @@ class ShardGenerations:
     def _generation_dir(self) -> Path:
         return self.paths.root.parent / f".{self.paths.root.name}.generation-{self.shard:03d}"
 
-    def open_generation(self, embedder) -> dict:
+    def open_generation(self, embedder: Embedder) -> dict[str, Any]:
         """Begin a new generation of this shard's projections whose vectors `embedder` makes (from position 0, in a
         scratch directory); the live projections go on serving. A generation begun before is dropped."""
         self.discard_generation()
@@ -136,7 +126,7 @@ class ShardGenerations:
         self._generation = _Generation(self._generation_dir, self.shard, services, self.read)
         return {"shard": self.shard, "position": 0, "head": self.store.head()}
 
-    def advance_generation(self, max_events: int, to_seq: int) -> dict:
+    def advance_generation(self, max_events: int, to_seq: int) -> dict[str, Any]:
         """Fold at most `max_events` more events into the generation, none past `to_seq`. Appends go on."""
         gen = self._building()
         with self._step(gen):
@@ -144,7 +134,7 @@ class ShardGenerations:
             position = gen.runner.position
         return {"shard": self.shard, "position": position, "head": self.store.head(), "events": gen.folded}
 
-    def finish_generation(self, key: str) -> dict:
+    def finish_generation(self, key: str) -> dict[str, Any]:
         """The last catch-up, to the head (the caller holds appends meanwhile): the generation is checkpointed,
         closed and marked ready for the embedder `key` (`engram.config.serving_embedder.embedder_key`)."""
         gen = self._building()

@@ -74,7 +74,7 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget,
         max_payload_bytes: int = 1 << 20,
         background: bool = True,
         max_projection_lag: int = 0,
-    ):
+    ) -> None:
         self.shard = shard
         # Calls run on many threads at once; a forget, a rebuild or agents moving out reopen the shard's DuckDB
         # connections, and have it alone (a DuckDB connection refuses a second thread's call).
@@ -82,8 +82,8 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget,
         self.max_projection_lag = max_projection_lag  # 0: appends are never refused for a lagging fold
         self.log_path = Path(log_path)
         check_writable(self.log_path.parent, Path(projections_dir))
-        self._store_options = dict(shard=shard, max_batch_events=max_batch_events, max_payload_bytes=max_payload_bytes)
-        self.store = EventStore(self.log_path, **self._store_options)
+        self._max_batch_events, self._max_payload_bytes = max_batch_events, max_payload_bytes
+        self.store = self._open_store()
         self.paths = ProjectionPaths(projections_dir)
         self.services = services or {}
         self.background = background
@@ -102,6 +102,11 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget,
         self._adopt_generation()  # a new generation `engram reindex` made ready, before the projections open
         self._open_checked()
         self._finish_interrupted_work()
+
+    def _open_store(self) -> EventStore:
+        """The shard's log, opened (at start, and again after a forget has rewritten its file)."""
+        return EventStore(self.log_path, shard=self.shard, max_batch_events=self._max_batch_events,
+                          max_payload_bytes=self._max_payload_bytes)
 
     def _discard_open_projections(self) -> None:
         """Let go of whatever a failed `_open_projections` opened."""
@@ -138,7 +143,8 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget,
             self._catch_up()
         finally:
             self.runner.close()
-            self._ctx.db.close()
+            if self._ctx is not None:
+                self._ctx.db.close()
             self.store.detach("proj")
 
     # --------------------------------------------------------------- the log
@@ -153,14 +159,14 @@ class ShardHost(ShardQueries, ShardRepair, ShardMoves, ShardExport, ShardForget,
         return self.store.append_many(writes)
 
     @shared
-    def read(self, after: int = 0, **kwargs) -> list[Recorded]:
+    def read(self, after: int = 0, **kwargs: Any) -> list[Recorded]:
         return self.store.read(after, **kwargs)
 
     @shared
-    def read_rows(self, after: int = 0, **kwargs) -> list[tuple]:
+    def read_rows(self, after: int = 0, **kwargs: Any) -> list[tuple[Any, ...]]:
         return self.store.read_rows(after, **kwargs)
 
-    def read_page(self, after: int, limit: int, to_seq: int | None = None) -> list[tuple]:
+    def read_page(self, after: int, limit: int, to_seq: int | None = None) -> list[tuple[Any, ...]]:
         """`read_rows` with positional arguments (what `Runtime.shard_call` passes): the `/v1/events` feed's read."""
         return self.read_rows(after, limit=limit, to_seq=to_seq)
 

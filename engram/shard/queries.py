@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import msgspec
 
 from engram.kernel.gate import shared
-from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, OwnSessions, QueryResult, run_readonly
+from engram.projections.traces import TraceProjection
+from engram.shard.base import ShardBase
+from engram.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, LiveShard, QueryResult, run_readonly
 from engram.sql.gathered import shard_relations
 
 
-class ShardQueries:
+class ShardQueries(ShardBase):
     """SQL over the shard's log and projections, and its status (a part of `ShardHost`)."""
-
-    own_sessions: OwnSessions  # confined sessions kept for engram's own queries (`query`); the host closes them
 
     @shared
     def sql(
         self,
         sql: str,
-        params: Sequence | None = None,
+        params: Sequence[Any] | None = None,
         *,
         agents: Sequence[str] | None = None,
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
@@ -31,7 +31,7 @@ class ShardQueries:
         return run_readonly(sql, self._sql_source(), params=params, agents=agents, timeout_s=timeout_s, max_rows=max_rows)
 
     @shared
-    def query(self, sql: str, params: Sequence | None = None) -> tuple[list[str], list[tuple]]:
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
         """engram's own `sql` (never a user's), without a row limit, as (column names, rows): confined like a user's,
         in a session kept open for engram's queries (`engram.sql.OwnSessions`) rather than a new one each time."""
         result = run_readonly(sql, self._sql_source(), params=params, max_rows=None, sessions=self.own_sessions)
@@ -43,7 +43,7 @@ class ShardQueries:
                          projection_catalog="proj", projections=self.paths)
 
     @shared
-    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict:
+    def relations(self, names: list[str] | None, agents: Sequence[str] | None = None) -> dict[str, Any]:
         """The relations a query over every shard reads, from this shard (`engram.sql.gathered`); `agents`: only
         their rows."""
         return shard_relations(self.store.cursor, None if names is None else set(names), agents=agents)
@@ -66,7 +66,7 @@ class ShardQueries:
         with self._counts_lock:
             self._counts, self._counted_through = {}, 0
 
-    def progress(self) -> dict:
+    def progress(self) -> dict[str, Any]:
         """What waiting for idle looks at, many times a second: the head and the projections' checkpointed
         positions, read from memory (`status` also queries the log and the projection database). Policy actors
         lingering for events they read (`EventStore.wait_for`) move their positions to the head now."""
@@ -74,7 +74,7 @@ class ShardQueries:
         return {"shard": self.shard, "head": self.store.head(), "projections": dict(self.runner.checkpointed)}
 
     @shared
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         return {
             "shard": self.shard,
             "head": self.store.head(),
@@ -93,10 +93,10 @@ class ShardQueries:
 
     def resident_agents(self) -> int | None:
         """Agents whose cognitive memory the traces projection holds now (None: no traces projection)."""
-        traces = next((p for p in self.runner.projections if p.name == "traces"), None)
+        traces = next((p for p in self.runner.projections if isinstance(p, TraceProjection)), None)
         return None if traces is None else len(traces.memories)
 
-    def _fold_failures(self) -> list[dict]:
+    def _fold_failures(self) -> list[dict[str, Any]]:
         if not self.runner.any_failed:
             return []
         cur = self.store.cursor()

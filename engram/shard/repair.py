@@ -21,6 +21,7 @@ from engram.projections.compare import differences
 from engram.projections.registry import build_projections
 from engram.projections.runner import ProjectionRunner
 from engram.providers.search.hnsw import HnswIndex
+from engram.shard.base import ShardBase
 from engram.shard.forget import RecordingEmbedder
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def _first_line(exc: BaseException) -> str:
 def damaged_outputs(paths: ProjectionPaths, outputs: list[Path]) -> list[str]:
     """Projection files that do not read back (a JSON or JSON Lines file that does not parse, a DuckDB file that
     does not open, an HNSW index file that is not whole): what a crash or a disk error can leave. Checked at start, before anything folds into them."""
-    found = []
+    found: list[str] = []
     files = [f for top in outputs for f in ([top] if top.is_file() else sorted(top.rglob("*")) if top.is_dir() else [])]
     for f in files:
         if not f.is_file() or f.name.startswith("."):
@@ -62,7 +63,7 @@ def damaged_outputs(paths: ProjectionPaths, outputs: list[Path]) -> list[str]:
     return found
 
 
-class ShardRepair:
+class ShardRepair(ShardBase):
     """Replay, rebuild and verify; damaged projections found at start; interrupted work finished (a part of
     `ShardHost`)."""
 
@@ -86,7 +87,7 @@ class ShardRepair:
 
     @shared
     def replay_into(self, out_dir: str | Path, *, to_seq: int | None = None, until_us: int | None = None,
-                    services: dict[str, Any] | None = None) -> dict:
+                    services: dict[str, Any] | None = None) -> dict[str, Any]:
         """Rebuild every projection of this shard from position 0 into `out_dir`. No LLM is called."""
         paths = ProjectionPaths(out_dir)
         paths.root.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,7 @@ class ShardRepair:
         return self.paths.root.parent / f".{self.paths.root.name}.rebuild-{self.shard:03d}"
 
     @alone
-    def rebuild(self, *, retain_cache: bool = False) -> dict:
+    def rebuild(self, *, retain_cache: bool = False) -> dict[str, Any]:
         """Replay this shard's projections from scratch and swap them in for the live ones.
 
         The replay's directory stays until the swap is done: found at the next start, the rebuild is done
@@ -122,7 +123,8 @@ class ShardRepair:
         tmp = self._rebuild_dir
         if tmp.exists():
             shutil.rmtree(tmp)
-        recorder = RecordingEmbedder(self.services.get("embedder")) if retain_cache and self.services.get("embedder") else None
+        embedder = self.services.get("embedder")
+        recorder = RecordingEmbedder(embedder) if retain_cache and embedder is not None else None
         services = dict(self.services, embedder=recorder) if recorder is not None else self.services
         report = self.replay_into(tmp, services=services)
         self._close_projections()

@@ -308,3 +308,24 @@ def test_the_mcp_inspector_cli_lists_the_tools_with_descriptions_and_calls_each(
         assert answer["structuredContent"] and not answer.get("isError"), (tool["name"], answer)
     called = {"remember", "recall", "search", "working_memory", "write_working_memory", "forget"}
     assert called <= {t["name"] for t in tools}
+
+
+def test_a_tool_parameter_whose_python_type_is_not_its_bounds_type_is_refused_at_registration():
+    """A parameter's Python type (what the SDK parses by) and the bounds its schema publishes (what a model reads)
+    are written apart (`Annotated[str, described(t.Id, ...)]`): a tool whose two disagree is refused when it is
+    registered, before any model sees a schema the SDK would not parse by."""
+    from typing import Annotated
+
+    from engram.api import types as t
+    from engram.mcp.server import Agent, Count, checked, described
+
+    async def agrees(agent, limit=5): ...
+
+    async def disagrees(agent): ...
+
+    # This module's annotations are strings (`from __future__ import annotations`); the server's are the types.
+    agrees.__annotations__ = {"agent": Agent, "limit": Count}
+    disagrees.__annotations__ = {"agent": Annotated[int, described(t.Id, "An agent.")]}
+    assert checked(agrees) is agrees
+    with pytest.raises(TypeError, match="disagrees: parameter agent"):
+        checked(disagrees)

@@ -121,7 +121,7 @@ class WorkflowRun:
     response_seconds: float = 0.0
     background: threading.Thread | None = None
     background_error: BaseException | None = None
-    rest: object | None = None  # with run(defer=True): the nodes after the lock, as a function to call
+    rest: Callable[[], None] | None = None  # with run(defer=True): the nodes after the lock, as a function to call
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the nodes after the WorkflowLock; True when they are done (raises their error)."""
