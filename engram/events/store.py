@@ -507,20 +507,26 @@ class EventStore:
         """
         con = self._con
         total = sum(len(fresh) for _, fresh, _, _ in segments)
-        con.execute("BEGIN TRANSACTION")
         try:
             if total <= SMALL_COMMIT_ROWS:
                 rows = [r for prep, fresh, s0, v0 in segments for r in prep.rows(fresh, s0, v0)]
                 values = ", ".join([_VALUES_ROW] * len(rows))
+                con.execute("BEGIN TRANSACTION")
                 con.execute(f"INSERT INTO events VALUES {values}", [x for row in rows for x in row])
+                con.execute("COMMIT")
             else:
-                con.register("_batch", pa.concat_tables([prep.arrow(f, s0, v0) for prep, f, s0, v0 in segments]))
+                # One call for the whole transaction, the batch found by name in this frame (DuckDB's replacement
+                # scan of Python objects) instead of registered and unregistered: each call into DuckDB gives up the
+                # GIL and must win it back from the writers encoding their next writes (a millisecond or more
+                # each under 8 writers; five calls a commit were a tenth of bulk append's time).
+                _engram_append_batch = pa.concat_tables([prep.arrow(f, s0, v0) for prep, f, s0, v0 in segments])
                 con.execute(
+                    "BEGIN TRANSACTION; "
                     "INSERT INTO events SELECT seq, stream, stream_version, type, schema_version, ts, agent, causation, "
-                    "event_id, now(), payload FROM _batch"
+                    "event_id, now(), payload FROM _engram_append_batch; "
+                    "COMMIT"
                 )
-                con.unregister("_batch")
-            con.execute("COMMIT")
+                del _engram_append_batch
         except Exception:
             try:  # a failed COMMIT (e.g. a full disk) has rolled back already; the first error is the one to report
                 con.execute("ROLLBACK")
