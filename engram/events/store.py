@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from array import array
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -138,6 +139,8 @@ _PREPARED_SCHEMA = pa.schema(
 )
 
 
+_TS = _PREPARED_SCHEMA.field("ts").type
+
 # Up to this many rows a commit goes in as one multi-row VALUES insert; above it as an Arrow
 # batch. Measured here: 7 rows take ~2.5 ms via VALUES and ~3.7 ms via Arrow; bulk Arrow
 # inserts run at ~230k rows/s. Writes this large are turned into Arrow by their caller's thread.
@@ -152,7 +155,7 @@ class _Prepared:
     that the committing leader only assigns positions while callers' encoding overlaps its time
     in DuckDB."""
 
-    __slots__ = ("write", "event_ids", "tags", "schemas", "payloads", "_table")
+    __slots__ = ("write", "event_ids", "id_set", "tags", "tag", "schemas", "payloads", "_table")
 
     def __init__(self, write: Write, max_payload_bytes: int):
         self.write = write
@@ -174,7 +177,10 @@ class _Prepared:
                 )
         classes = [type(item.event) for item in events]
         self.event_ids = [item.event_id for item in events]
+        ids = set(self.event_ids)
+        self.id_set: set[str | None] | None = None if ids == {None} or not ids else ids  # None: no event ids
         self.tags: list[str] = [c.__struct_config__.tag for c in classes]  # type: ignore[misc]  # str tags: events.base
+        self.tag = self.tags[0] if len(set(classes)) == 1 else None  # the one type of the write's events, if one
         self.schemas = [c.SCHEMA_VERSION for c in classes]
         self.payloads = payloads
         self._table = None
@@ -188,19 +194,22 @@ class _Prepared:
                 [
                     pa.array([write.stream] * n, pa.string()),
                     pa.array(self.tags, pa.string()),
-                    pa.array(self.schemas, pa.int32()),
-                    pa.array([item.ts_us for item in events], _PREPARED_SCHEMA.field("ts").type),
+                    # Numbers from C arrays (no Arrow conversion, which gives up the GIL: see `_insert`).
+                    pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(array("i", self.schemas))]),
+                    pa.Array.from_buffers(_TS, n, [None, pa.py_buffer(array("q", [item.ts_us for item in events]))]),
                     pa.array([write.agent] * n, pa.string()),
-                    pa.array([item.causation for item in events], pa.int64()),
+                    pa.nulls(n, pa.int64()) if all(item.causation is None for item in events)
+                    else pa.array([item.causation for item in events], pa.int64()),
                     pa.array(self.event_ids, pa.string()),
-                    # JSON bytes from msgspec are valid UTF-8: a cast, not a decode per row.
-                    pa.array(self.payloads, pa.binary()).cast(pa.string()),
+                    # JSON bytes from msgspec are valid UTF-8: the same buffers read as text (a view: no compute
+                    # kernel, which would give up the GIL and wait to win it back from the other writers).
+                    pa.array(self.payloads, pa.binary()).view(pa.string()),
                 ],
                 schema=_PREPARED_SCHEMA,
             )
         return self._table
 
-    def rows(self, fresh: list[int], first_seq: int, first_version: int) -> list[tuple[Any, ...]]:
+    def rows(self, fresh: Sequence[int], first_seq: int, first_version: int) -> list[tuple[Any, ...]]:
         w, events = self.write, self.write.events
         return [
             (first_seq + k, w.stream, first_version + k, self.tags[i], self.schemas[i], events[i].ts_us, w.agent,
@@ -208,11 +217,9 @@ class _Prepared:
             for k, i in enumerate(fresh)
         ]
 
-    def arrow(self, fresh: list[int], first_seq: int, first_version: int) -> pa.Table:
-        n = len(fresh)
-        table = self.table() if n == len(self.event_ids) else self.table().take(fresh)
-        table = table.add_column(0, "seq", pa.array(range(first_seq, first_seq + n), pa.int64()))
-        return table.add_column(2, "stream_version", pa.array(range(first_version, first_version + n), pa.int64()))
+    def arrow(self, fresh: Sequence[int]) -> pa.Table:
+        """The columns of the events at `fresh` (positions and versions are added for the whole commit)."""
+        return self.table() if len(fresh) == len(self.event_ids) else self.table().take(list(fresh))
 
 
 class _Pending:
@@ -226,6 +233,20 @@ class _Pending:
         self.results: list[Appended] | None = None
         self.error: BaseException | None = None
         self.done = False
+
+
+# One write's events that a commit appends: (the write, the indices of its events not recorded before, the seq of the
+# first of them, its stream version).
+_Segment = tuple[_Prepared, "list[int] | range", int, int]
+
+
+def _batch_event(seq: int, *segment_lists: list[_Segment]) -> Event:
+    """The event at `seq` among the segments of a commit being staged (an event id repeated within one batch)."""
+    for segments in segment_lists:
+        for prep, fresh, first, _ in segments:
+            if first <= seq < first + len(fresh):
+                return prep.write.events[fresh[seq - first]].event
+    raise KeyError(seq)
 
 
 class EventStore:
@@ -339,16 +360,16 @@ class EventStore:
     def _commit(self, batch: list[_Pending]) -> None:
         """Validate each pending unit, then insert all valid ones in one transaction."""
         self._load_ids(batch)
-        segments: list[tuple[_Prepared, list[int], int, int]] = []
+        segments: list[_Segment] = []
         staged: list[tuple[_Pending, list[Appended]]] = []
         seq = self._head
         streams_overlay: dict[tuple[str, str], int] = {}
-        ids_overlay: dict[tuple[tuple[str, str], str], int] = {}
-        identities = self._recorded_identities(batch)  # seq -> identity, of the log's events and of this batch's
+        ids_overlay: dict[tuple[str, str], dict[str, int]] = {}  # (agent, stream) -> {event id: seq} of this batch
+        identities = self._recorded_identities(batch)  # seq -> identity, of the log's events that the batch repeats
         for pending in batch:
             try:
-                results, unit_segments, s_over, i_over, n_over, seq_after = self._stage(
-                    pending.prepared, seq, streams_overlay, ids_overlay, identities
+                results, unit_segments, s_over, i_over, seq_after = self._stage(
+                    pending.prepared, seq, streams_overlay, ids_overlay, identities, segments
                 )
             except AppendError as exc:
                 pending.error = exc
@@ -357,8 +378,8 @@ class EventStore:
             seq = seq_after
             segments.extend(unit_segments)
             streams_overlay.update(s_over)
-            ids_overlay.update(i_over)
-            identities.update(n_over)
+            for named, ids in i_over.items():
+                ids_overlay.setdefault(named, {}).update(ids)
             staged.append((pending, results))
         if segments:
             try:
@@ -374,64 +395,86 @@ class EventStore:
                 for pending, _ in staged:
                     self._commit([pending])
                 return
+        last = self._last_of_type
         for prep, fresh, first, _ in segments:  # before the head moves: a waiter that sees the head sees the types
-            for k, i in enumerate(fresh):
-                self._last_of_type[prep.tags[i]] = first + k
+            if prep.tag is not None:  # one type: its last event's position
+                last[prep.tag] = first + len(fresh) - 1
+            else:  # in order, so that the last of each type stands
+                last.update(zip([prep.tags[i] for i in fresh], range(first, first + len(fresh))))
         self._head = seq
         self._streams.update(streams_overlay)
-        for (key, event_id), s in ids_overlay.items():
-            self._ids.setdefault(key, {})[event_id] = s
+        for named, ids in ids_overlay.items():
+            self._ids.setdefault(named, {}).update(ids)
         for pending, results in staged:
             pending.results = results
             pending.done = True
 
     def _stage(self, prepared: list[_Prepared], seq: int, streams_overlay: dict[tuple[str, str], int],
-               ids_overlay: dict[tuple[tuple[str, str], str], int], identities: dict[int, tuple[Any, ...]]) -> Any:
-        """Positions for one unit, checked against the log and the batch so far."""
+               ids_overlay: dict[tuple[str, str], dict[str, int]], identities: dict[int, tuple[Any, ...]],
+               accepted: list[_Segment]) -> Any:
+        """Positions for one unit, checked against the log and the batch so far (`accepted`: the segments of the
+        batch's units staged before this one)."""
         s_over: dict[tuple[str, str], int] = {}
-        i_over: dict[tuple[tuple[str, str], str], int] = {}
-        n_over: dict[int, tuple[Any, ...]] = {}  # seq -> identity of this unit's new events that compare repeats
-        results, segments = [], []
+        i_over: dict[tuple[str, str], dict[str, int]] = {}
+        results: list[Appended] = []
+        segments: list[_Segment] = []
         for prep in prepared:
             write = prep.write
             stream, agent = write.stream, write.agent
             named = (agent, stream)
             version = s_over.get(named) or streams_overlay.get(named) or self._streams.get(named, 0)
             known = self._ids.get(named, {})
-            seqs: list[int] = []
-            fresh: list[int] = []  # indices of events not recorded before
-            for i, event_id in enumerate(prep.event_ids):
-                if event_id is not None:
-                    key = (named, event_id)
-                    original = i_over.get(key) or ids_overlay.get(key) or known.get(event_id)
-                    event = write.events[i].event
-                    if original is not None:
-                        mine = event.identity()
-                        theirs = n_over.get(original) or identities.get(original)
-                        if mine is not None and theirs is not None and mine != theirs:
-                            raise EventIdConflict(
-                                f"{event.id_label(event_id)} of {stream!r} is already recorded (seq {original}) with "
-                                "other content: an id names one event; send it again unchanged, or the new one "
-                                "under an id of its own", stream, event_id, original)
-                        seqs.append(original)
-                        continue
-                    i_over[key] = seq + 1
-                    mine = event.identity()
-                    if mine is not None:
-                        n_over[seq + 1] = mine
-                seq += 1
-                fresh.append(i)
-                seqs.append(seq)
+            mine_ids = i_over.get(named)
+            batch_ids = ids_overlay.get(named)
+            n = len(prep.event_ids)
+            if prep.id_set is None:  # no event ids: every event is new
+                fresh: list[int] | range = range(n)
+                seqs: list[int] | range = range(seq + 1, seq + n + 1)
+                seq += n
+            elif (len(prep.id_set) == n and None not in prep.id_set and known.keys().isdisjoint(prep.id_set)
+                  and (mine_ids is None or mine_ids.keys().isdisjoint(prep.id_set))
+                  and (batch_ids is None or batch_ids.keys().isdisjoint(prep.id_set))):
+                # ids, each new and none twice in the write (an import, a bulk append): all new, in one step
+                fresh = range(n)
+                seqs = range(seq + 1, seq + n + 1)
+                i_over.setdefault(named, {}).update(zip(prep.event_ids, seqs))  # type: ignore[arg-type]  # no None
+                seq += n
+            else:
+                seqs, fresh = [], []  # fresh: indices of events not recorded before
+                unit_ids = i_over.setdefault(named, {})
+                for i, event_id in enumerate(prep.event_ids):
+                    if event_id is not None:
+                        original = unit_ids.get(event_id) or (batch_ids or {}).get(event_id) or known.get(event_id)
+                        event = write.events[i].event
+                        if original is not None:
+                            mine = event.identity()
+                            if original <= self._head:
+                                theirs = identities.get(original)
+                            elif original > seq - len(fresh):  # an event of this write
+                                theirs = write.events[fresh[original - seq + len(fresh) - 1]].event.identity()
+                            else:
+                                theirs = _batch_event(original, accepted, segments).identity()
+                            if mine is not None and theirs is not None and mine != theirs:
+                                raise EventIdConflict(
+                                    f"{event.id_label(event_id)} of {stream!r} is already recorded (seq {original}) "
+                                    "with other content: an id names one event; send it again unchanged, or the new "
+                                    "one under an id of its own", stream, event_id, original)
+                            seqs.append(original)
+                            continue
+                        unit_ids[event_id] = seq + 1
+                    seq += 1
+                    fresh.append(i)
+                    seqs.append(seq)
             if fresh and write.expected_version is not None and write.expected_version != version:
                 raise ConcurrencyConflict(stream, write.expected_version, version)
             if fresh:
-                n = len(fresh)
-                segments.append((prep, fresh, seq - n + 1, version + 1))
-                version += n
+                k = len(fresh)
+                segments.append((prep, fresh, seq - k + 1, version + 1))
+                version += k
             s_over[named] = version
             dups = len(seqs) - len(fresh)
             results.append(Appended(stream=stream, seqs=tuple(seqs), stream_version=version, duplicates=dups))
-        return results, segments, s_over, i_over, n_over, seq
+        return results, segments, s_over, i_over, seq
 
     def _recorded_identities(self, batch: list[_Pending]) -> dict[int, tuple[Any, ...]]:
         """seq -> `Event.identity` of the recorded events that this batch's events repeat by event id, for the types
@@ -440,7 +483,7 @@ class EventStore:
         for pending in batch:
             for prep in pending.prepared:
                 known = self._ids.get((prep.write.agent, prep.write.stream))
-                if not known:
+                if not known or prep.id_set is None or known.keys().isdisjoint(prep.id_set):
                     continue
                 for item, event_id in zip(prep.write.events, prep.event_ids):
                     if event_id is not None and event_id in known and item.event.identity() is not None:
@@ -460,7 +503,7 @@ class EventStore:
                 found[seq] = identity
         return found
 
-    def _insert(self, segments: list[tuple[_Prepared, list[int], int, int]]) -> None:
+    def _insert(self, segments: list[_Segment]) -> None:
         """One transaction: a VALUES insert for a small commit, an Arrow batch for a large one.
 
         recorded_at is the commit's wall-clock time (DuckDB's now()): informational (lag,
@@ -468,20 +511,36 @@ class EventStore:
         """
         con = self._con
         total = sum(len(fresh) for _, fresh, _, _ in segments)
-        con.execute("BEGIN TRANSACTION")
         try:
             if total <= SMALL_COMMIT_ROWS:
                 rows = [r for prep, fresh, s0, v0 in segments for r in prep.rows(fresh, s0, v0)]
                 values = ", ".join([_VALUES_ROW] * len(rows))
+                con.execute("BEGIN TRANSACTION")
                 con.execute(f"INSERT INTO events VALUES {values}", [x for row in rows for x in row])
+                con.execute("COMMIT")
             else:
-                con.register("_batch", pa.concat_tables([prep.arrow(f, s0, v0) for prep, f, s0, v0 in segments]))
+                # One call for the whole transaction, the batch found by name in this frame (DuckDB's replacement
+                # scan of Python objects) instead of registered and unregistered: each call into DuckDB gives up the
+                # GIL and must win it back from the writers encoding their next writes (a millisecond or more
+                # each under 8 writers; five calls a commit were a tenth of bulk append's time).
+                # Positions and stream versions as two columns for the whole commit, from C arrays: one Arrow
+                # conversion each, not two per write (a conversion gives up the GIL, and the leader waits to win it
+                # back while every other writer waits for the leader).
+                seqs, versions = array("q"), array("q")
+                for _, fresh, s0, v0 in segments:
+                    seqs.extend(range(s0, s0 + len(fresh)))
+                    versions.extend(range(v0, v0 + len(fresh)))
+                _engram_append_batch = pa.concat_tables([prep.arrow(fresh) for prep, fresh, _, _ in segments])
+                _engram_append_batch = _engram_append_batch.append_column(
+                    "seq", pa.Array.from_buffers(pa.int64(), total, [None, pa.py_buffer(seqs)])
+                ).append_column("stream_version", pa.Array.from_buffers(pa.int64(), total, [None, pa.py_buffer(versions)]))
                 con.execute(
+                    "BEGIN TRANSACTION; "
                     "INSERT INTO events SELECT seq, stream, stream_version, type, schema_version, ts, agent, causation, "
-                    "event_id, now(), payload FROM _batch"
+                    "event_id, now(), payload FROM _engram_append_batch; "
+                    "COMMIT"
                 )
-                con.unregister("_batch")
-            con.execute("COMMIT")
+                del _engram_append_batch
         except Exception:
             try:  # a failed COMMIT (e.g. a full disk) has rolled back already; the first error is the one to report
                 con.execute("ROLLBACK")

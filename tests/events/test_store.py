@@ -399,3 +399,35 @@ def test_a_forgotten_stream_id_is_used_again_with_none_of_its_old_event_ids_coun
     assert again.duplicates == 0 and again.seqs == (7, 8, 9) and again.stream_version == 6
     assert store.append_many([write("d1", range(3), agent="bob")])[0].duplicates == 3
     assert store.query("SELECT count(*) FROM events WHERE agent = 'bob' AND type = 'MessageAppended'")[1] == [(3,)]
+
+
+def test_an_event_id_repeated_in_one_write_in_one_unit_or_in_one_group_commit_is_recorded_once(store):
+    from engram.events.store import EventIdConflict, _Pending
+
+    def w(stream, events):  # (i, event id, content)
+        return Write(stream=stream, agent="a", events=tuple(
+            NewEvent(event=msg(i, content), ts_us=T0 + i, event_id=eid) for i, eid, content in events))
+
+    # in one write, and again in the next write of the unit: the first stands, the repeats name its seq
+    res = store.append_many([w("d1", [(1, "m1", "hi"), (2, "m2", "yo"), (1, "m1", "hi")]),
+                             w("d1", [(2, "m2", "yo"), (3, "m3", "hey")])])
+    assert [r.seqs for r in res] == [(1, 2, 1), (2, 3)] and [r.duplicates for r in res] == [1, 1]
+    assert store.stream_version("d1", "a") == 3
+    # the same id with other words, in one write or in a later unit: refused, nothing of the unit written
+    with pytest.raises(EventIdConflict, match=r"message id 'm4'"):
+        store.append_many([w("d1", [(4, "m4", "one"), (4, "m4", "another")])])
+    with pytest.raises(EventIdConflict, match=r"seq 2"):
+        store.append_many([w("d2", [(9, "m9", "fine")]), w("d1", [(2, "m2", "changed")])])
+    assert store.head() == 3
+    # two callers' units in one group commit: the second repeats the first's id (acknowledged with its seq) and
+    # a third changes its words (refused alone)
+    units = [_Pending([w("d3", [(5, "m5", "a"), (6, "m6", "b")])], 1 << 20),
+             _Pending([w("d3", [(6, "m6", "b"), (7, "m7", "c")])], 1 << 20),
+             _Pending([w("d3", [(5, "m5", "not a")])], 1 << 20)]
+    store._commit(units)
+    assert [u.results[0].seqs for u in units[:2]] == [(4, 5), (5, 6)]
+    assert isinstance(units[2].error, EventIdConflict) and "seq 4" in str(units[2].error)
+    assert store.head() == 6 and store.stream_version("d3", "a") == 3
+    # the ids of that commit are known afterwards: sent again, nothing is written
+    assert store.append_many([w("d3", [(7, "m7", "c"), (5, "m5", "a")])])[0].seqs == (6, 4)
+    assert store.head() == 6
