@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Iterable
 
 import duckdb
 
@@ -77,6 +77,23 @@ class Projection(ABC):
         `wants` only moves its position (the runner does that without calling it)."""
         for rec in self.to_fold(batch):
             self.apply(rec)
+        if batch:
+            self.position = max(self.position, batch[-1].seq)
+
+    def apply_in_runs(self, batch: list[Recorded], kind: type, fold_run: Callable[[list[Recorded]], None]) -> None:
+        """`apply_batch` for a projection that folds runs of `kind` events (a log's messages, mostly) at once: each
+        run of consecutive such records goes to `fold_run`, every other record to `apply`, in log order."""
+        run: list[Recorded] = []
+        for rec in self.to_fold(batch):
+            if isinstance(rec.event, kind):
+                run.append(rec)
+                continue
+            if run:
+                fold_run(run)
+                run = []
+            self.apply(rec)
+        if run:
+            fold_run(run)
         if batch:
             self.position = max(self.position, batch[-1].seq)
 

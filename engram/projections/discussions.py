@@ -52,19 +52,7 @@ class DiscussionIndex(TableProjection):
 
     def apply_batch(self, batch: list[Recorded]) -> None:
         """Runs of messages, most of a log, are counted a run at a time (`_messages`); forgets one by one, in place."""
-        run: list[Recorded] = []
-        for rec in self.to_fold(batch):
-            if isinstance(rec.event, MessageAppended):
-                run.append(rec)
-                continue
-            if run:
-                self._messages(run)
-                run = []
-            self.apply(rec)
-        if run:
-            self._messages(run)
-        if batch:
-            self.position = max(self.position, batch[-1].seq)
+        self.apply_in_runs(batch, MessageAppended, self._messages)
 
     def _messages(self, run: list[Recorded]) -> None:
         """Count a run of messages into their discussions' rows: a few operations per message, the sets once per run."""

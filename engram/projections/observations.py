@@ -136,19 +136,7 @@ class ObservationLogProjection(TableProjection):
     def apply_batch(self, batch: list[Recorded]) -> None:
         """Runs of messages, most of a log, are folded a run at a time (`ObservationLog.messages`), each changed log
         touched once per run; every other event one by one, in its place."""
-        run: list[Recorded] = []
-        for rec in self.to_fold(batch):
-            if isinstance(rec.event, MessageAppended):
-                run.append(rec)
-                continue
-            if run:
-                self._messages(run)
-                run = []
-            self.apply(rec)
-        if run:
-            self._messages(run)
-        if batch:
-            self.position = max(self.position, batch[-1].seq)
+        self.apply_in_runs(batch, MessageAppended, self._messages)
 
     def _messages(self, run: list[Recorded]) -> None:
         for key, seq in self.book.messages(run).items():
