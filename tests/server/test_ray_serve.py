@@ -58,7 +58,10 @@ def test_the_app_on_ray_serve_answers_the_rest_checks(ray_session, tmp_path):
                 payload = body if isinstance(body, str) or body is None else json.dumps(body)
                 got, doc = request(_Url(url), method, path, payload, {"Content-Type": "application/json"} if payload else None)
                 assert (got, doc["error"]["code"]) == (status, code), (path, doc)
-            assert client.status().shards[0].head == head  # nothing appended by a refusal
+            # Nothing appended by a refusal. The recall above records its retrieval after answering (TraceRetrieved,
+            # and the working memory it updates), which a loaded machine may append while the refusals run.
+            later = {kind for (kind,) in client.sql("SELECT DISTINCT type FROM events WHERE seq > ?", [head]).rows}
+            assert later <= {"TraceRetrieved", "WorkingMemoryUpdated"}, later
             _, doc = request(_Url(url), "GET", "/openapi.json")
             assert "/v1/agents/{agent}/recall" in doc["paths"]
             proxy_and_mcp_checks(url, client)
