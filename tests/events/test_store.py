@@ -431,3 +431,18 @@ def test_an_event_id_repeated_in_one_write_in_one_unit_or_in_one_group_commit_is
     # the ids of that commit are known afterwards: sent again, nothing is written
     assert store.append_many([w("d3", [(7, "m7", "c"), (5, "m5", "a")])])[0].seqs == (6, 4)
     assert store.head() == 6
+
+
+def test_the_log_folds_its_wal_at_64_mib_and_a_reopened_log_holds_every_event(tmp_path):
+    """The writer raises DuckDB's checkpoint threshold (16 MiB by default: a bulk append stalled at each fold); what a
+    closed log holds is unchanged, and a read-only opening leaves the setting alone."""
+    from engram.events.store import CHECKPOINT_THRESHOLD
+
+    store = EventStore(tmp_path / "log.duckdb")
+    assert CHECKPOINT_THRESHOLD == "64MiB"
+    assert store._con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0] == "64.0 MiB"
+    store.append_many([write("d", range(50))])
+    store.close()
+    again = EventStore(tmp_path / "log.duckdb", read_only=True)
+    assert again.head() == 50
+    again.close()
