@@ -77,6 +77,9 @@ class ShardActor:
     def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
         return self.host.query(sql, params)
 
+    def expected_files(self, agent: str, discussion: str) -> tuple[bool, bool, bool]:
+        return self.host.expected_files(agent, discussion)
+
     def sql(self, sql: str, params: list | None = None, agents: list[str] | None = None,
             timeout_s: float | None = None, max_rows: int | None = None):
         """Read-only, confined SQL (`engram.sql.run_readonly`); the API's entry point for user queries."""

@@ -17,7 +17,6 @@ from engram.events.envelope import NewEvent, Write
 from engram.kernel.ids import validate_discussion
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX
 from engram.memory.discussion.memory_files import (
-    EXPECTED_SQL,
     MemoryFiles,
     describe_change,
     expected_files,
@@ -67,19 +66,15 @@ class RuntimeMemory(MemoryFiles):
     def _expected(self, discussion: str) -> dict[str, bool] | None:
         """Which of the discussion's files the projections say exist (suffix -> exists); None when there is nothing to
         check: no discussion yet, or every file on disk and no regeneration asked for (nothing was deleted, nothing
-        is missing, whatever the log says: no query, the common case of a chat turn)."""
+        is missing, whatever the log says: no query, the common case of a chat turn). Asked at the agent's shard
+        (`Runtime.expected_files`)."""
         from engram.memory.discussion.regenerate import DELETED_MARKER
-        from engram.runtime.base import MissingTable
 
         marker = self.path(discussion, "").with_name(DELETED_MARKER.format(discussion=discussion))
         if all(self.path(discussion, s).exists() for s in (MEMORIES_SUFFIX, SUMMARY_SUFFIX, VECTOR_SUFFIX)) \
                 and not marker.exists():
             return None
-        try:
-            _, rows = self.runtime.sql(EXPECTED_SQL, [discussion, self.agent])
-        except MissingTable:
-            rows = []
-        return expected_files(rows[0]) if rows else None
+        return expected_files(self.runtime.expected_files(self.agent, discussion))
 
     def regenerate_if_deleted(self, discussion: str, expected: dict[str, bool] | None) -> str:
         """The guide's way to regenerate: every file of the discussion deleted from Public/ (while engram ran, or

@@ -146,6 +146,10 @@ _TS = _PREPARED_SCHEMA.field("ts").type
 # batch. Measured here: 7 rows take ~2.5 ms via VALUES and ~3.7 ms via Arrow; bulk Arrow
 # inserts run at ~230k rows/s. Writes this large are turned into Arrow by their caller's thread.
 SMALL_COMMIT_ROWS = 64
+# The log's newest rows, kept in memory as `read_rows` returns them (`EventStore._tail`): nearly every read of a live
+# log is of its tail (each policy actor's long poll, the projections' fold), and a DuckDB query for it cost some
+# 2-4 ms of CPU, many times per recall or chat turn (issue 27). At most twice this many rows are kept.
+TAIL_ROWS = 2048
 
 
 _VALUES_ROW = "(?, ?, ?, ?, ?, make_timestamptz(?::BIGINT), ?, ?::BIGINT, ?, now(), ?)"
@@ -287,6 +291,11 @@ class EventStore:
         self._contended = False
         self._closed = False
         self._head: int = self._con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+        # (the seq of its first row, rows): every row committed from that seq on, in order, as `read_rows` returns
+        # them; only appended to by the commit leader, before the head moves, and replaced, never cut, in place (a
+        # reader takes the pair and reads the rows it holds). Starts empty; a bulk commit, an erasure, an import or a
+        # removal empties it again (reads before its first row go to DuckDB).
+        self._tail: tuple[int, list[tuple[Any, ...]]] = (self._head + 1, [])
         # The last seq of each event type appended since the log was opened, set before the head moves past it
         # (`wait_for`); events through `_untyped_through` (those found at open, imported, or after a removal) are of
         # types not tracked here.
@@ -388,7 +397,7 @@ class EventStore:
             staged.append((pending, results))
         if segments:
             try:
-                self._insert(segments)
+                inserted = self._insert(segments)
             except Exception as exc:
                 if len(staged) == 1:
                     pending = staged[0][0]
@@ -400,6 +409,7 @@ class EventStore:
                 for pending, _ in staged:
                     self._commit([pending])
                 return
+            self._extend_tail(inserted, seq)
         last = self._last_of_type
         for prep, fresh, first, _ in segments:  # before the head moves: a waiter that sees the head sees the types
             if prep.tag is not None:  # one type: its last event's position
@@ -413,6 +423,25 @@ class EventStore:
         for pending, results in staged:
             pending.results = results
             pending.done = True
+
+    def _extend_tail(self, inserted: list[tuple[Any, ...]] | None, head: int) -> None:
+        """The rows a commit inserted (through `head`) join the tail; a bulk commit's (None) start it afresh after them."""
+        first, rows = self._tail
+        if not inserted or inserted[0][0] != first + len(rows):
+            self._tail = (head + 1, [])
+            return
+        # (seq, stream, stream_version, type, schema_version, ts_us, agent, causation, event_id, payload) -> _SELECT's
+        new = [(r[0], r[1], r[2], r[6], r[5], r[3], r[4], r[9], r[7], r[8]) for r in inserted]
+        if len(rows) + len(new) > 2 * TAIL_ROWS:  # a new list: a reader holding the old one reads on in it
+            kept = (rows + new)[-TAIL_ROWS:]
+            self._tail = (kept[0][0], kept)
+        else:
+            rows.extend(new)
+
+    def _reset_tail(self) -> None:
+        """Rows changed in place or removed (an erasure, a removal) or came otherwise (an import): reads go to DuckDB
+        until new commits fill the tail again."""
+        self._tail = (self._head + 1, [])
 
     def _stage(self, prepared: list[_Prepared], seq: int, streams_overlay: dict[tuple[str, str], int],
                ids_overlay: dict[tuple[str, str], dict[str, int]], identities: dict[int, tuple[Any, ...]],
@@ -508,8 +537,9 @@ class EventStore:
                 found[seq] = identity
         return found
 
-    def _insert(self, segments: list[_Segment]) -> None:
-        """One transaction: a VALUES insert for a small commit, an Arrow batch for a large one.
+    def _insert(self, segments: list[_Segment]) -> list[tuple[Any, ...]] | None:
+        """One transaction: a VALUES insert for a small commit, an Arrow batch for a large one. Returns the rows of
+        a small commit as inserted (positions, columns in the table's order but `recorded_at`), None for a large one.
 
         recorded_at is the commit's wall-clock time (DuckDB's now()): informational (lag,
         audits), never used by a projection.
@@ -523,6 +553,7 @@ class EventStore:
                 con.execute("BEGIN TRANSACTION")
                 con.execute(f"INSERT INTO events VALUES {values}", [x for row in rows for x in row])
                 con.execute("COMMIT")
+                return rows
             else:
                 # One call for the whole transaction, the batch found by name in this frame (DuckDB's replacement
                 # scan of Python objects) instead of registered and unregistered: each call into DuckDB gives up the
@@ -546,6 +577,7 @@ class EventStore:
                     "COMMIT"
                 )
                 del _engram_append_batch
+                return None
         except Exception:
             try:  # a failed COMMIT (e.g. a full disk) has rolled back already; the first error is the one to report
                 con.execute("ROLLBACK")
@@ -679,6 +711,9 @@ class EventStore:
         if until_us is not None:
             where.append("epoch_us(ts) <= ?")
             args.append(until_us)
+        cached = self._from_tail(after, limit, to_seq, stream, types, agent, since_us, until_us)
+        if cached is not None:
+            return cached
         sql = f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -687,6 +722,30 @@ class EventStore:
             return cur.execute(sql, args).fetchall()
         finally:
             cur.close()
+
+    def _from_tail(self, after: int, limit: int | None, to_seq: int | None, stream: str | None,
+                   types: Iterable[str] | None, agent: str | None, since_us: int | None,
+                   until_us: int | None) -> list[tuple[Any, ...]] | None:
+        """`read_rows` from the tail when it holds every row after `after` (None: it does not, ask DuckDB): the same
+        rows, filtered the same way, in seq order."""
+        first, rows = self._tail
+        if after + 1 < first:
+            return None
+        held = rows[after + 1 - first:]
+        if to_seq is not None:
+            held = [r for r in held if r[0] <= to_seq]
+        if stream is not None:
+            held = [r for r in held if r[1] == stream]
+        if types is not None:
+            wanted = set(types)
+            held = [r for r in held if r[5] in wanted]
+        if agent is not None:
+            held = [r for r in held if r[3] == agent]
+        if since_us is not None:
+            held = [r for r in held if r[4] >= since_us]
+        if until_us is not None:
+            held = [r for r in held if r[4] <= until_us]
+        return held if limit is None else held[:max(0, int(limit))]
 
     def iter_events(self, after: int = 0, *, to_seq: int | None = None, batch: int = 50_000, **filters: Any) -> Iterator[Recorded]:
         """All matching events after `after`, read in batches."""
@@ -784,6 +843,7 @@ class EventStore:
                 con.execute("ROLLBACK")
                 raise
             self._ids.clear()  # event ids of erased events are gone: reload lazily
+            self._reset_tail()  # their payloads changed in place
             return int(changed)
 
     # ------------------------------------------------------------------ moving agents (re-sharding)
@@ -831,6 +891,7 @@ class EventStore:
             self._ids.clear()
             self._untyped_through = max(self._untyped_through, seqs[-1])  # (before the head moves, see wait_for)
             self._head = max(self._head, seqs[-1])  # only once the rows are in: a refused import moves nothing
+            self._reset_tail()
         return int(table.num_rows)
 
     def remove_agents(self, agents: Sequence[str]) -> int:
@@ -844,6 +905,7 @@ class EventStore:
             self._ids.clear()
             self._untyped_through = 1 << 62  # positions may be used again: no event type is known any more
             self._head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+            self._reset_tail()
             return removed
 
     def purge_streams(self, streams: Sequence[str], *, before_seq: int | None = None) -> int:

@@ -270,13 +270,11 @@ def insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table, *, 
     replacing the one of its primary key). No rows: nothing is run."""
     if not arrow.num_rows:
         return
-    view = f"_{table}_batch"
     columns = ", ".join(arrow.schema.names)
-    db.register(view, arrow)
-    try:
-        db.execute(f"INSERT {'OR REPLACE ' if or_replace else ''}INTO {table} ({columns}) SELECT {columns} FROM {view}")
-    finally:
-        db.unregister(view)
+    # The batch found by name in this frame (DuckDB's replacement scan of Python objects), not registered and
+    # unregistered: one call into DuckDB instead of three (each some 0.3-1 ms of CPU in a projection's checkpoint).
+    _engram_rows = arrow  # noqa: F841  (read by DuckDB, by its name)
+    db.execute(f"INSERT {'OR REPLACE ' if or_replace else ''}INTO {table} ({columns}) SELECT {columns} FROM _engram_rows")
 
 
 def stored_values(record: type, item: Any) -> dict[str, Any]:

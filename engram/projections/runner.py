@@ -19,7 +19,7 @@ import msgspec
 from engram.events.control import Unreadable
 from engram.events.envelope import Recorded
 from engram.kernel.timing import StageTimings
-from engram.projections.base import Projection
+from engram.projections.base import Projection, TableProjection, write_together
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,24 @@ class ProjectionRunner:
         return min(self.checkpointed.values(), default=0)
 
     def checkpoint(self) -> None:
+        """Write every projection's state and position. The table projections of the shard's database are written in
+        one transaction (`write_together`: one commit, not one per projection); when it fails, nothing of it was
+        written and the pending changes its flushes took are gone, so each of them is folded again from its last
+        checkpoint, alone, which finds and quarantines the event at fault (`_isolate`). The others (none in the
+        registry today) write on their own."""
+        tables = {i: p for i, p in enumerate(self.projections) if isinstance(p, TableProjection) and p.ctx.db is self._db}
+        together = list(tables)
+        if together:
+            try:
+                write_together(list(tables.values()), lambda name: self.timings.measure(name, "checkpoint"))
+            except Exception as exc:
+                log.warning("projections could not write their state (%s: %s); looking for the event at fault",
+                            type(exc).__name__, exc)
+                for i in together:
+                    self._isolate(i, self.projections[i].position)
         for i, proj in enumerate(self.projections):
+            if i in together:
+                continue
             try:
                 with self.timings.measure(proj.name, "checkpoint"):
                     proj.checkpoint()

@@ -176,8 +176,7 @@ class TraceProjection(TableProjection):
         atomic_write(folder / INDEX_META, (json.dumps(meta, sort_keys=True, separators=(",", ":")) + "\n").encode())
         self._saved_index[agent] = mem.index_seq
 
-    def checkpoint(self) -> None:
-        super().checkpoint()
+    def written(self) -> None:
         self._evict()
 
     def _evict(self) -> None:

@@ -161,6 +161,12 @@ class Runtime(ABC):
         """engram's own SQL (read models) over the log and the projections, shard by shard, rows concatenated;
         confined like a user's (`ShardHost.query`), without a row limit. Raises MissingTable or QueryError."""
 
+    def expected_files(self, agent: str, discussion: str) -> tuple[bool, bool, bool]:
+        """Which of `agent`'s `discussion` files (memories, summary, vector store) the projections say exist, at the
+        agent's shard only (`ShardHost.expected_files`)."""
+        memories, summary, vectors = self.shard_call(self.shard_of(agent), "expected_files", agent, discussion)
+        return bool(memories), bool(summary), bool(vectors)
+
     @abstractmethod
     def user_sql(self, query: str, params: list[Any] | None = None, *, agents: Sequence[str] | None = None,
                  timeout_s: float | None = None, max_rows: int | None = None) -> QueryResult:

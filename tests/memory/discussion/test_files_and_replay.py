@@ -176,8 +176,8 @@ def test_a_public_folder_deleted_while_engram_was_down_is_replayed_not_regenerat
 def test_a_creator_node_with_every_file_on_disk_asks_the_log_nothing_and_one_with_a_file_gone_asks_once(remembered,
                                                                                                        monkeypatch):
     asked = []
-    sql = remembered.runtime.sql
-    monkeypatch.setattr(remembered.runtime, "sql", lambda *a, **k: asked.append(a[0]) or sql(*a, **k))
+    expected = remembered.runtime.expected_files
+    monkeypatch.setattr(remembered.runtime, "expected_files", lambda *a: asked.append(a) or expected(*a))
     live = files(remembered)
     assert all(p.exists() for p in live.values())
     assert "restored" not in _run_creator_node(remembered).results[0].info
@@ -185,3 +185,15 @@ def test_a_creator_node_with_every_file_on_disk_asks_the_log_nothing_and_one_wit
     live[SUMMARY_SUFFIX].unlink()
     assert "restored from the log" in _run_creator_node(remembered).results[0].info
     assert len(asked) == 1 and live[SUMMARY_SUFFIX].exists()  # one question for both checks
+
+
+def test_the_shard_says_which_files_exist_as_the_confined_query_does_for_that_agent_only(remembered):
+    from engram.memory.discussion.memory_files import EXPECTED_SQL
+
+    shard = remembered.shard
+    for agent, discussion in ((AGENT, "kept"), (AGENT, "never-seen"), ("someone-else", "kept")):
+        _, rows = shard.query(EXPECTED_SQL, [discussion, agent])
+        assert shard.expected_files(agent, discussion) == tuple(bool(x) for x in rows[0])
+    assert shard.expected_files(AGENT, "kept") == (True, True, True)
+    assert shard.expected_files("someone-else", "kept") == (False, False, False)
+    assert remembered.runtime.expected_files(AGENT, "kept") == (True, True, True)
