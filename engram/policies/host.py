@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from engram.events.envelope import Appended, Recorded, Write
+from engram.kernel.collector import collector_paused
 from engram.kernel.files import atomic_write
 from engram.kernel.timing import StageTimings
 from engram.policies.base import IncompatibleSnapshot, LlmUnavailable, Policy
@@ -99,12 +100,13 @@ class PolicyHost:
         head = self._head()
         if head <= after:
             return 0
-        with self.timings.measure("(log)", "read"):
-            chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
-        self.timings.add("(log)", "events", len(chunk))
-        # A short chunk means everything up to `head` was read: events of no interest count as seen.
-        reached = head if len(chunk) < self.batch else chunk[-1].seq
-        return self._fold(chunk, reached)
+        with collector_paused():  # the batch decoded and handled with the collector off (engram.kernel.collector)
+            with self.timings.measure("(log)", "read"):
+                chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
+            self.timings.add("(log)", "events", len(chunk))
+            # A short chunk means everything up to `head` was read: events of no interest count as seen.
+            reached = head if len(chunk) < self.batch else chunk[-1].seq
+            return self._fold(chunk, reached)
 
     def fold_written(self, writes: Sequence[Write], appended: Sequence[Appended], shard: int = 0) -> bool:
         """Fold what this host has just appended (`writes`, the log's answer `appended`) without reading it back,
@@ -131,7 +133,8 @@ class PolicyHost:
         kinds = self._interests()
         chunk = [r for r in records if kinds is None or r.type in kinds]
         self.timings.add("(log)", "events", len(chunk))
-        self._fold(chunk, records[-1].seq)
+        with collector_paused():
+            self._fold(chunk, records[-1].seq)
         return True
 
     def _fold(self, chunk: list[Recorded], reached: int) -> int:

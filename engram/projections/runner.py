@@ -9,15 +9,14 @@ same events the same way, so live and replayed projections still agree.
 
 from __future__ import annotations
 
-import gc
 import logging
-from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 import msgspec
 
 from engram.events.control import Unreadable
 from engram.events.envelope import Recorded
+from engram.kernel.collector import collector_paused
 from engram.kernel.timing import StageTimings
 from engram.projections.base import Projection, TableProjection, write_together
 
@@ -39,27 +38,6 @@ FAILURES_DDL = (
     "CREATE TABLE IF NOT EXISTS fold_failed (seq BIGINT NOT NULL, projection VARCHAR NOT NULL, type VARCHAR NOT NULL, "
     "error VARCHAR NOT NULL, PRIMARY KEY (seq, projection))"
 )
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector held off while a batch of the log is decoded and folded.
-
-    A batch is some 20,000 events, each a row, a `Recorded`, its event and the event's containers: objects that
-    live until the batch is folded, so the collector's young generations keep finding them alive, promote them,
-    and every few thousand events a full collection walks everything the process holds. In a 1M-event replay that
-    was some forty full collections and a quarter of its time. Nothing of a batch is a cycle (a decoded event refers
-    to no other object of engram), so its objects are freed by their reference counts when the batch is done, and
-    the collector, on again, has little to find. The collector is process-wide: another thread's cycles wait for
-    the end of the batch (a fraction of a second); when it was off already (someone else's choice) it stays off."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _count(row: tuple[Any, ...] | None) -> int:

@@ -1,7 +1,10 @@
 """Policies: decisions appended with deterministic ids, snapshots, exactly-once effect after a restart."""
 
+import gc
 import json
 import time
+
+import pytest
 
 from tests.events.helpers import write
 
@@ -412,3 +415,42 @@ def test_a_host_keeps_no_second_copy_of_a_large_state_in_memory_and_rolls_back_f
         assert host.policies[0].counts["d0"] == 3  # ... is forgotten: the state is the snapshot file's
     finally:
         shard.close()
+
+
+class CollectorWatcher(EveryThirdMessage):
+    """Notes whether Python's cyclic collector was on while it handled a batch."""
+
+    name = "collector-watcher"
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.handling: set[bool] = set()
+
+    def handle(self, batch):
+        self.handling.add(gc.isenabled())
+        return super().handle(batch)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_while_a_policy_handles_a_batch_and_as_it_was_after(tmp_path, enabled):
+    """A policy host's batch (read, decoded, handled, its writes appended) runs with the cyclic collector off
+    (engram.kernel.collector): the state it builds is not walked again and again by collections meanwhile. Its own
+    writes folded back (`fold_written`) too. Afterwards the collector is as it was."""
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    was = gc.isenabled()
+    try:
+        policy = CollectorWatcher(PolicyContext(shard=0, home=home))
+        host = PolicyHost([policy], read=shard.read, append=shard.append_many, head=shard.head, state_dir=None)
+        gc.enable() if enabled else gc.disable()
+        shard.append_many([write("d1", range(7))])
+        host.run_until_caught_up()
+        assert gc.isenabled() is enabled
+        writes = [write("d1", range(7, 8))]
+        assert host.fold_written(writes, shard.append_many(writes))
+        assert gc.isenabled() is enabled
+        assert decisions(shard) == ["d1:3", "d1:6"]
+    finally:
+        gc.enable() if was else gc.disable()
+        shard.close()
+    assert policy.handling == {False}

@@ -241,3 +241,41 @@ def test_the_vector_store_files_memories_table_is_the_declarations_columns_in_th
     assert list(in_file) == list(vectors._MEMORY_SCHEMA.names)
     with pytest.raises(KeyError, match="no column 'titel'"):
         records.laid_out(VectorMemoryRow, ("memory_id", "titel"))
+
+
+def test_an_arrow_table_holds_each_records_stored_values_cell_for_cell():
+    """`arrow_table` builds its columns with getters derived once per record type (a checkpoint builds thousands of
+    cells): its rows are exactly each record's `stored_values`, for scalars, NULLs, tuples, sets, JSON pairs and a
+    flattened record's fields, in the declared column order."""
+    import datetime
+
+    from engram.events.background import ObservationNote
+
+    EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+    base = dict(
+        agent="ann", stream="d1", scope="discussion", scope_id="d1", trace_type="episodic", content="I moved to Lisbon",
+        source_type="user_statement", source_seqs=(3, 4), source_message_ids=("m3",), confidence=0.9, valence=0.1,
+        arousal=0.2, dominance=0.3, intensity=0.4, flashbulb=True, importance=0.7, encoding_strength=1.0,
+        stability_s=86400.0, encoded_us=1_700_000_000_000_000, last_access_us=1_700_000_000_000_000, interval_s=3600.0,
+        next_due_us=1_700_003_600_000_000,
+    )
+    traces = [MemoryTrace(trace_id="t1", **base, metadata=(("topic", "home"), ("source", "fix"))),
+              MemoryTrace(trace_id="t2", **base, deleted_us=1_700_000_000_000_001, context="where?")]
+    note = ObservationNote(note_id="n1", type="factual", text="Ann moved", importance=0.5, observed_us=5,
+                           entities=("Ann",), source_seqs=(7,))
+    entries = [NoteEntry(stream="d1", note=note, tokens=3, buffered=False, status="active", recorded_seq=9,
+                         increment_last_seq=8),
+               NoteEntry(stream="d2", note=note, tokens=4, buffered=True, status="buffered", recorded_seq=10,
+                         increment_last_seq=9, activated_seq=11)]
+    for record, items in ((MemoryTrace, traces), (NoteEntry, entries)):
+        table = records.arrow_table(record, items)
+        assert table.column_names == [f.column for f in records.fields(record)]
+        expected = [records.stored_values(record, item) for item in items]
+        got = table.to_pylist()
+        for row in got:  # Arrow gives timestamps back as datetimes: compare them as microseconds
+            for f in records.fields(record):
+                if f.timestamp and row[f.column] is not None:
+                    row[f.column] = (row[f.column] - EPOCH) // datetime.timedelta(microseconds=1)
+        assert got == expected
+    assert records.arrow_table(MemoryTrace, []).num_rows == 0

@@ -54,10 +54,16 @@ _MONTHS_AND_DAYS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=16_384)
 def reads_as_correction(text: str) -> bool:
+    """Whether `text` reads like a correction ("actually", "no longer", "X, not Y", ...). Kept per text, as `_words`
+    and `slots` are: `contradiction` asks it of the newer memory of every pair, and consolidation compares a new
+    trace with every active trace naming its entities (in one agent's conversation, most of them share the
+    speaker's name); the search was a twelfth of the consolidation actor's CPU during an ingest (bench/ingest.py)."""
     return _CORRECTION.search(text) is not None
 
 
+@functools.lru_cache(maxsize=16_384)
 def polarity(text: str) -> int:
     """+1 for a positive stance ("loves"), -1 for a negative one ("hates", "doesn't like"), 0 for none."""
     negated = bool(_NEGATION.search(text))
