@@ -86,6 +86,10 @@ class SettingsView:
         self._agent: dict[tuple[str, str], SettingsChanged] = {}
         self._discussion: dict[tuple[str, str, str], SettingsChanged] = {}  # (agent, discussion, scope)
         self._parsed: dict[tuple[type, int], tuple[SettingsChanged, object]] = {}
+        # One event per content (scope, file name, hash): a thousand agents on the default files record a thousand
+        # equal events, and each policy process would keep every one decoded (and parsed, `_parsed`), ~20 KB an
+        # agent per policy. Equal frozen events are interchangeable, so the first one stands for the others.
+        self._by_content: dict[tuple[str, str, str], SettingsChanged] = {}
 
     def _parse(self, model: type[_Model], ev: SettingsChanged) -> _Model:
         """`ev`'s settings as `model`, validated once per content: policies ask for the settings in force at
@@ -99,17 +103,29 @@ class SettingsView:
             found = cache[key] = (ev, parse(model, ev.settings, ev.name))
         return cast(_Model, found[1])  # parsed as `model` (the key's first half)
 
+    def _shared(self, ev: SettingsChanged) -> SettingsChanged:
+        """The event of this content the view already holds (equal in every field), else `ev`, now held."""
+        shared: dict[tuple[str, str, str], SettingsChanged] = self.__dict__.setdefault("_by_content", {})  # unpickled from before
+        key = (ev.scope, ev.name, ev.content_hash)
+        found = shared.get(key)
+        if found is not None and found == ev:
+            return found
+        shared[key] = ev
+        return ev
+
     def apply(self, rec: Recorded) -> None:
         ev = rec.event
         if not isinstance(ev, SettingsChanged):
             return
+        ev = self._shared(ev)
         if rec.stream.startswith("agent:"):
             self._agent[(rec.agent, ev.scope)] = ev
         else:
             self._discussion[(rec.agent, rec.stream, ev.scope)] = ev  # a discussion id is unique within its agent
 
     def recorded_hashes(self, agent: str) -> dict[str, str]:
-        return {scope: ev.content_hash for (a, scope), ev in self._agent.items() if a == agent}
+        found = ((scope, self._agent.get((agent, scope))) for scope in (SCOPE_DISCUSSION, SCOPE_AGENT))
+        return {scope: ev.content_hash for scope, ev in found if ev is not None}
 
     def discussion_settings(self, agent: str, discussion: str | None = None) -> DiscussionSettings:
         ev = (discussion and self._discussion.get((agent, discussion, SCOPE_DISCUSSION))) or self._agent.get(
@@ -129,4 +145,6 @@ class SettingsView:
         agent, discussion = state
         if any(len(key) != 3 for key in discussion):  # a snapshot keyed by discussion id alone (before ids per agent)
             raise ValueError("discussion settings keyed without their agent: rebuild from the log")
-        self._agent, self._discussion = agent, discussion
+        self._by_content = {}
+        self._agent = {key: self._shared(ev) for key, ev in agent.items()}
+        self._discussion = {key: self._shared(ev) for key, ev in discussion.items()}

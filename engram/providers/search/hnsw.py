@@ -145,8 +145,11 @@ class HnswIndex:
                 index.resize_index(needed)
             index.add_items(unit, labels, num_threads=1)
         end = len(self.ids) + len(keys)
-        if end > len(self._unit):  # grown by doubling: adding one item at a time stays linear
-            grown = np.zeros((max(end, 2 * len(self._unit), 8), self.dim), dtype=np.float32)
+        if end > len(self._unit):
+            # Grown by doubling (adding one item at a time stays linear) from what the first add needs: most agents'
+            # memories hold a few traces, and a floor of 8 rows (12 KB at 384 dims) for each was mostly empty, in
+            # every process holding the agent's memory.
+            grown = np.zeros((max(end, 2 * len(self._unit)), self.dim), dtype=np.float32)
             grown[: len(self.ids)] = self._unit[: len(self.ids)]
             self._unit = grown
         self._unit[len(self.ids):end] = unit

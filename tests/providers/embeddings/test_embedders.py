@@ -76,6 +76,19 @@ def test_vectors_without_the_skip_layer_norm_fusion_match_the_fully_fused_graph_
     assert np.abs(minilm.embed(texts) - fused.embed(texts)).max() < 1e-5
 
 
+def test_the_session_keeps_no_memory_pattern_per_shape_and_gives_the_same_vectors_as_with_one(minilm):
+    # The memory-pattern planner keeps a plan per input shape (minilm.open_session); off, the vectors are unchanged.
+    from engram.providers.embeddings import minilm as module
+
+    assert minilm.session.get_session_options().enable_mem_pattern is False
+    planned = MiniLmEmbedder(batch_size=minilm.batch_size)
+    planned.session = module.open_session(module.model_files()[1], mem_pattern=True)
+    assert planned.session.get_session_options().enable_mem_pattern is True
+    words = "the blue parcel for customer 7 leaves the Porto depot on day 3; please confirm the window".split()
+    texts = [" ".join(words[: 1 + (k * 5) % len(words)]) + f" ({k})" for k in range(2 * minilm.batch_size + 3)]
+    assert np.array_equal(minilm.embed(texts), planned.embed(texts))
+
+
 def test_text_beyond_256_tokens_is_cut_like_the_original_model(minilm):
     head = "memory " * 300  # more than 256 word pieces already
     a, b = minilm.embed([head, head + "completely different tail about tax law and quarterly filings"])

@@ -5,7 +5,7 @@ import pickle
 import numpy as np
 import pytest
 
-from engram.providers.search.hnsw import HnswIndex, INITIAL_CAPACITY, capacity_for
+from engram.providers.search.hnsw import HnswIndex, INITIAL_CAPACITY, capacity_for, normalise
 
 DIM = 16
 
@@ -170,6 +170,18 @@ def test_a_thousand_small_indexes_cost_a_fraction_of_what_a_thousand_graphs_did(
     grown = rss_mb() - before
     assert grown < 200, f"{grown:.0f} MB for 1,000 small indexes"
     assert not any(index.has_graph for index in indexes)
+
+
+def test_an_index_stores_rows_for_what_it_holds_not_a_fixed_floor():
+    # An agent's memory of one trace holds one vector's row (1.5 KB), not eight; growth doubles from there.
+    data = _vectors(8, seed=3)
+    index = HnswIndex(DIM)
+    index.add(["a"], data[:1])
+    assert index._unit.nbytes == DIM * 4
+    index.add(["b"], data[1:2])
+    index.add(["c"], data[2:3])
+    assert len(index._unit) == 4
+    assert np.array_equal(index.vectors(["a", "b", "c"]), normalise(data[:3]))
 
 
 def test_saving_a_small_index_writes_its_graph_file_but_keeps_no_graph_in_memory(tmp_path):
