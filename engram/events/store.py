@@ -823,6 +823,7 @@ class EventStore:
         so a policy that decides the same again (its deterministic id) is acknowledged without writing: what a
         deleted memory needs while the messages it was made from stay in the log."""
         with self._commit_turn() as con:
+            self._reset_tail()  # before the change: no read after the commit may find the old payloads in memory
             con.execute("BEGIN TRANSACTION")
             try:
                 changed = con.execute(
@@ -843,7 +844,7 @@ class EventStore:
                 con.execute("ROLLBACK")
                 raise
             self._ids.clear()  # event ids of erased events are gone: reload lazily
-            self._reset_tail()  # their payloads changed in place
+            self._reset_tail()  # (again: nothing refills it meanwhile, commits wait for this turn)
             return int(changed)
 
     # ------------------------------------------------------------------ moving agents (re-sharding)
@@ -899,6 +900,7 @@ class EventStore:
         Positions of the other events do not change; the head becomes the last remaining event's, as a reopened
         log would find it (the moved positions may be used again here: they live on in the other shard)."""
         with self._commit_turn() as con:
+            self._reset_tail()  # before the delete: no read after it may find the removed rows in memory
             removed: int = con.execute("DELETE FROM events WHERE agent IN (SELECT unnest(?))", [list(agents)]).fetchall()[0][0]
             gone = set(agents)
             self._streams = {key: v for key, v in self._streams.items() if key[0] not in gone}

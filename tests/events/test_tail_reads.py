@@ -93,3 +93,32 @@ def test_a_reopened_log_reads_its_old_rows_from_duckdb(tmp_path):
         assert again.read_rows(0) == expected
     finally:
         again.close()
+
+
+class _ReadOnClear(dict):
+    """The log's id cache, which `erase` and `remove_agents` clear right after their change is committed and before
+    they return: a read made at that moment is what any reader could get then."""
+
+    def __init__(self, store: EventStore, seen: list):
+        super().__init__()
+        self.store, self.seen = store, seen
+
+    def clear(self) -> None:
+        self.seen.append(self.store.read_rows(0))
+        super().clear()
+
+
+def test_no_read_after_an_erasure_or_a_removal_commits_finds_the_old_rows_in_memory(tmp_path):
+    store = EventStore(tmp_path / "log.duckdb")
+    try:
+        store.append_many(_varied_writes(0))
+        assert len(store._tail[1]) == store.head()  # every row held in memory
+        seen: list = []
+        store._ids = _ReadOnClear(store, seen)
+        store.erase([1])
+        erased = {r[0]: r for r in seen[-1]}[1]
+        assert erased[5] == "Purged" and erased[7].startswith('{"type":"Purged"')  # the tombstone, not the message
+        store.remove_agents(["b"])
+        assert [r for r in seen[-1] if r[3] == "b"] == []  # b's rows are gone for every read after the delete
+    finally:
+        store.close()
