@@ -729,7 +729,7 @@ class EventStore:
         """`read_rows` from the tail when it holds every row after `after` (None: it does not, ask DuckDB): the same
         rows, filtered the same way, in seq order."""
         first, rows = self._tail
-        if after + 1 < first:
+        if after + 1 < first or first + len(rows) <= self._head:  # rows before it, or after it (not written by a commit)
             return None
         held = rows[after + 1 - first:]
         if to_seq is not None:
