@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from engram.cli.common import client, print_rows
+from engram.kernel.private import private_home
 
 SAMPLE = "acme-dashboard.jsonl"
 AGENT = "demo-agent"
@@ -76,7 +77,7 @@ def run(args) -> int:
         down(args.__class__(home=str(home)))
     if home.exists() and not args.keep:
         shutil.rmtree(home)
-    home.mkdir(parents=True, exist_ok=True)
+    private_home(home)  # 0700, whatever the caller's umask: the demo writes its files here before its server runs
     args.home = str(home)
     sample = Path(str(resources.files("engram.samples").joinpath(SAMPLE)))
     print(f"engram demo: home {home} (fresh), sample conversation {sample.name}")

@@ -12,6 +12,7 @@ import json
 
 from engram.cli.common import print_rows
 from engram.config import defaults as d
+from engram.kernel.private import private_dirs, write_private
 
 # Scaled to the sample's ~1,100 tokens as the defaults are to a long conversation.
 DEMO_CONFIG = {
@@ -25,8 +26,8 @@ DEMO_CONFIG = {
 def configure(demo) -> None:
     demo.heading("Background processes: a lowered-threshold config for the demo agent")
     path = demo.home / "agents" / demo.agent / "agent.config.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(DEMO_CONFIG, indent=2) + "\n")
+    private_dirs(path.parent)  # the home is its owner's alone, whatever the caller's umask (engram.kernel.private)
+    write_private(path, json.dumps(DEMO_CONFIG, indent=2) + "\n")
     print(f"The sample conversation has ~1,100 tokens; the Observer starts at {d.OBSERVER_ACTIVATION_TOKENS:,} unobserved "
           f"tokens (buffering every {d.OBSERVER_BUFFER_TOKENS:,}) and the Reflector at {d.REFLECTOR_ACTIVATION_TOKENS:,} "
           "tokens of notes.")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from engram.kernel.private import private_dirs, write_private
+
 DEMO_WINDOW_TOKENS = 1_000
 
 
@@ -26,8 +28,8 @@ def infinite_context(demo) -> None:
     path = demo.home / "agents" / agent / "agent.config.json"
     data = json.loads(path.read_text()) if path.exists() else {}
     data.setdefault("memory", {}).setdefault("infiniteContext", {})["contextWindowTokens"] = DEMO_WINDOW_TOKENS
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    private_dirs(path.parent)
+    write_private(path, json.dumps(data, indent=2) + "\n")
     print(f"$ edit {path}: memory.infiniteContext.contextWindowTokens = {DEMO_WINDOW_TOKENS}")
     # The settings file changed: record it (SettingsChanged); the compactor reacts to the recorded settings.
     mem.record_settings(agent)

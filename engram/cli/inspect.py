@@ -9,6 +9,7 @@ from pathlib import Path
 from engram.cli.common import home_of, validate_settings
 from engram.cli.errors import UsageError
 from engram.kernel.ids import validate_agent, validate_discussion
+from engram.kernel.private import write_private
 
 
 @contextlib.contextmanager
@@ -85,7 +86,7 @@ def run(args) -> int:
                                home=str(config.home))
         except (InspectError, NotFound) as exc:
             raise UsageError(str(exc)) from None
-    out.write_text(html, encoding="utf-8")
+    write_private(out, html)  # the agent's conversations: readable by their owner alone, as in the home
     print(f"wrote {out} ({len(html.encode()) / 1e6:.1f} MB): agent {agent}, discussion {overview['discussion'] or '-'}, "
           f"{overview['active_traces']} active traces; open it in a browser (no network needed)")
     return 0

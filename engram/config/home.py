@@ -19,6 +19,7 @@ from pathlib import Path
 from engram.config.agent import AGENT_CONFIG_FILE_NAME
 from engram.config.discussion import SETTINGS_FILE_NAME
 from engram.kernel.ids import validate_agent, validate_discussion
+from engram.kernel.private import write_private
 from engram.kernel.sharding import ShardMap
 
 LAYOUT_FILE_NAME = "layout.json"
@@ -92,9 +93,7 @@ class Home:
         data = self._layout_json()
         data.update(shard_map.to_json())
         data.update(extra)
-        tmp = self.layout_path.with_name(self.layout_path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        tmp.replace(self.layout_path)
+        write_private(self.layout_path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
     def recorded_nodes(self) -> dict[str, dict]:
         """Shard (as "000") -> the node that held it when last started (`engram status`, docs/scaling.md)."""

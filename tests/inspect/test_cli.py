@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 import pytest
 
@@ -24,7 +26,12 @@ def data_of(html: str) -> dict:
 
 def test_inspect_writes_one_self_contained_file_without_starting_anything(home, tmp_path, capsys):
     out = tmp_path / "report.html"
-    assert main(["--home", str(home), "inspect", "--agent", AGENT, "--out", str(out), "--no-recall"]) == 0
+    old = os.umask(0o022)  # a user's shell: the report holds the agent's conversations, so it is made 0600 anyway
+    try:
+        assert main(["--home", str(home), "inspect", "--agent", AGENT, "--out", str(out), "--no-recall"]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
     assert capsys.readouterr().out.startswith(f"wrote {out} (")
     html = out.read_text()
     assert "plotly.js v" in html and "<script src" not in html and "<link" not in html

@@ -11,7 +11,9 @@ test-artifacts/inspector/ (gitignored).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,10 +49,14 @@ def demo(ray_session, tmp_path_factory):
     served = Served(embedded).__enter__()  # the demo's sections are clients of the home's server
     mem = served.client()
     d = Demo(mem, home, Path(str(resources.files("engram.samples").joinpath(SAMPLE))))
-    for entry in SECTIONS:
-        module, _, name = entry.partition(":")
-        if name != "replay":  # replay verifies the projections; nothing here depends on it
-            getattr(importlib.import_module(module), name)(d)
+    umask = os.umask(0o022)  # a user's shell; the sections must not depend on a strict umask of their caller
+    try:
+        for entry in SECTIONS:
+            module, _, name = entry.partition(":")
+            if name != "replay":  # replay verifies the projections; nothing here depends on it
+                getattr(importlib.import_module(module), name)(d)
+    finally:
+        os.umask(umask)
     mem.wait_idle()
     state = SimpleNamespace(home=home, config=config, mem=mem, embedded=embedded, agent=d.agent, discussion=d.discussion,
                             demo_file=getattr(d, "inspector_file", None), url=served.url)
@@ -244,6 +250,12 @@ def test_the_served_inspector_shows_each_view_of_the_demo_agent(demo, browser_la
 
     # The demo's last section wrote the inspector file that `make demo` names, next to the served page's URL.
     assert demo.demo_file == Path(demo.home) / "inspector.html" and "plotly.js v" in demo.demo_file.read_text()
+    # What the demo's sections write in the home themselves (the inspector, the agent's lowered config), with the
+    # umask of a user's shell (the fixture's): its owner's alone, as the server's own files are.
+    agent_dir = Path(demo.home) / "agents" / demo.agent
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in (demo.demo_file, agent_dir / "agent.config.json")} \
+        == {"inspector.html": "0o600", "agent.config.json": "0o600"}
+    assert oct(stat.S_IMODE(agent_dir.stat().st_mode)) == oct(stat.S_IMODE((agent_dir.parent).stat().st_mode)) == "0o700"
     # The test's own reads go to the engram the server serves, in this process (not over a kept-alive connection
     # that the server closes while the browser looks).
     reader = EngramReader(demo.embedded)
