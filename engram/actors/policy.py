@@ -213,7 +213,11 @@ class PolicyActor:
                     self._stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if n == 0:
+                # After a batch of unhurried events only (a recall's TraceRetrieved, for working memory, the reflector
+                # and the consolidator), the long poll's linger, not POLICY_LINGER_S: under a recall load such an
+                # actor otherwise read the log (a head and a read at the shard) and appended its answer some twenty
+                # times a second, each time for the one or two recalls recorded meanwhile.
+                if n == 0 or (n < self.host.batch and not self.host.prompted):
                     position = self.host.position
                     interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S,
                                                                                     UNREAD_LINGER_S, prompt))
