@@ -43,7 +43,11 @@ POLICY_LINGER_S = 0.05
 # waits this much longer for one they read before it moves the positions on: such an actor wakes a few times a second
 # at most, not at each of the appends it never reads (each wake-up is a round trip, a position write, a new poll).
 # Events the policies read but list as `unhurried` (TraceRetrieved, for those that only fold it) wake it as late.
-UNREAD_LINGER_S = 0.25
+# A second (issue 27): under a recall load each of the eight actors that never answer a recall woke four times a second
+# (a long poll returned, positions moved, a new poll; for the unhurried readers a read of the log and a fold as well).
+# What they decide is the same (in log order); a read after a position has them fold up to it first (`reach`), and
+# waiting for idle nudges them (`EventStore.nudge`).
+UNREAD_LINGER_S = 1.0
 
 
 class HostedCalls:
@@ -209,7 +213,11 @@ class PolicyActor:
                     self._stop.wait(backoff)
                     continue
                 backoff = 0.0
-                if n == 0:
+                # After a batch of unhurried events only (a recall's TraceRetrieved, for working memory, the reflector
+                # and the consolidator), the long poll's linger, not POLICY_LINGER_S: under a recall load such an
+                # actor otherwise read the log (a head and a read at the shard) and appended its answer some twenty
+                # times a second, each time for the one or two recalls recorded meanwhile.
+                if n == 0 or (n < self.host.batch and not self.host.prompted):
                     position = self.host.position
                     interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S,
                                                                                     UNREAD_LINGER_S, prompt))

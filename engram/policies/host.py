@@ -58,6 +58,10 @@ class PolicyHost:
         self._hold_snapshots = False  # a forget is under way: no snapshot is written until `scrub`
         # Per policy: decide (handle), append and snapshot seconds, events handled; "(log)": reading.
         self.timings = StageTimings()
+        # Whether the last `pump` read an event of `prompt_interests` (not only `unhurried` ones): the actor's loop reads
+        # again soon after such a batch, and after one of unhurried events only waits as for those (UNREAD_LINGER_S).
+        self.prompted = True
+        self._prompt = frozenset(kinds) if (kinds := self.prompt_interests()) is not None else None
         self.snapshot_interval_s = SNAPSHOT_INTERVAL_S
         self._unsaved: bool | None = None  # True: states and positions to write; False: positions only
         self._save_cost = 0.0  # seconds the last save while busy took
@@ -104,6 +108,8 @@ class PolicyHost:
             with self.timings.measure("(log)", "read"):
                 chunk = self._read(after, limit=self.batch, to_seq=head, types=self._interests())
             self.timings.add("(log)", "events", len(chunk))
+            prompt = self._prompt
+            self.prompted = bool(chunk) and (prompt is None or any(r.type in prompt for r in chunk))
             # A short chunk means everything up to `head` was read: events of no interest count as seen.
             reached = head if len(chunk) < self.batch else chunk[-1].seq
             return self._fold(chunk, reached)

@@ -44,7 +44,13 @@ PROJECTION_LINGER_S = 0.02
 # and rewrites every changed file (a discussion's whole vector store and memory file): after every fold it
 # cost more than the folds themselves during a long ingest. Being caught up is no reason to checkpoint at
 # once: while many policy actors append small batches, the folds catch up after nearly every one of them.
-PROJECTION_CHECKPOINT_S = 0.25
+# A second (issue 27): under a sustained recall load (each recall's TraceRetrieved reinforces traces and moves working
+# memory) a checkpoint's fixed part (a statement per table written, the position rows, the commit, the working memory
+# file) was most of its cost, paid four times a second; at 1 s the shard's fold thread spends about half as much per
+# recall. Nothing that needs the rows waits longer: a read `after` a position waits for them (`wait_projections`
+# checkpoints at once), and a log quiet for 0.2 s is checkpointed at once; only rows read without a position (`engram
+# sql`, a listing) may be up to this much older than the log under a sustained load.
+PROJECTION_CHECKPOINT_S = 1.0
 
 
 class HomeNotWritable(OSError):

@@ -454,3 +454,41 @@ def test_the_collector_is_off_while_a_policy_handles_a_batch_and_as_it_was_after
         gc.enable() if was else gc.disable()
         shard.close()
     assert policy.handling == {False}
+
+
+class FoldsRecalls(EveryThirdMessage):
+    """Reads messages promptly and recalls' TraceRetrieved unhurried (as working memory does)."""
+
+    name = "folds-recalls"
+    interests = frozenset({"MessageAppended", "TraceRetrieved"})
+    unhurried = frozenset({"TraceRetrieved"})
+
+    def handle(self, batch):
+        return super().handle([r for r in batch if r.type == "MessageAppended"])
+
+
+def test_a_host_says_whether_its_last_batch_held_an_event_it_reads_promptly(tmp_path):
+    """Issue 27: after a batch of unhurried events only, a policy actor waits as for those (the long poll's linger)
+    instead of reading the log again after POLICY_LINGER_S: under a recall load it read and answered ~20 times a
+    second. `prompted` is what the actor's loop asks."""
+    from engram.events.cognitive import TraceRetrieved
+
+    home = Home(tmp_path)
+    shard = ShardHost(tmp_path / "log.duckdb", tmp_path / "proj", background=False)
+    try:
+        host = PolicyHost([FoldsRecalls(PolicyContext(shard=0, home=home))], read=shard.read,
+                          append=shard.append_many, head=shard.head, state_dir=home.root / "state")
+        assert host.prompt_interests() == ["MessageAppended"]
+        shard.append_many([write("d1", range(2))])
+        assert host.pump() == 2 and host.prompted
+        shard.append_many([Write(stream="d1", agent="agent0", events=tuple(
+            NewEvent(event=TraceRetrieved(query=f"q{i}", trace_ids=("t1",)), ts_us=10 + i) for i in range(3)))])
+        assert host.pump() == 3 and not host.prompted  # recalls' records only
+        shard.append_many([Write(stream="d1", agent="agent0", events=(
+            NewEvent(event=TraceRetrieved(query="q9", trace_ids=("t1",)), ts_us=20),))])
+        shard.append_many([write("d1", range(2, 3))])
+        assert host.pump() == 2 and host.prompted  # a message among them
+        host.run_until_caught_up()
+        assert host.position == shard.head()
+    finally:
+        shard.close()

@@ -174,3 +174,35 @@ def test_a_lone_projection_s_checkpoint_still_commits_its_rows_and_position(tmp_
         assert dict(_rows(host, "SELECT projection, position FROM projection_positions"))["discussions"] == 2
     finally:
         host.close()
+
+
+def test_under_sustained_appends_a_checkpoint_waits_a_second_but_a_reader_gets_its_rows_at_once(tmp_path, monkeypatch):
+    """Issue 27: while appends keep coming, the fold checkpoints at most once a second (a checkpoint's fixed part, paid
+    four times a second under a recall load, was most of the shard's part of a recall); a reader waiting for a
+    position still gets it durable at once (`wait_projections`), and a checkpoint falls due after the interval."""
+    from engram.shard import host as shard_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(shard_module.time, "monotonic", lambda: clock[0])
+    host = ShardHost(tmp_path / "log.duckdb", tmp_path / "live", background=False)
+    try:
+        host.catch_up()  # checkpointed now (t = 0)
+        for k, t in enumerate((0.3, 0.6, 0.9)):  # the fold thread's folds between appends: nothing due yet
+            clock[0] = 1000.0 + t
+            host.append_many([write(f"d{k}", range(3 * k, 3 * k + 3), agent="agent0")])
+            host.catch_up(checkpoint=None)
+            assert host.runner.position == host.head() == 3 * k + 3
+            assert host.runner.durable_position == 0, f"checkpointed {t} s after the last one"
+        assert _discussions(host) == {}
+        clock[0] = 1000.0 + 1.05
+        host.append_many([write("d3", range(9, 12), agent="agent0")])
+        host.catch_up(checkpoint=None)  # due: a second has passed
+        assert host.runner.durable_position == 12 and len(_discussions(host)) == 4
+        clock[0] += 0.1
+        host.append_many([write("d4", range(12, 15), agent="agent0")])
+        host.catch_up(checkpoint=None)
+        assert host.runner.durable_position == 12
+        assert host.wait_projections(15)  # a reader of the rows: durable at once
+        assert host.runner.durable_position == 15 and len(_discussions(host)) == 5
+    finally:
+        host.close()
