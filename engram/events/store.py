@@ -114,6 +114,14 @@ def _encode(event: Event) -> bytes:
     return _json_encoder.encode(event)
 
 
+def _encode_all(events: list[Event]) -> list[bytes]:
+    """The JSON payloads of `events`, each the bytes `_encode` gives it: encoded as JSON lines in one call, then split
+    at the line ends (the encoder escapes every newline inside a string, so each line is one event's payload)."""
+    if len(events) == 1:
+        return [_json_encoder.encode(events[0])]
+    return _json_encoder.encode_lines(events).split(b"\n")[:-1]
+
+
 def _encode_checked(event: Event) -> bytes:
     """The event's JSON payload, once it is known that every fold of its type accepts it."""
     try:
@@ -167,11 +175,12 @@ class _Prepared:
         events = write.events
         try:
             check_write(write)
+            evs = [item.event for item in events]
             try:
-                payloads = [_encode(item.event) for item in events]
+                payloads = _encode_all(evs)
             except Exception:  # one does not encode: event by event, to report the first event at fault
-                payloads = [_encode_checked(item.event) for item in events]
-            check_events([item.event for item in events], payloads)
+                payloads = [_encode_checked(event) for event in evs]
+            check_events(evs, payloads)
         except InvalidEvent as exc:
             raise EventRejected(f"stream {write.stream!r}: {exc}") from None
         for item, payload in zip(events, payloads):
@@ -180,13 +189,21 @@ class _Prepared:
                     f"{item.event.tag()} for stream {write.stream!r} is {len(payload)} bytes; "
                     f"the limit is {max_payload_bytes}"
                 )
-        classes = [type(item.event) for item in events]
+        classes = [type(event) for event in evs]
         self.event_ids = [item.event_id for item in events]
         ids = set(self.event_ids)
         self.id_set: set[str | None] | None = None if ids == {None} or not ids else ids  # None: no event ids
-        self.tags: list[str] = [c.__struct_config__.tag for c in classes]  # type: ignore[misc]  # str tags: events.base
-        self.tag = self.tags[0] if len(set(classes)) == 1 else None  # the one type of the write's events, if one
-        self.schemas = [c.SCHEMA_VERSION for c in classes]
+        one = set(classes)
+        if len(one) == 1:  # the one type of the write's events: its tag and version for each
+            cls = one.pop()
+            tag: str = cls.__struct_config__.tag  # type: ignore[assignment]  # str tags: events.base
+            self.tag: str | None = tag
+            self.tags: list[str] = [tag] * len(classes)
+            self.schemas = [cls.SCHEMA_VERSION] * len(classes)
+        else:
+            self.tag = None
+            self.tags = [c.__struct_config__.tag for c in classes]  # type: ignore[misc]
+            self.schemas = [c.SCHEMA_VERSION for c in classes]
         self.payloads = payloads
         self._table = None
         if len(events) > SMALL_COMMIT_ROWS:
@@ -195,6 +212,7 @@ class _Prepared:
     def table(self) -> pa.Table:
         if self._table is None:
             write, events, n = self.write, self.write.events, len(self.write.events)
+            causes = [item.causation for item in events]
             self._table = pa.Table.from_arrays(
                 [
                     pa.array([write.stream] * n, pa.string()),
@@ -203,8 +221,7 @@ class _Prepared:
                     pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(array("i", self.schemas))]),
                     pa.Array.from_buffers(_TS, n, [None, pa.py_buffer(array("q", [item.ts_us for item in events]))]),
                     pa.array([write.agent] * n, pa.string()),
-                    pa.nulls(n, pa.int64()) if all(item.causation is None for item in events)
-                    else pa.array([item.causation for item in events], pa.int64()),
+                    pa.nulls(n, pa.int64()) if causes.count(None) == n else pa.array(causes, pa.int64()),
                     pa.array(self.event_ids, pa.string()),
                     # JSON bytes from msgspec are valid UTF-8: the same buffers read as text (a view: no compute
                     # kernel, which would give up the GIL and wait to win it back from the other writers).

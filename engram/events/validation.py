@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from operator import attrgetter
+from typing import Any, Callable, Sequence
 
 import msgspec
 
@@ -131,6 +132,64 @@ def _long_integer(payload: bytes) -> bool:
     return _LONG_RUN in payload.translate(_DIGITS_AS_ZERO)
 
 
+# Field types whose values the decoder compares completely: a value of another kind in such a field (a number in a
+# text field, a number among a dict's texts) does not decode, so the event takes the full check anyway.
+_TEXT_TYPES = (msgspec.inspect.StrType, msgspec.inspect.NoneType, msgspec.inspect.BoolType)
+_NUMBER_TYPES = (msgspec.inspect.IntType, msgspec.inspect.FloatType)
+_NUMBERS_AT: dict[type, tuple[Callable[[Any], Any], ...] | None] = {}
+_NUMBER_KINDS = {int, float, type(None)}
+
+
+def _numbers_at(cls: type) -> tuple[Callable[[Any], Any], ...] | None:
+    """Getters of the fields of `cls` that may hold a number out of int64's range, when only its own fields can (of
+    types int, float, text, bool, None, unions of them, and collections of text); None when numbers may sit deeper
+    (nested structs, lists of numbers, Any): its payloads are scanned for long runs of digits instead. Derived
+    once per type."""
+    if cls in _NUMBERS_AT:
+        return _NUMBERS_AT[cls]
+    getters: list[Callable[[Any], Any]] | None = []
+    for field in msgspec.inspect.type_info(cls).fields:  # type: ignore[attr-defined]  # a Struct: StructType
+        kinds = field.type.types if isinstance(field.type, msgspec.inspect.UnionType) else (field.type,)
+        if all(isinstance(k, _NUMBER_TYPES + _TEXT_TYPES) for k in kinds):
+            if any(isinstance(k, _NUMBER_TYPES) for k in kinds):
+                getters.append(attrgetter(field.name))  # type: ignore[union-attr]
+        elif not all(_holds_only_text(k) for k in kinds):
+            getters = None
+            break
+    _NUMBERS_AT[cls] = found = None if getters is None else tuple(getters)
+    return found
+
+
+def _holds_only_text(kind: Any) -> bool:
+    if isinstance(kind, _TEXT_TYPES):
+        return True
+    if isinstance(kind, msgspec.inspect.DictType):
+        return _holds_only_text(kind.key_type) and _holds_only_text(kind.value_type)
+    if isinstance(kind, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType, msgspec.inspect.SetType,
+                         msgspec.inspect.FrozenSetType)):
+        return _holds_only_text(kind.item_type)
+    return False
+
+
+def _may_leave_int64(cls: type, events: Sequence[Event], payloads: Sequence[bytes]) -> bool:
+    """Whether an integer of `events` (their payloads decoded back equal) may lie outside int64: False means none
+    does, True sends the events to the full check. Looks at the values of the type's number fields when only those
+    can hold numbers (`_numbers_at`, a few C loops a write), else at the payloads' runs of digits."""
+    getters = _numbers_at(cls)
+    if getters is None:
+        return _long_integer(b",".join(payloads))
+    for get in getters:
+        values = list(map(get, events))
+        kinds = set(map(type, values))
+        if not kinds <= _NUMBER_KINDS:  # a subclass of int (or bool in a number field): the payload scan decides
+            return _long_integer(b",".join(payloads))
+        if int in kinds:
+            ints = values if len(kinds) == 1 else [v for v in values if type(v) is int]
+            if min(ints) < -_INT64 or max(ints) >= _INT64:
+                return True
+    return False
+
+
 def check_events(events: Sequence[Event], payloads: Sequence[bytes]) -> None:
     """`check_event` for each event and its payload, in order (the first failure is the one reported). A write of
     many events of one type (an import) takes the quick way for all of them in one loop, or the full way for each.
@@ -145,7 +204,7 @@ def check_events(events: Sequence[Event], payloads: Sequence[bytes]) -> None:
                 same = all(decode(p) == e for e, p in zip(events, payloads))
             except msgspec.ValidationError:
                 same = False
-            if same and not _long_integer(b",".join(payloads)):
+            if same and not _may_leave_int64(cls, events, payloads):
                 if cls.check is not Event.check:  # the type has checks of its own
                     for event in events:
                         _check_own(event)
@@ -178,7 +237,7 @@ def check_event(event: Event, payload: bytes) -> None:
         back = _decoder(cls).decode(payload)
     except msgspec.ValidationError:
         back = None
-    if back is not None and back == event and not _long_integer(payload):
+    if back is not None and back == event and not _may_leave_int64(cls, (event,), (payload,)):
         _check_own(event)
         return
     _check_event_fully(event, payload)

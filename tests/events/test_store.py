@@ -446,3 +446,43 @@ def test_the_log_folds_its_wal_at_64_mib_and_a_reopened_log_holds_every_event(tm
     again = EventStore(tmp_path / "log.duckdb", read_only=True)
     assert again.head() == 50
     again.close()
+
+
+def test_a_bulk_commit_of_several_writes_stores_what_the_event_by_event_path_stores(tmp_path):
+    """A commit of several large writes (each encoded as JSON lines in one call, the commit's Arrow batch made of
+    their columns) holds the same rows, byte for byte, as the same events appended one per commit (the VALUES path,
+    each payload encoded alone): types mixed in a write, causations, ids on some events only, text with newlines,
+    quotes, tabs and non-ASCII characters."""
+    from engram.events.cognitive import EdgeAdded
+    from engram.events.store import SMALL_COMMIT_ROWS, _encode
+
+    texts = ["line one\nline two", 'a "quoted" word\tand a tab', "ünïcödé ✓ 𝄞", "back\\slash", ""]
+
+    def event(i: int):
+        if i % 7 == 3:
+            return EdgeAdded(src=f"t{i}", dst=f"t{i + 1}", kind="same_topic", weight=0.5 + i / 1000)
+        m = msg(i, content=texts[i % len(texts)] + f" {i}")
+        return MessageAppended(role=m.role, content=m.content, message_id=m.message_id, token_estimate=m.token_estimate,
+                               metadata={"note": texts[(i + 1) % len(texts)]} if i % 2 else {})
+
+    def big_write(stream: str, first: int) -> Write:
+        n = SMALL_COMMIT_ROWS + 20
+        return Write(stream=stream, agent="a", events=tuple(
+            NewEvent(event=event(i), ts_us=T0 + i, event_id=f"e{i}" if i % 3 else None, causation=i if i % 5 == 1 else None)
+            for i in range(first, first + n)))
+
+    writes = [big_write("d1", 0), big_write("d2", 1000), big_write("d1", 2000)]
+    bulk, one_by_one = EventStore(tmp_path / "bulk.duckdb"), EventStore(tmp_path / "one.duckdb")
+    try:
+        bulk.append_many(writes)  # one unit: one commit of three writes
+        for w in writes:
+            for item in w.events:
+                one_by_one.append_many([Write(stream=w.stream, agent=w.agent, events=(item,))])
+        cols = "seq, stream, stream_version, type, schema_version, ts, agent, causation, event_id, payload"
+        rows = bulk.query(f"SELECT {cols} FROM events ORDER BY seq")[1]
+        assert len(rows) == 3 * (SMALL_COMMIT_ROWS + 20)
+        assert rows == one_by_one.query(f"SELECT {cols} FROM events ORDER BY seq")[1]
+        assert [r[-1] for r in rows] == [_encode(item.event).decode() for w in writes for item in w.events]
+    finally:
+        bulk.close()
+        one_by_one.close()

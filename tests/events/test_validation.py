@@ -202,3 +202,25 @@ def test_a_nan_where_null_is_allowed_is_refused_in_a_write_of_many(store):
     with pytest.raises(EventRejected, match=r"skipped\[0\].similarity is not a finite number"):
         store.append_many([Write(stream="d", agent="a", events=tuple(NewEvent(event=e, ts_us=T0) for e in events))])
     assert store.head() == 0
+
+
+@pytest.mark.parametrize("weight", [2**63, -(2**63) - 1, 2**64 - 1])
+def test_an_integer_out_of_int64_in_a_float_field_is_refused_in_a_write_of_many(weight):
+    """A float field holding a Python integer beyond int64 that a float represents exactly decodes back equal: the
+    quick check looks at the values of the type's number fields (EdgeAdded has no deeper ones) and refuses it as the
+    full check does."""
+    from engram.events.cognitive import EdgeAdded
+
+    events = [EdgeAdded(src="a", dst="b", kind="same_topic", weight=0.5), EdgeAdded(src="a", dst="c", kind="same_topic", weight=weight)]
+    payloads = [_encode(e) for e in events]
+    assert _outcome(lambda: check_events(events, payloads)) == _outcome(lambda: _full(events, payloads)) != "accepted"
+    assert _outcome(lambda: check_event(events[1], payloads[1])) != "accepted"
+
+
+def test_the_number_fields_are_looked_at_only_for_types_whose_numbers_are_all_top_level():
+    from engram.events.cognitive import EdgeAdded, EdgesAdded
+    from engram.events.validation import _numbers_at
+
+    assert [g(MessageAppended(role="user", content="x", message_id="m", token_estimate=7)) for g in _numbers_at(MessageAppended)] == [7]
+    assert len(_numbers_at(EdgeAdded)) == 1
+    assert _numbers_at(EdgesAdded) is None  # numbers inside nested structs: the payloads are scanned
