@@ -102,9 +102,17 @@ class CompactionChainProjection(TableProjection):
             )
             records.insert_arrow(db, TABLE, table, or_replace=True)
         if self._parents:
-            db.executemany(
-                f"UPDATE {TABLE} SET parent = ?, in_chain = false WHERE agent = ? AND discussion_id = ? AND node_id = ?",
-                self._parents
-            )
+            # One UPDATE for every replaced node (an `executemany` ran a statement per row, issue 27); a node replaced
+            # twice keeps its last parent, as the updates one after the other left it.
+            last = {(agent, discussion, child): parent for parent, agent, discussion, child in self._parents}
+            _engram_parents = pa.table({  # noqa: F841  (read by DuckDB, by its name)
+                "parent": pa.array(list(last.values()), pa.string()),
+                "agent": pa.array([k[0] for k in last], pa.string()),
+                "discussion_id": pa.array([k[1] for k in last], pa.string()),
+                "node_id": pa.array([k[2] for k in last], pa.string()),
+            })
+            db.execute(f"UPDATE {TABLE} SET parent = p.parent, in_chain = false FROM _engram_parents p "
+                       f"WHERE {TABLE}.agent = p.agent AND {TABLE}.discussion_id = p.discussion_id "
+                       f"AND {TABLE}.node_id = p.node_id")
         self._rows, self._parents = [], []
         self._forget_discussions, self._forget_agents = set(), set()

@@ -25,7 +25,13 @@ from engram.kernel import records
 from engram.kernel.files import atomic_write
 from engram.memory.discussion.files import MEMORIES_SUFFIX, SUMMARY_SUFFIX, chunk_memory_id, memory_line, summary_line
 from engram.memory.discussion.lines import ChunkMemory, RollingSummary, canonical
-from engram.projections.discussion_base import DiscussionMeta, Key, PerDiscussionProjection, delete_discussions
+from engram.projections.discussion_base import (
+    DiscussionMeta,
+    Key,
+    PerDiscussionProjection,
+    delete_discussions,
+    keys_table,
+)
 
 
 # The tables are the lines' declarations (engram.memory.discussion.lines): their stored fields behind the discussion
@@ -139,19 +145,27 @@ class DiscussionFiles(PerDiscussionProjection):
         ).fetchone()
         return out + ([self._path(meta.agent, discussion, SUMMARY_SUFFIX)] if row else [])
 
-    def render(self, db: duckdb.DuckDBPyConnection, key: Key, meta: DiscussionMeta) -> None:
-        discussion = key[1]
-        memories = self._path(meta.agent, discussion, MEMORIES_SUFFIX)
-        if meta.created:
-            lines = db.execute(
-                "SELECT line FROM discussion_memories WHERE agent = ? AND discussion_id = ? ORDER BY ordinal", [*key]
-            ).fetchall()
-            atomic_write(memories, "".join(line + "\n" for (line,) in lines).encode())
-        else:
-            memories.unlink(missing_ok=True)
-        summary = self._path(meta.agent, discussion, SUMMARY_SUFFIX)
-        row = db.execute("SELECT line FROM discussion_summaries WHERE agent = ? AND discussion_id = ?", [*key]).fetchone()
-        if row:
-            atomic_write(summary, (row[0] + "\n").encode())
-        else:
-            summary.unlink(missing_ok=True)
+    def render_many(self, db: duckdb.DuckDBPyConnection, discussions: list[tuple[Key, DiscussionMeta]]) -> None:
+        _engram_keys = keys_table(discussions)  # noqa: F841  (read by DuckDB, by its name)
+        lines: dict[Key, list[str]] = {}
+        if any(meta.created for _, meta in discussions):
+            for agent, discussion, line in db.execute(
+                "SELECT m.agent, m.discussion_id, m.line FROM discussion_memories m JOIN _engram_keys k "
+                "ON m.agent = k.agent AND m.discussion_id = k.discussion_id ORDER BY m.agent, m.discussion_id, m.ordinal"
+            ).fetchall():
+                lines.setdefault((agent, discussion), []).append(line)
+        summaries = {(agent, discussion): line for agent, discussion, line in db.execute(
+            "SELECT s.agent, s.discussion_id, s.line FROM discussion_summaries s JOIN _engram_keys k "
+            "ON s.agent = k.agent AND s.discussion_id = k.discussion_id").fetchall()}
+        for key, meta in discussions:
+            discussion = key[1]
+            memories = self._path(meta.agent, discussion, MEMORIES_SUFFIX)
+            if meta.created:
+                atomic_write(memories, "".join(line + "\n" for line in lines.get(key, ())).encode())
+            else:
+                memories.unlink(missing_ok=True)
+            summary = self._path(meta.agent, discussion, SUMMARY_SUFFIX)
+            if key in summaries:
+                atomic_write(summary, (summaries[key] + "\n").encode())
+            else:
+                summary.unlink(missing_ok=True)

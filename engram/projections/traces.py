@@ -57,10 +57,6 @@ DEFAULT_RESIDENT_AGENTS = 1024
 _AGENT_SQL = [("agent", "VARCHAR")]
 
 
-def _of_agent(record: type, agent: str, items: list) -> pa.Table:
-    return records.arrow_table(record, items, before=[("agent", pa.string(), [agent] * len(items))])
-
-
 class TraceProjection(TableProjection):
     name = "traces"
     # 2: the index vectors embed the question and the content, not the day (`engram.memory.cognitive.indexing`).
@@ -141,25 +137,46 @@ class TraceProjection(TableProjection):
     # ------------------------------------------------------------------ writing
 
     def flush(self, db: duckdb.DuckDBPyConnection) -> None:
+        """Every agent's changes in a few statements, whatever the number of agents (issue 27): one DELETE and one
+        Arrow insert per table for all of them, not five statements per agent with changes (each a scan of its
+        table: at 1,000 agents a checkpoint ran thousands). The rows inserted are those of the fold agent after
+        agent, in the same order (agents sorted, each one's as before); the deletes come first, each keyed by its
+        agent, so no agent's delete reaches another's rows."""
+        gone: list[str] = []  # traces rewritten or forgotten (a trace id is the table's key)
+        traces: list[MemoryTrace] = []
+        forgotten_changes: dict[str, list[str]] = {"agent": [], "trace_id": []}
+        removed: dict[str, list[str]] = {"agent": [], "src": [], "dst": [], "kind": []}
+        edge_agents: list[str] = []
+        edges: list[Edge] = []
+        change_agents: list[str] = []
+        changes: list[Change] = []
         for agent in sorted(self.memories):
             mem = self.memories[agent]
-            changes, dirty, forgotten, dirty_edges, removed_edges = mem.book.take_changes()
-            gone = sorted(dirty | forgotten)
-            if gone:
-                db.execute("DELETE FROM memory_traces WHERE trace_id IN (SELECT unnest(?))", [gone])
-            records.insert_arrow(db, "memory_traces",
-                    records.arrow_table(MemoryTrace, [mem.book.traces[t] for t in sorted(dirty) if t in mem.book.traces]))
-            if forgotten:
-                db.execute("DELETE FROM trace_changes WHERE agent = ? AND trace_id IN (SELECT unnest(?))", [agent, sorted(forgotten)])
-            edges = sorted(dirty_edges | removed_edges)
-            if edges:
-                db.execute(
-                    "DELETE FROM trace_edges WHERE agent = ? AND (src || chr(31) || dst || chr(31) || kind) IN (SELECT unnest(?))",
-                    [agent, [f"{s}\x1f{d}\x1f{k}" for s, d, k in edges]],
-                )
-            records.insert_arrow(db, "trace_edges", _of_agent(
-                Edge, agent, [mem.book.graph.edges[k] for k in sorted(dirty_edges) if k in mem.book.graph.edges]))
-            records.insert_arrow(db, "trace_changes", _of_agent(Change, agent, changes))
+            agent_changes, dirty, forgotten, dirty_edges, removed_edges = mem.book.take_changes()
+            gone += sorted(dirty | forgotten)
+            traces += [mem.book.traces[t] for t in sorted(dirty) if t in mem.book.traces]
+            for t in sorted(forgotten):
+                forgotten_changes["agent"].append(agent)
+                forgotten_changes["trace_id"].append(t)
+            for s, d, k in sorted(dirty_edges | removed_edges):
+                for column, value in zip(("agent", "src", "dst", "kind"), (agent, s, d, k)):
+                    removed[column].append(value)
+            kept = [mem.book.graph.edges[k] for k in sorted(dirty_edges) if k in mem.book.graph.edges]
+            edges += kept
+            edge_agents += [agent] * len(kept)
+            changes += agent_changes
+            change_agents += [agent] * len(agent_changes)
+        if gone:
+            records.delete_keys(db, "memory_traces", {"trace_id": gone})
+        records.delete_keys(db, "trace_changes", forgotten_changes)
+        records.delete_keys(db, "trace_edges", removed)
+        records.insert_arrow(db, "memory_traces", records.arrow_table(MemoryTrace, traces))
+        records.insert_arrow(db, "trace_edges", records.arrow_table(
+            Edge, edges, before=[("agent", pa.string(), edge_agents)]))
+        records.insert_arrow(db, "trace_changes", records.arrow_table(
+            Change, changes, before=[("agent", pa.string(), change_agents)]))
+        for agent in sorted(self.memories):
+            mem = self.memories[agent]
             if self._saved_index.get(agent) != mem.index_seq:
                 self._save_index(agent, mem)
 

@@ -24,7 +24,7 @@ from engram.events.memory_edits import MemoryDeleted, MemoryEdited
 from engram.kernel import records
 from engram.memory.discussion.files import VECTOR_SUFFIX
 from engram.memory.discussion.vectors import VectorMemoryRow, decode_vector, write_store
-from engram.projections.discussion_base import DiscussionMeta, Key, PerDiscussionProjection
+from engram.projections.discussion_base import DiscussionMeta, Key, PerDiscussionProjection, keys_table
 
 # The table is `VectorMemoryRow`'s (declared once, in engram.memory.discussion.vectors) behind the discussion and agent.
 _BEFORE = (("discussion_id", "VARCHAR NOT NULL"), ("agent", "VARCHAR NOT NULL"))
@@ -117,20 +117,31 @@ class VectorMemory(PerDiscussionProjection):
     def expected_files(self, key: Key, meta: DiscussionMeta) -> list[Path]:
         return [self._path(meta.agent, key[1])] if meta.created else []
 
-    def render(self, db: duckdb.DuckDBPyConnection, key: Key, meta: DiscussionMeta) -> None:
-        discussion = key[1]
-        path = self._path(meta.agent, discussion)
-        if not meta.created:
-            path.unlink(missing_ok=True)
-            return
-        cursor = db.execute(f"SELECT {records.select_list(VectorMemoryRow)} FROM vector_memories "
-                            "WHERE agent = ? AND discussion_id = ? ORDER BY ordinal", [*key])
-        rows = records.from_rows(VectorMemoryRow, [c[0] for c in cursor.description], cursor.fetchall())
-        info = {
-            "discussion_id": discussion,
-            "agent": meta.agent,
-            "generation": str(meta.generation),
-            "reflects_seq": str(meta.last_seq),
-            "embedding_model": rows[0].embedding_model if rows else "",
-        }
-        write_store(path, rows, info)
+    def render_many(self, db: duckdb.DuckDBPyConnection, discussions: list[tuple[Key, DiscussionMeta]]) -> None:
+        rows: dict[Key, list[VectorMemoryRow]] = {}
+        created = [(key, meta) for key, meta in discussions if meta.created]
+        if created:
+            _engram_keys = keys_table(created)  # noqa: F841  (read by DuckDB, by its name)
+            cursor = db.execute(f"SELECT v.agent AS _agent, v.discussion_id AS _discussion, "
+                                f"{records.select_list(VectorMemoryRow, 'v.')} FROM vector_memories v JOIN _engram_keys k "
+                                "ON v.agent = k.agent AND v.discussion_id = k.discussion_id "
+                                "ORDER BY v.agent, v.discussion_id, v.ordinal")
+            found = cursor.fetchall()
+            for key, row in zip(((r[0], r[1]) for r in found), records.from_rows(
+                    VectorMemoryRow, [c[0] for c in cursor.description][2:], (r[2:] for r in found))):
+                rows.setdefault(key, []).append(row)
+        for key, meta in discussions:
+            discussion = key[1]
+            path = self._path(meta.agent, discussion)
+            if not meta.created:
+                path.unlink(missing_ok=True)
+                continue
+            mine = rows.get(key, [])
+            info = {
+                "discussion_id": discussion,
+                "agent": meta.agent,
+                "generation": str(meta.generation),
+                "reflects_seq": str(meta.last_seq),
+                "embedding_model": mine[0].embedding_model if mine else "",
+            }
+            write_store(path, mine, info)

@@ -184,20 +184,22 @@ class WorkingMemoryProjection(TableProjection):
         if self._forgotten:
             db.execute("DELETE FROM working_memory_keys WHERE agent IN (SELECT unnest(?))", [sorted(self._forgotten)])
         states, keys = [], []
+        gone: dict[str, list[str]] = {"agent": [], "trace_id": []}  # key traces rewritten or forgotten, every agent's
         for agent in sorted(self._dirty):
             st = self.agents[agent]
             states.append((agent, st.notes, st.turn, st.capacity, st.slots_seq, st.as_of_seq, st.as_of_us, st.budget))
             _, dirty, forgotten, _, _ = st.book.take_changes()
             st.book.changes.clear()
-            gone = sorted(dirty | forgotten)
-            if gone:
-                db.execute("DELETE FROM working_memory_keys WHERE agent = ? AND trace_id IN (SELECT unnest(?))", [agent, gone])
+            for tid in sorted(dirty | forgotten):
+                gone["agent"].append(agent)
+                gone["trace_id"].append(tid)
             for tid in sorted(dirty):
                 t = st.book.traces.get(tid)
                 if t is not None:
                     keys.append((agent, tid, t.stream, t.category, t.content, t.importance, t.retrieval_count,
                                  t.encoded_us, t.active))
             atomic_write(self.ctx.paths.working_memory_file(agent), self.render(agent).encode())
+        records.delete_keys(db, "working_memory_keys", gone)  # one statement for every agent (issue 27)
         _insert(db, "working_memory_state", _STATE, states)
         _insert(db, "working_memory_keys", _KEYS, keys)
         for agent in sorted(self._forgotten):
