@@ -380,8 +380,9 @@ class RayRuntime(Runtime):
         if min_position is None:
             min_position = self._read_your_writes(self.shard_of(agent))
         reader = self._member(READER_GROUP, agent, agent)
-        return get(reader.call.remote(READER_POLICY, "recall", agent, query, min_position=min_position,
-                                          now_us=now_us, **options))
+        # One argument (see PolicyActor.call): Ray serializes each argument and keyword of a call on its own.
+        return get(reader.call.remote((READER_POLICY, "recall", (agent, query),
+                                       {"min_position": min_position, "now_us": now_us, **options})))
 
     def reach(self, agent: str, seq: int, consumers: Sequence[str], *, discussion: str | None,
               timeout: float) -> Lagging | None:
