@@ -36,7 +36,7 @@ import json
 import operator
 import types
 import typing
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -278,7 +278,7 @@ def insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table, *, 
     db.execute(f"INSERT {'OR REPLACE ' if or_replace else ''}INTO {table} ({columns}) SELECT {columns} FROM _engram_rows")
 
 
-def delete_keys(db: duckdb.DuckDBPyConnection, table: str, keys: dict[str, Sequence[str]]) -> None:
+def delete_keys(db: duckdb.DuckDBPyConnection, table: str, keys: Mapping[str, Sequence[str]]) -> None:
     """Delete the rows of `table` whose columns equal one of `keys`' rows (`keys`: column name -> values, one list
     per column, of equal lengths; string columns). One statement for every key, whatever their number: a checkpoint
     deletes what its agents and discussions changed in one scan of the table, not one per agent (issue 27). No
