@@ -278,17 +278,22 @@ def insert_arrow(db: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table, *, 
     db.execute(f"INSERT {'OR REPLACE ' if or_replace else ''}INTO {table} ({columns}) SELECT {columns} FROM _engram_rows")
 
 
-def delete_keys(db: duckdb.DuckDBPyConnection, table: str, keys: Mapping[str, Sequence[str]]) -> None:
-    """Delete the rows of `table` whose columns equal one of `keys`' rows (`keys`: column name -> values, one list
-    per column, of equal lengths; string columns). One statement for every key, whatever their number: a checkpoint
-    deletes what its agents and discussions changed in one scan of the table, not one per agent (issue 27). No
-    keys: nothing is run."""
+def key_table(keys: Mapping[str, Sequence[str]]) -> "pa.Table":
+    """`keys` (column name -> values, one list per column, of equal lengths; string columns) as an Arrow table, to
+    join a table's rows with in one statement (`delete_keys`, a checkpoint's reads of many discussions)."""
     import pyarrow as pa
 
+    return pa.table({n: pa.array(list(values), pa.string()) for n, values in keys.items()})
+
+
+def delete_keys(db: duckdb.DuckDBPyConnection, table: str, keys: Mapping[str, Sequence[str]]) -> None:
+    """Delete the rows of `table` whose columns equal one of `keys`' rows (see `key_table`). One statement for every
+    key, whatever their number: a checkpoint deletes what its agents and discussions changed in one scan of the
+    table, not one per agent (issue 27). No keys: nothing is run."""
     names = list(keys)
     if not names or not len(keys[names[0]]):
         return
-    _engram_keys = pa.table({n: pa.array(list(keys[n]), pa.string()) for n in names})  # noqa: F841  (read by DuckDB)
+    _engram_keys = key_table(keys)  # noqa: F841  (read by DuckDB, by its name)
     on = " AND ".join(f"{table}.{n} = _engram_keys.{n}" for n in names)
     db.execute(f"DELETE FROM {table} USING _engram_keys WHERE {on}")
 

@@ -58,12 +58,8 @@ class PerDiscussionProjection(TableProjection):
     )
 
     def create(self, db: duckdb.DuckDBPyConnection) -> None:
-        db.execute(
-            f"""CREATE TABLE IF NOT EXISTS {self.meta_table} (
-                discussion_id VARCHAR NOT NULL, agent VARCHAR NOT NULL, generation INTEGER NOT NULL,
-                created BOOLEAN NOT NULL, memory_count INTEGER NOT NULL, last_seq BIGINT NOT NULL,
-                PRIMARY KEY (agent, discussion_id))"""
-        )
+        columns = ", ".join(f"{name} {sql} NOT NULL" for name, sql, _ in META_COLUMNS)
+        db.execute(f"CREATE TABLE IF NOT EXISTS {self.meta_table} ({columns}, PRIMARY KEY (agent, discussion_id))")
         self.create_tables(db)
         self.meta: dict[Key, DiscussionMeta] = {}
         self._dirty: set[Key] = set()  # discussions whose files must be rendered
@@ -74,13 +70,16 @@ class PerDiscussionProjection(TableProjection):
     def create_tables(self, db: duckdb.DuckDBPyConnection) -> None: ...
 
     def load(self, db: duckdb.DuckDBPyConnection) -> None:
+        missing = []  # discussions with a file deleted while we were down: rendered again
         for d, agent, gen, created, count, last in db.execute(
-            f"SELECT discussion_id, agent, generation, created, memory_count, last_seq FROM {self.meta_table}"
+            f"SELECT {', '.join(name for name, _, _ in META_COLUMNS)} FROM {self.meta_table}"
         ).fetchall():
             key = (agent, d)
             self.meta[key] = DiscussionMeta(agent, gen, created, count, last)
             if any(not p.exists() for p in self.expected_files(key, self.meta[key])):
-                self.render(db, key, self.meta[key])  # a file was deleted while we were down: render it again
+                missing.append((key, self.meta[key]))
+        for group in render_groups(sorted(missing, key=lambda item: item[0])):
+            self.render_many(db, group)
 
     # ------------------------------------------------------------------ folding
 
@@ -164,14 +163,10 @@ class PerDiscussionProjection(TableProjection):
     def insert_rows(self, db: duckdb.DuckDBPyConnection) -> None:
         """Insert the rows buffered since the last flush."""
 
-    def render(self, db: duckdb.DuckDBPyConnection, discussion: Key, meta: DiscussionMeta) -> None:
-        """Write the files of `discussion` from the rows (uncommitted ones included)."""
-        self.render_many(db, [(discussion, meta)])
-
     @abstractmethod
     def render_many(self, db: duckdb.DuckDBPyConnection, discussions: list[tuple[Key, DiscussionMeta]]) -> None:
-        """Write the files of each of `discussions` (sorted, each with its meta) from the rows, reading the rows of
-        all of them in a query or two, not a query per discussion (issue 27)."""
+        """Write the files of each of `discussions` (sorted, each with its meta) from the rows (uncommitted ones
+        included), reading the rows of all of them in a query or two, not a query per discussion (issue 27)."""
 
     @abstractmethod
     def files_of(self, agent: str, discussion: str) -> list[Path]:
@@ -189,8 +184,11 @@ class PerDiscussionProjection(TableProjection):
 RENDER_GROUP_DISCUSSIONS = 512
 RENDER_GROUP_ROWS = 2_000
 
-META_SCHEMA = pa.schema([("discussion_id", pa.string()), ("agent", pa.string()), ("generation", pa.int32()),
-                         ("created", pa.bool_()), ("memory_count", pa.int32()), ("last_seq", pa.int64())])
+# A per-discussion projection's meta table, declared once: (column, DuckDB type, Arrow type).
+META_COLUMNS = (("discussion_id", "VARCHAR", pa.string()), ("agent", "VARCHAR", pa.string()),
+                ("generation", "INTEGER", pa.int32()), ("created", "BOOLEAN", pa.bool_()),
+                ("memory_count", "INTEGER", pa.int32()), ("last_seq", "BIGINT", pa.int64()))
+META_SCHEMA = pa.schema([(name, arrow) for name, _, arrow in META_COLUMNS])
 
 
 def render_groups(items: list[tuple[Key, DiscussionMeta]]) -> list[list[tuple[Key, DiscussionMeta]]]:
@@ -210,11 +208,9 @@ def render_groups(items: list[tuple[Key, DiscussionMeta]]) -> list[list[tuple[Ke
 
 def keys_table(discussions: list[tuple[Key, DiscussionMeta]]) -> pa.Table:
     """The (agent, discussion_id) keys of `discussions` as an Arrow table, to join a projection's rows with."""
-    return pa.table({"agent": pa.array([k[0] for k, _ in discussions], pa.string()),
-                     "discussion_id": pa.array([k[1] for k, _ in discussions], pa.string())})
+    return records.key_table({"agent": [k[0] for k, _ in discussions], "discussion_id": [k[1] for k, _ in discussions]})
 
 
 def delete_discussions(db: duckdb.DuckDBPyConnection, table: str, keys: list[Key]) -> None:
     """Delete the rows of `table` that belong to the discussions `keys` ((agent, discussion id) pairs)."""
-    db.execute(f"DELETE FROM {table} WHERE (agent, discussion_id) IN "
-               "(SELECT (unnest(?::VARCHAR[]), unnest(?::VARCHAR[])))", [[a for a, _ in keys], [d for _, d in keys]])
+    records.delete_keys(db, table, {"agent": [a for a, _ in keys], "discussion_id": [d for _, d in keys]})
