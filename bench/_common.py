@@ -18,6 +18,29 @@ def pct(values: list[float], q: float) -> float | None:
     return round(values[min(len(values) - 1, int(round(q * (len(values) - 1))))], 2)
 
 
+def system_processes(marker: str) -> dict[int, str]:
+    """pid -> name of each process of a local Ray instance that is not one of its workers (the raylet, the GCS, Ray's
+    agents, engram's reaper): every process whose command line names the instance's temp dir (`marker`) and does not
+    run as `ray::…`. Their CPU is engram's cost too (an idle home's Ray processes and reaper burn some of every second),
+    so the benchmarks count it beside the actors'."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not args or args[0].startswith(b"ray::") or not any(marker.encode() in a for a in args):
+            continue
+        text = b" ".join(args).decode(errors="replace")
+        name = next((n for key, n in (("reaper.py", "reaper"), ("gcs_server", "gcs_server"), ("raylet", "raylet"),
+                                      ("runtime_env", "runtime_env_agent"), ("dashboard", "dashboard_agent"),
+                                      ("log_monitor", "log_monitor")) if key in text), Path(args[0].decode(errors="replace")).name)
+        out[int(d.name)] = name
+    return out
+
+
 def run_threads(worker, count: int) -> float:
     """Run `worker(i)` for each of `count` threads at once; the wall time until the last one ends."""
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]

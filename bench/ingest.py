@@ -50,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import stop_profilers  # noqa: E402
+from bench._common import stop_profilers, system_processes  # noqa: E402
 from engram.boot.embedded import Engram  # noqa: E402
 from engram.evaluation import locomo  # noqa: E402
 from engram.memory.ingest.formats import parse_file  # noqa: E402
@@ -69,12 +69,19 @@ def writes_of(paths: list[Path], max_message_chars: int) -> list:
     return [w for w in writes if w]
 
 
+RAY_TEMP: Path | None = None  # this bench's Ray instance's temp dir (`start_ray`)
+
+
 def actor_pids() -> dict[str, int]:
-    """pid of every live engram actor of this Ray instance, by actor name."""
+    """pid of every live engram actor of this Ray instance, by actor name; and Ray's own processes of the instance
+    (raylet, GCS, agents), named "ray-system-<process>": their CPU is the ingest's cost too."""
     from ray._private import state  # the GCS's actor table (the state API needs the dashboard, not started here)
 
-    return {a["Name"]: a["Pid"] for a in state.actors().values()
+    pids = {a["Name"]: a["Pid"] for a in state.actors().values()
             if a["State"] == "ALIVE" and (a.get("Name") or "").startswith("engram-")}
+    if RAY_TEMP is not None:
+        pids.update({f"ray-system-{name}": pid for pid, name in system_processes(str(RAY_TEMP)).items()})
+    return pids
 
 
 def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
@@ -180,7 +187,8 @@ def start_ray(num_cpus: int) -> Path:
 
     import ray
 
-    temp = Path(tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp"))
+    global RAY_TEMP
+    temp = RAY_TEMP = Path(tempfile.mkdtemp(prefix="ray-bench-", dir="/tmp"))
     ray.init(address="local", _temp_dir=str(temp), num_cpus=num_cpus, include_dashboard=False, namespace="engram-bench",
              log_to_driver=False, logging_level=logging.WARNING)
     return temp

@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import pct, process_names, run_threads, stop_profilers  # noqa: E402
+from bench._common import pct, process_names, run_threads, stop_profilers, system_processes  # noqa: E402
 from engram.evaluation import unique_facts  # noqa: E402
 
 SAMPLE = ROOT / "engram" / "samples" / "acme-dashboard.jsonl"
@@ -143,15 +143,24 @@ def cpu_seconds(server_pid: int | None = None) -> dict[str, float]:
                 actors += used
                 name = names.get(pid) or cmd.split(b"\0")[0].decode(errors="replace").split(".")[0]
                 each[f"ray:{name}"] = each.get(f"ray:{name}", 0.0) + used
+    # Ray's own processes (raylet, GCS, agents) and engram's reaper: not actors, but this home's cost all the same.
+    system = 0.0
+    if HOME is not None:
+        from engram.runtime.startup import ray_dir_for
+
+        for pid, name in system_processes(str(ray_dir_for(HOME))).items():
+            used = of(pid)
+            system += used
+            each[f"system:{name}"] = each.get(f"system:{name}", 0.0) + used
     return {"bench_clients": of(os.getpid()), "server": of(server_pid) if server_pid else 0.0, "ray_actors": actors,
-            **each}
+            "ray_system": system, **each}
 
 
 def cpu_per_request(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float]:
     """CPU ms per request by whom: what the 2 cores spend on each request (the floor of its latency under load).
     Processes that started meanwhile count from zero."""
     return {k: round((after[k] - before.get(k, 0.0)) * 1000 / max(1, requests), 2) for k in after
-            if after[k] - before.get(k, 0.0) > 0 or k in ("bench_clients", "server", "ray_actors")}
+            if after[k] - before.get(k, 0.0) > 0 or k in ("bench_clients", "server", "ray_actors", "ray_system")}
 
 
 PROFILE: Path | None = None  # `--profile DIR`: py-spy samples of each Ray worker and the server during the cost loads
@@ -636,22 +645,31 @@ def main() -> None:
         level.pop("exchanged")
     recall_cpu = recall["cpu_ms_per_request_settled"]
     chat_cpu = chat[chat_key]["cpu_ms_per_turn_with_memory_creation"]
+
+    def counted(cpu: dict[str, float]) -> float:
+        return cpu["server"] + cpu["ray_actors"] + cpu.get("ray_system", 0.0)
+
     ratios = {
         "recall_cpu_per_request_to_floor": {
             "clients": args.clients, "floor": recall_floor,
-            "cpu_ms": round(recall_cpu["server"] + recall_cpu["ray_actors"], 2),
-            "ratio": ratio(recall_cpu["server"] + recall_cpu["ray_actors"], recall_floor["cpu_ms"]),
+            "cpu_ms": round(counted(recall_cpu), 2),
+            "ratio": ratio(counted(recall_cpu), recall_floor["cpu_ms"]),
+            # without Ray's own processes and the reaper, as this bench counted until issue 27's eleventh session
+            "ratio_server_and_actors": ratio(recall_cpu["server"] + recall_cpu["ray_actors"], recall_floor["cpu_ms"]),
             "target": 2.0,
-            "counted": "server + every Ray actor, from the first request until the home is idle again"},
+            "counted": "server + every Ray actor + Ray's own processes (raylet, GCS, agents) and engram's reaper, "
+                       "from the first request until the home is idle again"},
         "chat_turn_memory_cpu_to_floor": {
             "clients": args.clients, "floor": chat_floor,
-            "cpu_ms": round(chat_cpu["server"] + chat_cpu["ray_actors"], 2),
+            "cpu_ms": round(counted(chat_cpu), 2),
             "actor_cpu_ms": chat_cpu["ray_actors"],
-            "ratio": ratio(chat_cpu["server"] + chat_cpu["ray_actors"], chat_floor["cpu_ms"]),
+            "ratio": ratio(counted(chat_cpu), chat_floor["cpu_ms"]),
+            "ratio_server_and_actors": ratio(chat_cpu["server"] + chat_cpu["ray_actors"], chat_floor["cpu_ms"]),
             "actor_ratio": ratio(chat_cpu["ray_actors"], chat_floor["cpu_ms"]),
             "target": 3.0,
-            "counted": "server (the proxy's reads and appends) + every Ray actor (memory creation), from the first "
-                       "turn until the home is idle again; the responder is the offline one, so no model time",
+            "counted": "server (the proxy's reads and appends) + every Ray actor (memory creation) + Ray's own "
+                       "processes and engram's reaper, from the first turn until the home is idle again; the "
+                       "responder is the offline one, so no model time",
             "floor_is": "the turn's reads (the recall floor for its question) + one reply's memory creation (the "
                         "index-time embedder alone on the question and the reply)"},
     }

@@ -224,6 +224,9 @@ class PolicyActor:
                     if head <= position:
                         with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
                             self.host.save_pending()
+                        # And straight back to waiting: a pump would only ask the shard for the head it just gave
+                        # (an idle home's eight policy actors asked it every POLL_TIMEOUT_S, beside their long poll).
+                        skip_pump = True
                     elif not interesting:
                         # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers),
                         # gathered for UNREAD_LINGER_S at the shard: the positions move on without reading the log.

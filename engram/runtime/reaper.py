@@ -5,8 +5,8 @@ workers die with their raylet. The raylet's DashboardAgent and RuntimeEnvAgent n
 then hang on their way out (Ray 2.60: still running minutes after a `kill -9` of the server; no Ray option changes
 it). So a local instance gets a reaper: a small process of its own session (terminal signals do not reach it) that
 
-- keeps the list of the owner's descendants (pid and start time), refreshed every `REFRESH_S` (a process stays
-  listed while it runs);
+- keeps the list of the owner's descendants (pid and start time), refreshed every `REFRESH_S` while it changes and
+  less often while it does not, up to every `REFRESH_MAX_S` (a process stays listed while it runs);
 - when the owner is gone (the pipe the owner holds closes: an exit, a crash, a `kill -9`), sends SIGTERM to what
   of that list still runs, and SIGKILL to what still runs `GRACE_S` later;
 - then does the same to every process whose command line names the instance's session directory (`marker`): a
@@ -29,6 +29,12 @@ import time
 from pathlib import Path
 
 REFRESH_S = 0.5
+# A refresh reads the `children` file of every thread of every descendant (Ray's processes run dozens of threads):
+# every 0.5 s that was 31 ms of CPU a second on an idle home, the largest single part of what an idle home burnt.
+# While the list does not change, each refresh waits twice as long as the last, up to this; a change (Ray starting
+# its processes, a new worker) brings it back to REFRESH_S. What starts after the last refresh is still found when
+# the owner ends: a worker dies with its raylet, and what names the session directory is reaped by `naming`.
+REFRESH_MAX_S = 8.0
 GRACE_S = 1.0
 
 _keep: list[int] = []  # the owner's end of the pipe: open for the owner's whole life
@@ -133,14 +139,17 @@ def naming(marker: str) -> dict[int, str]:
 
 def watch(owner: int, fd: int, marker: str = "") -> None:
     listed = descendants(owner)
+    interval = REFRESH_S
     while True:
-        ready, _, _ = select.select([fd], [], [], REFRESH_S)
+        ready, _, _ = select.select([fd], [], [], interval)
         if ready and not os.read(fd, 1):  # end of file: the owner is gone
             break
         # Every process seen, for as long as it runs: a refresh while the owner is dying (its children already
         # handed to init) must not drop them from the list.
+        before = listed
         listed = {pid: when for pid, when in listed.items() if started(pid) == when}
         listed.update(descendants(owner))
+        interval = min(REFRESH_MAX_S, interval * 2) if listed == before else REFRESH_S
     reap(listed)
     if marker:
         reap(naming(marker))
