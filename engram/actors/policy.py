@@ -1,5 +1,6 @@
-"""The policy actor: hosts a group of policies for one shard (one pool member) and keeps them
-caught up with the log by long-polling the shard actor. The long poll names the event types the
+"""The policy actor: a process that hosts policy groups for one shard (a member of each group's pool, or several
+groups and all their members: `engram.policies.registry.processes`) and keeps each group caught up with the log by
+long-polling the shard actor, each on a thread of its own. The long poll names the event types the
 policies read (`wait_for`): events of other types (a recall's TraceRetrieved, for the summarizers)
 only move the positions on, without a read of the log, a pump or a query at the shard.
 
@@ -149,58 +150,36 @@ class HostedCalls:
 POLICY_ACTOR_CONCURRENCY = 12
 
 
-# (Ray 2.60's typed overloads of `ray.remote(**options)` list a task's options only, not an actor's.)
-@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=POLICY_ACTOR_CONCURRENCY)  # type: ignore[call-overload]
-class PolicyActor:
-    def __init__(self, config_json: dict, shard_actor_name: str, shard: int, specs: list[str], member: int, members: int,
-                 embedder_actor: str | None = None):
-        config = ServiceConfig.model_validate(config_json)
-        home = Home(config.home, config.shards)
-        # Any: Ray 2.60 types an `ActorHandle`'s methods only through `ActorHandle[T]` with `@ray.method` declarations
-        # (its `__getattr__` is `Never`); the ShardActor declares none, so its calls (`.head.remote()`) are untyped.
-        self.shard_handle: Any = ray.get_actor(shard_actor_name)
-        services = actor_services(config, embedder_actor)
-        # Rows cross from the shard undecoded and are decoded here: cheaper to send, and the shard's
-        # process (its log, its projections) does not decode for every consumer.
-        read = lambda after, **kw: decode_rows(ray.get(self.shard_handle.read_rows.remote(after, **kw)), shard)
+def slot_key(group: str, member: int) -> str:
+    """How a policy actor names one of the group members it hosts (the first argument of its methods)."""
+    return f"{group}-{member:03d}"
 
-        def append(writes: list[Write]) -> list[Appended]:
-            return ray.get(self.shard_handle.append_many.remote(writes))
 
-        ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=members,
-                            read=read, append=append)
-        policies = [cls(ctx) for cls in policy_classes(specs)]
-        self.host = PolicyHost(
-            policies,
-            read=read,
-            append=append,
-            head=lambda: ray.get(self.shard_handle.head.remote()),
-            state_dir=home.root / "state",
-        )
-        self.calls = HostedCalls(self.host, shard)
-        # What Ray names this process in its logs (`:actor_name:` at the top of the worker's log, the prefix of each
-        # line): which policies, shard and member, so that a process's CPU can be told apart (bench/serve.py).
-        self._name = (f"PolicyActor({'+'.join(p.name for p in self.host.policies)} shard {shard} "
-                      f"member {member}/{members})")
-        self._lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
-        self._stop = threading.Event()
-        self._resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
+class HostedMember:
+    """One group member in a policy process: its policies' host, the questions asked of them (`HostedCalls`), and the
+    loop on a thread of its own that keeps them caught up with the log. Plain Python over the shard's handle."""
 
-    def __repr__(self) -> str:
-        return getattr(self, "_name", "PolicyActor")
+    def __init__(self, host: PolicyHost, shard_handle: Any, shard: int, name: str):
+        self.host = host
+        self.shard_handle = shard_handle
+        self.name = name
+        self.calls = HostedCalls(host, shard)
+        self.lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
+        self.stop_event = threading.Event()
+        self.resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
+        self.thread = threading.Thread(target=self._loop, name=f"policy-loop {name}", daemon=True)
+        self.thread.start()
 
     def _loop(self) -> None:
         backoff = 0.0
         interests, prompt = self.host.interests(), self.host.prompt_interests()
         skip_pump = False
-        while not self._stop.is_set():
-            if time.monotonic() < self._resume_at:
-                self._stop.wait(0.05)
+        while not self.stop_event.is_set():
+            if time.monotonic() < self.resume_at:
+                self.stop_event.wait(0.05)
                 continue
             try:
-                with self._lock.exclusive():
+                with self.lock.exclusive():
                     # After a wake-up by events of no interest (below), straight back to waiting: no pump, which
                     # would ask the shard for its head and read whatever came meanwhile.
                     n = 0 if skip_pump else self.host.pump()
@@ -210,7 +189,7 @@ class PolicyActor:
                 if self.host.errors:
                     # A failing policy (e.g. an unreachable LLM) is retried, but not in a hot loop.
                     backoff = min(MAX_BACKOFF_S, max(0.5, backoff * 2))
-                    self._stop.wait(backoff)
+                    self.stop_event.wait(backoff)
                     continue
                 backoff = 0.0
                 # After a batch of unhurried events only (a recall's TraceRetrieved, for working memory, the reflector
@@ -222,26 +201,79 @@ class PolicyActor:
                     interesting, head = ray.get(self.shard_handle.wait_for.remote(position + 1, interests, POLL_TIMEOUT_S,
                                                                                     UNREAD_LINGER_S, prompt))
                     if head <= position:
-                        with self._lock.exclusive():  # nothing new for a while: what is unsaved is written now
+                        with self.lock.exclusive():  # nothing new for a while: what is unsaved is written now
                             self.host.save_pending()
                         # And straight back to waiting: a pump would only ask the shard for the head it just gave
-                        # (an idle home's eight policy actors asked it every POLL_TIMEOUT_S, beside their long poll).
+                        # (an idle home's policy actors asked it every POLL_TIMEOUT_S, beside their long poll).
                         skip_pump = True
                     elif not interesting:
                         # Events none of these policies reads (e.g. a recall's TraceRetrieved for the summarizers),
                         # gathered for UNREAD_LINGER_S at the shard: the positions move on without reading the log.
-                        with self._lock.exclusive():
+                        with self.lock.exclusive():
                             self.host.seen_through(head)
                         skip_pump = True
                     elif head <= self.host.position:
                         skip_pump = True  # folded meanwhile (the calls' own writes, see HostedCalls): nothing to read
                 elif n < self.host.batch:
-                    self._stop.wait(POLICY_LINGER_S)
+                    self.stop_event.wait(POLICY_LINGER_S)
             except Exception:
-                log.exception("policy loop failed; retrying")
-                self._stop.wait(1.0)
+                log.exception("policy loop of %s failed; retrying", self.name)
+                self.stop_event.wait(1.0)
 
-    def call(self, request: tuple[str, str, tuple, dict]):
+    def close(self) -> None:
+        """Stop the loop, append what the calls queued, save the policies' state. Idempotent."""
+        if self.stop_event.is_set() and not self.thread.is_alive():
+            return
+        self.stop_event.set()
+        self.thread.join(timeout=10)
+        self.calls.stop()
+        with self.lock.exclusive():
+            self.host.save()
+
+
+# (Ray 2.60's typed overloads of `ray.remote(**options)` list a task's options only, not an actor's.)
+@ray.remote(max_restarts=-1, max_task_retries=-1, max_concurrency=POLICY_ACTOR_CONCURRENCY)  # type: ignore[call-overload]
+class PolicyActor:
+    """A policy process. `members`: (group, policy specs, member, members) of each group member it hosts; every method
+    but `where` names the one it is for (`slot_key`), which the runtime's handle of that member passes (`MemberHandle`).
+    The members share the process's services (the embedder's client, the LLM clients) and its connection to the
+    shard; each has its own host, positions, snapshots and loop, as it had in a process of its own."""
+
+    def __init__(self, config_json: dict, shard_actor_name: str, shard: int, members: list[tuple[str, list[str], int, int]],
+                 embedder_actor: str | None = None):
+        config = ServiceConfig.model_validate(config_json)
+        home = Home(config.home, config.shards)
+        # Any: Ray 2.60 types an `ActorHandle`'s methods only through `ActorHandle[T]` with `@ray.method` declarations
+        # (its `__getattr__` is `Never`); the ShardActor declares none, so its calls (`.head.remote()`) are untyped.
+        shard_handle: Any = ray.get_actor(shard_actor_name)
+        services = actor_services(config, embedder_actor)
+        # Rows cross from the shard undecoded and are decoded here: cheaper to send, and the shard's
+        # process (its log, its projections) does not decode for every consumer.
+        read = lambda after, **kw: decode_rows(ray.get(shard_handle.read_rows.remote(after, **kw)), shard)
+
+        def append(writes: list[Write]) -> list[Appended]:
+            return ray.get(shard_handle.append_many.remote(writes))
+
+        def head() -> int:
+            return ray.get(shard_handle.head.remote())
+
+        self.shard_handle = shard_handle
+        self.members: dict[str, HostedMember] = {}
+        for group, specs, member, count in members:
+            ctx = PolicyContext(shard=shard, home=home, services=services, member=member, members=count,
+                                read=read, append=append)
+            host = PolicyHost([cls(ctx) for cls in policy_classes(specs)], read=read, append=append, head=head,
+                              state_dir=home.root / "state")
+            name = f"{'+'.join(p.name for p in host.policies)} shard {shard} member {member}/{count}"
+            self.members[slot_key(group, member)] = HostedMember(host, shard_handle, shard, name)
+        # What Ray names this process in its logs (`:actor_name:` at the top of the worker's log, the prefix of each
+        # line): which policies, shard and members, so that a process's CPU can be told apart (bench/serve.py).
+        self._name = f"PolicyActor({'; '.join(m.name for m in self.members.values())})"
+
+    def __repr__(self) -> str:
+        return getattr(self, "_name", "PolicyActor")
+
+    def call(self, slot: str, request: tuple[str, str, tuple, dict]):
         """Ask a hosted policy a question (e.g. the trace reader's `recall`): `HostedCalls.call`, with `request` =
         (policy, method, positional arguments, keyword arguments; `min_position` among them).
 
@@ -250,59 +282,89 @@ class PolicyActor:
         deserialized here). Packed, an actor call cost 0.46-0.52 ms of the caller's CPU and 0.50-0.55 ms of the actor's
         against 0.61-0.66 and 0.70-0.81 (a local Ray instance, 2,000 calls each way, a recall's arguments)."""
         policy, method, args, kwargs = request
-        return self.calls.call(policy, method, *args, **kwargs)
+        return self.members[slot].calls.call(policy, method, *args, **kwargs)
 
-    def reach(self, seq: int) -> tuple[int, int]:
+    def reach(self, slot: str, seq: int) -> tuple[int, int]:
         """Handle the log up to `seq` now, if not yet (a read after a write, `Runtime.reach`): (the hosted policies'
         position, the shard's head after it, which covers what they appended for it). A position past the head (a
         token of another home, or of a shard since re-sharded) is waited for up to the head only."""
+        hosted = self.members[slot]
         head = ray.get(self.shard_handle.head.remote())
-        if self.host.position < min(seq, head):
-            self.calls.catch_up(min(seq, head))
-        return self.host.position, ray.get(self.shard_handle.head.remote())
+        if hosted.host.position < min(seq, head):
+            hosted.calls.catch_up(min(seq, head))
+        return hosted.host.position, ray.get(self.shard_handle.head.remote())
 
-    def drain(self) -> int:
+    def drain(self, slot: str) -> int:
         """Handle everything in the log now (synchronously); returns events read."""
-        with self._lock.exclusive():
-            return self.host.run_until_caught_up()
+        hosted = self.members[slot]
+        with hosted.lock.exclusive():
+            return hosted.host.run_until_caught_up()
 
     # A forget (engram.shard.forget) pauses the loop; it resumes by itself if the forget never comes back.
-    def pause(self, max_seconds: float = 600.0) -> bool:
-        self._resume_at = time.monotonic() + max_seconds
-        with self._lock.exclusive():  # wait for a pump (or a call) in progress
+    def pause(self, slot: str, max_seconds: float = 600.0) -> bool:
+        hosted = self.members[slot]
+        hosted.resume_at = time.monotonic() + max_seconds
+        with hosted.lock.exclusive():  # wait for a pump (or a call) in progress
             pass
         return True
 
-    def resume(self) -> bool:
-        self._resume_at = 0.0
+    def resume(self, slot: str) -> bool:
+        self.members[slot].resume_at = 0.0
         return True
 
-    def discard_snapshots(self) -> bool:
-        with self._lock.exclusive():
-            self.host.discard_snapshots()
+    def discard_snapshots(self, slot: str) -> bool:
+        hosted = self.members[slot]
+        with hosted.lock.exclusive():
+            hosted.host.discard_snapshots()
         return True
 
-    def scrub(self, texts: list[str]) -> list[str]:
-        with self._lock.exclusive():
-            return self.host.scrub(texts)
+    def scrub(self, slot: str, texts: list[str]) -> list[str]:
+        hosted = self.members[slot]
+        with hosted.lock.exclusive():
+            return hosted.host.scrub(texts)
 
-    def positions(self) -> dict:
+    def positions(self, slot: str) -> dict:
         """The hosted policies' positions (what waiting for idle looks at; `status` reports more)."""
-        return self.host.positions()
+        return self.members[slot].host.positions()
 
-    def status(self) -> dict:
-        return {"positions": self.host.positions(), "errors": dict(self.host.errors), "rebuilt": dict(self.host.rebuilt),
-                "timings": self.host.timings.report()}
+    def status(self, slot: str) -> dict:
+        host = self.members[slot].host
+        return {"positions": host.positions(), "errors": dict(host.errors), "rebuilt": dict(host.rebuilt),
+                "timings": host.timings.report()}
 
-    def where(self) -> dict:
+    def where(self, slot: str | None = None) -> dict:
         from engram.actors.services import where
 
         return where()
 
-    def close(self) -> bool:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.calls.stop()
-        with self._lock.exclusive():
-            self.host.save()
+    def close(self, slot: str | None = None) -> bool:
+        """Close one hosted member (None: all of them): its loop ends, its queued writes are appended, its state
+        saved."""
+        for key, hosted in self.members.items():
+            if slot is None or key == slot:
+                hosted.close()
         return True
+
+
+class MemberHandle:
+    """The runtime's handle of one group member hosted by a `PolicyActor`: its methods are the actor's, called with
+    the member's `slot_key` first (`handle.reach.remote(seq)` is `actor.reach.remote(slot, seq)`). `actor` is the
+    process's own handle (to end it), shared by the handles of every member it hosts."""
+
+    def __init__(self, actor: Any, slot: str):
+        self.actor = actor
+        self.slot = slot
+
+    def __getattr__(self, name: str) -> "_MemberMethod":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _MemberMethod(getattr(self.actor, name), self.slot)
+
+
+class _MemberMethod:
+    def __init__(self, method: Any, slot: str):
+        self._method = method
+        self._slot = slot
+
+    def remote(self, *args, **kwargs):
+        return self._method.remote(self._slot, *args, **kwargs)

@@ -28,6 +28,9 @@ class RaySettings(ConfigModel):
     # Actors per shard for a policy group (`engram.policies.registry.GROUPS`), e.g. {"summarizer": 4}:
     # more members spread a group's logical actors (one Summarizer per discussion) over more processes.
     pools: dict[str, Annotated[int, Field(ge=1, le=64)]] = {}
+    # Policy groups that share one process per shard, e.g. [["observer", "context"]] (each group keeps its own hosts
+    # and loop threads there); None: engram.policies.registry.PROCESSES; []: every group in processes of its own.
+    processes: list[list[str]] | None = None
     # An append or read not answered within this fails with a clear error (e.g. the node of its shard is down
     # and the shard actor waits to restart there) instead of blocking its caller forever.
     call_timeout_seconds: float = Field(120.0, gt=0)
@@ -46,6 +49,20 @@ class RaySettings(ConfigModel):
         if unknown:
             raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(d.POLICY_GROUPS)}")
         return pools
+
+    @field_validator("processes")
+    @classmethod
+    def _groups_once(cls, processes: list[list[str]] | None) -> list[list[str]] | None:
+        if processes is None:
+            return None
+        named = [g for names in processes for g in names]
+        unknown = sorted(set(named) - set(d.POLICY_GROUPS))
+        if unknown:
+            raise ValueError(f"unknown policy group(s) {', '.join(unknown)}; the groups are {', '.join(d.POLICY_GROUPS)}")
+        twice = sorted({g for g in named if named.count(g) > 1})
+        if twice:
+            raise ValueError(f"a policy group is hosted by one process: {', '.join(twice)} listed more than once")
+        return processes
 
 
 class Limits(ConfigModel):

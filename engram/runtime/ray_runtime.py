@@ -26,7 +26,8 @@ from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
-from engram.policies.registry import members as pool_size
+from engram.actors.policy import MemberHandle
+from engram.policies.registry import members as pool_size, process_role, processes as policy_processes
 from engram.kernel.idle import PROJECTIONS
 from engram.runtime.base import DISCUSSION_GROUPS, Lagging, Runtime, RuntimeUnavailable, merge_results, seq_ranges
 from engram.runtime.errors import CALLER_ERRORS, query_error
@@ -74,7 +75,7 @@ class RayRuntime(Runtime):
         # Joined a cluster (or one of several Serve replicas): actors are detached and shared.
         self.shared = bool(self.address) if shared is None else shared
         self._shards: dict[int, ray.actor.ActorHandle] = {}
-        self._policies: dict[tuple[str, int, int], ray.actor.ActorHandle] = {}
+        self._policies: dict[tuple[str, int, int], MemberHandle] = {}
         self._embedder: ray.actor.ActorHandle | None = None
         self.home_id = hashlib.blake2b(str(self.home.root).encode(), digest_size=4).hexdigest()
         # Appends and reads give up after this (RuntimeUnavailable) instead of waiting for a lost node forever.
@@ -208,34 +209,44 @@ class RayRuntime(Runtime):
     def shards(self, indexes: Sequence[int] | None = None) -> list[ray.actor.ActorHandle]:
         return [self.shard(i) for i in (self.all_shards() if indexes is None else indexes)]
 
-    def policies(self) -> dict[tuple[str, int, int], ray.actor.ActorHandle]:
-        """The policy actors, (group, shard, member) -> handle; started on first use."""
-        from engram.actors.policy import PolicyActor
+    def policies(self) -> dict[tuple[str, int, int], MemberHandle]:
+        """The policy group members, (group, shard, member) -> the handle of that member in its policy actor; the
+        actors (processes, `engram.policies.registry.processes`: several members may share one) started on first use."""
+        from engram.actors.policy import PolicyActor, slot_key
         from engram.policies.registry import GROUPS
 
         if GROUPS and not self._policies:
             self.embedder().warm.remote()  # the policies embed: load the model while they start
-        for group, (_, specs) in GROUPS.items():
-            members = pool_size(group, self.config.ray.pools)
-            for shard in self.all_shards():
+        for shard in self.all_shards():
+            for slots in self._policy_processes():
+                if all((group, shard, member) in self._policies for group, member in slots):
+                    continue
                 self.shard(shard)
-                for member in range(members):
-                    key = (group, shard, member)
-                    if key not in self._policies:
-                        options = self._options(f"{group}-{shard:03d}-{member:03d}", **self.placement(shard))
-                        # `options`: an @ray.remote class's (see engram.actors.policy)
-                        self._policies[key] = PolicyActor.options(**options).remote(  # type: ignore[attr-defined]
-                            self.config.model_dump(mode="json"), self.actor_name(f"shard-{shard:03d}"), shard, specs,
-                            member, members, self.embedder_name(),
-                        )
+                options = self._options(process_role(slots, shard), **self.placement(shard))
+                members = [(group, GROUPS[group][1], member, pool_size(group, self.config.ray.pools))
+                           for group, member in slots]
+                # `options`: an @ray.remote class's (see engram.actors.policy)
+                actor = PolicyActor.options(**options).remote(  # type: ignore[attr-defined]
+                    self.config.model_dump(mode="json"), self.actor_name(f"shard-{shard:03d}"), shard, members,
+                    self.embedder_name(),
+                )
+                for group, member in slots:
+                    self._policies[(group, shard, member)] = MemberHandle(actor, slot_key(group, member))
         return dict(self._policies)
+
+    def _policy_processes(self) -> list[list[tuple[str, int]]]:
+        return policy_processes(self.config.ray.pools, self.config.ray.processes)
+
+    def _policy_actors(self) -> list:
+        """Each policy actor (process) once, whatever number of group members it hosts."""
+        return list({id(h.actor): h.actor for h in self._policies.values()}.values())
 
     def start_policies(self) -> None:
         self.policies()
         get([s.head.remote() for s in self.shards()])  # the shard actors are up
         self.record_placement()
 
-    def _member(self, group: str, agent: str, key: str) -> ray.actor.ActorHandle:
+    def _member(self, group: str, agent: str, key: str) -> MemberHandle:
         members = pool_size(group, self.config.ray.pools)
         return self.policies()[(group, self.shard_of(agent), owner(key, members))]
 
@@ -507,10 +518,11 @@ class RayRuntime(Runtime):
         `start_policies` makes new actors rather than finding the dying ones by name."""
         if not self._policies:
             return
-        get([h.close.remote() for h in self._policies.values()])
-        names = [self.actor_name(f"{g}-{s:03d}-{m:03d}") for g, s, m in self._policies]
-        for h in self._policies.values():
-            ray.kill(h)
+        actors = self._policy_actors()
+        get([a.close.remote() for a in actors])
+        names = [self.actor_name(process_role(slots, s)) for s in self.all_shards() for slots in self._policy_processes()]
+        for a in actors:
+            ray.kill(a)
         self._policies.clear()
         self._wait_names_free(names)
 
@@ -533,10 +545,10 @@ class RayRuntime(Runtime):
         """Close owned actors cleanly (projections checkpointed, DuckDB closed); stop Ray if we started it."""
         if self.owns_actors and ray.is_initialized():
             # Policies first (they append to the shards), then the shards, then the embedder they used.
-            for group in (self._policies, self._shards):
+            for group in (self._policy_actors(), list(self._shards.values())):
                 if group:
                     closing: list[tuple[ray.actor.ActorHandle, ray.ObjectRef[bool]]] = [
-                        (h, h.close.remote()) for h in group.values()]  # all at once
+                        (h, h.close.remote()) for h in group]  # all at once
                     for h, ref in closing:
                         # An actor that is restarting (a node lost, a kill) closes once it is back; one that stays
                         # gone has nothing open that the log cannot rebuild.
@@ -547,7 +559,7 @@ class RayRuntime(Runtime):
                                 self.retrying(lambda h=h: get(h.close.remote()), idempotent=True)
                             except RuntimeUnavailable:
                                 pass
-                    for h in group.values():
+                    for h in group:
                         ray.kill(h)
             if self._embedder is not None:
                 try:
@@ -565,10 +577,8 @@ class RayRuntime(Runtime):
     def stop_named_actors(self) -> None:
         """Close and end the home's named actors, whoever started them (a Serve deployment's replicas)."""
         from engram.actors.embedder import EMBEDDER_ROLE
-        from engram.policies.registry import GROUPS
 
-        names = [self.actor_name(f"{g}-{s:03d}-{m:03d}") for g in GROUPS for s in self.all_shards()
-                 for m in range(pool_size(g, self.config.ray.pools))]
+        names = [self.actor_name(process_role(slots, s)) for s in self.all_shards() for slots in self._policy_processes()]
         names += [self.actor_name(f"shard-{s:03d}") for s in self.all_shards()] + [self.actor_name(EMBEDDER_ROLE)]
         # Named actors live in the namespace of the job that made them (a Serve application's, here).
         where = {a["name"]: a["namespace"] for a in ray.util.list_named_actors(all_namespaces=True)}

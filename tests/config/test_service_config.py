@@ -53,3 +53,32 @@ def test_pool_sizes_name_known_policy_groups(tmp_path):
     (tmp_path / "engram.json").write_text(json.dumps({"ray": {"pools": {"summarizer": 0}}}))
     with pytest.raises(ConfigError, match="greater than or equal to 1"):
         load_service_config(tmp_path)
+
+
+def test_policy_processes_host_the_listed_groups_together_and_every_member_once(tmp_path):
+    from engram.policies.registry import GROUPS, PROCESSES, process_role, processes
+
+    def hosted(layout):
+        return sorted(slot for slots in layout for slot in slots)
+
+    every = sorted((g, m) for g in GROUPS for m in range(GROUPS[g][0]))
+    default = processes({})
+    assert hosted(default) == every  # each group member hosted once
+    shared = [slots for slots in default if len(slots) > 1]
+    assert [sorted({g for g, _ in slots}) for slots in shared] == [sorted(PROCESSES[0])]
+    assert [("traces", 0)] in default and [("auto-ingest", 0)] in default  # the turn's path keeps its processes
+    assert process_role([("traces", 0)], 2) == "traces-002-000"  # a process of one member: its old name
+    assert process_role(shared[0], 1).endswith("-001")
+    assert len(processes({}, [])) == len(every)  # []: a process per group member, as before
+    three = processes({"summarizer": 3}, [["observer", "context"]])
+    assert hosted(three) == sorted((g, m) for g in GROUPS for m in range({"summarizer": 3}.get(g, GROUPS[g][0])))
+    assert [("context", 0), ("observer", 0)] in three
+
+    (tmp_path / "engram.json").write_text(json.dumps({"ray": {"processes": [["observer", "context"]]}}))
+    assert load_service_config(tmp_path).ray.processes == [["observer", "context"]]
+    (tmp_path / "engram.json").write_text(json.dumps({"ray": {"processes": [["observer", "contxt"]]}}))
+    with pytest.raises(ConfigError, match="unknown policy group.*contxt"):
+        load_service_config(tmp_path)
+    (tmp_path / "engram.json").write_text(json.dumps({"ray": {"processes": [["observer"], ["observer", "context"]]}}))
+    with pytest.raises(ConfigError, match="observer listed more than once"):
+        load_service_config(tmp_path)

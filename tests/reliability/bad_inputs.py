@@ -407,6 +407,8 @@ CASES: list[Case] = [
          _config("service", '{"shards": 0}')),
     Case("service-pool", "service config", "`\"ray\": {\"pools\": {\"sumarizer\": 2}}`", r"unknown policy group\(s\) sumarizer",
          _config("service", '{"ray": {"pools": {"sumarizer": 2}}}')),
+    Case("service-processes", "service config", "`\"ray\": {\"processes\": [[\"observer\", \"contxt\"]]}`",
+         r"unknown policy group\(s\) contxt", _config("service", '{"ray": {"processes": [["observer", "contxt"]]}}')),
     Case("service-not-utf8", "service config", "engram.json with invalid UTF-8", r"engram\.json: byte 1: not UTF-8 text",
          _config("service", b"{\x80}")),
     Case("service-limit", "service config", "`\"limits\": {\"maxMessageChars\": 0}`", r"greater than 0",
