@@ -212,7 +212,7 @@ class RayRuntime(Runtime):
     def policies(self) -> dict[tuple[str, int, int], MemberHandle]:
         """The policy group members, (group, shard, member) -> the handle of that member in its policy actor; the
         actors (processes, `engram.policies.registry.processes`: several members may share one) started on first use."""
-        from engram.actors.policy import PolicyActor, slot_key
+        from engram.actors.policy import POLICY_ACTOR_CONCURRENCY, PolicyActor, slot_key
         from engram.policies.registry import GROUPS
 
         if GROUPS and not self._policies:
@@ -222,7 +222,10 @@ class RayRuntime(Runtime):
                 if all((group, shard, member) in self._policies for group, member in slots):
                     continue
                 self.shard(shard)
-                options = self._options(process_role(slots, shard), **self.placement(shard))
+                # Each member its own share of the threads that serve calls, as in a process of its own: a member's
+                # slow calls (a drain, a read waiting for a Summarizer's LLM) never hold up another member's.
+                options = self._options(process_role(slots, shard), max_concurrency=POLICY_ACTOR_CONCURRENCY * len(slots),
+                                        **self.placement(shard))
                 members = [(group, GROUPS[group][1], member, pool_size(group, self.config.ray.pools))
                            for group, member in slots]
                 # `options`: an @ray.remote class's (see engram.actors.policy)

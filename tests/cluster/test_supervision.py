@@ -72,6 +72,38 @@ def test_killed_policy_actors_restart_and_create_no_memory_twice_and_replay_equa
     assert rt.verify_replay(rt.all_shards()) == []
 
 
+def test_groups_sharing_a_process_each_keep_their_own_loop_and_positions(ray_home, ray_session):
+    """The default layout (`engram.policies.registry.PROCESSES`): the quiet groups share one process per shard, the
+    turn's path (auto-ingest, the trace reader) has its own; a member paused in the shared process (as a forget pauses
+    it) holds back only itself: the others there fold the new messages, and it catches up once resumed."""
+    import time
+
+    from engram.policies.registry import PROCESSES
+
+    mem = ray_home
+    rt = mem.rt
+    rt.start_policies()
+    handles = rt.policies()
+    pids = dict(zip(handles, ray_session.get([h.where.remote() for h in handles.values()])))
+    shared = {pids[k]["pid"] for k in handles if k[0] in PROCESSES[0]}
+    alone = {g: pids[(g, 0, 0)]["pid"] for g in ("auto-ingest", "traces")}
+    assert len(shared) == 1 and len(set(alone.values())) == 2 and not shared & set(alone.values())
+
+    observer, neighbour = handles[("observer", 0, 0)], handles[("working-memory", 0, 0)]
+    ray_session.get(observer.pause.remote(120))
+    before = ray_session.get(observer.positions.remote())
+    mem.append_conversations(AGENT, t.AppendConversationsRequest(conversations=sample_conversations()))
+    head = ray_session.get(rt.shard(0).head.remote())
+    deadline = time.monotonic() + 120
+    while min(ray_session.get(neighbour.positions.remote()).values()) < head and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert min(ray_session.get(neighbour.positions.remote()).values()) >= head  # its neighbour went on
+    assert ray_session.get(observer.positions.remote()) == before  # the paused member did not move
+    ray_session.get(observer.resume.remote())
+    assert mem.wait_idle(timeout=300)
+    assert min(ray_session.get(observer.positions.remote()).values()) >= head
+
+
 def test_a_read_during_a_shard_actor_restart_is_answered_after_it(ray_home, ray_session):
     mem = ray_home
     mem.append_conversations(AGENT, t.AppendConversationsRequest(conversations=sample_conversations()))
