@@ -369,9 +369,12 @@ class RayRuntime(Runtime):
         for st, where in zip(shards, wheres):
             st["node"] = self.describe_node(st["shard"], where)
             st["actors"] = {f"shard-{st['shard']:03d}": st["node"]}
+        # each group member under the name of the process (the actor) hosting it, as Ray lists it
+        roles = {(group, s, member): process_role(slots, s) for s in self.all_shards()
+                 for slots in self._policy_processes() for group, member in slots}
         for (group, shard, member), rep, where in zip(handles, reports[0::2], reports[1::2]):
             shards[shard].setdefault("consumers", {}).update(rep["positions"])
-            shards[shard]["actors"][f"{group}-{shard:03d}-{member:03d}"] = self.describe_node(shard, where)
+            shards[shard]["actors"][roles[(group, shard, member)]] = self.describe_node(shard, where)
             if rep["errors"]:
                 shards[shard].setdefault("consumer_errors", {}).update(rep["errors"])
             if rep.get("rebuilt"):  # snapshots that were not restored: these policies rebuild from the log

@@ -88,6 +88,9 @@ def test_groups_sharing_a_process_each_keep_their_own_loop_and_positions(ray_hom
     shared = {pids[k]["pid"] for k in handles if k[0] in PROCESSES[0]}
     alone = {g: pids[(g, 0, 0)]["pid"] for g in ("auto-ingest", "traces")}
     assert len(shared) == 1 and len(set(alone.values())) == 2 and not shared & set(alone.values())
+    # `engram status` names the processes as Ray does: the shared one once, by the groups it hosts
+    actors = set(rt.shard_status()[0]["actors"])
+    assert actors == {"shard-000", "traces-000-000", "auto-ingest-000-000", "+".join(PROCESSES[0]) + "-000"}
 
     observer, neighbour = handles[("observer", 0, 0)], handles[("working-memory", 0, 0)]
     ray_session.get(observer.pause.remote(120))
