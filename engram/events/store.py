@@ -271,6 +271,10 @@ def _batch_event(seq: int, *segment_lists: list[_Segment]) -> Event:
     raise KeyError(seq)
 
 
+# DuckDB worker threads of a writable log's instance (see `EventStore.__init__`).
+DUCKDB_THREADS = 1
+
+
 class EventStore:
     """One shard's log. Thread-safe; the only process that opens `path` for writing."""
 
@@ -296,6 +300,13 @@ class EventStore:
             # crossed it 100-800 ms: a bulk append spent a quarter of its time there. 64 MiB: bulk appends +15-25%
             # (bench/append.py, interleaved), a WAL that still replays in about a second when a crash left one.
             self._con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_THRESHOLD}'")
+            # One DuckDB worker thread for the log and the projections attached to it (DuckDB's default: one per core).
+            # Their statements are small appends, reads of the log's tail and checkpoints of a few rows per agent,
+            # issued from several threads of the shard's own; DuckDB's extra workers bought no speed there and kept
+            # memory of their own: `bench/scale.py --agents 100,1000 --no-cluster`, the shard's peak at 1,000 agents
+            # 464-512 MB against 588-649 (three runs each, alternated), messages/s 85-89 against 78-83; replay
+            # (`bench/replay.py`) 273-278k events/s against 270k, bulk append 163-169k against 161k.
+            self._con.execute(f"SET threads = {DUCKDB_THREADS}")
             _migrate(self._con)
         # Readers get their own cursors, made from this one under a lock: a DuckDB connection
         # must not be used by two threads at once, and the writer's is busy during commits.

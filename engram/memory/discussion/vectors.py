@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from engram.events.discussion import VectorMemoryStored
 from engram.events.envelope import iso
+from engram.events.store import DUCKDB_THREADS
 from engram.kernel import records
 from engram.kernel.records import Column
 from engram.providers.search.bm25 import BM25
@@ -178,7 +179,7 @@ _empty: bytes | None = None
 def _writer_connection() -> duckdb.DuckDBPyConnection:
     global _writer
     if _writer is None:
-        _writer = duckdb.connect()
+        _writer = duckdb.connect(config={"threads": DUCKDB_THREADS})  # one worker, as the log's (EventStore)
     return _writer
 
 
@@ -190,7 +191,7 @@ def _reader_connection() -> duckdb.DuckDBPyConnection:
     """The instance stores are attached to (read-only, one at a time) to be read (`VectorStore.open`)."""
     global _reader
     if _reader is None:
-        _reader = duckdb.connect()
+        _reader = duckdb.connect(config={"threads": DUCKDB_THREADS})
     return _reader
 
 
