@@ -167,6 +167,7 @@ class HostedMember:
         self.lock = self.calls.lock  # the pump runs alone; read-only calls alongside each other
         self.stop_event = threading.Event()
         self.resume_at = 0.0  # monotonic time until which the loop is paused (a forget under way)
+        self.closed = False
         self.thread = threading.Thread(target=self._loop, name=f"policy-loop {name}", daemon=True)
         self.thread.start()
 
@@ -222,8 +223,9 @@ class HostedMember:
 
     def close(self) -> None:
         """Stop the loop, append what the calls queued, save the policies' state. Idempotent."""
-        if self.stop_event.is_set() and not self.thread.is_alive():
+        if self.closed:
             return
+        self.closed = True
         self.stop_event.set()
         self.thread.join(timeout=10)
         self.calls.stop()
@@ -340,9 +342,11 @@ class PolicyActor:
     def close(self, slot: str | None = None) -> bool:
         """Close one hosted member (None: all of them): its loop ends, its queued writes are appended, its state
         saved."""
-        for key, hosted in self.members.items():
-            if slot is None or key == slot:
-                hosted.close()
+        closing = [hosted for key, hosted in self.members.items() if slot is None or key == slot]
+        for hosted in closing:  # every loop told first: their long polls end together, not one after another
+            hosted.stop_event.set()
+        for hosted in closing:
+            hosted.close()
         return True
 
 
