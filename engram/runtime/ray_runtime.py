@@ -22,11 +22,11 @@ from typing import Callable, Sequence
 
 import ray
 
+from engram.actors.policy import POLICY_ACTOR_CONCURRENCY, MemberHandle, PolicyActor, slot_key
 from engram.actors.shard import SHARD_ACTOR_CONCURRENCY, ShardActor
 from engram.config.service import ServiceConfig
 from engram.events.envelope import Appended, Recorded, Write
 from engram.kernel.placement import owner
-from engram.actors.policy import MemberHandle
 from engram.policies.registry import members as pool_size, process_role, processes as policy_processes
 from engram.kernel.idle import PROJECTIONS
 from engram.runtime.base import DISCUSSION_GROUPS, Lagging, Runtime, RuntimeUnavailable, merge_results, seq_ranges
@@ -212,7 +212,6 @@ class RayRuntime(Runtime):
     def policies(self) -> dict[tuple[str, int, int], MemberHandle]:
         """The policy group members, (group, shard, member) -> the handle of that member in its policy actor; the
         actors (processes, `engram.policies.registry.processes`: several members may share one) started on first use."""
-        from engram.actors.policy import POLICY_ACTOR_CONCURRENCY, PolicyActor, slot_key
         from engram.policies.registry import GROUPS
 
         if GROUPS and not self._policies:
