@@ -103,6 +103,20 @@ class HostedCalls:
                 self._cond.notify_all()
         return result
 
+    def flush(self) -> None:
+        """Append (and fold) now every write the calls so far left with the policies: those counted as queued and those
+        of a call that has answered but not yet counted its own (its writes are in its policy's outbox as soon as it
+        has answered). What a pause before a forget runs: the recalls answered before it are in the log before the
+        forget's marker, where the forget erases what they retrieved, not after it."""
+        with self._cond:
+            if self._stopping:  # stopped: its last round appended what was left (no flusher to wait for)
+                return
+            self._targets.update(p for p in self.host.policies if hasattr(p, "take_writes"))
+            self._queued += 1  # one more flusher round, whatever was counted
+            before = self._queued
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self._flushed >= before)
+
     def catch_up(self, wanted: int) -> None:
         """Fold the log up to `wanted` now (several waiting calls: the first one pumps, the others find it done)."""
         with self.lock.exclusive():
@@ -308,6 +322,7 @@ class PolicyActor:
         hosted.resume_at = time.monotonic() + max_seconds
         with hosted.lock.exclusive():  # wait for a pump (or a call) in progress
             pass
+        hosted.calls.flush()  # what the calls answered so far recorded (a recall's query, its traces) before the marker
         return True
 
     def resume(self, slot: str) -> bool:

@@ -116,3 +116,19 @@ def test_concurrent_recalls_are_recorded_in_few_appends_and_fold_to_what_replay_
 
     assert sum(t.retrieval_count for t in live.book.traces.values()) >= 16
     assert state(live) == state(again)  # the same strengths, intervals and edges: deterministic
+
+
+def test_a_flush_appends_what_answered_calls_left_even_before_they_counted_it(world):
+    """A pause before a forget flushes the calls' writes: a recall that has answered (its TraceRetrieved in the
+    reader's outbox) is recorded before the forget's marker, where the forget erases it with what it retrieved."""
+    calls, shard, _, _ = world
+    reader = calls.host.policies[0]
+    # The policy answered; the call has not yet counted its writes as queued (it does so after its answer).
+    assert reader.recall(AGENT, QUESTIONS[0], now_us=T0 + 2 * HOUR_US, limit=3, hyde=False).hits
+    assert not shard.read(0, types=["TraceRetrieved"])
+    calls.flush()
+    assert [r.event.query for r in shard.read(0, types=["TraceRetrieved"])] == [QUESTIONS[0]]
+    calls.flush()  # nothing left: a round that appends nothing
+    assert len(shard.read(0, types=["TraceRetrieved"])) == 1
+    calls.stop()
+    calls.flush()  # after the stop (a pause of a closed member): returns, nothing to wait for
