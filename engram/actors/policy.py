@@ -106,8 +106,8 @@ class HostedCalls:
     def flush(self) -> None:
         """Append (and fold) now every write the calls so far left with the policies: those counted as queued and those
         of a call that has answered but not yet counted its own (its writes are in its policy's outbox as soon as it
-        has answered). What a pause before a forget runs: the recalls answered before it are in the log before the
-        forget's marker, where the forget erases what they retrieved, not after it."""
+        has answered). A forget's pause and drain run it (`drain`): the records of the recalls answered before are in
+        the log when the forget plans its erasure, which finds and erases those that retrieved what it forgets."""
         with self._cond:
             if self._stopping:  # stopped: its last round appended what was left (no flusher to wait for)
                 return
@@ -116,6 +116,15 @@ class HostedCalls:
             before = self._queued
             self._cond.notify_all()
             self._cond.wait_for(lambda: self._flushed >= before)
+
+    def drain(self) -> int:
+        """Handle everything in the log now, then `flush`: what the calls answered so far is in the log when this
+        returns, also a record the flusher had taken and not yet appended (a forget plans its erasure right after its
+        policies drain: a recall's record appended later would not be found, nor erased). Returns events read."""
+        with self.lock.exclusive():
+            read = self.host.run_until_caught_up()
+        self.flush()
+        return read
 
     def catch_up(self, wanted: int) -> None:
         """Fold the log up to `wanted` now (several waiting calls: the first one pumps, the others find it done)."""
@@ -312,9 +321,7 @@ class PolicyActor:
 
     def drain(self, slot: str) -> int:
         """Handle everything in the log now (synchronously); returns events read."""
-        hosted = self.members[slot]
-        with hosted.lock.exclusive():
-            return hosted.host.run_until_caught_up()
+        return self.members[slot].calls.drain()
 
     # A forget (engram.shard.forget) pauses the loop; it resumes by itself if the forget never comes back.
     def pause(self, slot: str, max_seconds: float = 600.0) -> bool:
@@ -322,7 +329,7 @@ class PolicyActor:
         hosted.resume_at = time.monotonic() + max_seconds
         with hosted.lock.exclusive():  # wait for a pump (or a call) in progress
             pass
-        hosted.calls.flush()  # what the calls answered so far recorded (a recall's query, its traces) before the marker
+        hosted.calls.flush()  # what the calls answered so far recorded (a recall's query, its traces) is in the log
         return True
 
     def resume(self, slot: str) -> bool:

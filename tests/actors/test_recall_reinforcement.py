@@ -132,3 +132,58 @@ def test_a_flush_appends_what_answered_calls_left_even_before_they_counted_it(wo
     assert len(shard.read(0, types=["TraceRetrieved"])) == 1
     calls.stop()
     calls.flush()  # after the stop (a pause of a closed member): returns, nothing to wait for
+
+
+class _Member:
+    """A policy process's member as a forget sees it (`PolicyForgetting`), over `HostedCalls` as `PolicyActor` does:
+    a pause flushes the calls' records, a drain handles the log and flushes them again (`HostedCalls.drain`)."""
+
+    def __init__(self, calls: HostedCalls, during_the_forget):
+        self.calls, self.during_the_forget = calls, during_the_forget
+
+    def pause(self):
+        self.calls.flush()
+
+    def resume(self):
+        pass
+
+    def discard_snapshots(self):
+        self.during_the_forget()  # after the pause and the marker: a recall comes in and answers
+
+    def drain(self):
+        return self.calls.drain()
+
+    def scrub(self, texts):
+        return self.calls.host.scrub(texts)
+
+
+def test_a_recall_answered_during_a_forget_is_recorded_in_time_to_be_erased_with_what_it_retrieved(world):
+    """A forget plans its erasure right after its policies drain. A recall answered after the pause whose record the
+    flusher has taken and not yet appended (slow here: the append waits 0.5 s) is in the log before that plan: the
+    drain waits for it, so the forget finds the record (it retrieved forgotten traces) and erases it."""
+    import time
+
+    from engram.shard.forget import forget
+
+    calls, shard, _, _ = world
+    append, appending = calls.host._append, threading.Event()
+
+    def slow(writes):
+        if any(type(item.event).__name__ == "TraceRetrieved" for w in writes for item in w.events):
+            appending.set()
+            time.sleep(0.5)
+        return append(writes)
+
+    calls.host._append = slow
+    asked = []
+
+    def recall_now():
+        answer = recall(calls, "Where is the launch party?", T0 + 2 * HOUR_US)  # queued: the flusher takes it
+        asked.append([h.trace_id for h in answer.hits])
+        assert appending.wait(10)  # the flusher holds the record, on its way to the log
+
+    forget(shard, [_Member(calls, recall_now)], AGENT, "ann-chat")
+    assert asked and asked[0]  # it retrieved traces of the discussion being forgotten
+    calls.stop()
+    assert shard.read(0, types=["TraceRetrieved"]) == []  # erased with the discussion, not appended after the erasure
+    assert not any("launch party" in str(row[7]) for row in shard.read_rows(0, limit=None))
